@@ -1,0 +1,5 @@
+"""tf.data builders and file readers for seqlab's tasks. Imports no model code."""
+
+from data.errors import DataError
+
+__all__ = ["DataError"]

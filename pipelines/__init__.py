@@ -1,0 +1,1 @@
+"""One module per task: config, model building, train / evaluate / predict / export."""
