@@ -3,3 +3,8 @@
 `from layers import LSTM` gives the layer; every layer is registered for
 serialization under the package "seqlab".
 """
+
+from layers.gru import GRU, GRUCell
+from layers.lstm import LSTM, LSTMCell
+from layers.rnn_base import reset_states
+from layers.simple_rnn import SimpleRNN, SimpleRNNCell

@@ -1,0 +1,262 @@
+"""The gated recurrent unit cell and layer."""
+
+import keras
+from keras import ops
+
+from layers.registry import serializable
+from layers.rnn_base import RecurrentCell, RecurrentLayer
+
+_EQUATIONS = """
+    Equations (DESIGN.md section 3), sigma = `recurrent_activation` (sigmoid),
+    tanh = `activation`, (.) the element-wise product:
+
+        z_t  = sigma(W_z x_t + U_z h_{t-1} + b_z)        update gate
+        r_t  = sigma(W_r x_t + U_r h_{t-1} + b_r)        reset gate
+        h~_t = tanh(W x_t + U (r_t (.) h_{t-1}) + b)     (reset_after=False)
+        h~_t = tanh(W x_t + r_t (.) (U h_{t-1} + b'))    (reset_after=True)
+        h_t  = z_t (.) h_{t-1} + (1 - z_t) (.) h~_t
+
+    The update uses Keras's form: z_t weights the previous state. Seed 001
+    writes h_t = (1 - z_t) h_{t-1} + z_t h~_t; that is the same family with z
+    relabelled, and Keras's form lets Keras weights load unchanged.
+    `reset_after=False` is the seeds' equation; `reset_after=True` (Keras's
+    and cuDNN's default) applies r_t after the recurrent product and has a
+    separate recurrent bias b'.
+
+    Weights, in Keras's layout with the gates fused in the order z, r, h~:
+    `kernel` `(input_dim, 3 * units)`, `recurrent_kernel` `(units, 3 * units)`,
+    `bias` `(3 * units,)`, or `(2, 3 * units)` (input bias, recurrent bias)
+    with `reset_after=True`.
+"""
+
+_ARGS = """
+        units: positive integer, dimensionality of h.
+        activation: the candidate's activation. Default: tanh.
+        recurrent_activation: the gates' activation. Default: sigmoid.
+        use_bias: whether to add the biases.
+        kernel_initializer, recurrent_initializer, bias_initializer,
+        kernel_regularizer, recurrent_regularizer, bias_regularizer,
+        kernel_constraint, recurrent_constraint, bias_constraint: as in Keras.
+        dropout: fraction of the inputs dropped (one mask per sequence).
+        recurrent_dropout: fraction of h_{t-1} dropped in the recurrent
+            products (the update z_t (.) h_{t-1} uses the undropped state).
+        seed: seed of the dropout masks.
+        reset_after: apply the reset gate after the recurrent product."""
+
+
+@serializable
+class GRUCell(RecurrentCell):
+    __doc__ = (
+        """One step of a gated recurrent unit network.
+"""
+        + _EQUATIONS
+        + """
+    Args:"""
+        + _ARGS
+        + """
+
+    Call arguments:
+        inputs: `[batch, input_dim]`.
+        states: list with one tensor h_{t-1} `[batch, units]`.
+        training: whether dropout is applied.
+
+    Returns:
+        `(h_t, [h_t])`.
+
+    Example:
+
+    >>> rnn = keras.layers.RNN(GRUCell(4, reset_after=False))
+    >>> rnn(np.zeros((2, 3, 5), "float32")).shape
+    TensorShape([2, 4])
+    """
+    )
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        reset_after=True,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            **kwargs,
+        )
+        self.recurrent_activation = keras.activations.get(recurrent_activation)
+        self.reset_after = reset_after
+
+    def build(self, input_shape):
+        self._add_kernels(input_shape[-1], gates=3)
+        self.bias = None
+        if self.use_bias:
+            self._add_bias((2, 3 * self.units) if self.reset_after else (3 * self.units,))
+
+    def project_inputs(self, inputs):
+        projected = ops.matmul(inputs, self.kernel)
+        if not self.use_bias:
+            return projected
+        return projected + (self.bias[0] if self.reset_after else self.bias)
+
+    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
+        h_previous = states[0]
+        h_dropped = h_previous if recurrent_mask is None else h_previous * recurrent_mask
+        x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=-1)
+        units = self.units
+        if self.reset_after:
+            inner = ops.matmul(h_dropped, self.recurrent_kernel)
+            if self.use_bias:
+                inner = inner + self.bias[1]
+            u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
+            z = self.recurrent_activation(x_z + u_z)
+            r = self.recurrent_activation(x_r + u_r)
+            candidate = self.activation(x_h + r * u_h)
+        else:
+            inner = ops.matmul(h_dropped, self.recurrent_kernel[:, : 2 * units])
+            u_z, u_r = ops.split(inner, 2, axis=-1)
+            z = self.recurrent_activation(x_z + u_z)
+            r = self.recurrent_activation(x_r + u_r)
+            u_h = ops.matmul(r * h_dropped, self.recurrent_kernel[:, 2 * units :])
+            candidate = self.activation(x_h + u_h)
+        h = z * h_previous + (1.0 - z) * candidate
+        return h, [h]
+
+    def get_config(self):
+        config = {
+            "recurrent_activation": keras.activations.serialize(self.recurrent_activation),
+            "reset_after": self.reset_after,
+        }
+        return {**super().get_config(), **config}
+
+
+@serializable
+class GRU(RecurrentLayer):
+    __doc__ = (
+        """Gated recurrent unit layer: `GRUCell` run over time.
+"""
+        + _EQUATIONS
+        + """
+    The inputs of all steps are projected with one matrix product; the loop runs
+    only the recurrent part. `ours.set_weights(keras.layers.GRU(...,
+    reset_after=same).get_weights())` gives the same function.
+
+    Args:"""
+        + _ARGS
+        + """
+        activity_regularizer: regularizer on the layer's output.
+        return_sequences: return h_t of every step, not only the last.
+        return_state: also return the last state h_T.
+        go_backwards: process the sequence backwards (and return the reversed
+            sequence).
+        stateful: keep the last state of batch k as the initial state of batch
+            k+1 (needs a fixed batch size); reset with `layers.reset_states`.
+
+    Call arguments:
+        sequences: `[batch, time, input_dim]`.
+        initial_state: optional list `[h_0]`.
+        mask: optional boolean `[batch, time]`; masked steps keep the state.
+        training: whether dropout is applied.
+
+    Returns:
+        `[batch, units]`, or `[batch, time, units]` with `return_sequences`;
+        with `return_state`, a list `[output, h_T]`.
+
+    Example:
+
+    >>> layer = GRU(4, return_sequences=True, reset_after=False)
+    >>> layer(np.zeros((2, 3, 5), "float32")).shape
+    TensorShape([2, 3, 4])
+    """
+    )
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        reset_after=True,
+        **kwargs,
+    ):
+        cell = GRUCell(
+            units,
+            activation=activation,
+            recurrent_activation=recurrent_activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            reset_after=reset_after,
+            dtype=kwargs.get("dtype"),
+            name="gru_cell",
+        )
+        super().__init__(
+            cell,
+            activity_regularizer=activity_regularizer,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            **kwargs,
+        )
+
+    @property
+    def recurrent_activation(self):
+        return self.cell.recurrent_activation
+
+    @property
+    def reset_after(self):
+        return self.cell.reset_after

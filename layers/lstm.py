@@ -1,0 +1,261 @@
+"""The long short-term memory cell and layer."""
+
+import keras
+from keras import ops
+
+from layers.registry import serializable
+from layers.rnn_base import RecurrentCell, RecurrentLayer
+
+_EQUATIONS = """
+    Equations (DESIGN.md section 3), sigma = `recurrent_activation` (sigmoid),
+    tanh = `activation`, (.) the element-wise product:
+
+        i_t  = sigma(W_xi x_t + W_hi h_{t-1} + b_i)      input gate
+        f_t  = sigma(W_xf x_t + W_hf h_{t-1} + b_f)      forget gate
+        c~_t = tanh(W_xc x_t + W_hc h_{t-1} + b_c)       candidate
+        o_t  = sigma(W_xo x_t + W_ho h_{t-1} + b_o)      output gate
+        c_t  = f_t (.) c_{t-1} + i_t (.) c~_t
+        h_t  = o_t (.) tanh(c_t)
+
+    Weights, in Keras's layout with the gates fused in the order i, f, c~, o:
+    `kernel` `(input_dim, 4 * units)`, `recurrent_kernel` `(units, 4 * units)`,
+    `bias` `(4 * units,)`.
+"""
+
+_ARGS = """
+        units: positive integer, dimensionality of h and c.
+        activation: the candidate's and the output's activation. Default: tanh.
+        recurrent_activation: the gates' activation. Default: sigmoid.
+        use_bias: whether to add the biases b.
+        kernel_initializer, recurrent_initializer, bias_initializer,
+        kernel_regularizer, recurrent_regularizer, bias_regularizer,
+        kernel_constraint, recurrent_constraint, bias_constraint: as in Keras.
+        unit_forget_bias: initialise b_f to 1 (Jozefowicz et al., 2015).
+        dropout: fraction of the inputs dropped (one mask per sequence).
+        recurrent_dropout: fraction of h_{t-1} dropped in the recurrent product.
+        seed: seed of the dropout masks."""
+
+
+@serializable
+class LSTMCell(RecurrentCell):
+    __doc__ = (
+        """One step of a long short-term memory network.
+"""
+        + _EQUATIONS
+        + """
+    Args:"""
+        + _ARGS
+        + """
+
+    Call arguments:
+        inputs: `[batch, input_dim]`.
+        states: list `[h_{t-1}, c_{t-1}]`, each `[batch, units]`.
+        training: whether dropout is applied.
+
+    Returns:
+        `(h_t, [h_t, c_t])`.
+
+    Example:
+
+    >>> rnn = keras.layers.RNN(LSTMCell(4))
+    >>> rnn(np.zeros((2, 3, 5), "float32")).shape
+    TensorShape([2, 4])
+    """
+    )
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        unit_forget_bias=True,
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            **kwargs,
+        )
+        self.recurrent_activation = keras.activations.get(recurrent_activation)
+        self.unit_forget_bias = unit_forget_bias
+
+    @property
+    def state_size(self):
+        return [self.units, self.units]
+
+    def build(self, input_shape):
+        self._add_kernels(input_shape[-1], gates=4)
+        self.bias = None
+        if self.use_bias:
+            initializer = self.bias_initializer
+            if self.unit_forget_bias:
+                base, units = self.bias_initializer, self.units
+
+                def initializer(_, *args, **kwargs):
+                    return ops.concatenate(
+                        [
+                            base((units,), *args, **kwargs),
+                            ops.ones((units,)),
+                            base((units * 2,), *args, **kwargs),
+                        ]
+                    )
+
+            self._add_bias((4 * self.units,), initializer)
+
+    def project_inputs(self, inputs):
+        projected = ops.matmul(inputs, self.kernel)
+        return projected + self.bias if self.use_bias else projected
+
+    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
+        h_previous, c_previous = states
+        if recurrent_mask is not None:
+            h_previous = h_previous * recurrent_mask
+        z = projected_inputs + ops.matmul(h_previous, self.recurrent_kernel)
+        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+        i = self.recurrent_activation(z_i)
+        f = self.recurrent_activation(z_f)
+        c = f * c_previous + i * self.activation(z_c)
+        o = self.recurrent_activation(z_o)
+        h = o * self.activation(c)
+        return h, [h, c]
+
+    def get_config(self):
+        config = {
+            "recurrent_activation": keras.activations.serialize(self.recurrent_activation),
+            "unit_forget_bias": self.unit_forget_bias,
+        }
+        return {**super().get_config(), **config}
+
+
+@serializable
+class LSTM(RecurrentLayer):
+    __doc__ = (
+        """Long short-term memory layer: `LSTMCell` run over time.
+"""
+        + _EQUATIONS
+        + """
+    The inputs of all steps are projected with one matrix product; the loop runs
+    only the recurrent part. `ours.set_weights(keras.layers.LSTM(...)
+    .get_weights())` gives the same function.
+
+    Args:"""
+        + _ARGS
+        + """
+        activity_regularizer: regularizer on the layer's output.
+        return_sequences: return h_t of every step, not only the last.
+        return_state: also return the last states h_T and c_T.
+        go_backwards: process the sequence backwards (and return the reversed
+            sequence).
+        stateful: keep the last states of batch k as the initial states of
+            batch k+1 (needs a fixed batch size); reset with
+            `layers.reset_states`.
+
+    Call arguments:
+        sequences: `[batch, time, input_dim]`.
+        initial_state: optional list `[h_0, c_0]`.
+        mask: optional boolean `[batch, time]`; masked steps keep the states.
+        training: whether dropout is applied.
+
+    Returns:
+        `[batch, units]`, or `[batch, time, units]` with `return_sequences`;
+        with `return_state`, a list `[output, h_T, c_T]`.
+
+    Example:
+
+    >>> layer = LSTM(4, return_state=True)
+    >>> output, h, c = layer(np.zeros((2, 3, 5), "float32"))
+    >>> output.shape, c.shape
+    (TensorShape([2, 4]), TensorShape([2, 4]))
+    """
+    )
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        unit_forget_bias=True,
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        activity_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        return_sequences=False,
+        return_state=False,
+        go_backwards=False,
+        stateful=False,
+        **kwargs,
+    ):
+        cell = LSTMCell(
+            units,
+            activation=activation,
+            recurrent_activation=recurrent_activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            unit_forget_bias=unit_forget_bias,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            seed=seed,
+            dtype=kwargs.get("dtype"),
+            name="lstm_cell",
+        )
+        super().__init__(
+            cell,
+            activity_regularizer=activity_regularizer,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            **kwargs,
+        )
+
+    @property
+    def recurrent_activation(self):
+        return self.cell.recurrent_activation
+
+    @property
+    def unit_forget_bias(self):
+        return self.cell.unit_forget_bias

@@ -1,0 +1,310 @@
+"""What seqlab's recurrent cells and layers share.
+
+A cell splits one step into two parts: `project_inputs` (the input kernel and
+bias, which does not depend on the previous state) and `recurrent_step` (the
+rest of the equations). `cell.call` runs both for one step, which is what
+`keras.layers.RNN` uses. seqlab's layers instead project the inputs of all steps
+with one matrix product and loop only over `recurrent_step`: the same equations
+in the same order, so the numbers agree with the per-step cell.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from layers._loop import run_recurrence
+
+
+def validate_units(units):
+    if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
+        raise ValueError(
+            f"`units` must be a positive integer. Received: units={units!r}"
+        )
+
+
+def validate_rate(name, value):
+    if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1). Received: {name}={value!r}"
+        )
+
+
+class RecurrentCell(keras.layers.Layer):
+    """Base class of the cells: weights' arguments, dropout masks, one step.
+
+    Dropout is variational (one mask per sequence, reused at every step), as in
+    Keras: the cell creates the input and recurrent masks on first use and keeps
+    them until `reset_dropout_mask()` / `reset_recurrent_dropout_mask()`, which
+    seqlab's layers call after every sequence.
+
+    Subclasses create their weights in `build` and implement `project_inputs`
+    and `recurrent_step`.
+    """
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        validate_units(units)
+        validate_rate("dropout", dropout)
+        validate_rate("recurrent_dropout", recurrent_dropout)
+        self.units = units
+        self.activation = keras.activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.recurrent_constraint = keras.constraints.get(recurrent_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.dropout = float(dropout)
+        self.recurrent_dropout = float(recurrent_dropout)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self._dropout_mask = None
+        self._recurrent_dropout_mask = None
+
+    # The Keras RNN API.
+    @property
+    def state_size(self):
+        return self.units
+
+    @property
+    def output_size(self):
+        return self.units
+
+    def get_initial_state(self, batch_size=None):
+        sizes = self.state_size if isinstance(self.state_size, list) else [self.state_size]
+        return [ops.zeros((batch_size, size), dtype=self.compute_dtype) for size in sizes]
+
+    def call(self, inputs, states, training=False):
+        states = list(states) if isinstance(states, (list, tuple)) else [states]
+        if training and self.dropout > 0:
+            inputs = inputs * self.get_dropout_mask(inputs)
+        recurrent_mask = (
+            self.get_recurrent_dropout_mask(states[0])
+            if training and self.recurrent_dropout > 0
+            else None
+        )
+        return self.recurrent_step(self.project_inputs(inputs), states, recurrent_mask)
+
+    # The split of one step.
+    def project_inputs(self, inputs):
+        """`inputs @ kernel (+ input bias)`, for one step or for all steps."""
+        raise NotImplementedError
+
+    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
+        """The rest of one step. Returns `(output, new_states)`."""
+        raise NotImplementedError
+
+    # Dropout masks, cached for the length of one sequence.
+    def get_dropout_mask(self, step_input):
+        if self._dropout_mask is None and self.dropout > 0:
+            self._dropout_mask = keras.random.dropout(
+                ops.ones_like(step_input), rate=self.dropout, seed=self.seed_generator
+            )
+        return self._dropout_mask
+
+    def get_recurrent_dropout_mask(self, step_state):
+        if self._recurrent_dropout_mask is None and self.recurrent_dropout > 0:
+            self._recurrent_dropout_mask = keras.random.dropout(
+                ops.ones_like(step_state),
+                rate=self.recurrent_dropout,
+                seed=self.seed_generator,
+            )
+        return self._recurrent_dropout_mask
+
+    def reset_dropout_mask(self):
+        self._dropout_mask = None
+
+    def reset_recurrent_dropout_mask(self):
+        self._recurrent_dropout_mask = None
+
+    def _add_kernels(self, input_dim, gates):
+        self.kernel = self.add_weight(
+            shape=(input_dim, gates * self.units),
+            name="kernel",
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, gates * self.units),
+            name="recurrent_kernel",
+            initializer=self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint,
+        )
+
+    def _add_bias(self, shape, initializer=None):
+        self.bias = self.add_weight(
+            shape=shape,
+            name="bias",
+            initializer=initializer or self.bias_initializer,
+            regularizer=self.bias_regularizer,
+            constraint=self.bias_constraint,
+        )
+
+    def get_config(self):
+        config = {
+            "units": self.units,
+            "activation": keras.activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": keras.initializers.serialize(
+                self.recurrent_initializer
+            ),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            "recurrent_regularizer": keras.regularizers.serialize(
+                self.recurrent_regularizer
+            ),
+            "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": keras.constraints.serialize(
+                self.recurrent_constraint
+            ),
+            "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+            "seed": self.seed,
+        }
+        return {**super().get_config(), **config}
+
+
+class RecurrentLayer(keras.layers.RNN):
+    """Base class of the layers: runs a `RecurrentCell` over time, fused.
+
+    `keras.layers.RNN` provides the Keras behaviour (initial and stateful
+    states, masks, `return_sequences`, `return_state`, `go_backwards`,
+    `Bidirectional` support); this class replaces its per-step loop with one
+    input projection for all steps and a loop over the recurrent part only.
+    """
+
+    def __init__(self, cell, activity_regularizer=None, **kwargs):
+        if kwargs.pop("unroll", False):
+            raise ValueError(
+                "seqlab's recurrent layers run a fused loop and do not unroll. "
+                "Received: unroll=True"
+            )
+        super().__init__(cell, activity_regularizer=activity_regularizer, **kwargs)
+        self.input_spec = keras.layers.InputSpec(ndim=3)
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        cell = self.cell
+        try:
+            if training and cell.dropout > 0:
+                step_mask = cell.get_dropout_mask(sequences[:, 0, :])
+                sequences = sequences * ops.expand_dims(step_mask, 1)
+            recurrent_mask = (
+                cell.get_recurrent_dropout_mask(initial_state[0])
+                if training and cell.recurrent_dropout > 0
+                else None
+            )
+            # Time-major before the projection: the transpose then moves the
+            # narrower input tensor, not the `gates * units` wide projection.
+            projected = cell.project_inputs(tf.transpose(sequences, [1, 0, 2]))
+            return run_recurrence(
+                lambda x, states: cell.recurrent_step(x, states, recurrent_mask),
+                projected,
+                initial_state,
+                output_size=cell.output_size,
+                mask=mask,
+                go_backwards=self.go_backwards,
+                zero_output_for_mask=self.zero_output_for_mask,
+                return_all_outputs=self.return_sequences,
+            )
+        finally:
+            cell.reset_dropout_mask()
+            cell.reset_recurrent_dropout_mask()
+
+    def get_config(self):
+        config = super().get_config()
+        del config["cell"], config["unroll"]
+        # The layer is rebuilt from the cell's flat arguments, as Keras's are.
+        cell_config = self.cell.get_config()
+        for key in ("name", "trainable", "dtype"):
+            cell_config.pop(key, None)
+        config.update(cell_config)
+        config["activity_regularizer"] = keras.regularizers.serialize(
+            self.activity_regularizer
+        )
+        return config
+
+
+def _forward_to_cell(name):
+    return property(lambda self: getattr(self.cell, name), doc=f"The cell's `{name}`.")
+
+
+# The layers expose their cell's arguments as attributes, as Keras's layers do.
+for _name in (
+    "units",
+    "activation",
+    "use_bias",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "recurrent_constraint",
+    "bias_constraint",
+    "dropout",
+    "recurrent_dropout",
+    "seed",
+):
+    setattr(RecurrentLayer, _name, _forward_to_cell(_name))
+
+
+def reset_states(model):
+    """Resets every stateful recurrent layer in `model` to zero states.
+
+    Keras 3 has no model-level `reset_states()`; this walks the model, nested
+    models and wrappers (`Bidirectional`, `TimeDistributed`) included, and
+    resets each stateful layer it finds.
+
+    Args:
+        model: a `keras.Model` or a single layer.
+
+    Returns:
+        The number of stateful layers reset.
+    """
+    count = 0
+    pending = [model]
+    seen = set()
+    while pending:
+        layer = pending.pop()
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        if isinstance(layer, keras.layers.Bidirectional):
+            pending.extend([layer.forward_layer, layer.backward_layer])
+            continue
+        if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
+            layer.reset_state()
+            count += 1
+        pending.extend(getattr(layer, "layers", None) or [])
+        wrapped = getattr(layer, "layer", None)
+        if isinstance(wrapped, keras.layers.Layer):
+            pending.append(wrapped)
+    return count
