@@ -250,6 +250,10 @@ class RecurrentLayer(keras.layers.RNN):
         )
         return config
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
 
 def _forward_to_cell(name):
     return property(lambda self: getattr(self.cell, name), doc=f"The cell's `{name}`.")

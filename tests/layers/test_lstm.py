@@ -1,0 +1,111 @@
+import keras
+import numpy as np
+import pytest
+
+from layers import LSTM, LSTMCell
+from tests.conftest import run_layer_test, saved_model_round_trip
+from tests.layers import recurrent_checks as checks
+
+
+@pytest.mark.parametrize("scenario", sorted(checks.SCENARIOS))
+def test_matches_keras_lstm(scenario):
+    checks.check_against_keras(LSTM, keras.layers.LSTM, scenario)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_bidirectional_matches_keras(masked):
+    checks.check_bidirectional(LSTM, keras.layers.LSTM, masked)
+
+
+def test_stacked_matches_keras():
+    checks.check_stacked(LSTM, keras.layers.LSTM)
+
+
+def test_stateful_over_two_calls_matches_keras():
+    checks.check_stateful(LSTM, keras.layers.LSTM)
+
+
+def test_initial_state_matches_keras():
+    checks.check_initial_state(LSTM, keras.layers.LSTM, n_states=2)
+
+
+def test_cell_in_keras_rnn_equals_fused_layer():
+    checks.check_cell_in_keras_rnn(LSTMCell, LSTM)
+
+
+def test_padding_changes_nothing():
+    checks.check_padding_invariance(LSTM)
+
+
+def test_example_13_2_golden_values():
+    """Seed 000, Example 13.2: one unit, h_0 = 0, c_0 = 2, x = [1, 0.5]."""
+    layer = LSTM(1, return_sequences=True, return_state=True)
+    x = np.array([[[1.0], [0.5]]], dtype="float32")
+    layer(x)
+    # Gate order i, f, c~, o; b_i = 0.3, b_f = 0.2, b_c = 0.8, b_o = 0.3.
+    layer.set_weights(
+        [np.full((1, 4), 0.5), np.full((1, 4), -0.1), np.array([0.3, 0.2, 0.8, 0.3])]
+    )
+    h, h_last, c_last = layer(x, initial_state=[np.zeros((1, 1)), np.full((1, 1), 2.0)])
+    np.testing.assert_allclose(np.ravel(h), [0.66155, 0.57161], atol=5e-6)
+    np.testing.assert_allclose(np.ravel(c_last), [1.61544], atol=5e-6)
+    # c_1 from the first step alone.
+    _, _, c_first = layer(x[:, :1], initial_state=[np.zeros((1, 1)), np.full((1, 1), 2.0)])
+    np.testing.assert_allclose(np.ravel(c_first), [1.93094], atol=5e-6)
+    np.testing.assert_allclose(np.ravel(h_last), [0.57161], atol=5e-6)
+
+
+def test_variational_dropout():
+    """Dropout acts only when training; the SimpleRNN tests check mask reuse."""
+    layer = LSTM(4, dropout=0.5, recurrent_dropout=0.5, seed=3, return_sequences=True)
+    x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
+    a = keras.ops.convert_to_numpy(layer(x, training=False))
+    b = keras.ops.convert_to_numpy(layer(x, training=False))
+    np.testing.assert_array_equal(a, b)
+    c = keras.ops.convert_to_numpy(layer(x, training=True))
+    assert not np.allclose(a, c)
+
+
+def test_unit_forget_bias_initialises_forget_gate_to_one():
+    layer = LSTM(3)
+    layer(np.zeros((1, 2, 4), "float32"))
+    bias = keras.ops.convert_to_numpy(layer.cell.bias)
+    np.testing.assert_array_equal(bias, [0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0])
+
+
+def test_layer_contract(tmp_path):
+    run_layer_test(
+        LSTM,
+        {"units": 3, "return_sequences": True, "dropout": 0.1, "recurrent_dropout": 0.1},
+        np.random.default_rng(0).normal(size=(2, 4, 5)).astype("float32"),
+        expected_output_shape=(2, 4, 3),
+        tmp_path=tmp_path,
+    )
+
+
+def test_cell_config_round_trip():
+    cell = LSTMCell(3, dropout=0.2, unit_forget_bias=False, seed=4)
+    config = cell.get_config()
+    assert LSTMCell.from_config(config).get_config() == config
+
+
+def test_saved_model_round_trip(tmp_path):
+    inputs = keras.Input((4, 5))
+    model = keras.Model(inputs, LSTM(3, return_sequences=True)(inputs))
+    x = np.random.default_rng(1).normal(size=(2, 4, 5)).astype("float32")
+    saved_model_round_trip(model, x, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"units": 0}, "Received: units=0"),
+        ({"units": 2.5}, "Received: units=2.5"),
+        ({"units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
+        ({"units": 4, "recurrent_dropout": -0.1}, r"Received: recurrent_dropout=-0.1"),
+        ({"units": 4, "unroll": True}, "Received: unroll=True"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LSTM(**kwargs)
