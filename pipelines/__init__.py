@@ -1,1 +1,18 @@
-"""One module per task: config, model building, train / evaluate / predict / export."""
+"""One module per task: config, model building, train / evaluate / predict / export.
+
+`TASKS` maps each task's command-line name to its module and a one-line summary. A task module
+defines `TASK = pipelines.common.Task(...)`; adding a task is that module plus one line here.
+Modules are imported only when their task is used, so `seqlab --help` stays fast.
+"""
+
+import importlib
+
+TASKS = {
+    "timeseries": ("pipelines.timeseries", "forecast numeric series (CSV, or the embedded sunspots)"),
+}
+
+
+def load_task(name):
+    """The `Task` object of the task called `name`."""
+    module_name, _ = TASKS[name]
+    return importlib.import_module(module_name).TASK

@@ -1,0 +1,598 @@
+"""What every task pipeline shares: configs, the run directory, training callbacks, reports.
+
+A task module (`pipelines/<task>.py`) uses these pieces and exposes one `Task` object; `cli.py`
+turns that object into `seqlab <task> train|evaluate|predict|export`.
+
+- Configs: a task's settings are a dataclass derived from `TrainConfig`. Each field is a command
+  line flag (`batch_size` -> `--batch-size`) and a key of `--config FILE` (JSON or TOML); flags win
+  over the file, the file over the dataclass defaults. `option()` declares a field with its help.
+- `RunDirectory`: the `--out` directory of one `train` call. It is built under `<out>.partial` and
+  renamed to `<out>` when everything is written, so `<out>` only ever holds a finished run. An
+  interrupted run leaves `<out>.partial` (with `checkpoints/`); the same command resumes it.
+- `training_callbacks`: `history.csv` kept across resumes, `BackupAndRestore` under
+  `checkpoints/`.
+- `set_seed`, `library_versions`, `format_table`, `save_history_plot`, `pyplot`.
+
+Errors the user can fix by changing the command (a bad flag value, a refused `--out`) are
+`UsageError`s; bad input data is `data.DataError`. The CLI prints either as one line and exits
+with status 2.
+"""
+
+import argparse
+import csv
+import dataclasses
+import datetime
+import io
+import json
+import os
+import platform
+import shutil
+import sys
+import tomllib
+import types
+import typing
+from pathlib import Path
+
+import keras
+
+from pipelines.errors import UsageError
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs
+
+
+def option(default, help, choices=None):
+    """A config field with its command-line help (and allowed values).
+
+    Mutable defaults (lists) are copied per instance.
+    """
+    metadata = {"help": help, "choices": choices}
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """The settings every task's `train` has. Task configs derive from this.
+
+    A task that wants other defaults redeclares the field with `option(...)`.
+    """
+
+    data: str | None = option(None, "training data file (default: the task's embedded data)")
+    out: str | None = option(
+        None, "run directory to write (default: runs/<task>-<UTC timestamp>)"
+    )
+    epochs: int = option(10, "maximum number of training epochs")
+    batch_size: int = option(32, "examples per batch")
+    seed: int = option(42, "random seed (same seed, same machine: same metrics)")
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+
+
+def _field_type(field):
+    """`(base type, is list, may be None)` of a config field's annotation."""
+    annotation, optional = field.type, False
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        arguments = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(arguments) < len(typing.get_args(annotation))
+        (annotation,) = arguments
+    if typing.get_origin(annotation) is list:
+        return typing.get_args(annotation)[0], True, optional
+    return annotation, False, optional
+
+
+def flag_name(name):
+    return "--" + name.replace("_", "-")
+
+
+def add_config_arguments(parser, config_class):
+    """Adds one flag per field of `config_class` to `parser`.
+
+    The flags have no argparse defaults (the parser should use `argparse.SUPPRESS`), so that only
+    the flags actually given override the config file and the dataclass defaults.
+    """
+    for field in dataclasses.fields(config_class):
+        base, is_list, _ = _field_type(field)
+        default = (
+            field.default_factory() if field.default_factory is not dataclasses.MISSING
+            else field.default
+        )
+        shown = "none" if default in (None, []) else default
+        if is_list and default:
+            shown = " ".join(map(str, default))
+        help = field.metadata.get("help", "")
+        if "default" not in help:
+            help = f"{help} (default: {shown})"
+        kwargs = {"help": help}
+        if base is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = base
+            if field.metadata.get("choices"):
+                kwargs["choices"] = field.metadata["choices"]
+            else:
+                kwargs["metavar"] = field.name.upper()
+            if is_list:
+                kwargs["nargs"] = "+"
+        parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
+
+
+def read_config_file(path):
+    """The settings in a JSON or TOML file (chosen by the suffix), keys as `batch_size`.
+
+    Keys may also be spelled as the flags are (`batch-size`).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: config file not found")
+    try:
+        if path.suffix.lower() == ".toml":
+            values = tomllib.loads(path.read_text(encoding="utf-8"))
+        else:
+            values = json.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({error})")
+    if not isinstance(values, dict):
+        raise UsageError(f"{path}: expected a table of settings, got {type(values).__name__}")
+    return {key.replace("-", "_"): value for key, value in values.items()}
+
+
+def _coerce(field, value, origin):
+    """Checks a config-file value against the field's type; ints are accepted as floats."""
+    base, is_list, optional = _field_type(field)
+    if value is None and optional:
+        return None
+    if is_list:
+        values = [value] if isinstance(value, str) else value
+        if isinstance(values, list) and all(isinstance(v, base) for v in values):
+            return list(values)
+    elif base is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    elif isinstance(value, base) and not (base is int and isinstance(value, bool)):
+        return value
+    expected = f"a list of {base.__name__}" if is_list else base.__name__
+    raise UsageError(f"{origin}: {field.name} must be {expected}. Received: {value!r}")
+
+
+def make_config(config_class, file_values=None, flag_values=None, origin="config"):
+    """Builds a config: dataclass defaults, then the config file's values, then the flags.
+
+    Args:
+        config_class: the task's config dataclass.
+        file_values: settings from `read_config_file` (checked: unknown keys and wrong types are
+            refused).
+        flag_values: settings given on the command line (already typed by argparse).
+        origin: the config file's name, for messages.
+
+    Raises:
+        UsageError: an unknown key, a value of the wrong type or one the config refuses.
+    """
+    fields = {f.name: f for f in dataclasses.fields(config_class)}
+    values = {}
+    for key, value in (file_values or {}).items():
+        if key not in fields:
+            raise UsageError(
+                f"{origin}: unknown setting {key!r}; the settings are: {', '.join(fields)}"
+            )
+        values[key] = _coerce(fields[key], value, origin)
+    for key, value in (flag_values or {}).items():
+        values[key] = value
+    for key, value in values.items():
+        choices = fields[key].metadata.get("choices")
+        if choices and value is not None and value not in choices:
+            raise UsageError(f"{key} must be one of {', '.join(choices)}. Received: {value!r}")
+    try:
+        return config_class(**values)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def utc_timestamp():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def write_text_atomic(path, text):
+    """Writes `text` to a temporary file beside `path`, then renames it over `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def write_json_atomic(path, value):
+    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path):
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def rows_to_csv(rows, columns=None):
+    """CSV text of a list of dicts (columns: the first row's keys unless given)."""
+    buffer = io.StringIO()
+    columns = columns or (list(rows[0]) if rows else [])
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def library_versions():
+    """Versions of Python and the libraries a run's numbers depend on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {"python": platform.python_version()}
+    for name in ("seqlab", "tensorflow", "keras", "numpy", "pandas", "scikit-learn"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+# ---------------------------------------------------------------------------------------------
+# The run directory
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """A finished run read back from disk (for evaluate / predict / export).
+
+    Attributes:
+        path: the run directory.
+        task: the task name recorded in config.json.
+        settings: the settings dict recorded in config.json.
+    """
+
+    path: Path
+    task: str
+    settings: dict
+
+    def file(self, *parts):
+        return self.path.joinpath(*parts)
+
+
+def open_run(path, task):
+    """Reads the `config.json` of the finished run at `path` and checks it belongs to `task`.
+
+    Raises:
+        UsageError: `path` is not a finished run, or a run of another task.
+    """
+    path = Path(path)
+    config_path = path / "config.json"
+    if not config_path.is_file():
+        hint = ""
+        if Path(f"{path}.partial").is_dir():
+            hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
+        raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
+    record = read_json(config_path)
+    if record.get("task") != task:
+        raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
+    return RunRecord(path=path, task=task, settings=record["settings"])
+
+
+class RunDirectory:
+    """The directory one `train` call writes, built under `<out>.partial` and renamed when done.
+
+    `start()` refuses an `--out` that holds a finished run unless `overwrite`; it resumes an
+    unfinished `<out>.partial` written with the same settings (its `checkpoints/` hold the last
+    finished epoch). `finish()` renames `<out>.partial` to `<out>` (replacing an old run when
+    overwriting), so a reader never sees a half-written run.
+
+    Args:
+        out: the final run directory.
+        task: the task name, recorded in config.json.
+        overwrite: replace a finished run at `out`, and discard an unfinished one whose settings
+            differ.
+    """
+
+    def __init__(self, out, task, overwrite=False):
+        self.final = Path(out)
+        self.work = Path(f"{out}.partial")
+        self.task = task
+        self.overwrite = overwrite
+        self.resumed = False
+
+    def path(self, *parts):
+        """A path inside the run being written (parent folders are created)."""
+        path = self.work.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def checkpoint_dir(self):
+        return self.work / "checkpoints"
+
+    def check_out(self):
+        """Refuses an `--out` that holds a finished run (unless `overwrite`) or something else.
+
+        `start()` calls this too; calling it before loading data fails fast.
+
+        Raises:
+            UsageError: as in `start()`.
+        """
+        if self.final.exists():
+            is_run = (self.final / "config.json").is_file()
+            if not is_run and any(self.final.iterdir()):
+                raise UsageError(
+                    f"--out {self.final} exists and is not a seqlab run; choose another --out"
+                )
+            if is_run and not self.overwrite:
+                raise UsageError(
+                    f"--out {self.final} already holds a finished run; pass --overwrite to "
+                    "replace it, or choose another --out"
+                )
+
+    def start(self, settings):
+        """Creates (or resumes) `<out>.partial` and writes config.json.
+
+        Args:
+            settings: every setting of the run (a JSON-able dict).
+
+        Returns:
+            True when an unfinished run with the same settings is resumed.
+
+        Raises:
+            UsageError: `out` holds a finished run (without `overwrite`), holds something that is
+                not a seqlab run, or `<out>.partial` holds a run with other settings.
+        """
+        self.check_out()
+        if self.work.exists():
+            previous = self.work / "config.json"
+            previous_settings = read_json(previous)["settings"] if previous.is_file() else None
+            if previous_settings == settings:
+                self.resumed = True
+            elif self.overwrite or previous_settings is None:
+                shutil.rmtree(self.work)
+            else:
+                changed = sorted(
+                    k for k in set(settings) | set(previous_settings)
+                    if settings.get(k) != previous_settings.get(k)
+                )
+                details = ", ".join(
+                    f"{k}: {previous_settings.get(k)!r} -> {settings.get(k)!r}" for k in changed
+                )
+                raise UsageError(
+                    f"{self.work} holds an unfinished run with other settings ({details}); rerun "
+                    "with the same settings to resume it, or pass --overwrite to start over"
+                )
+        self.work.mkdir(parents=True, exist_ok=True)
+        if not self.resumed:
+            write_json_atomic(
+                self.work / "config.json",
+                {
+                    "task": self.task,
+                    "settings": settings,
+                    "versions": library_versions(),
+                    "created_utc": utc_timestamp(),
+                    "command": sys.argv,
+                },
+            )
+        return self.resumed
+
+    def write_json(self, name, value):
+        write_json_atomic(self.path(name), value)
+
+    def write_text(self, name, text):
+        write_text_atomic(self.path(name), text)
+
+    def finish(self):
+        """Renames the finished `<out>.partial` to `<out>` and returns `<out>`."""
+        if self.checkpoint_dir.exists() and not any(self.checkpoint_dir.iterdir()):
+            self.checkpoint_dir.rmdir()
+        replaced = None
+        if self.final.exists():
+            replaced = self.final.with_name(f".{self.final.name}.replaced-{utc_timestamp()}")
+            os.replace(self.final, replaced)
+        os.replace(self.work, self.final)
+        if replaced is not None:
+            shutil.rmtree(replaced)
+        return self.final
+
+
+def default_out(task):
+    return str(Path("runs") / f"{task}-{utc_timestamp()}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+
+
+def set_seed(seed):
+    """Seeds Python, NumPy and TensorFlow, so that the same seed gives the same run."""
+    keras.utils.set_random_seed(seed)
+
+
+class EpochHistory(keras.callbacks.Callback):
+    """Keeps `history.csv` up to date after every epoch, across interrupted and resumed runs.
+
+    Rows are keyed by epoch number, so an epoch that is run again after a resume replaces its
+    row instead of adding one. It must come before `BackupAndRestore` in the callback list: then
+    an epoch is logged before it is backed up, and a crash between the two only repeats it.
+
+    Args:
+        path: the CSV file (`history.csv` in the run directory).
+    """
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = Path(path)
+        self.rows = {}
+        if self.path.is_file():
+            with open(self.path, newline="", encoding="utf-8") as file:
+                for row in csv.DictReader(file):
+                    self.rows[int(row["epoch"])] = {
+                        k: float(v) if k != "epoch" else int(v) for k, v in row.items()
+                    }
+
+    def on_epoch_end(self, epoch, logs=None):
+        row = {"epoch": epoch + 1}
+        row.update({k: float(v) for k, v in (logs or {}).items() if k != "learning_rate"})
+        self.rows[epoch + 1] = row
+        rows = [self.rows[k] for k in sorted(self.rows)]
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        write_text_atomic(self.path, rows_to_csv(rows, columns))
+
+    @property
+    def history(self):
+        """All logged epochs in order, as dicts."""
+        return [self.rows[k] for k in sorted(self.rows)]
+
+
+def training_callbacks(run):
+    """`[EpochHistory, BackupAndRestore]` for fitting inside `run` (a `RunDirectory`).
+
+    Append task callbacks such as `EarlyStopping` after these. Note that `BackupAndRestore`
+    restores weights and the epoch count, not the optimizer's moments or other callbacks' state
+    (an `EarlyStopping` counts patience again from the resumed epoch).
+    """
+    return [
+        EpochHistory(run.path("history.csv")),
+        keras.callbacks.BackupAndRestore(str(run.checkpoint_dir)),
+    ]
+
+
+def progress_verbosity():
+    """Keras's progress bar on a terminal; one line per epoch in logs and pipes."""
+    return 1 if sys.stdout.isatty() else 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+
+
+def format_table(headers, rows):
+    """A plain-text table: columns padded, numbers right-aligned with 4 significant decimals."""
+
+    def cell(value):
+        if isinstance(value, float):
+            return f"{value:.4f}" if abs(value) < 1e5 else f"{value:.4g}"
+        return "" if value is None else str(value)
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
+
+    def line(values):
+        return "  ".join(
+            v.rjust(w) if is_number else v.ljust(w)
+            for v, w, is_number in zip(values, widths, numeric)
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line([str(h) for h in headers]), rule] + [line(r) for r in cells])
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_history_plot(history, path, title="training"):
+    """Plots every loss column of `history` (rows from `EpochHistory`) against the epoch."""
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    epochs = [row["epoch"] for row in history]
+    for name in history[0] if history else []:
+        if name.endswith("loss"):
+            axis.plot(epochs, [row[name] for row in history], label=name, marker=".")
+    axis.set_xlabel("epoch")
+    axis.set_ylabel("loss")
+    axis.set_title(title)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+
+
+@dataclasses.dataclass
+class ActionResult:
+    """What an action hands back: a summary for the terminal, and what it wrote.
+
+    Attributes:
+        summary: the text the command line prints at the end (tables, paths).
+        path: the main file or directory written, if any.
+        metrics: the figures, if the action computed any.
+    """
+
+    summary: str
+    path: Path | None = None
+    metrics: dict | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One task as the command line sees it. Each `pipelines/<task>.py` defines `TASK = Task(...)`.
+
+    The action functions take keyword arguments named as their flags:
+    - `train(config, overwrite=False) -> ActionResult`
+    - `evaluate(run, data=None, output=None) -> ActionResult`
+    - `predict(run, data=None, output=None, **extra) -> ActionResult`
+    - `export(run, out=None) -> ActionResult`
+
+    Attributes:
+        name: the task's name on the command line.
+        description: a paragraph for `seqlab <task> --help`.
+        examples: example command lines for `seqlab <task> <action> --help`, by action.
+        config_class: the `TrainConfig` subclass of `train`.
+        train, evaluate, predict, export: the actions.
+        extra_arguments: per action, more `(flags, argparse keyword arguments)` pairs beyond the
+            common ones (for example a charrnn `predict --temperature`); their values reach the
+            action as keyword arguments.
+    """
+
+    name: str
+    description: str
+    examples: dict
+    config_class: type
+    train: typing.Callable
+    evaluate: typing.Callable
+    predict: typing.Callable
+    export: typing.Callable
+    extra_arguments: dict = dataclasses.field(default_factory=dict)
+
+
+__all__ = [
+    "ActionResult",
+    "EpochHistory",
+    "RunDirectory",
+    "RunRecord",
+    "Task",
+    "TrainConfig",
+    "UsageError",
+    "add_config_arguments",
+    "default_out",
+    "format_table",
+    "library_versions",
+    "make_config",
+    "open_run",
+    "option",
+    "progress_verbosity",
+    "read_config_file",
+    "read_json",
+    "save_history_plot",
+    "set_seed",
+    "training_callbacks",
+    "write_json_atomic",
+    "write_text_atomic",
+]

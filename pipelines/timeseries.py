@@ -1,0 +1,661 @@
+"""Time-series forecasting: windows of past rows in, the next `horizon` rows of the targets out.
+
+`train` reads a CSV (or the yearly sunspots embedded in statsmodels), splits it in time order,
+scales it on the training rows, fits a recurrent or Transformer model built from seqlab's layers
+and scores it on the test split in original units beside the naive (last value) and
+seasonal-naive forecasts. `evaluate`, `predict` and `export` work from the run directory.
+
+The run directory holds, besides the common files (pipelines/common.py): `schema.json` (how the
+CSV's columns become model inputs), `scaler.json`, `plots/forecast.png`, `plots/loss.png`, and
+`saved_model/` with `serving_default(window: float32[None, lookback, n_features]) ->
+{"forecast": float32[None, horizon, n_targets]}` in original units (scaling inside the graph).
+"""
+
+import dataclasses
+import shutil
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from data.errors import DataError
+from data.timeseries import (
+    FILL_METHODS,
+    SCALER_METHODS,
+    SUNSPOTS_SOURCE,
+    SUNSPOTS_TIME_COLUMN,
+    Scaler,
+    SeriesSchema,
+    WindowGenerator,
+    estimate_season,
+    load_sunspots,
+    read_csv,
+)
+from layers import GRU, LSTM, SimpleRNN
+from pipelines.common import (
+    ActionResult,
+    RunDirectory,
+    Task,
+    TrainConfig,
+    UsageError,
+    default_out,
+    format_table,
+    open_run,
+    option,
+    progress_verbosity,
+    pyplot,
+    read_json,
+    rows_to_csv,
+    save_history_plot,
+    set_seed,
+    training_callbacks,
+    write_json_atomic,
+    write_text_atomic,
+)
+
+TASK_NAME = "timeseries"
+MODEL_KINDS = ("lstm", "gru", "rnn", "transformer")
+RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
+
+
+@dataclasses.dataclass
+class TimeseriesConfig(TrainConfig):
+    """Every setting of a forecasting run; the defaults suit the embedded yearly sunspots."""
+
+    data: str | None = option(
+        None, "CSV file to forecast (default: yearly sunspots 1700-2008 from statsmodels)"
+    )
+    epochs: int = option(200, "maximum number of epochs (early stopping usually ends sooner)")
+    batch_size: int = option(32, "windows per batch")
+    time_column: str | None = option(
+        None, "time column (dates or numbers); default: the first column if it holds dates"
+    )
+    target: list[str] | None = option(
+        None, "column(s) to forecast (default: the only numeric column)"
+    )
+    features: list[str] | None = option(
+        None, "input columns (default: every numeric column besides time)"
+    )
+    categorical: list[str] = option([], "columns to one-hot encode as inputs")
+    fill: str | None = option(
+        None, "repair missing or non-numeric values (default: refuse them)", FILL_METHODS
+    )
+    lookback: int = option(24, "past rows the model sees per forecast")
+    horizon: int = option(1, "future rows to forecast")
+    stride: int = option(1, "rows between the starts of training windows")
+    val_fraction: float = option(0.15, "share of rows for validation (after training rows)")
+    test_fraction: float = option(0.15, "share of rows for the test split (the last rows)")
+    scaler: str = option("standard", "scaling fitted on training rows", SCALER_METHODS)
+    model: str = option("lstm", "model kind", MODEL_KINDS)
+    units: int = option(32, "units per recurrent layer (transformer: model width)")
+    layers: int = option(1, "stacked recurrent or Transformer layers")
+    dropout: float = option(0.0, "dropout rate of the layers' inputs")
+    clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
+    learning_rate: float = option(1e-3, "Adam learning rate")
+    patience: int = option(20, "early-stopping patience in epochs (best weights restored)")
+    season: int | None = option(
+        None, "season of the seasonal-naive baseline (default: estimated from training data)"
+    )
+    num_heads: int = option(4, "transformer: attention heads")
+    ff_dim: int = option(64, "transformer: feed-forward width")
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("lookback", "horizon", "stride", "units", "layers", "patience", "num_heads",
+                     "ff_dim"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1). Received: dropout={self.dropout}")
+        if self.season is not None and self.season < 1:
+            raise ValueError(f"season must be at least 1. Received: season={self.season}")
+        if self.clipnorm is not None and self.clipnorm <= 0:
+            raise ValueError(f"clipnorm must be positive. Received: clipnorm={self.clipnorm}")
+        if not (0 <= self.val_fraction < 1 and 0 < self.test_fraction < 1
+                and self.val_fraction + self.test_fraction < 1):
+            raise ValueError(
+                "val_fraction must lie in [0, 1), test_fraction in (0, 1), their sum below 1. "
+                f"Received: val_fraction={self.val_fraction}, test_fraction={self.test_fraction}"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def load_table(data):
+    """`(raw frame, source name)` of a CSV path, or of the embedded sunspots when None."""
+    if data is None:
+        return load_sunspots(), SUNSPOTS_SOURCE
+    return read_csv(data), str(data)
+
+
+def infer_schema(config, frame, source):
+    """The `SeriesSchema` the config asks for (the embedded series has its time column preset)."""
+    time_column = config.time_column
+    if config.data is None and time_column is None:
+        time_column = SUNSPOTS_TIME_COLUMN
+    return SeriesSchema.infer(
+        frame,
+        time_column=time_column,
+        targets=config.target,
+        features=config.features,
+        categorical=config.categorical,
+        fill=config.fill,
+        source=source,
+    )
+
+
+def make_windows(config, series, schema, scaler=None):
+    """The `WindowGenerator` of a prepared series with the config's settings."""
+    return WindowGenerator(
+        series.values,
+        lookback=config.lookback,
+        horizon=config.horizon,
+        targets=schema.targets,
+        features=schema.input_columns,
+        stride=config.stride,
+        val_fraction=config.val_fraction,
+        test_fraction=config.test_fraction,
+        scaler=scaler or config.scaler,
+        batch_size=config.batch_size,
+        shuffle_seed=config.seed,
+        source=series.source,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+
+
+def build_model(config, n_features, n_targets):
+    """The forecasting model, compiled: `[batch, lookback, n_features] -> [batch, horizon,
+    n_targets]` in scaled units.
+
+    This is the one place that creates the model and its optimizer, so that a distribution
+    strategy's `scope()` can wrap it.
+    """
+    inputs = keras.Input((config.lookback, n_features), name="window")
+    hidden = inputs
+    if config.model == "transformer":
+        # Imported here: the Transformer layers are only needed by this model kind.
+        from layers import PositionalEncoding, TransformerEncoderLayer
+
+        hidden = keras.layers.Dense(config.units, name="input_projection")(hidden)
+        hidden = PositionalEncoding(name="positions")(hidden)
+        for index in range(config.layers):
+            hidden = TransformerEncoderLayer(
+                num_heads=config.num_heads,
+                ff_dim=config.ff_dim,
+                dropout=config.dropout,
+                name=f"encoder_{index}",
+            )(hidden)
+        # The last position has attended to the whole window; it summarises it for the head.
+        hidden = keras.layers.Lambda(lambda x: x[:, -1, :], name="last_step")(hidden)
+    else:
+        recurrent_layer = RECURRENT_LAYERS[config.model]
+        for index in range(config.layers):
+            hidden = recurrent_layer(
+                config.units,
+                return_sequences=index < config.layers - 1,
+                dropout=config.dropout,
+                seed=config.seed + index,
+                name=f"{config.model}_{index}",
+            )(hidden)
+    outputs = keras.layers.Dense(config.horizon * n_targets, name="head")(hidden)
+    outputs = keras.layers.Reshape((config.horizon, n_targets), name="forecast")(outputs)
+    model = keras.Model(inputs, outputs, name=f"forecast_{config.model}")
+    model.compile(
+        optimizer=keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm),
+        loss="mse",
+        metrics=["mae"],
+    )
+    return model
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring
+
+
+def _errors(forecast, actual):
+    error = forecast - actual
+    return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error)))}
+
+
+def seasonal_naive_rows(last_rows, horizon, season):
+    """Rows of the seasonal-naive forecast: step h repeats the value one season before it.
+
+    For a window whose last observed row is `t`, step `h` (1-based) takes row
+    `t + h - season * ceil(h / season)`, the latest row of the same phase that is observed.
+    """
+    steps = np.arange(1, horizon + 1)
+    return last_rows[:, None] + steps - season * np.ceil(steps / season).astype(int)
+
+
+def forecast_windows(model, scaler, schema, values, starts, lookback):
+    """Model forecasts in original units for the windows starting at rows `starts`.
+
+    Returns:
+        float64 array `[len(starts), horizon, n_targets]`.
+    """
+    inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
+    windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
+    scaled = model.predict(windows, verbose=0, batch_size=256)
+    return scaler.inverse_transform(scaled, schema.targets)
+
+
+def score_windows(model, scaler, schema, values, starts, lookback, horizon, season):
+    """RMSE / MAE of the model, the naive and the seasonal-naive forecasts on the same windows.
+
+    All figures are in original units, pooled over the horizon steps and targets, and per
+    target. Baselines read the observed rows before each forecast, which may lie before the
+    window when `season > lookback`.
+
+    Returns:
+        `(metrics dict, model forecasts, actual values)`; the arrays are
+        `[windows, horizon, n_targets]`.
+    """
+    targets = values[schema.targets].to_numpy(dtype="float64")
+    last_rows = starts + lookback - 1
+    actual = targets[last_rows[:, None] + np.arange(1, horizon + 1)]
+    forecasts = {
+        "model": forecast_windows(model, scaler, schema, values, starts, lookback),
+        "naive": np.repeat(targets[last_rows][:, None, :], horizon, axis=1),
+    }
+    seasonal_rows = seasonal_naive_rows(last_rows, horizon, season)
+    # The earliest windows may have less than a season of history; they are scored without it.
+    scored = (seasonal_rows >= 0).all(axis=1)
+    forecasts["seasonal_naive"] = targets[np.clip(seasonal_rows, 0, None)]
+    metrics = {
+        name: _errors(forecast[scored], actual[scored]) for name, forecast in forecasts.items()
+    }
+    best = min(("naive", "seasonal_naive"), key=lambda name: metrics[name]["rmse"])
+    metrics.update(
+        windows=int(scored.sum()),
+        horizon=horizon,
+        season=int(season),
+        best_baseline=best,
+        rmse_ratio_to_best_baseline=(
+            metrics["model"]["rmse"] / metrics[best]["rmse"] if metrics[best]["rmse"] > 0
+            else float("inf")
+        ),
+        per_target={
+            target: {
+                name: _errors(forecast[scored][..., index], actual[scored][..., index])
+                for name, forecast in forecasts.items()
+            }
+            for index, target in enumerate(schema.targets)
+        },
+    )
+    return metrics, forecasts["model"], actual
+
+
+def metrics_table(metrics, model_kind):
+    """The terminal summary of `score_windows` figures."""
+    best = metrics[metrics["best_baseline"]]["rmse"]
+    names = {
+        "model": f"model ({model_kind})",
+        "naive": "naive (last value)",
+        "seasonal_naive": f"seasonal naive (season {metrics['season']})",
+    }
+    rows = [
+        [label, metrics[key]["rmse"], metrics[key]["mae"],
+         metrics[key]["rmse"] / best if best > 0 else float("inf")]
+        for key, label in names.items()
+    ]
+    return format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
+
+
+def save_forecast_plot(path, time_values, actual, forecast, target, horizon):
+    """Actual test values of the first target against the 1-step (and last-step) forecasts."""
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(9, 4))
+    axis.plot(time_values, actual[:, 0, 0], label="actual", color="black", linewidth=1.2)
+    axis.plot(time_values, forecast[:, 0, 0], label="forecast, 1 step ahead")
+    if horizon > 1:
+        shifted = np.full(len(time_values), np.nan)
+        shifted[horizon - 1:] = forecast[: len(time_values) - horizon + 1, -1, 0]
+        axis.plot(time_values, shifted, label=f"forecast, {horizon} steps ahead", alpha=0.8)
+    axis.set_title(f"{target}: test split")
+    axis.set_ylabel(target)
+    axis.legend()
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+
+def export_saved_model(model, scaler, schema, lookback, path):
+    """Writes a SavedModel whose `serving_default` forecasts in original units.
+
+    `serving_default(window: float32[None, lookback, n_features]) -> {"forecast":
+    float32[None, horizon, n_targets]}`; the window is scaled and the forecast unscaled inside
+    the graph, with the training split's scaler. Written to a temporary directory, then renamed.
+    """
+    path = Path(path)
+    input_offset, input_scale = scaler.parameters(schema.input_columns)
+    target_offset, target_scale = scaler.parameters(schema.targets)
+    n_features = len(schema.input_columns)
+
+    def serve(window):
+        scaled = (window - input_offset) / input_scale
+        forecast = model(scaled, training=False) * target_scale + target_offset
+        return {"forecast": forecast}
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        "serving_default",
+        serve,
+        input_signature=[tf.TensorSpec([None, lookback, n_features], tf.float32, name="window")],
+    )
+    temporary = path.with_name(f".{path.name}.tmp")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    archive.write_out(str(temporary), verbose=False)
+    if path.exists():
+        shutil.rmtree(path)
+    temporary.rename(path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions
+
+
+def train(config, overwrite=False, callbacks=()):
+    """Trains a forecaster and writes its run directory.
+
+    Args:
+        config: a `TimeseriesConfig`.
+        overwrite: replace a finished run at `config.out`.
+        callbacks: extra Keras callbacks for `fit` (after the run directory's own).
+
+    Returns:
+        An `ActionResult` with the run directory and the test metrics.
+
+    Raises:
+        DataError: unreadable or unsuitable data.
+        UsageError: a refused `--out`.
+    """
+    set_seed(config.seed)
+    out = config.out or default_out(TASK_NAME)
+    config = dataclasses.replace(config, out=out)
+    run = RunDirectory(out, TASK_NAME, overwrite=overwrite)
+    run.check_out()
+    frame, source = load_table(config.data)
+    schema = infer_schema(config, frame, source)
+    series = schema.prepare(frame, source)
+    windows = make_windows(config, series, schema)
+    resumed = run.start(dataclasses.asdict(config))
+    if resumed:
+        print(f"resuming the unfinished run in {run.work}")
+
+    train_start, train_end = windows.bounds["train"]
+    if config.season is not None:
+        season, season_source = config.season, "--season"
+    else:
+        season = estimate_season(series.values[schema.targets[0]].iloc[train_start:train_end])
+        season_source = f"estimated from the autocorrelation of {schema.targets[0]} (train split)"
+
+    model = build_model(config, len(schema.input_columns), len(schema.targets))
+    has_validation = len(windows.window_starts("val")) > 0
+    monitor = "val_loss" if has_validation else "loss"
+    fit_callbacks = training_callbacks(run) + [
+        keras.callbacks.EarlyStopping(
+            monitor=monitor, patience=config.patience, restore_best_weights=True
+        ),
+        *callbacks,
+    ]
+    started = time.perf_counter()
+    model.fit(
+        windows.train,
+        validation_data=windows.val if has_validation else None,
+        epochs=config.epochs,
+        callbacks=fit_callbacks,
+        verbose=progress_verbosity(),
+    )
+    train_seconds = time.perf_counter() - started
+    history = fit_callbacks[0].history
+
+    test_starts = windows.window_starts("test")
+    metrics, forecast, actual = score_windows(
+        model, windows.scaler, schema, series.values, test_starts, config.lookback,
+        config.horizon, season,
+    )
+    metrics.update(
+        split="test",
+        season_source=season_source,
+        targets=schema.targets,
+        epochs_run=len(history),
+        best_epoch=int(np.argmin([row[monitor] for row in history])) + 1 if history else None,
+        train_seconds_this_session=round(train_seconds, 2),
+        data={
+            "source": source,
+            "rows": len(series.values),
+            "split_rows": {split: b - a for split, (a, b) in windows.bounds.items()},
+            "time_column": schema.time_column,
+            "input_columns": schema.input_columns,
+            "skipped_columns": schema.skipped_columns,
+            "fill": series.fill_report,
+        },
+    )
+
+    run.write_json("schema.json", schema.to_dict())
+    run.write_json("scaler.json", windows.scaler.to_dict())
+    run.write_json("metrics.json", metrics)
+    model.save(run.path("model.keras"))
+    plot_times = _time_labels(series, test_starts + config.lookback)
+    save_forecast_plot(
+        run.path("plots", "forecast.png"), plot_times, actual, forecast, schema.targets[0],
+        config.horizon,
+    )
+    save_history_plot(history, run.path("plots", "loss.png"), title=f"{config.model}: loss")
+    export_saved_model(model, windows.scaler, schema, config.lookback, run.path("saved_model"))
+    final = run.finish()
+
+    notes = []
+    if schema.skipped_columns:
+        notes.append(f"non-numeric columns left out: {', '.join(schema.skipped_columns)}")
+    if series.fill_report:
+        notes.append(f"filled with {series.fill}: {series.fill_report['filled_values']}")
+    summary = "\n".join(
+        [
+            f"{TASK_NAME}: {source}, test split, {metrics['windows']} windows, "
+            f"horizon {config.horizon}, target {', '.join(schema.targets)}",
+            metrics_table(metrics, config.model),
+            f"season {season}: {season_source}",
+            *notes,
+            f"run directory: {final}",
+        ]
+    )
+    return ActionResult(summary=summary, path=final, metrics=metrics)
+
+
+def _time_labels(series, rows):
+    """Time stamps of `rows` for plots and forecasts, or the row numbers without a time column."""
+    if series.time is None:
+        return np.asarray(rows)
+    return series.time.iloc[np.asarray(rows)].to_numpy()
+
+
+def load_run(run):
+    """`(config, schema, scaler, model)` of the finished run directory `run`."""
+    record = open_run(run, TASK_NAME)
+    config = TimeseriesConfig(**record.settings)
+    schema = SeriesSchema.from_dict(read_json(record.file("schema.json")))
+    scaler = Scaler.from_dict(read_json(record.file("scaler.json")))
+    model = keras.saving.load_model(record.file("model.keras"))
+    return record, config, schema, scaler, model
+
+
+def _read_series(config, schema, data):
+    frame, source = load_table(data if data is not None else config.data)
+    return schema.prepare(frame, source)
+
+
+def evaluate(run, data=None, output=None):
+    """Scores a trained run: on its test split, or on every window of another CSV.
+
+    Args:
+        run: the run directory.
+        data: a CSV with the training data's columns; None re-scores the training data's test
+            split (the figures of metrics.json).
+        output: a JSON file to write the figures to (optional).
+
+    Returns:
+        An `ActionResult` with the figures.
+    """
+    record, config, schema, scaler, model = load_run(run)
+    series = _read_series(config, schema, data)
+    season = read_json(record.file("metrics.json"))["season"]
+    if data is None:
+        windows = make_windows(config, series, schema, scaler=scaler)
+        starts, split = windows.window_starts("test"), "test split"
+    else:
+        needed = config.lookback + config.horizon
+        if len(series.values) < needed:
+            raise DataError(
+                f"the series is too short: it has {len(series.values)} rows, but one window "
+                f"needs lookback + horizon = {config.lookback} + {config.horizon} = {needed} rows",
+                path=series.source,
+            )
+        starts, split = np.arange(len(series.values) - needed + 1), "every window"
+    metrics, _, _ = score_windows(
+        model, scaler, schema, series.values, starts, config.lookback, config.horizon, season
+    )
+    metrics.update(split=split, source=series.source)
+    path = None
+    if output:
+        path = Path(output)
+        write_json_atomic(path, metrics)
+    summary = "\n".join(
+        [
+            f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} windows, "
+            f"horizon {config.horizon}",
+            metrics_table(metrics, config.model),
+        ]
+        + ([f"figures written to {path}"] if path else [])
+    )
+    return ActionResult(summary=summary, path=path, metrics=metrics)
+
+
+def future_times(time, horizon):
+    """The `horizon` time stamps after the end of `time` (dates or numbers), or None.
+
+    Dates continue with the frequency pandas infers (monthly stays on month starts); irregular
+    dates and numbers continue with their most common step.
+    """
+    if time is None:
+        return None
+    if pd.api.types.is_datetime64_any_dtype(time):
+        frequency = pd.infer_freq(time) if len(time) >= 3 else None
+        if frequency is not None:
+            return pd.date_range(time.iloc[-1], periods=horizon + 1, freq=frequency)[1:]
+        step = time.diff().mode().iloc[0]
+        return pd.DatetimeIndex([time.iloc[-1] + step * k for k in range(1, horizon + 1)])
+    step = time.diff().mode().iloc[0]
+    values = time.iloc[-1] + step * np.arange(1, horizon + 1)
+    return values.astype(int) if np.all(values == np.round(values)) else values
+
+
+def predict(run, data=None, output=None):
+    """Forecasts the `horizon` rows after the end of the data.
+
+    Args:
+        run: the run directory.
+        data: a CSV with the training data's columns; None uses the training data.
+        output: the CSV to write (default: `<run>/forecast.csv`).
+
+    Returns:
+        An `ActionResult` whose summary holds the forecast table.
+    """
+    record, config, schema, scaler, model = load_run(run)
+    series = _read_series(config, schema, data)
+    if len(series.values) < config.lookback:
+        raise DataError(
+            f"the series is too short: a forecast needs the last lookback = {config.lookback} "
+            f"rows, and the data has {len(series.values)}",
+            path=series.source,
+        )
+    start = np.array([len(series.values) - config.lookback])
+    forecast = forecast_windows(model, scaler, schema, series.values, start, config.lookback)[0]
+    table = pd.DataFrame(forecast, columns=schema.targets)
+    table.insert(0, "step", np.arange(1, config.horizon + 1))
+    times = future_times(series.time, config.horizon)
+    if times is not None:
+        table.insert(1, schema.time_column, times)
+    path = Path(output) if output else record.file("forecast.csv")
+    write_text_atomic(path, table.to_csv(index=False))
+    summary = "\n".join(
+        [
+            f"{TASK_NAME}: forecast of the {config.horizon} rows after the end of "
+            f"{series.source}",
+            format_table(list(table.columns), table.astype(object).values.tolist()),
+            f"written to {path}",
+        ]
+    )
+    return ActionResult(summary=summary, path=path)
+
+
+def export(run, out=None):
+    """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
+    record, config, schema, scaler, model = load_run(run)
+    path = export_saved_model(
+        model, scaler, schema, config.lookback, Path(out) if out else record.file("saved_model")
+    )
+    summary = (
+        f"SavedModel written to {path}\n"
+        f"serving_default(window: float32[None, {config.lookback}, "
+        f"{len(schema.input_columns)}]) -> "
+        f"{{'forecast': float32[None, {config.horizon}, {len(schema.targets)}]}} "
+        f"(original units; inputs: {', '.join(schema.input_columns)}; "
+        f"targets: {', '.join(schema.targets)})"
+    )
+    return ActionResult(summary=summary, path=path)
+
+
+TASK = Task(
+    name=TASK_NAME,
+    description=(
+        "Forecast the next --horizon rows of one or more numeric columns from the last "
+        "--lookback rows, with an LSTM, GRU, SimpleRNN or Transformer built from seqlab's "
+        "layers. Scored on the test split (the last rows) in original units beside the naive "
+        "(last value) and seasonal-naive forecasts. Without --data it uses the yearly sunspot "
+        "numbers 1700-2008 shipped with statsmodels."
+    ),
+    examples={
+        "train": [
+            "seqlab timeseries train",
+            "seqlab timeseries train --data temps.csv --time-column Date --target Temp "
+            "--lookback 30 --out runs/temps",
+            "seqlab timeseries train --data sales.csv --target sales --features sales price "
+            "--categorical weekday --fill interpolate --horizon 7 --model gru",
+            "seqlab timeseries train --config settings.toml --epochs 50",
+        ],
+        "evaluate": [
+            "seqlab timeseries evaluate --run runs/temps",
+            "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
+        ],
+        "predict": [
+            "seqlab timeseries predict --run runs/temps",
+            "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
+        ],
+        "export": [
+            "seqlab timeseries export --run runs/temps --out serving/temps/1",
+        ],
+    },
+    config_class=TimeseriesConfig,
+    train=train,
+    evaluate=evaluate,
+    predict=predict,
+    export=export,
+)
