@@ -1,12 +1,35 @@
-"""The time loop shared by seqlab's recurrent layers.
+"""The time loops shared by seqlab's recurrent layers.
 
 Keras keeps its own loop (`backend.rnn`) private, so the layers run theirs here.
-It follows the same conventions, so that outputs match Keras's built-in layers
+Both loops follow its conventions, so that outputs match Keras's built-in layers
 step for step: at a masked step the states are carried over unchanged, and the
 output is either the previous step's output or zeros (`zero_output_for_mask`).
+
+`run_recurrence` runs any step function and leaves the gradient to TensorFlow.
+`run_separable_recurrence` is for steps of the form
+
+    inner_t = (h_{t-1} (.) recurrent_mask) @ U + b
+    output_t, states_t = finish(x_t, inner_t, states_{t-1})
+
+where `finish` is element-wise. It schedules backpropagation through time
+itself: the backward loop recomputes `finish` from the saved states to get its
+vector-Jacobian product, carries dL/dh back through U^T, and the gradient of U
+is formed after the loop as ONE matrix product over all steps,
+dU = sum_t h_{t-1}^T dinner_t, instead of one product and one accumulation per
+step as automatic differentiation of a while loop does. The gradient is exact
+(the same equations, only summed in another order).
 """
 
 import tensorflow as tf
+
+
+def _time_major_mask(mask, go_backwards):
+    mask = tf.transpose(tf.cast(mask, tf.bool))[:, :, None]
+    return tf.reverse(mask, [0]) if go_backwards else mask
+
+
+def _zeros_if_none(gradient, like):
+    return tf.zeros_like(like) if gradient is None else gradient
 
 
 def run_recurrence(
@@ -42,45 +65,198 @@ def run_recurrence(
     if go_backwards:
         inputs = tf.reverse(inputs, [0])
     steps = tf.shape(inputs)[0]
-    batch = tf.shape(inputs)[1]
     inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
     outputs_ta = tf.TensorArray(
         inputs.dtype,
         size=steps if return_all_outputs else 1,
         element_shape=tf.TensorShape([inputs.shape[1], output_size]),
     )
-    zero_output = tf.zeros([batch, output_size], dtype=inputs.dtype)
-    initial_states = tuple(initial_states)
+    zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
+    if mask is not None:
+        mask_ta = tf.TensorArray(tf.bool, size=steps).unstack(
+            _time_major_mask(mask, go_backwards)
+        )
 
-    if mask is None:
-
-        def body(t, outputs_ta, previous_output, states):
-            output, new_states = step_fn(inputs_ta.read(t), list(states))
-            outputs_ta = outputs_ta.write(t if return_all_outputs else 0, output)
-            return t + 1, outputs_ta, output, tuple(new_states)
-
-    else:
-        mask = tf.transpose(tf.cast(mask, tf.bool))[:, :, None]
-        if go_backwards:
-            mask = tf.reverse(mask, [0])
-        mask_ta = tf.TensorArray(tf.bool, size=steps).unstack(mask)
-
-        def body(t, outputs_ta, previous_output, states):
-            output, new_states = step_fn(inputs_ta.read(t), list(states))
+    def body(t, outputs_ta, previous_output, states):
+        output, new_states = step_fn(inputs_ta.read(t), list(states))
+        if mask is not None:
             keep = mask_ta.read(t)
             fallback = zero_output if zero_output_for_mask else previous_output
             output = tf.where(keep, output, fallback)
             new_states = [tf.where(keep, new, old) for new, old in zip(new_states, states)]
-            outputs_ta = outputs_ta.write(t if return_all_outputs else 0, output)
-            return t + 1, outputs_ta, output, tuple(new_states)
+        outputs_ta = outputs_ta.write(t if return_all_outputs else 0, output)
+        return t + 1, outputs_ta, output, tuple(new_states)
 
     _, outputs_ta, last_output, final_states = tf.while_loop(
         lambda t, *_: t < steps,
         body,
-        (tf.constant(0), outputs_ta, zero_output, initial_states),
+        (tf.constant(0), outputs_ta, zero_output, tuple(initial_states)),
         maximum_iterations=steps,
         parallel_iterations=32,
         swap_memory=True,
     )
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])
     return last_output, outputs, list(final_states)
+
+
+def run_separable_recurrence(
+    finish_fn,
+    recurrent_kernel,
+    recurrent_bias,
+    inputs,
+    initial_states,
+    output_size,
+    mask=None,
+    go_backwards=False,
+    zero_output_for_mask=False,
+    return_all_outputs=True,
+    recurrent_mask=None,
+):
+    """`run_recurrence` for separable steps, with hand-scheduled BPTT.
+
+    Args:
+        finish_fn: `(x_t, inner_t, states) -> (output_t, new_states)`, the
+            element-wise rest of the step; it must not read variables.
+        recurrent_kernel: U, `[units, width]`.
+        recurrent_bias: b, `[width]`, or None.
+        inputs: time-major projected inputs `[time, batch, width]`.
+        recurrent_mask: optional dropout mask on h_{t-1} `[batch, units]`.
+        The other arguments and the return value are as in `run_recurrence`.
+    """
+    if go_backwards:
+        inputs = tf.reverse(inputs, [0])
+    time_mask = None if mask is None else _time_major_mask(mask, go_backwards)
+    has_bias = recurrent_bias is not None
+    n_states = len(initial_states)
+    bias = recurrent_bias if has_bias else tf.zeros([0], inputs.dtype)
+
+    @tf.custom_gradient
+    def recurrence(inputs, kernel, bias, *initial_states):
+        steps = tf.shape(inputs)[0]
+        batch = tf.shape(inputs)[1]
+        zero_output = tf.zeros([batch, output_size], dtype=inputs.dtype)
+
+        def inner_product(h):
+            if recurrent_mask is not None:
+                h = h * recurrent_mask
+            inner = tf.matmul(h, kernel)
+            return inner + bias if has_bias else inner
+
+        def new_array():
+            return tf.TensorArray(inputs.dtype, size=steps)
+
+        def body(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
+            inner = inner_product(states[0])
+            output, new_states = finish_fn(inputs[t], inner, list(states))
+            if time_mask is not None:
+                keep = time_mask[t]
+                fallback = zero_output if zero_output_for_mask else previous_output
+                output = tf.where(keep, output, fallback)
+                new_states = [tf.where(keep, new, old) for new, old in zip(new_states, states)]
+            outputs_ta = outputs_ta.write(t, output)
+            saved_states_ta = tuple(ta.write(t, s) for ta, s in zip(saved_states_ta, states))
+            inners_ta = inners_ta.write(t, inner)
+            return t + 1, outputs_ta, saved_states_ta, inners_ta, output, tuple(new_states)
+
+        _, outputs_ta, saved_states_ta, inners_ta, last_output, final_states = tf.while_loop(
+            lambda t, *_: t < steps,
+            body,
+            (
+                tf.constant(0),
+                new_array(),
+                tuple(new_array() for _ in range(n_states)),
+                new_array(),
+                zero_output,
+                tuple(initial_states),
+            ),
+            maximum_iterations=steps,
+        )
+        outputs = outputs_ta.stack()
+        saved_states = [ta.stack() for ta in saved_states_ta]  # states before each step
+        inners = inners_ta.stack()
+
+        def grad(d_outputs, d_last_output, *d_final_states):
+            d_last_output = _zeros_if_none(d_last_output, last_output)
+            d_final_states = [_zeros_if_none(d, s) for d, s in zip(d_final_states, final_states)]
+            if not return_all_outputs or d_outputs is None:
+                # Only the last output left the function; its gradient enters at
+                # the last step.
+                d_outputs = tf.zeros_like(outputs)
+            d_outputs = tf.tensor_scatter_nd_add(
+                d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
+            )
+            kernel_t = tf.transpose(kernel)
+
+            def backward_body(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
+                d_output = d_outputs[t] + d_previous_output
+                states = [s[t] for s in saved_states]
+                x_t, inner = inputs[t], inners[t]
+                if time_mask is not None:
+                    keep = time_mask[t]
+                    zeros = tf.zeros_like(d_output)
+                    carried_output = zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)
+                    d_output = tf.where(keep, d_output, zeros)
+                    passed_states = [tf.where(keep, tf.zeros_like(d), d) for d in d_states]
+                    d_states = [tf.where(keep, d, tf.zeros_like(d)) for d in d_states]
+                else:
+                    carried_output = tf.zeros_like(d_output)
+                    passed_states = None
+                with tf.GradientTape() as tape:
+                    tape.watch([x_t, inner] + states)
+                    output, new_states = finish_fn(x_t, inner, states)
+                d_x, d_inner, *d_previous = tape.gradient(
+                    [output] + list(new_states),
+                    [x_t, inner] + states,
+                    output_gradients=[d_output] + list(d_states),
+                    unconnected_gradients=tf.UnconnectedGradients.ZERO,
+                )
+                d_h = tf.matmul(d_inner, kernel_t)
+                if recurrent_mask is not None:
+                    d_h = d_h * recurrent_mask
+                d_previous[0] = d_previous[0] + d_h
+                if passed_states is not None:
+                    d_previous = [d + p for d, p in zip(d_previous, passed_states)]
+                return (
+                    t - 1,
+                    d_inputs_ta.write(t, d_x),
+                    d_inners_ta.write(t, d_inner),
+                    carried_output,
+                    tuple(d_previous),
+                )
+
+            _, d_inputs_ta, d_inners_ta, _, d_initial_states = tf.while_loop(
+                lambda t, *_: t >= 0,
+                backward_body,
+                (
+                    steps - 1,
+                    new_array(),
+                    new_array(),
+                    tf.zeros_like(zero_output),
+                    tuple(d_final_states),
+                ),
+                maximum_iterations=steps,
+            )
+            d_inners = d_inners_ta.stack()
+            width = tf.shape(d_inners)[-1]
+            previous_h = saved_states[0]
+            if recurrent_mask is not None:
+                previous_h = previous_h * recurrent_mask
+            # The one product over all steps: dU = sum_t h_{t-1}^T dinner_t.
+            d_kernel = tf.matmul(
+                tf.reshape(previous_h, [-1, tf.shape(kernel)[0]]),
+                tf.reshape(d_inners, [-1, width]),
+                transpose_a=True,
+            )
+            d_bias = tf.reduce_sum(d_inners, axis=[0, 1]) if has_bias else tf.zeros_like(bias)
+            return (d_inputs_ta.stack(), d_kernel, d_bias, *d_initial_states)
+
+        return (outputs, last_output, *final_states), grad
+
+    outputs, last_output, *final_states = recurrence(
+        inputs, recurrent_kernel, bias, *initial_states
+    )
+    if return_all_outputs:
+        outputs = tf.transpose(outputs, [1, 0, 2])
+    else:
+        outputs = last_output[:, None, :]
+    return last_output, outputs, final_states

@@ -125,26 +125,37 @@ class GRUCell(RecurrentCell):
             return projected
         return projected + (self.bias[0] if self.reset_after else self.bias)
 
+    @property
+    def separable(self):
+        # With the reset gate before the product, U_h multiplies r_t (.) h_{t-1}.
+        return self.reset_after
+
+    def recurrent_weights(self):
+        bias = self.bias[1] if self.use_bias and self.reset_after else None
+        return self.recurrent_kernel, bias
+
+    def finish_step(self, projected_inputs, inner, states):
+        x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=-1)
+        u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
+        z = self.recurrent_activation(x_z + u_z)
+        r = self.recurrent_activation(x_r + u_r)
+        candidate = self.activation(x_h + r * u_h)
+        h = z * states[0] + (1.0 - z) * candidate
+        return h, [h]
+
     def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
+        if self.reset_after:
+            return super().recurrent_step(projected_inputs, states, recurrent_mask)
         h_previous = states[0]
         h_dropped = h_previous if recurrent_mask is None else h_previous * recurrent_mask
         x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=-1)
         units = self.units
-        if self.reset_after:
-            inner = ops.matmul(h_dropped, self.recurrent_kernel)
-            if self.use_bias:
-                inner = inner + self.bias[1]
-            u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
-            z = self.recurrent_activation(x_z + u_z)
-            r = self.recurrent_activation(x_r + u_r)
-            candidate = self.activation(x_h + r * u_h)
-        else:
-            inner = ops.matmul(h_dropped, self.recurrent_kernel[:, : 2 * units])
-            u_z, u_r = ops.split(inner, 2, axis=-1)
-            z = self.recurrent_activation(x_z + u_z)
-            r = self.recurrent_activation(x_r + u_r)
-            u_h = ops.matmul(r * h_dropped, self.recurrent_kernel[:, 2 * units :])
-            candidate = self.activation(x_h + u_h)
+        inner = ops.matmul(h_dropped, self.recurrent_kernel[:, : 2 * units])
+        u_z, u_r = ops.split(inner, 2, axis=-1)
+        z = self.recurrent_activation(x_z + u_z)
+        r = self.recurrent_activation(x_r + u_r)
+        u_h = ops.matmul(r * h_dropped, self.recurrent_kernel[:, 2 * units :])
+        candidate = self.activation(x_h + u_h)
         h = z * h_previous + (1.0 - z) * candidate
         return h, [h]
 

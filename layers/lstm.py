@@ -132,11 +132,9 @@ class LSTMCell(RecurrentCell):
         projected = ops.matmul(inputs, self.kernel)
         return projected + self.bias if self.use_bias else projected
 
-    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
-        h_previous, c_previous = states
-        if recurrent_mask is not None:
-            h_previous = h_previous * recurrent_mask
-        z = projected_inputs + ops.matmul(h_previous, self.recurrent_kernel)
+    def finish_step(self, projected_inputs, inner, states):
+        c_previous = states[1]
+        z = projected_inputs + inner
         z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
         i = self.recurrent_activation(z_i)
         f = self.recurrent_activation(z_f)

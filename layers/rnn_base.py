@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from layers._loop import run_recurrence
+from layers._loop import run_recurrence, run_separable_recurrence
 
 
 def validate_units(units):
@@ -112,9 +112,30 @@ class RecurrentCell(keras.layers.Layer):
         """`inputs @ kernel (+ input bias)`, for one step or for all steps."""
         raise NotImplementedError
 
-    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
-        """The rest of one step. Returns `(output, new_states)`."""
+    @property
+    def separable(self):
+        """Whether the step is `finish_step(x, h_{t-1} @ U + b, states)`."""
+        return True
+
+    def recurrent_weights(self):
+        """`(U, b)`: the recurrent kernel and the bias added to h_{t-1} @ U, or None."""
+        return self.recurrent_kernel, None
+
+    def finish_step(self, projected_inputs, inner, states):
+        """The element-wise rest of a separable step. Returns `(output, new_states)`."""
         raise NotImplementedError
+
+    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
+        """Everything of one step after the input projection.
+
+        Returns `(output, new_states)`.
+        """
+        h_previous = states[0] if recurrent_mask is None else states[0] * recurrent_mask
+        kernel, bias = self.recurrent_weights()
+        inner = ops.matmul(h_previous, kernel)
+        if bias is not None:
+            inner = inner + bias
+        return self.finish_step(projected_inputs, inner, states)
 
     # Dropout masks, cached for the length of one sequence.
     def get_dropout_mask(self, step_input):
@@ -223,15 +244,28 @@ class RecurrentLayer(keras.layers.RNN):
             # Time-major before the projection: the transpose then moves the
             # narrower input tensor, not the `gates * units` wide projection.
             projected = cell.project_inputs(tf.transpose(sequences, [1, 0, 2]))
-            return run_recurrence(
-                lambda x, states: cell.recurrent_step(x, states, recurrent_mask),
-                projected,
-                initial_state,
+            loop_options = dict(
+                inputs=projected,
+                initial_states=initial_state,
                 output_size=cell.output_size,
                 mask=mask,
                 go_backwards=self.go_backwards,
                 zero_output_for_mask=self.zero_output_for_mask,
                 return_all_outputs=self.return_sequences,
+            )
+            if training and cell.separable:
+                # Gradients will be taken: schedule BPTT by hand (see _loop.py).
+                kernel, bias = cell.recurrent_weights()
+                return run_separable_recurrence(
+                    cell.finish_step,
+                    tf.convert_to_tensor(kernel),
+                    None if bias is None else tf.convert_to_tensor(bias),
+                    recurrent_mask=recurrent_mask,
+                    **loop_options,
+                )
+            return run_recurrence(
+                lambda x, states: cell.recurrent_step(x, states, recurrent_mask),
+                **loop_options,
             )
         finally:
             cell.reset_dropout_mask()

@@ -63,11 +63,8 @@ class SimpleRNNCell(RecurrentCell):
         projected = ops.matmul(inputs, self.kernel)
         return projected + self.bias if self.use_bias else projected
 
-    def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
-        previous = states[0]
-        if recurrent_mask is not None:
-            previous = previous * recurrent_mask
-        output = self.activation(projected_inputs + ops.matmul(previous, self.recurrent_kernel))
+    def finish_step(self, projected_inputs, inner, states):
+        output = self.activation(projected_inputs + inner)
         return output, [output]
 
 

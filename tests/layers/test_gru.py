@@ -15,6 +15,18 @@ def test_matches_keras_gru(scenario, reset_after):
     checks.check_against_keras(GRU, keras.layers.GRU, scenario, reset_after=reset_after)
 
 
+
+@pytest.mark.parametrize("reset_after", RESET_AFTER)
+@pytest.mark.parametrize("scenario", sorted(checks.SCENARIOS))
+def test_training_gradients_match_keras(scenario, reset_after):
+    checks.check_gradients_against_keras(GRU, keras.layers.GRU, scenario, reset_after=reset_after)
+
+
+def test_bidirectional_training_gradients_match_keras():
+    checks.check_gradients_against_keras(
+        GRU, keras.layers.GRU, "masked_sequences", bidirectional=True
+    )
+
 @pytest.mark.parametrize("reset_after", RESET_AFTER)
 @pytest.mark.parametrize("masked", [False, True])
 def test_bidirectional_matches_keras(masked, reset_after):

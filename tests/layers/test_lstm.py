@@ -12,6 +12,17 @@ def test_matches_keras_lstm(scenario):
     checks.check_against_keras(LSTM, keras.layers.LSTM, scenario)
 
 
+
+@pytest.mark.parametrize("scenario", sorted(checks.SCENARIOS))
+def test_training_gradients_match_keras(scenario):
+    checks.check_gradients_against_keras(LSTM, keras.layers.LSTM, scenario)
+
+
+def test_bidirectional_training_gradients_match_keras():
+    checks.check_gradients_against_keras(
+        LSTM, keras.layers.LSTM, "masked_sequences", bidirectional=True
+    )
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_bidirectional_matches_keras(masked):
     checks.check_bidirectional(LSTM, keras.layers.LSTM, masked)

@@ -12,6 +12,17 @@ def test_matches_keras_simple_rnn(scenario):
     checks.check_against_keras(SimpleRNN, keras.layers.SimpleRNN, scenario)
 
 
+
+@pytest.mark.parametrize("scenario", sorted(checks.SCENARIOS))
+def test_training_gradients_match_keras(scenario):
+    checks.check_gradients_against_keras(SimpleRNN, keras.layers.SimpleRNN, scenario)
+
+
+def test_bidirectional_training_gradients_match_keras():
+    checks.check_gradients_against_keras(
+        SimpleRNN, keras.layers.SimpleRNN, "masked_sequences", bidirectional=True
+    )
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_bidirectional_matches_keras(masked):
     checks.check_bidirectional(SimpleRNN, keras.layers.SimpleRNN, masked)
