@@ -118,7 +118,9 @@ def _parse_time(column, name, source):
     if column.isna().any():
         rows = np.flatnonzero(column.isna().to_numpy())
         raise DataError(
-            f"time column {name!r} has missing values at lines {_rows_text(rows)}", path=source
+            f"time column {name!r} has missing values at lines {_rows_text(rows)}; expected a "
+            "time stamp on every row",
+            path=source,
         )
     if pd.api.types.is_numeric_dtype(column):
         time = column.astype("float64")
@@ -675,7 +677,9 @@ def estimate_season(values, max_lag=None):
     """The lag of the highest autocorrelation peak of `values`, or 1 when there is none.
 
     A peak is a lag `k >= 2` whose autocorrelation is positive and at least that of both
-    neighbours. Peaks after the autocorrelation first drops below zero are preferred: before that
+    neighbours. A straight-line trend is removed first (a trend alone would make the
+    autocorrelation decay slowly and hide the peaks). Peaks after the autocorrelation first drops
+    below zero are preferred: before that
     the curve is still decaying from lag 0, and its bumps are short-term noise (daily temperatures
     have bumps at 12 and 18 days that are higher than the yearly peak).
 
@@ -687,10 +691,12 @@ def estimate_season(values, max_lag=None):
         The estimated season length in rows (1 means no seasonality found).
     """
     values = np.asarray(values, dtype="float64")
-    values = values - values.mean()
+    steps = np.arange(len(values))
+    values = values - np.polyval(np.polyfit(steps, values, 1), steps)
     max_lag = min(max_lag or len(values) // 2, len(values) - 2)
     denominator = np.dot(values, values)
-    if max_lag < 3 or denominator == 0:
+    # A series that is a straight line (up to rounding) has no season.
+    if max_lag < 3 or denominator <= 1e-12 * len(values):
         return 1
     # acf[k] is the autocorrelation at lag k (acf[0] = 1).
     acf = np.array(

@@ -421,6 +421,7 @@ def train(config, overwrite=False, callbacks=()):
         validation_data=windows.val if has_validation else None,
         epochs=config.epochs,
         callbacks=fit_callbacks,
+        shuffle=False,  # the training dataset shuffles itself, with the run's seed
         verbose=progress_verbosity(),
     )
     train_seconds = time.perf_counter() - started

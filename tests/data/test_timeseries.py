@@ -1,0 +1,241 @@
+"""Tests of data/timeseries.py: reading and checking CSVs, scaling, windowing, seasons."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from data.errors import DataError
+from data.timeseries import (
+    Scaler,
+    SeriesSchema,
+    WindowGenerator,
+    estimate_season,
+    load_sunspots,
+    read_csv,
+    split_bounds,
+)
+
+
+def write_csv(tmp_path, text, name="series.csv"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def prepared(tmp_path, text, **choices):
+    path = write_csv(tmp_path, text)
+    frame = read_csv(path)
+    schema = SeriesSchema.infer(frame, source=path, **choices)
+    return schema, schema.prepare(frame, source=path)
+
+
+# --- windows -----------------------------------------------------------------------------------
+
+
+def counting_frame(n_rows=100):
+    """y = 0, 1, 2, ... and x = 1000 + y: each value names its own row."""
+    return pd.DataFrame({"y": np.arange(n_rows, dtype="float64"),
+                         "x": 1000.0 + np.arange(n_rows)})
+
+
+@pytest.mark.parametrize("lookback,horizon", [(5, 1), (7, 3)])
+def test_windows_align_inputs_and_targets_on_a_counting_series(lookback, horizon):
+    windows = WindowGenerator(
+        counting_frame(), lookback=lookback, horizon=horizon, targets=["y"],
+        features=["y", "x"], scaler="minmax",
+    )
+    for split in ("train", "val", "test"):
+        starts = windows.window_starts(split)
+        inputs, targets = windows.arrays(split)
+        inputs = windows.scaler.inverse_transform(inputs, ["y", "x"])
+        targets = windows.scaler.inverse_transform(targets, ["y"])
+        expected_inputs = starts[:, None] + np.arange(lookback)
+        np.testing.assert_allclose(inputs[..., 0], expected_inputs, atol=1e-4)
+        np.testing.assert_allclose(inputs[..., 1], 1000 + expected_inputs, atol=1e-3)
+        # The target of a window is the `horizon` rows right after its last input row.
+        np.testing.assert_allclose(
+            targets[..., 0], starts[:, None] + lookback + np.arange(horizon), atol=1e-4
+        )
+
+
+def test_datasets_have_the_documented_element_structure():
+    windows = WindowGenerator(counting_frame(), lookback=6, horizon=2, targets=["y"],
+                              batch_size=4)
+    spec = windows.train.element_spec
+    assert spec[0].shape.as_list() == [None, 6, 2]
+    assert spec[1].shape.as_list() == [None, 2, 1]
+    batches = list(windows.test)
+    assert sum(len(inputs) for inputs, _ in batches) == len(windows.window_starts("test"))
+
+
+def test_no_window_crosses_a_split_boundary():
+    windows = WindowGenerator(counting_frame(103), lookback=9, horizon=4, targets=["y"])
+    for split, (start, stop) in windows.bounds.items():
+        starts = windows.window_starts(split)
+        assert len(starts) == stop - start - windows.window_size + 1
+        assert starts.min() >= start
+        assert starts.max() + windows.window_size <= stop
+
+
+def test_splits_are_in_time_order_and_cover_every_row():
+    bounds = split_bounds(200, val_fraction=0.1, test_fraction=0.2)
+    assert bounds == {"train": (0, 140), "val": (140, 160), "test": (160, 200)}
+
+
+def test_stride_spaces_training_windows_only():
+    windows = WindowGenerator(counting_frame(), lookback=4, horizon=1, targets=["y"], stride=3)
+    assert np.all(np.diff(windows.window_starts("train")) == 3)
+    assert np.all(np.diff(windows.window_starts("test")) == 1)
+
+
+def test_scaler_is_fitted_on_the_training_split_only():
+    windows = WindowGenerator(counting_frame(), lookback=4, horizon=1, targets=["y"],
+                              scaler="minmax")
+    train_start, train_end = windows.bounds["train"]
+    assert windows.scaler.offset[0] == train_start
+    assert windows.scaler.scale[0] == train_end - 1 - train_start
+    _, test_targets = windows.arrays("test")
+    assert test_targets.min() > 1.0  # test values lie above the training range
+
+
+def test_standard_scaler_round_trips_through_json():
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [5.0, 5.0, 5.0, 5.0]})
+    scaler = Scaler.fit("standard", frame)
+    assert scaler.scale[1] == 1.0  # a constant column is not divided by zero
+    restored = Scaler.from_dict(json.loads(json.dumps(scaler.to_dict())))
+    scaled = restored.transform(frame.to_numpy())
+    np.testing.assert_allclose(scaled[:, 0].mean(), 0.0, atol=1e-12)
+    np.testing.assert_allclose(restored.inverse_transform(scaled), frame.to_numpy())
+
+
+def test_repr_names_lookback_horizon_and_columns():
+    windows = WindowGenerator(counting_frame(), lookback=8, horizon=2, targets=["y"])
+    text = repr(windows)
+    assert "lookback=8, horizon=2" in text
+    assert "features (2): y, x" in text and "targets (1): y" in text
+    assert "rows: train 70 [0, 70)" in text
+
+
+def test_too_short_series_says_how_many_rows_a_window_needs():
+    with pytest.raises(DataError, match=r"the series is too short: the val split has 3 rows, "
+                                        r"but one window needs lookback \+ horizon = 10 \+ 2 = "
+                                        r"12 rows; .* needs at least 80 rows \(it has 20\)"):
+        WindowGenerator(counting_frame(20), lookback=10, horizon=2, targets=["y"])
+    # The figure it gives is enough.
+    WindowGenerator(counting_frame(80), lookback=10, horizon=2, targets=["y"])
+
+
+# --- seasons -----------------------------------------------------------------------------------
+
+
+def test_estimate_season_finds_the_period_and_ignores_a_trend():
+    steps = np.arange(300)
+    rng = np.random.default_rng(0)
+    assert estimate_season(np.sin(2 * np.pi * steps / 7) + 0.1 * rng.normal(size=300)) == 7
+    assert estimate_season(np.sin(2 * np.pi * steps / 24) + 0.01 * steps) == 24
+    assert estimate_season(steps.astype(float)) == 1
+
+
+def test_embedded_sunspots_have_an_eleven_year_cycle():
+    sunspots = load_sunspots()
+    assert list(sunspots.columns) == ["YEAR", "SUNACTIVITY"] and len(sunspots) == 309
+    assert estimate_season(sunspots["SUNACTIVITY"].to_numpy()[:216]) == 11
+
+
+# --- reading and checking ----------------------------------------------------------------------
+
+
+def test_dated_first_column_becomes_the_time_column(tmp_path):
+    schema, series = prepared(tmp_path, "Date,Temp\n2020-01-01,1.5\n2020-01-02,2.5\n"
+                                        "2020-01-03,3.5\n")
+    assert schema.time_column == "Date" and schema.targets == ["Temp"]
+    assert series.time.iloc[-1] == pd.Timestamp("2020-01-03")
+    assert series.values["Temp"].tolist() == [1.5, 2.5, 3.5]
+
+
+def test_non_numeric_columns_are_left_out_of_default_features_and_reported(tmp_path):
+    schema, series = prepared(tmp_path, "t,city,y\n1,Paris,1\n2,Rome,2\n3,Oslo,3\n",
+                              time_column="t")
+    assert schema.features == ["y"] and schema.skipped_columns == ["city"]
+
+
+def test_categorical_columns_are_one_hot_encoded(tmp_path):
+    schema, series = prepared(tmp_path, "day,y\nmon,1\ntue,2\nmon,3\n", categorical=["day"],
+                              targets=["y"])
+    assert schema.input_columns == ["day=mon", "day=tue", "y"]
+    assert series.values["day=tue"].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_unknown_category_at_prediction_time_is_refused(tmp_path):
+    schema, _ = prepared(tmp_path, "day,y\nmon,1\ntue,2\n", categorical=["day"], targets=["y"])
+    new = pd.DataFrame({"day": ["mon", "sun"], "y": [1.0, 2.0]})
+    with pytest.raises(DataError, match=r"column 'day' has categories not seen in training at "
+                                        r"lines 3 \('sun'\); known: mon, tue"):
+        schema.prepare(new, source="new.csv")
+
+
+def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
+    text = "t,y\n1,1.0\n2,\n3,?\n4,4.0\n"
+    _, series = prepared(tmp_path, text, time_column="t", fill="interpolate")
+    assert series.values["y"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert series.fill_report == {"method": "interpolate", "filled_values": {"y": 2}}
+    _, series = prepared(tmp_path, text, time_column="t", fill="ffill")
+    assert series.values["y"].tolist() == [1.0, 1.0, 1.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    "text,choices,message",
+    [
+        ("t,y\n1,1\n2,\n3,3\n4,\n", {"time_column": "t"},
+         r"series\.csv: column 'y' has missing values at lines 3, 5 \(2 rows\); pass --fill "
+         r"ffill or --fill interpolate to repair them"),
+        ("t,y\n1,1\n2,abc\n3,3\n4,4\n", {"time_column": "t"},
+         r"column 'y' has non-numeric values at lines 3 \('abc'\); expected numbers"),
+        ("t,city,y\n1,Paris,1\n2,Rome,2\n", {"time_column": "t", "features": ["city", "y"],
+                                             "targets": ["y"]},
+         r"column 'city' is not numeric \(e\.g\. 'Paris' at line 2\); leave it out of "
+         r"--features or one-hot encode it with --categorical city"),
+        ("t,y\n1,1\n2,2\n", {"targets": ["nope"]},
+         r"target column 'nope' not found; the columns are: t, y"),
+        ("a,b\n1,2\n3,4\n", {},
+         r"cannot tell which column to forecast among a, b; name it with --target"),
+        ("Date,y\n2020-01-02,1\n2020-01-01,2\n", {},
+         r"time column 'Date' does not increase at line 3 \('2020-01-01' after '2020-01-02'\)"),
+        ("when,y\n2020-01-01,1\nyesterday,2\n", {"time_column": "when"},
+         r"time column 'when' has values that are not dates at lines 3 \('yesterday'\)"),
+        ("t,y\n1,\n2,2\n", {"time_column": "t", "fill": "ffill"},
+         r"column 'y': --fill ffill cannot repair lines 2 \(no value before them"),
+    ],
+)
+def test_bad_values_raise_data_errors_naming_column_and_lines(tmp_path, text, choices, message):
+    with pytest.raises(DataError, match=message):
+        prepared(tmp_path, text, **choices)
+
+
+def test_unreadable_files_raise_data_errors(tmp_path):
+    with pytest.raises(DataError, match=r"missing\.csv: file not found"):
+        read_csv(tmp_path / "missing.csv")
+    with pytest.raises(DataError, match=r"empty\.csv: the file is empty"):
+        read_csv(write_csv(tmp_path, "", "empty.csv"))
+    with pytest.raises(DataError, match=r"header\.csv: the file has a header but no data rows"):
+        read_csv(write_csv(tmp_path, "t,y\n", "header.csv"))
+    binary = tmp_path / "latin1.csv"
+    binary.write_bytes("t,y\n1,caf\xe9\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin1\.csv: undecodable bytes .*expected UTF-8"):
+        read_csv(binary)
+
+
+def test_blank_lines_count_as_missing_rows_at_their_line(tmp_path):
+    with pytest.raises(DataError, match=r"time column 't' has missing values at lines 4; "
+                                        r"expected a time stamp on every row"):
+        prepared(tmp_path, "t,y\n1,1\n2,2\n\n4,4\n", time_column="t")
+    with pytest.raises(DataError, match=r"column 'y' has missing values at lines 4 "):
+        prepared(tmp_path, "y\n1\n2\n\n4\n")
+
+
+def test_schema_round_trips_through_json(tmp_path):
+    schema, _ = prepared(tmp_path, "day,y\nmon,1\ntue,2\n", categorical=["day"], targets=["y"])
+    restored = SeriesSchema.from_dict(json.loads(json.dumps(schema.to_dict())))
+    assert restored == schema

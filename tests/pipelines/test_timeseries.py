@@ -1,0 +1,214 @@
+"""Tests of pipelines/timeseries.py on tiny synthetic series (tiny models, few epochs)."""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+from data.errors import DataError
+from data.timeseries import Scaler, SeriesSchema
+from pipelines.common import UsageError
+from pipelines.timeseries import (
+    TimeseriesConfig,
+    build_model,
+    evaluate,
+    export,
+    future_times,
+    predict,
+    seasonal_naive_rows,
+    train,
+)
+
+
+def write_series(path, n_rows=240, seed=0):
+    """A daily series with a 12-day cycle and a second, related input column."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n_rows)
+    frame = pd.DataFrame(
+        {
+            "date": pd.date_range("2021-01-01", periods=n_rows, freq="D").strftime("%Y-%m-%d"),
+            "demand": 10 + 3 * np.sin(2 * np.pi * steps / 12) + 0.1 * rng.normal(size=n_rows),
+            "price": np.cos(2 * np.pi * steps / 12),
+        }
+    )
+    frame.to_csv(path, index=False)
+    return path
+
+
+def tiny_config(data, out, **overrides):
+    settings = dict(
+        data=str(data), out=str(out), target=["demand"], lookback=12, horizon=2, units=8,
+        epochs=3, batch_size=32, learning_rate=0.01,
+    )
+    settings.update(overrides)
+    return TimeseriesConfig(**settings)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("timeseries")
+    data = write_series(folder / "demand.csv")
+    result = train(tiny_config(data, folder / "run"))
+    return data, result
+
+
+def test_train_writes_a_complete_run_directory(trained):
+    _, result = trained
+    run = result.path
+    for name in ("config.json", "metrics.json", "history.csv", "model.keras", "schema.json",
+                 "scaler.json", "plots/forecast.png", "plots/loss.png",
+                 "saved_model/saved_model.pb"):
+        assert (run / name).is_file(), name
+    assert not (run / "checkpoints").exists()
+    assert not run.with_name(run.name + ".partial").exists()
+    config = json.loads((run / "config.json").read_text())
+    assert config["settings"]["seed"] == 42 and config["settings"]["lookback"] == 12
+    assert config["versions"]["keras"] == keras.__version__
+    assert len(pd.read_csv(run / "history.csv")) == 3
+    assert json.loads((run / "schema.json").read_text())["time_column"] == "date"
+
+
+def test_metrics_compare_the_model_with_both_baselines(trained):
+    _, result = trained
+    metrics = json.loads((result.path / "metrics.json").read_text())
+    assert metrics["model"] == pytest.approx(result.metrics["model"])
+    assert metrics["season"] == 12 and "estimated" in metrics["season_source"]
+    assert metrics["data"]["input_columns"] == ["demand", "price"]
+    for name in ("model", "naive", "seasonal_naive"):
+        assert metrics[name]["rmse"] >= metrics[name]["mae"] > 0
+    best = min(metrics["naive"]["rmse"], metrics["seasonal_naive"]["rmse"])
+    assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(metrics["model"]["rmse"] / best)
+    # The test split is the last 15 % of 240 rows: 36 rows, 36 - 12 - 2 + 1 windows.
+    assert metrics["windows"] == 23
+    assert "RMSE / best baseline" in result.summary and "seasonal naive (season 12)" in (
+        result.summary
+    )
+
+
+def test_seasonal_naive_repeats_the_value_one_season_back():
+    rows = seasonal_naive_rows(np.array([20]), horizon=5, season=3)
+    # Forecasting rows 21..25 from row 20: same phase three rows earlier, observed.
+    np.testing.assert_array_equal(rows, [[18, 19, 20, 18, 19]])
+
+
+def test_saved_model_forecasts_in_original_units(trained):
+    _, result = trained
+    run = result.path
+    model = keras.saving.load_model(run / "model.keras")
+    scaler = Scaler.from_dict(json.loads((run / "scaler.json").read_text()))
+    schema = SeriesSchema.from_dict(json.loads((run / "schema.json").read_text()))
+    windows = np.random.default_rng(1).normal(10, 3, size=(5, 12, 2)).astype("float32")
+    scaled = scaler.transform(windows, schema.input_columns).astype("float32")
+    expected = scaler.inverse_transform(model.predict(scaled, verbose=0), schema.targets)
+
+    serving = tf.saved_model.load(str(run / "saved_model")).signatures["serving_default"]
+    _, inputs = serving.structured_input_signature
+    assert list(inputs) == ["window"] and inputs["window"].shape.as_list() == [None, 12, 2]
+    forecast = serving(window=tf.constant(windows))["forecast"]
+    assert forecast.dtype == tf.float32 and forecast.shape == (5, 2, 1)
+    np.testing.assert_allclose(forecast.numpy(), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_export_writes_the_saved_model_elsewhere(trained, tmp_path):
+    _, result = trained
+    exported = export(result.path, out=tmp_path / "serving" / "1")
+    assert (exported.path / "saved_model.pb").is_file()
+    assert "float32[None, 12, 2]" in exported.summary
+
+
+def test_evaluate_reproduces_the_test_metrics_and_scores_other_files(trained, tmp_path):
+    data, result = trained
+    again = evaluate(result.path)
+    assert again.metrics["model"]["rmse"] == pytest.approx(result.metrics["model"]["rmse"],
+                                                           rel=1e-5)
+    other = write_series(tmp_path / "other.csv", n_rows=40, seed=3)
+    scored = evaluate(result.path, data=other, output=tmp_path / "eval.json")
+    assert scored.metrics["windows"] == 40 - 12 - 2 + 1
+    assert json.loads((tmp_path / "eval.json").read_text())["split"] == "every window"
+
+
+def test_predict_forecasts_the_dates_after_the_data(trained, tmp_path):
+    data, result = trained
+    forecast = predict(result.path, output=tmp_path / "forecast.csv")
+    table = pd.read_csv(tmp_path / "forecast.csv")
+    assert list(table.columns) == ["step", "date", "demand"]
+    # 240 days from 2021-01-01 end on 2021-08-28.
+    assert table["date"].tolist() == ["2021-08-29", "2021-08-30"]
+    assert np.all(np.abs(table["demand"] - 10) < 10)
+    assert "2021-08-29" in forecast.summary
+
+
+def test_predict_refuses_data_shorter_than_the_lookback(trained, tmp_path):
+    _, result = trained
+    short = write_series(tmp_path / "short.csv", n_rows=5)
+    with pytest.raises(DataError, match=r"short\.csv: the series is too short: a forecast needs "
+                                        r"the last lookback = 12 rows, and the data has 5"):
+        predict(result.path, data=short)
+
+
+def test_future_times_continue_months_and_numbers():
+    months = pd.Series(pd.to_datetime(["2020-01", "2020-02", "2020-03"]))
+    assert list(future_times(months, 2)) == list(pd.to_datetime(["2020-04-01", "2020-05-01"]))
+    years = pd.Series([1998.0, 1999.0, 2000.0])
+    assert list(future_times(years, 2)) == [2001, 2002]
+
+
+def test_resume_after_an_interruption_finishes_the_same_number_of_epochs(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    config = tiny_config(data, tmp_path / "run", epochs=4, lookback=6, horizon=1)
+
+    class InterruptAfterSecondEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(config, callbacks=[InterruptAfterSecondEpoch()])
+    partial = tmp_path / "run.partial"
+    assert (partial / "checkpoints").is_dir() and not (tmp_path / "run").exists()
+    assert len(pd.read_csv(partial / "history.csv")) == 2
+
+    class CountEpochs(keras.callbacks.Callback):
+        epochs = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epochs.append(epoch)
+
+    result = train(config, callbacks=[CountEpochs()])
+    assert CountEpochs.epochs == [2, 3]  # only the unfinished epochs run again
+    history = pd.read_csv(result.path / "history.csv")
+    assert history["epoch"].tolist() == [1, 2, 3, 4]
+    assert result.metrics["epochs_run"] == 4
+    with pytest.raises(UsageError, match="already holds a finished run"):
+        train(config)
+
+
+def test_same_seed_gives_the_same_metrics(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=100)
+    config = tiny_config(data, tmp_path / "a", epochs=2, lookback=6, horizon=1, model="gru",
+                         dropout=0.1)
+    first = train(config).metrics
+    second = train(dataclasses.replace(config, out=str(tmp_path / "b"))).metrics
+    assert first["model"] == second["model"]
+
+
+def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=50)
+    with pytest.raises(DataError, match=r"the series is too short: the val split has 7 rows, but "
+                                        r"one window needs lookback \+ horizon = 12 \+ 2 = 14 rows"):
+        train(tiny_config(data, tmp_path / "run"))
+    assert not (tmp_path / "run.partial").exists()
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+def test_every_model_kind_maps_windows_to_forecasts(kind):
+    config = TimeseriesConfig(model=kind, lookback=5, horizon=3, units=4, layers=2)
+    model = build_model(config, n_features=2, n_targets=2)
+    assert model.output_shape == (None, 3, 2)
+    layer_module = type(model.get_layer(f"{kind}_0")).__module__
+    assert layer_module.startswith("layers.")  # seqlab's layers, not keras's
+    assert model.optimizer.clipnorm == 1.0

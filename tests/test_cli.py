@@ -1,0 +1,100 @@
+"""Smoke tests of the command line: `cli.main([...])` on tiny CSVs."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cli
+from data.errors import DataError
+
+REPOSITORY = Path(cli.__file__).resolve().parent
+
+
+def write_cycle_csv(path, n_rows=200):
+    """A monthly series with a 12-month cycle: easy to beat the naive forecasts on."""
+    steps = np.arange(n_rows)
+    pd.DataFrame(
+        {
+            "month": pd.date_range("2000-01", periods=n_rows, freq="MS").strftime("%Y-%m"),
+            "sales": 100 + 20 * np.sin(2 * np.pi * steps / 12) + 5 * np.sin(2 * np.pi * steps / 5),
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_help_at_every_level_shows_examples(capsys):
+    assert cli.main([]) == 0
+    assert "seqlab timeseries train" in capsys.readouterr().out
+    for argv in (["--help"], ["timeseries", "--help"], ["timeseries", "train", "--help"],
+                 ["timeseries", "predict", "--help"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 0
+        text = capsys.readouterr().out
+        assert "examples:" in text, argv
+    with pytest.raises(SystemExit) as exit_info:  # a task without an action shows its help
+        cli.main(["timeseries"])
+    assert exit_info.value.code == 0 and "<action>" in capsys.readouterr().out
+
+
+def test_script_entry_point_runs_without_loading_models():
+    result = subprocess.run(
+        [sys.executable, str(REPOSITORY / "cli.py"), "--help"],
+        capture_output=True, text=True, cwd=REPOSITORY, timeout=60,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert result.returncode == 0 and "timeseries" in result.stdout
+
+
+def test_train_predict_and_evaluate_from_the_command_line(tmp_path, capsys):
+    data = write_cycle_csv(tmp_path / "sales.csv")
+    out = tmp_path / "run"
+    settings = tmp_path / "settings.toml"
+    settings.write_text('lookback = 12\nunits = 16\nepochs = 99\nlearning-rate = 0.01\n')
+    status = cli.main(["timeseries", "train", "--data", str(data), "--out", str(out),
+                       "--config", str(settings), "--epochs", "15", "--seed", "3"])
+    assert status == 0
+    text = capsys.readouterr().out
+    assert "RMSE / best baseline" in text and f"run directory: {out}" in text
+    config = json.loads((out / "config.json").read_text())["settings"]
+    assert (config["epochs"], config["lookback"], config["seed"]) == (15, 12, 3)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["rmse_ratio_to_best_baseline"] < 0.9
+
+    assert cli.main(["timeseries", "predict", "--run", str(out)]) == 0
+    assert "2016-09-01" in capsys.readouterr().out  # the month after 200 months from 2000-01
+    assert (out / "forecast.csv").is_file()
+    assert cli.main(["timeseries", "evaluate", "--run", str(out)]) == 0
+    assert "seasonal naive" in capsys.readouterr().out
+
+
+def test_data_errors_exit_with_status_2_and_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("t,y\n1,1\n2,oops\n3,3\n")
+    argv = ["timeseries", "train", "--data", str(bad), "--time-column", "t",
+            "--out", str(tmp_path / "run")]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.strip().splitlines() == [
+        f"seqlab timeseries train: error: {bad}: column 'y' has non-numeric values at lines 3 "
+        "('oops'); expected numbers (--fill ffill|interpolate treats them as missing and "
+        "repairs them)"
+    ]
+    assert "Traceback" not in error
+    with pytest.raises(DataError):
+        cli.main(argv + ["--debug"])
+
+
+def test_usage_errors_exit_with_status_2(tmp_path, capsys):
+    assert cli.main(["timeseries", "evaluate", "--run", str(tmp_path)]) == 2
+    assert "is not a finished seqlab run" in capsys.readouterr().err
+    config = tmp_path / "c.json"
+    config.write_text('{"lookbak": 3}')
+    assert cli.main(["timeseries", "train", "--config", str(config)]) == 2
+    assert "unknown setting 'lookbak'" in capsys.readouterr().err
