@@ -28,6 +28,15 @@ def _time_major_mask(mask, go_backwards):
     return tf.reverse(mask, [0]) if go_backwards else mask
 
 
+def _hold_masked_step(
+    keep, output, new_states, previous_output, states, zero_output, zero_output_for_mask
+):
+    """Keras's rule at a masked step: keep the states; repeat (or zero) the output."""
+    fallback = zero_output if zero_output_for_mask else previous_output
+    output = tf.where(keep, output, fallback)
+    return output, [tf.where(keep, new, old) for new, old in zip(new_states, states)]
+
+
 def _zeros_if_none(gradient, like):
     return tf.zeros_like(like) if gradient is None else gradient
 
@@ -64,26 +73,22 @@ def run_recurrence(
     """
     if go_backwards:
         inputs = tf.reverse(inputs, [0])
+    time_mask = None if mask is None else _time_major_mask(mask, go_backwards)
     steps = tf.shape(inputs)[0]
-    inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
     outputs_ta = tf.TensorArray(
         inputs.dtype,
         size=steps if return_all_outputs else 1,
         element_shape=tf.TensorShape([inputs.shape[1], output_size]),
     )
     zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
-    if mask is not None:
-        mask_ta = tf.TensorArray(tf.bool, size=steps).unstack(
-            _time_major_mask(mask, go_backwards)
-        )
 
     def body(t, outputs_ta, previous_output, states):
-        output, new_states = step_fn(inputs_ta.read(t), list(states))
-        if mask is not None:
-            keep = mask_ta.read(t)
-            fallback = zero_output if zero_output_for_mask else previous_output
-            output = tf.where(keep, output, fallback)
-            new_states = [tf.where(keep, new, old) for new, old in zip(new_states, states)]
+        output, new_states = step_fn(inputs[t], list(states))
+        if time_mask is not None:
+            output, new_states = _hold_masked_step(
+                time_mask[t], output, new_states, previous_output, states, zero_output,
+                zero_output_for_mask,
+            )
         outputs_ta = outputs_ta.write(t if return_all_outputs else 0, output)
         return t + 1, outputs_ta, output, tuple(new_states)
 
@@ -149,10 +154,10 @@ def run_separable_recurrence(
             inner = inner_product(states[0])
             output, new_states = finish_fn(inputs[t], inner, list(states))
             if time_mask is not None:
-                keep = time_mask[t]
-                fallback = zero_output if zero_output_for_mask else previous_output
-                output = tf.where(keep, output, fallback)
-                new_states = [tf.where(keep, new, old) for new, old in zip(new_states, states)]
+                output, new_states = _hold_masked_step(
+                    time_mask[t], output, new_states, previous_output, states, zero_output,
+                    zero_output_for_mask,
+                )
             outputs_ta = outputs_ta.write(t, output)
             saved_states_ta = tuple(ta.write(t, s) for ta, s in zip(saved_states_ta, states))
             inners_ta = inners_ta.write(t, inner)
