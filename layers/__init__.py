@@ -4,7 +4,10 @@
 serialization under the package "seqlab".
 """
 
+from layers.attention import AdditiveAttention, MultiHeadAttention, scaled_dot_product_attention
 from layers.gru import GRU, GRUCell
 from layers.lstm import LSTM, LSTMCell
+from layers.positional import PositionalEncoding, TokenAndPositionEmbedding
 from layers.rnn_base import reset_states
 from layers.simple_rnn import SimpleRNN, SimpleRNNCell
+from layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer

@@ -113,6 +113,11 @@ def saved_model_round_trip(model, inputs, tmp_path, atol=1e-6):
     path = os.path.join(str(tmp_path), "exported")
     model.export(path, verbose=False)
     reloaded = tf.saved_model.load(path)
-    actual = _numpy(reloaded.serve(*[tf.constant(x) for x in _as_list(inputs)]))
+    tensors = [tf.constant(x) for x in _as_list(inputs)]
+    # A model built on a list of inputs is exported with one list-valued argument.
+    arguments = reloaded.serve.input_signature
+    if len(arguments) == 1 and isinstance(arguments[0], (list, tuple)):
+        tensors = [tensors]
+    actual = _numpy(reloaded.serve(*tensors))
     assert_allclose_structure(actual, expected, atol=atol)
     return reloaded
