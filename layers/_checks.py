@@ -1,4 +1,4 @@
-"""Constructor-argument checks shared by the attention and Transformer layers."""
+"""Constructor-argument checks shared by seqlab's layers."""
 
 import keras
 

@@ -12,21 +12,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from layers._checks import check_positive_int, check_rate
 from layers._loop import run_recurrence, run_separable_recurrence
-
-
-def validate_units(units):
-    if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
-        raise ValueError(
-            f"`units` must be a positive integer. Received: units={units!r}"
-        )
-
-
-def validate_rate(name, value):
-    if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(
-            f"`{name}` must be a float in [0, 1). Received: {name}={value!r}"
-        )
 
 
 class RecurrentCell(keras.layers.Layer):
@@ -61,9 +48,9 @@ class RecurrentCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        validate_units(units)
-        validate_rate("dropout", dropout)
-        validate_rate("recurrent_dropout", recurrent_dropout)
+        check_positive_int("units", units)
+        check_rate("dropout", dropout)
+        check_rate("recurrent_dropout", recurrent_dropout)
         self.units = units
         self.activation = keras.activations.get(activation)
         self.use_bias = use_bias
