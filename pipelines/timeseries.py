@@ -34,13 +34,12 @@ from data.timeseries import (
     load_sunspots,
     read_csv,
 )
-from layers import GRU, LSTM, SimpleRNN
+from layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
 from pipelines.common import (
     ActionResult,
     RunDirectory,
     Task,
     TrainConfig,
-    UsageError,
     default_out,
     format_table,
     open_run,
@@ -48,7 +47,6 @@ from pipelines.common import (
     progress_verbosity,
     pyplot,
     read_json,
-    rows_to_csv,
     save_history_plot,
     set_seed,
     training_callbacks,
@@ -182,9 +180,6 @@ def build_model(config, n_features, n_targets):
     inputs = keras.Input((config.lookback, n_features), name="window")
     hidden = inputs
     if config.model == "transformer":
-        # Imported here: the Transformer layers are only needed by this model kind.
-        from layers import PositionalEncoding, TransformerEncoderLayer
-
         hidden = keras.layers.Dense(config.units, name="input_projection")(hidden)
         hidden = PositionalEncoding(name="positions")(hidden)
         for index in range(config.layers):
@@ -194,8 +189,8 @@ def build_model(config, n_features, n_targets):
                 dropout=config.dropout,
                 name=f"encoder_{index}",
             )(hidden)
-        # The last position has attended to the whole window; it summarises it for the head.
-        hidden = keras.layers.Lambda(lambda x: x[:, -1, :], name="last_step")(hidden)
+        # The head reads every position (the window has a fixed length), not just a pooled summary.
+        hidden = keras.layers.Flatten(name="positions_flat")(hidden)
     else:
         recurrent_layer = RECURRENT_LAYERS[config.model]
         for index in range(config.layers):
@@ -494,7 +489,7 @@ def load_run(run):
     config = TimeseriesConfig(**record.settings)
     schema = SeriesSchema.from_dict(read_json(record.file("schema.json")))
     scaler = Scaler.from_dict(read_json(record.file("scaler.json")))
-    model = keras.saving.load_model(record.file("model.keras"))
+    model = keras.saving.load_model(record.file("model.keras"), compile=False)
     return record, config, schema, scaler, model
 
 
@@ -592,8 +587,11 @@ def predict(run, data=None, output=None):
     table = pd.DataFrame(forecast, columns=schema.targets)
     table.insert(0, "step", np.arange(1, config.horizon + 1))
     times = future_times(series.time, config.horizon)
+    if isinstance(times, pd.DatetimeIndex):
+        dates_only = bool((times.normalize() == times).all())
+        times = times.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S")
     if times is not None:
-        table.insert(1, schema.time_column, times)
+        table.insert(1, schema.time_column, list(times))
     path = Path(output) if output else record.file("forecast.csv")
     write_text_atomic(path, table.to_csv(index=False))
     summary = "\n".join(

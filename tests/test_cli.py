@@ -58,14 +58,15 @@ def test_train_predict_and_evaluate_from_the_command_line(tmp_path, capsys):
     settings = tmp_path / "settings.toml"
     settings.write_text('lookback = 12\nunits = 16\nepochs = 99\nlearning-rate = 0.01\n')
     status = cli.main(["timeseries", "train", "--data", str(data), "--out", str(out),
-                       "--config", str(settings), "--epochs", "15", "--seed", "3"])
+                       "--config", str(settings), "--epochs", "8", "--seed", "3"])
     assert status == 0
     text = capsys.readouterr().out
     assert "RMSE / best baseline" in text and f"run directory: {out}" in text
     config = json.loads((out / "config.json").read_text())["settings"]
-    assert (config["epochs"], config["lookback"], config["seed"]) == (15, 12, 3)
+    assert (config["epochs"], config["lookback"], config["seed"]) == (8, 12, 3)
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["rmse_ratio_to_best_baseline"] < 0.9
+    # Eight epochs of a 16-unit LSTM reach about 0.55 of the seasonal-naive RMSE here.
+    assert metrics["rmse_ratio_to_best_baseline"] < 0.8
 
     assert cli.main(["timeseries", "predict", "--run", str(out)]) == 0
     assert "2016-09-01" in capsys.readouterr().out  # the month after 200 months from 2000-01

@@ -25,7 +25,7 @@ from pipelines.timeseries import (
 
 
 def write_series(path, n_rows=240, seed=0):
-    """A daily series with a 12-day cycle and a second, related input column."""
+    """A daily series with a 12-day cycle, a related numeric column and a weekday name."""
     rng = np.random.default_rng(seed)
     steps = np.arange(n_rows)
     frame = pd.DataFrame(
@@ -33,6 +33,7 @@ def write_series(path, n_rows=240, seed=0):
             "date": pd.date_range("2021-01-01", periods=n_rows, freq="D").strftime("%Y-%m-%d"),
             "demand": 10 + 3 * np.sin(2 * np.pi * steps / 12) + 0.1 * rng.normal(size=n_rows),
             "price": np.cos(2 * np.pi * steps / 12),
+            "weekday": pd.date_range("2021-01-01", periods=n_rows, freq="D").day_name(),
         }
     )
     frame.to_csv(path, index=False)
@@ -78,6 +79,7 @@ def test_metrics_compare_the_model_with_both_baselines(trained):
     assert metrics["model"] == pytest.approx(result.metrics["model"])
     assert metrics["season"] == 12 and "estimated" in metrics["season_source"]
     assert metrics["data"]["input_columns"] == ["demand", "price"]
+    assert metrics["data"]["skipped_columns"] == ["weekday"]  # not numeric: left out, reported
     for name in ("model", "naive", "seasonal_naive"):
         assert metrics[name]["rmse"] >= metrics[name]["mae"] > 0
     best = min(metrics["naive"]["rmse"], metrics["seasonal_naive"]["rmse"])
@@ -189,11 +191,15 @@ def test_resume_after_an_interruption_finishes_the_same_number_of_epochs(tmp_pat
 
 def test_same_seed_gives_the_same_metrics(tmp_path):
     data = write_series(tmp_path / "demand.csv", n_rows=100)
+    # Two targets, a one-hot input and dropout: every source of randomness and every column kind.
     config = tiny_config(data, tmp_path / "a", epochs=2, lookback=6, horizon=1, model="gru",
-                         dropout=0.1)
+                         dropout=0.1, target=["demand", "price"], categorical=["weekday"])
     first = train(config).metrics
     second = train(dataclasses.replace(config, out=str(tmp_path / "b"))).metrics
     assert first["model"] == second["model"]
+    assert first["per_target"] == second["per_target"]
+    assert set(first["per_target"]) == {"demand", "price"}
+    assert len(first["data"]["input_columns"]) == 2 + 7
 
 
 def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
@@ -204,11 +210,19 @@ def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
     assert not (tmp_path / "run.partial").exists()
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
-def test_every_model_kind_maps_windows_to_forecasts(kind):
-    config = TimeseriesConfig(model=kind, lookback=5, horizon=3, units=4, layers=2)
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn", "transformer"])
+def test_every_model_kind_maps_windows_to_forecasts_and_saves(kind, tmp_path):
+    config = TimeseriesConfig(model=kind, lookback=5, horizon=3, units=8, layers=2, num_heads=2,
+                              ff_dim=8)
     model = build_model(config, n_features=2, n_targets=2)
     assert model.output_shape == (None, 3, 2)
-    layer_module = type(model.get_layer(f"{kind}_0")).__module__
-    assert layer_module.startswith("layers.")  # seqlab's layers, not keras's
+    ours = {"lstm": "LSTM", "gru": "GRU", "rnn": "SimpleRNN",
+            "transformer": "TransformerEncoderLayer"}[kind]
+    layer = next(layer for layer in model.layers if type(layer).__name__ == ours)
+    assert type(layer).__module__.startswith("layers.")  # seqlab's layers, not keras's
     assert model.optimizer.clipnorm == 1.0
+    windows = np.random.default_rng(0).normal(size=(4, 5, 2)).astype("float32")
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
+    np.testing.assert_allclose(loaded.predict(windows, verbose=0),
+                               model.predict(windows, verbose=0), atol=1e-6)
