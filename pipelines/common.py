@@ -457,8 +457,13 @@ def training_callbacks(run):
     restores weights and the epoch count, not the optimizer's moments or other callbacks' state
     (an `EarlyStopping` counts patience again from the resumed epoch).
     """
+    history_path = run.path("history.csv")
+    if history_path.exists() and not run.checkpoint_dir.exists():
+        # Rows without a backup to resume from (training finished, then writing the run failed)
+        # describe epochs that will be run again from scratch.
+        history_path.unlink()
     return [
-        EpochHistory(run.path("history.csv")),
+        EpochHistory(history_path),
         keras.callbacks.BackupAndRestore(str(run.checkpoint_dir)),
     ]
 
