@@ -383,7 +383,9 @@ def train(config, overwrite=False, callbacks=()):
     """
     set_seed(config.seed)
     out = config.out or default_out(TASK_NAME)
-    config = dataclasses.replace(config, out=out)
+    # An absolute data path lets evaluate / predict find the data from any working directory.
+    data = str(Path(config.data).resolve()) if config.data else None
+    config = dataclasses.replace(config, out=out, data=data)
     run = RunDirectory(out, TASK_NAME, overwrite=overwrite)
     run.check_out()
     frame, source = load_table(config.data)
