@@ -67,6 +67,11 @@ class TrainConfig:
     epochs: int = option(10, "maximum number of training epochs")
     batch_size: int = option(32, "examples per batch")
     seed: int = option(42, "random seed (same seed, same machine: same metrics)")
+    distribute: str = option(
+        "none",
+        "tf.distribute strategy: local devices (mirrored) or the TF_CONFIG cluster (multiworker)",
+        ["none", "mirrored", "multiworker"],
+    )
 
     def __post_init__(self):
         for name in ("epochs", "batch_size"):

@@ -37,7 +37,6 @@ from data.timeseries import (
 from layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
 from pipelines.common import (
     ActionResult,
-    RunDirectory,
     Task,
     TrainConfig,
     default_out,
@@ -53,6 +52,7 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
+from pipelines.distribute import Distribution
 
 TASK_NAME = "timeseries"
 MODEL_KINDS = ("lstm", "gru", "rnn", "transformer")
@@ -148,8 +148,11 @@ def infer_schema(config, frame, source):
     )
 
 
-def make_windows(config, series, schema, scaler=None):
-    """The `WindowGenerator` of a prepared series with the config's settings."""
+def make_windows(config, series, schema, scaler=None, batch_size=None):
+    """The `WindowGenerator` of a prepared series with the config's settings.
+
+    `batch_size` overrides the config's (a distributed run batches globally).
+    """
     return WindowGenerator(
         series.values,
         lookback=config.lookback,
@@ -160,7 +163,7 @@ def make_windows(config, series, schema, scaler=None):
         val_fraction=config.val_fraction,
         test_fraction=config.test_fraction,
         scaler=scaler or config.scaler,
-        batch_size=config.batch_size,
+        batch_size=batch_size or config.batch_size,
         shuffle_seed=config.seed,
         source=series.source,
     )
@@ -386,12 +389,15 @@ def train(config, overwrite=False, callbacks=()):
     # An absolute data path lets evaluate / predict find the data from any working directory.
     data = str(Path(config.data).resolve()) if config.data else None
     config = dataclasses.replace(config, out=out, data=data)
-    run = RunDirectory(out, TASK_NAME, overwrite=overwrite)
+    distribution = Distribution(config.distribute)
+    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
     run.check_out()
     frame, source = load_table(config.data)
     schema = infer_schema(config, frame, source)
     series = schema.prepare(frame, source)
-    windows = make_windows(config, series, schema)
+    windows = make_windows(
+        config, series, schema, batch_size=distribution.global_batch_size(config.batch_size)
+    )
     resumed = run.start(dataclasses.asdict(config))
     if resumed:
         print(f"resuming the unfinished run in {run.work}")
@@ -403,7 +409,8 @@ def train(config, overwrite=False, callbacks=()):
         season = estimate_season(series.values[schema.targets[0]].iloc[train_start:train_end])
         season_source = f"estimated from the autocorrelation of {schema.targets[0]} (train split)"
 
-    model = build_model(config, len(schema.input_columns), len(schema.targets))
+    with distribution.scope():
+        model = build_model(config, len(schema.input_columns), len(schema.targets))
     has_validation = len(windows.window_starts("val")) > 0
     monitor = "val_loss" if has_validation else "loss"
     fit_callbacks = training_callbacks(run) + [
@@ -414,8 +421,8 @@ def train(config, overwrite=False, callbacks=()):
     ]
     started = time.perf_counter()
     model.fit(
-        windows.train,
-        validation_data=windows.val if has_validation else None,
+        distribution.shard(windows.train),
+        validation_data=distribution.shard(windows.val) if has_validation else None,
         epochs=config.epochs,
         callbacks=fit_callbacks,
         shuffle=False,  # the training dataset shuffles itself, with the run's seed
@@ -423,6 +430,7 @@ def train(config, overwrite=False, callbacks=()):
     )
     train_seconds = time.perf_counter() - started
     history = fit_callbacks[0].history
+    model = distribution.local_model(model, run.path("model.keras"))
 
     test_starts = windows.window_starts("test")
     metrics, forecast, actual = score_windows(
@@ -436,6 +444,7 @@ def train(config, overwrite=False, callbacks=()):
         epochs_run=len(history),
         best_epoch=int(np.argmin([row[monitor] for row in history])) + 1 if history else None,
         train_seconds_this_session=round(train_seconds, 2),
+        distribution=distribution.report(config.batch_size),
         data={
             "source": source,
             "rows": len(series.values),
@@ -450,7 +459,6 @@ def train(config, overwrite=False, callbacks=()):
     run.write_json("schema.json", schema.to_dict())
     run.write_json("scaler.json", windows.scaler.to_dict())
     run.write_json("metrics.json", metrics)
-    model.save(run.path("model.keras"))
     plot_times = _time_labels(series, test_starts + config.lookback)
     save_forecast_plot(
         run.path("plots", "forecast.png"), plot_times, actual, forecast, schema.targets[0],
@@ -461,6 +469,11 @@ def train(config, overwrite=False, callbacks=()):
     final = run.finish()
 
     notes = []
+    if distribution.kind != "none":
+        notes.append(
+            f"{distribution.kind}: {distribution.replicas} replicas, global batch "
+            f"{distribution.global_batch_size(config.batch_size)} = {config.batch_size} per replica"
+        )
     if schema.skipped_columns:
         notes.append(f"non-numeric columns left out: {', '.join(schema.skipped_columns)}")
     if series.fill_report:

@@ -1,0 +1,176 @@
+"""Training on several devices or machines with TensorFlow's `tf.distribute`.
+
+`--distribute` on every task's `train` chooses the strategy:
+
+- `none`: the default strategy (one device).
+- `mirrored`: `tf.distribute.MirroredStrategy` over the local devices.
+- `multiworker`: `tf.distribute.MultiWorkerMirroredStrategy`, configured by the
+  standard `TF_CONFIG` environment variable; run the same command on every
+  worker.
+
+A task's `train` uses one `Distribution`: it builds and compiles the model
+inside `scope()`, batches with `global_batch_size(per_replica)`, shards each
+dataset with an explicit `AutoShardPolicy` via `shard()`, and writes through
+`run_directory()`, which on a non-chief worker is a scratch directory that is
+removed when the run finishes (the pattern of TensorFlow's multi-worker Keras
+guide): only the chief writes the run directory.
+
+Keras 3.15 does not run `model.fit` under `MultiWorkerMirroredStrategy` as it
+is (keras-team/keras#20585): its trainer calls `strategy.reduce(..., axis=0)`
+on scalar logs and on nested batches, which that strategy refuses. The
+strategy is therefore subclassed to accept exactly those two calls (a scalar
+with `axis=0` reduces with `axis=None`; a nested value reduces leaf by leaf);
+the training itself is TensorFlow's collective all-reduce, unchanged.
+"""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from pipelines.common import RunDirectory
+from pipelines.errors import UsageError
+
+KINDS = ("none", "mirrored", "multiworker")
+
+# What each kind of training data is sharded by, named by the tasks. In-memory
+# datasets (every seqlab task builds its batches from tensors) cannot be split
+# by file, so workers take every n-th element.
+SHARD_BY_DATA = tf.data.experimental.AutoShardPolicy.DATA
+
+
+class _KerasMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """`MultiWorkerMirroredStrategy` accepting the reductions Keras 3's trainer asks for."""
+
+    def reduce(self, reduce_op, value, axis):
+        if tf.nest.is_nested(value):
+            return tf.nest.map_structure(lambda v: self.reduce(reduce_op, v, axis), value)
+        if axis is not None and value.shape.rank == 0:
+            axis = None
+        return super().reduce(reduce_op, value, axis)
+
+
+def _cluster_role():
+    """`(task_type, task_id, has_chief)` from `TF_CONFIG`, checked."""
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise UsageError(
+            "--distribute multiworker needs the TF_CONFIG environment variable (the cluster and "
+            "this worker's task); see README.md, 'Training on several machines'"
+        )
+    try:
+        config = json.loads(raw)
+        cluster, task = config["cluster"], config["task"]
+        task_type, task_id = task["type"], int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(
+            f"TF_CONFIG is not a valid cluster description ({error!r}); expected "
+            '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'
+        ) from None
+    if task_type not in cluster or task_id >= len(cluster[task_type]):
+        raise UsageError(
+            f"TF_CONFIG names task {task_type}:{task_id}, which is not in its cluster {cluster}"
+        )
+    return task_type, task_id, "chief" in cluster
+
+
+class Distribution:
+    """The strategy of one `train` call, and what follows from it.
+
+    Args:
+        kind: "none", "mirrored" or "multiworker".
+
+    Attributes:
+        kind: the kind.
+        strategy: the `tf.distribute.Strategy`.
+        is_chief: whether this process writes the run directory.
+        worker: this worker's name ("chief", "worker-1", ...), or None outside a cluster.
+    """
+
+    def __init__(self, kind="none"):
+        if kind not in KINDS:
+            raise UsageError(f"distribute must be one of {', '.join(KINDS)}. Received: {kind!r}")
+        self.kind = kind
+        self.worker = None
+        self.is_chief = True
+        if kind == "multiworker":
+            task_type, task_id, has_chief = _cluster_role()
+            self.is_chief = task_type == "chief" or (
+                task_type == "worker" and task_id == 0 and not has_chief
+            )
+            self.worker = f"{task_type}-{task_id}"
+            self.strategy = _KerasMultiWorkerMirroredStrategy()
+        elif kind == "mirrored":
+            self.strategy = tf.distribute.MirroredStrategy()
+        else:
+            self.strategy = tf.distribute.get_strategy()
+
+    def __repr__(self):
+        return (
+            f"Distribution(kind={self.kind!r}, replicas={self.replicas}, "
+            f"worker={self.worker!r}, chief={self.is_chief})"
+        )
+
+    @property
+    def replicas(self):
+        return self.strategy.num_replicas_in_sync
+
+    def scope(self):
+        """Create the model, its optimizer and metrics inside this."""
+        return self.strategy.scope()
+
+    def global_batch_size(self, per_replica):
+        """The batch size a dataset is built with: per-replica size times replicas."""
+        return per_replica * self.replicas
+
+    def shard(self, dataset, policy=SHARD_BY_DATA):
+        """`dataset` with an explicit auto-shard policy (a no-op without distribution)."""
+        if dataset is None or self.kind == "none":
+            return dataset
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = policy
+        return dataset.with_options(options)
+
+    def run_directory(self, out, task, overwrite=False):
+        """Where this process writes: the run directory, or a worker's scratch copy."""
+        if self.is_chief:
+            return RunDirectory(out, task, overwrite=overwrite)
+        return _WorkerScratchDirectory(f"{out}.{self.worker}", task, overwrite=True)
+
+    def local_model(self, model, path):
+        """Saves `model` as `.keras` at `path`; returns the model to score and export with.
+
+        Without distribution that is `model`. Under a strategy it is the saved model loaded
+        outside it: Keras's `predict` under `MultiWorkerMirroredStrategy` shards the inputs
+        across workers and gathers the outputs, while scoring wants every worker to compute the
+        same full predictions locally.
+        """
+        model.save(path)
+        if self.kind == "none":
+            return model
+        return keras.saving.load_model(path)
+
+    def report(self, per_replica_batch_size):
+        """The figures a run records about its distribution (for config / metrics)."""
+        return {
+            "kind": self.kind,
+            "replicas": self.replicas,
+            "per_replica_batch_size": per_replica_batch_size,
+            "global_batch_size": self.global_batch_size(per_replica_batch_size),
+            "worker": self.worker,
+            "chief": self.is_chief,
+        }
+
+
+class _WorkerScratchDirectory(RunDirectory):
+    """A non-chief worker's copy of the run: it takes part in every step (saving included,
+    which may run collective operations) and is removed when the run finishes. Its
+    `checkpoints/` survive a killed run, so a restarted worker resumes with the chief.
+    """
+
+    def finish(self):
+        shutil.rmtree(self.work, ignore_errors=True)
+        return Path(self.final)

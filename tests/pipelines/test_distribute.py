@@ -1,0 +1,134 @@
+"""`--distribute`: the strategies, the chief-only run directory, and a two-worker run.
+
+The two-worker test starts two processes on 127.0.0.1 (nothing else is reached).
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import cli
+from pipelines.distribute import Distribution
+from pipelines.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _write_series(path, rows=120):
+    t = np.arange(rows)
+    values = 10 + np.sin(2 * np.pi * t / 12) + 0.01 * t
+    path.write_text("t,value\n" + "".join(f"{i},{v:.5f}\n" for i, v in zip(t, values)))
+    return path
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_none_is_the_default_strategy():
+    distribution = Distribution("none")
+    assert distribution.replicas == 1 and distribution.is_chief
+    assert distribution.global_batch_size(16) == 16
+    dataset = tf.data.Dataset.range(4)
+    assert distribution.shard(dataset) is dataset
+
+
+def test_mirrored_shards_by_data_and_batches_globally():
+    distribution = Distribution("mirrored")
+    assert distribution.global_batch_size(8) == 8 * distribution.replicas
+    options = distribution.shard(tf.data.Dataset.range(4)).options()
+    assert (
+        options.experimental_distribute.auto_shard_policy
+        == tf.data.experimental.AutoShardPolicy.DATA
+    )
+
+
+@pytest.mark.parametrize(
+    "tf_config, message",
+    [
+        (None, "needs the TF_CONFIG environment variable"),
+        ("not json", "TF_CONFIG is not a valid cluster description"),
+        ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}}',
+         "names task worker:3, which is not in its cluster"),
+    ],
+)
+def test_multiworker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    if tf_config is not None:
+        monkeypatch.setenv("TF_CONFIG", tf_config)
+    with pytest.raises(UsageError, match=message):
+        Distribution("multiworker")
+
+
+def test_unknown_kind_is_refused():
+    with pytest.raises(UsageError, match="distribute must be one of none, mirrored, multiworker"):
+        Distribution("horovod")
+
+
+def test_mirrored_training_writes_a_complete_run(tmp_path):
+    data = _write_series(tmp_path / "series.csv")
+    out = tmp_path / "run"
+    status = cli.main([
+        "timeseries", "train", "--data", str(data), "--out", str(out), "--epochs", "1",
+        "--time-column", "t", "--target", "value",
+        "--lookback", "8", "--units", "4", "--distribute", "mirrored",
+    ])
+    assert status == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["distribution"]["kind"] == "mirrored"
+    assert metrics["distribution"]["global_batch_size"] == 32 * metrics["distribution"]["replicas"]
+
+
+def test_two_workers_train_and_only_the_chief_writes(tmp_path):
+    data = _write_series(tmp_path / "series.csv")
+    out = tmp_path / "run"
+    workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    command = [
+        sys.executable, str(ROOT / "cli.py"), "timeseries", "train", "--data", str(data),
+        "--time-column", "t", "--target", "value",
+        "--out", str(out), "--epochs", "1", "--lookback", "8", "--units", "4",
+        "--batch-size", "8", "--distribute", "multiworker",
+    ]
+    processes = []
+    for index in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_CONFIG=json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        ))
+        processes.append(subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        ))
+    outputs = []
+    for process in processes:
+        try:
+            outputs.append(process.communicate(timeout=240)[0])
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                p.kill()
+            raise
+    for process, output in zip(processes, outputs):
+        assert process.returncode == 0, output[-3000:]
+
+    for name in ("config.json", "metrics.json", "history.csv", "model.keras", "saved_model",
+                 "plots/forecast.png"):
+        assert (out / name).exists(), name
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["distribution"] == {
+        "kind": "multiworker", "replicas": 2, "per_replica_batch_size": 8,
+        "global_batch_size": 16, "worker": "worker-0", "chief": True,
+    }
+    assert np.isfinite(metrics["model"]["rmse"])
+    # The other worker's scratch copy is gone, and nothing else was written beside the run.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "series.csv"]
+    model = keras.saving.load_model(out / "model.keras")
+    assert model.predict(np.zeros((1, 8, 1), "float32"), verbose=0).shape == (1, 1, 1)
