@@ -56,7 +56,10 @@ def _add_action_parsers(task_parser, task):
             formatter_class=formatter,
             # Only the flags actually given override the config file and the defaults.
             argument_default=argparse.SUPPRESS,
+            aliases=task.aliases.get(action, []),
         )
+        # An alias dispatches to the action it names.
+        parsers[action].set_defaults(action=action)
     train = parsers["train"]
     add_config_arguments(train, task.config_class)
     train.add_argument(

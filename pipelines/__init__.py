@@ -9,6 +9,7 @@ import importlib
 
 TASKS = {
     "timeseries": ("pipelines.timeseries", "forecast numeric series (CSV, or the embedded sunspots)"),
+    "charrnn": ("pipelines.charrnn", "generate text with a character-level GRU/LSTM language model"),
 }
 
 

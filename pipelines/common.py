@@ -569,6 +569,8 @@ class Task:
         extra_arguments: per action, more `(flags, argparse keyword arguments)` pairs beyond the
             common ones (for example a charrnn `predict --temperature`); their values reach the
             action as keyword arguments.
+        aliases: per action, other names it answers to on the command line (for example
+            charrnn `generate` for `predict`).
     """
 
     name: str
@@ -580,6 +582,7 @@ class Task:
     predict: typing.Callable
     export: typing.Callable
     extra_arguments: dict = dataclasses.field(default_factory=dict)
+    aliases: dict = dataclasses.field(default_factory=dict)
 
 
 __all__ = [

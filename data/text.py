@@ -1,0 +1,388 @@
+"""Character-level text input: reading, splitting, the character vocabulary and tf.data windows.
+
+The pieces, in the order a char-RNN run uses them:
+
+- `read_text` / `load_default_text`: the text of a UTF-8 file or a folder of files, or the
+  embedded default (the source code of a standard-library package, see `load_default_text`).
+- `split_text`: the first part for training, the last part for validation, in text order.
+- `CharVocabulary`: the characters of the training text, as a `keras.layers.StringLookup`
+  (forward) and its inverse. Id 0 is padding (the empty string), id 1 is `[UNK]`, the characters
+  follow from id 2 in code-point order. It is saved with a run as `vocabulary.txt`.
+- `make_window_dataset`: stateless training, shuffled windows `(x[:-1], x[1:])`.
+- `make_stateful_dataset`: stateful training, `batch_size` contiguous streams, so that row b of
+  batch k+1 continues row b of batch k.
+
+Characters the vocabulary lacks (seen in validation or new text, never in training) follow an
+explicit policy, `UNSEEN_POLICIES`: `"unknown"` reads them as the `[UNK]` id and counts them in a
+report; `"error"` refuses the text with a `DataError` naming the first one and its line.
+"""
+
+import collections
+import importlib.util
+import json
+import pkgutil
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from data.errors import DataError
+
+DEFAULT_TEXT_PACKAGE = "email"
+UNSEEN_POLICIES = ("unknown", "error")
+PADDING_ID = 0
+UNKNOWN_ID = 1
+UNKNOWN_TOKEN = "[UNK]"
+
+# How many distinct unseen characters a message or report lists.
+_CHARS_SHOWN = 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _decode(raw, path):
+    """UTF-8 text of the bytes `raw` read from `path` (a leading byte-order mark is dropped)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        bad = raw[error.start:error.end].hex(" ")
+        raise DataError(
+            f"undecodable bytes at byte offset {error.start} (0x{bad}); expected UTF-8 text",
+            path=path,
+            line=line,
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path):
+    """The text of a UTF-8 file, or of every file in a folder.
+
+    A folder's files (also in subfolders; hidden files and folders are skipped) are read in the
+    order of their sorted relative paths and joined; a line break is put between two files when
+    the first does not end with one.
+
+    Args:
+        path: a text file or a folder of text files.
+
+    Returns:
+        `(text, files)`: the text and the list of files read.
+
+    Raises:
+        DataError: the path is missing, a file is not UTF-8 (naming the file, the line and the
+            byte offset), or there is no text.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+        if not files:
+            raise DataError("the folder holds no files; expected text files", path=path)
+    elif path.is_file():
+        files = [path]
+    else:
+        raise DataError("file or folder not found", path=path)
+    parts = []
+    for file in files:
+        text = _decode(file.read_bytes(), file)
+        if parts and text and not parts[-1].endswith("\n"):
+            parts.append("\n")
+        parts.append(text)
+    text = "".join(parts)
+    if not text:
+        what = "every file in the folder is empty" if path.is_dir() else "the file is empty"
+        raise DataError(f"{what}; expected text", path=path)
+    return text, files
+
+
+def load_default_text(package=DEFAULT_TEXT_PACKAGE):
+    """The source code of a standard-library package, the embedded default text.
+
+    Every Python installation has it, and we cannot ship third-party text. The modules of
+    `package` (`email`: about 380,000 characters of code and English docstrings in Python 3.11)
+    are found with `importlib` and `pkgutil` and read through their loaders (`get_source`, which
+    also works for a zipped standard library) without being executed, in sorted module-name
+    order, joined by line breaks. The exact text depends on the Python version.
+
+    Returns:
+        `(text, source)`: the text and a description of it for messages and metrics.
+    """
+    modules = []
+    pending = [package]
+    while pending:
+        name = pending.pop()
+        spec = importlib.util.find_spec(name)
+        modules.append((name, spec.loader.get_source(name) or ""))
+        for module in pkgutil.iter_modules(spec.submodule_search_locations or []):
+            pending.append(f"{name}.{module.name}")
+    modules.sort()
+    text = "\n".join(source for _, source in modules)
+    source = f"Python standard library: source of the {package!r} package ({len(modules)} modules)"
+    return text, source
+
+
+def split_text(text, val_fraction, source=None):
+    """The text split in order: the first `1 - val_fraction` for training, the rest validation.
+
+    Raises:
+        DataError: either part would be shorter than 2 characters (one input, one target).
+    """
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must lie in (0, 1). Received: val_fraction={val_fraction}")
+    cut = int(round(len(text) * (1 - val_fraction)))
+    train, validation = text[:cut], text[cut:]
+    if len(train) < 2 or len(validation) < 2:
+        raise DataError(
+            f"the text is too short to split: {len(text)} characters give {len(train)} for "
+            f"training and {len(validation)} for validation (val_fraction={val_fraction}); each "
+            "needs at least 2",
+            path=source,
+        )
+    return train, validation
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary
+
+
+def _line_of(text, offset):
+    return text.count("\n", 0, offset) + 1
+
+
+class CharVocabulary:
+    """Characters <-> ids with `keras.layers.StringLookup`, saved as `vocabulary.txt`.
+
+    Id 0 is padding (the empty string, masked by the model), id 1 is `[UNK]` (a character the
+    training text lacks), the characters follow from id 2. The lookup layers work inside a
+    SavedModel's graph as well as eagerly.
+
+    Args:
+        chars: the characters, distinct, in id order (id 2 first).
+
+    Example:
+
+    >>> vocabulary = CharVocabulary.from_text("hello")
+    >>> vocabulary.chars, vocabulary.size
+    (['e', 'h', 'l', 'o'], 6)
+    >>> vocabulary.encode("hole!")[0].tolist()
+    [3, 5, 4, 2, 1]
+    """
+
+    def __init__(self, chars):
+        chars = list(chars)
+        if len(set(chars)) != len(chars) or any(len(c) != 1 for c in chars):
+            raise ValueError(f"chars must be distinct single characters. Received: {chars!r}")
+        self.chars = chars
+        self.lookup = keras.layers.StringLookup(
+            vocabulary=chars, mask_token="", oov_token=UNKNOWN_TOKEN, name="char_lookup"
+        )
+        self.inverse = keras.layers.StringLookup(
+            vocabulary=chars, mask_token="", oov_token=UNKNOWN_TOKEN, invert=True,
+            name="char_inverse",
+        )
+        # Built now (they have no weights to wait for), so that an export can track them.
+        self.lookup.build(None)
+        self.inverse.build(None)
+
+    @classmethod
+    def from_text(cls, text):
+        """The vocabulary of the distinct characters of `text`, in code-point order."""
+        return cls(sorted(set(text)))
+
+    @property
+    def size(self):
+        """The number of ids: characters, padding and `[UNK]`."""
+        return len(self.chars) + 2
+
+    def __repr__(self):
+        return f"CharVocabulary({len(self.chars)} characters, size={self.size})"
+
+    def encode(self, text, policy="unknown", source=None):
+        """The ids of the characters of `text`, and a report of those the vocabulary lacks.
+
+        Args:
+            text: a string.
+            policy: `"unknown"` reads unseen characters as `[UNK]`; `"error"` refuses them.
+            source: the file the text came from, for messages.
+
+        Returns:
+            `(ids, unseen)`: int32 array of the ids, and a dict `{character: count}` of the
+            unseen characters (empty when there are none).
+
+        Raises:
+            DataError: `policy="error"` and the text holds a character the vocabulary lacks.
+        """
+        if policy not in UNSEEN_POLICIES:
+            raise ValueError(
+                f"policy must be one of {UNSEEN_POLICIES}. Received: policy={policy!r}"
+            )
+        ids = self.lookup(tf.strings.unicode_split(text, "UTF-8")).numpy().astype(np.int32)
+        unseen = {}
+        positions = np.flatnonzero(ids == UNKNOWN_ID)
+        if len(positions):
+            counts = collections.Counter(text[p] for p in positions)
+            unseen = dict(counts.most_common())
+            if policy == "error":
+                first = int(positions[0])
+                raise DataError(
+                    f"character {text[first]!r} (offset {first}) is not in the training "
+                    f"vocabulary; unseen in all: {describe_chars(unseen)}. Use the policy "
+                    f"'unknown' to read them as {UNKNOWN_TOKEN}",
+                    path=source,
+                    line=_line_of(text, first),
+                )
+        return ids, unseen
+
+    def decode(self, ids):
+        """The text of a sequence of ids (padding is dropped, `[UNK]` written as `[UNK]`)."""
+        ids = tf.reshape(tf.convert_to_tensor(ids, tf.int64), [-1])
+        return tf.strings.reduce_join(self.inverse(ids)).numpy().decode("utf-8")
+
+    def to_text(self):
+        """The contents of `vocabulary.txt`: line n holds the character of id n + 1 as a JSON
+        string (so that line breaks and spaces stay visible)."""
+        return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in self.chars)
+
+    @classmethod
+    def from_file(cls, path):
+        """The vocabulary saved by `to_text` in `path`."""
+        path = Path(path)
+        chars = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                chars.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise DataError(
+                    f"not a JSON string: {line!r}; expected one character per line",
+                    path=path, line=number,
+                ) from None
+        return cls(chars)
+
+
+def describe_chars(counts):
+    """`'é' x3, '\\t' x1 and 2 more` for a `{character: count}` dict."""
+    items = list(counts.items())
+    shown = ", ".join(f"{c!r} x{n}" for c, n in items[:_CHARS_SHOWN])
+    more = f" and {len(items) - _CHARS_SHOWN} more" if len(items) > _CHARS_SHOWN else ""
+    return shown + more
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+
+
+def _check_length(ids, needed, what, source):
+    if len(ids) < needed:
+        raise DataError(
+            f"the text is too short for {what}: it has {len(ids)} characters and needs at "
+            f"least {needed}",
+            path=source,
+        )
+
+
+def make_window_dataset(ids, window, batch_size, seed=None, shuffle=True, source=None):
+    """Stateless training windows: `(x[:-1], x[1:])` of consecutive, non-overlapping windows.
+
+    The text is cut into `len(ids) // window` pieces of `window + 1` ids that overlap by one id
+    (each input id is used once per epoch; the last incomplete piece is dropped), shuffled again
+    every epoch with `seed`, and batched (the last batch may be smaller).
+
+    Args:
+        ids: 1-D integer array of character ids.
+        window: the time steps of one training example.
+        batch_size: examples per batch.
+        seed: the shuffle seed.
+        shuffle: whether to shuffle (evaluation keeps text order).
+        source: the text's file, for messages.
+
+    Returns:
+        A `tf.data.Dataset` of `(x [batch, window], y [batch, window])` int32 pairs, where
+        `y[:, t]` is the character after `x[:, t]`.
+
+    Raises:
+        DataError: the text is shorter than one window plus one character.
+    """
+    ids = np.asarray(ids, dtype=np.int32)
+    _check_length(ids, window + 1, f"one window of {window} steps", source)
+    count = (len(ids) - 1) // window
+    inputs = ids[: count * window].reshape(count, window)
+    targets = ids[1 : count * window + 1].reshape(count, window)
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
+    if shuffle:
+        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def stateful_layout(length, batch_size, window):
+    """`(batches, stream_length)` of `make_stateful_dataset` for a text of `length` ids."""
+    batches = (length - 1) // (batch_size * window)
+    return batches, batches * window
+
+
+def make_stateful_dataset(ids, batch_size, window, source=None):
+    """Stateful training batches: `batch_size` contiguous streams, continued batch after batch.
+
+    The text is split into `batch_size` streams of equal length `batches * window` (the ids left
+    over at the end are dropped). Batch k holds, in row b, the k-th window of stream b, so row b
+    of batch k+1 continues exactly where row b of batch k ended and a stateful model's state of
+    row b carries the context of its stream. No shuffling; every batch is full
+    (`drop_remainder`), as a stateful layer's fixed batch size requires. The seeds' "one window
+    at a time" recipe is the special case `batch_size=1`.
+
+    Args:
+        ids: 1-D integer array of character ids.
+        batch_size: the number of streams (the model's fixed batch size).
+        window: the time steps of one batch.
+        source: the text's file, for messages.
+
+    Returns:
+        A `tf.data.Dataset` of `(x [batch_size, window], y [batch_size, window])` int32 pairs,
+        where `y[b, t]` is the character after `x[b, t]`.
+
+    Raises:
+        DataError: the text is shorter than `batch_size * window + 1` ids (one batch).
+
+    Example:
+
+    >>> batches = list(make_stateful_dataset(np.arange(13), batch_size=2, window=3))
+    >>> [x.numpy().tolist() for x, _ in batches]
+    [[[0, 1, 2], [6, 7, 8]], [[3, 4, 5], [9, 10, 11]]]
+    """
+    ids = np.asarray(ids, dtype=np.int32)
+    _check_length(
+        ids, batch_size * window + 1,
+        f"stateful batches of {batch_size} streams x {window} steps", source,
+    )
+    batches, stream_length = stateful_layout(len(ids), batch_size, window)
+    used = batch_size * stream_length
+    streams = ids[:used].reshape(batch_size, stream_length)
+    shifted = ids[1 : used + 1].reshape(batch_size, stream_length)
+
+    def windows(array):
+        # [batch_size, batches, window] -> [batches, batch_size, window]
+        return array.reshape(batch_size, batches, window).transpose(1, 0, 2)
+
+    dataset = tf.data.Dataset.from_tensor_slices((windows(streams), windows(shifted)))
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+__all__ = [
+    "DEFAULT_TEXT_PACKAGE",
+    "PADDING_ID",
+    "UNKNOWN_ID",
+    "UNKNOWN_TOKEN",
+    "UNSEEN_POLICIES",
+    "CharVocabulary",
+    "describe_chars",
+    "load_default_text",
+    "make_stateful_dataset",
+    "make_window_dataset",
+    "read_text",
+    "split_text",
+    "stateful_layout",
+]

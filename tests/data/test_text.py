@@ -1,0 +1,182 @@
+"""Tests of data/text.py: reading, splitting, the character vocabulary and the datasets."""
+
+import numpy as np
+import pytest
+
+from data.errors import DataError
+from data.text import (
+    UNKNOWN_ID,
+    CharVocabulary,
+    load_default_text,
+    make_stateful_dataset,
+    make_window_dataset,
+    read_text,
+    split_text,
+)
+
+
+def batches(dataset):
+    return [(x.numpy(), y.numpy()) for x, y in dataset]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def test_read_text_reads_a_file_and_drops_a_byte_order_mark(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes("\ufeffhé llo\n".encode("utf-8"))
+    text, files = read_text(path)
+    assert text == "hé llo\n" and files == [path]
+
+
+def test_read_text_joins_a_folder_in_path_order_and_skips_hidden_files(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "2.txt").write_text("second\n")
+    (tmp_path / "a.txt").write_text("first")  # no final line break: one is put in
+    (tmp_path / ".hidden.txt").write_text("never read")
+    text, files = read_text(tmp_path)
+    assert text == "first\nsecond\n"
+    assert [f.name for f in files] == ["a.txt", "2.txt"]
+
+
+def test_undecodable_bytes_name_the_file_line_and_byte_offset(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"ok\ncaf\xe9 au lait\n")
+    with pytest.raises(
+        DataError,
+        match=r"latin1\.txt, line 2: undecodable bytes at byte offset 6 \(0xe9\); expected UTF-8 "
+              r"text",
+    ):
+        read_text(path)
+
+
+def test_undecodable_file_inside_a_folder_is_named(tmp_path):
+    (tmp_path / "good.txt").write_text("fine\n")
+    (tmp_path / "bad.txt").write_bytes(b"\xff")
+    with pytest.raises(DataError, match=r"bad\.txt, line 1: undecodable bytes at byte offset 0"):
+        read_text(tmp_path)
+
+
+def test_empty_inputs_are_data_errors(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"empty\.txt: the file is empty; expected text"):
+        read_text(empty)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(DataError, match="the folder holds no files; expected text files"):
+        read_text(folder)
+    (folder / "x.txt").write_text("")
+    with pytest.raises(DataError, match="every file in the folder is empty; expected text"):
+        read_text(folder)
+    with pytest.raises(DataError, match=r"missing\.txt: file or folder not found"):
+        read_text(tmp_path / "missing.txt")
+
+
+def test_default_text_is_the_source_of_a_standard_library_package():
+    text, source = load_default_text("json")
+    assert "email" not in source and "'json' package" in source
+    assert "def dumps(" in text and "class JSONDecoder" in text
+    assert len(text) > 10_000
+    text, source = load_default_text()  # the default: the email package
+    assert "'email' package" in source and len(text) > 100_000
+
+
+def test_split_keeps_text_order_and_refuses_tiny_texts():
+    train, validation = split_text("abcdefghij", 0.2)
+    assert (train, validation) == ("abcdefgh", "ij")
+    with pytest.raises(DataError, match=r"x\.txt: the text is too short to split: 3 characters "
+                                        r"give 3 for training and 0 for validation"):
+        split_text("abc", 0.1, source="x.txt")
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary
+
+
+def test_vocabulary_reserves_padding_and_unknown_ids():
+    vocabulary = CharVocabulary.from_text("hello\n")
+    assert vocabulary.chars == ["\n", "e", "h", "l", "o"]
+    assert vocabulary.size == 7
+    ids, unseen = vocabulary.encode("hole\n")
+    assert ids.tolist() == [4, 6, 5, 3, 2] and unseen == {}
+    assert vocabulary.decode(ids) == "hole\n"
+    assert vocabulary.decode([0, 4, 0]) == "h"  # padding is dropped
+
+
+def test_unseen_characters_follow_the_policy(tmp_path):
+    vocabulary = CharVocabulary.from_text("abc\n")
+    ids, unseen = vocabulary.encode("abxcxé")
+    assert ids.tolist() == [3, 4, UNKNOWN_ID, 5, UNKNOWN_ID, UNKNOWN_ID]
+    assert unseen == {"x": 2, "é": 1}
+    assert vocabulary.decode(ids) == "ab[UNK]c[UNK][UNK]"
+    with pytest.raises(
+        DataError,
+        match=r"val\.txt, line 2: character 'x' \(offset 3\) is not in the training vocabulary; "
+              r"unseen in all: 'x' x1, 'é' x1\. Use the policy 'unknown'",
+    ):
+        vocabulary.encode("ab\nxé", policy="error", source="val.txt")
+
+
+def test_vocabulary_file_round_trip_keeps_line_breaks_and_spaces(tmp_path):
+    vocabulary = CharVocabulary.from_text("a b\n\t\"é")
+    path = tmp_path / "vocabulary.txt"
+    path.write_text(vocabulary.to_text(), encoding="utf-8")
+    assert path.read_text(encoding="utf-8").splitlines()[:2] == ['"\\t"', '"\\n"']
+    loaded = CharVocabulary.from_file(path)
+    assert loaded.chars == vocabulary.chars
+    assert loaded.encode("b é\n")[0].tolist() == vocabulary.encode("b é\n")[0].tolist()
+    path.write_text('"a"\nb\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 2: not a JSON string: 'b'"):
+        CharVocabulary.from_file(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+
+
+def test_windows_pair_each_input_with_the_next_character():
+    ids = np.arange(2, 43)  # 41 ids: 5 windows of 8
+    pairs = batches(make_window_dataset(ids, window=8, batch_size=2, seed=1))
+    x = np.concatenate([p[0] for p in pairs])
+    y = np.concatenate([p[1] for p in pairs])
+    assert x.shape == (5, 8) and [len(p[0]) for p in pairs] == [2, 2, 1]
+    np.testing.assert_array_equal(y, x + 1)
+    # Non-overlapping windows that cover the text once.
+    np.testing.assert_array_equal(np.sort(x.reshape(-1)), ids[:40])
+
+
+def test_windows_are_shuffled_reproducibly_and_kept_in_order_for_evaluation():
+    ids = np.arange(200)
+    first = batches(make_window_dataset(ids, 9, 4, seed=3))
+    again = batches(make_window_dataset(ids, 9, 4, seed=3))
+    np.testing.assert_array_equal(first[0][0], again[0][0])
+    ordered = batches(make_window_dataset(ids, 9, 4, shuffle=False))
+    assert ordered[0][0][:, 0].tolist() == [0, 9, 18, 27]
+    assert first[0][0][:, 0].tolist() != [0, 9, 18, 27]
+
+
+def test_stateful_batches_continue_each_stream_row_by_row():
+    ids = np.arange(1000)
+    pairs = batches(make_stateful_dataset(ids, batch_size=4, window=10))
+    # (1000 - 1) // 40 = 24 full batches; every stream holds 240 consecutive ids.
+    assert len(pairs) == 24
+    for x, y in pairs:
+        assert x.shape == y.shape == (4, 10)
+        np.testing.assert_array_equal(y, x + 1)
+        np.testing.assert_array_equal(np.diff(x, axis=1), 1)
+    for (x, _), (next_x, _) in zip(pairs, pairs[1:]):
+        # Row b of batch k+1 starts right where row b of batch k ended.
+        np.testing.assert_array_equal(next_x[:, 0], x[:, -1] + 1)
+    assert pairs[0][0][:, 0].tolist() == [0, 240, 480, 720]
+
+
+def test_datasets_refuse_texts_shorter_than_one_batch():
+    with pytest.raises(DataError, match=r"t\.txt: the text is too short for stateful batches of 4 "
+                                        r"streams x 10 steps: it has 40 characters and needs at "
+                                        r"least 41"):
+        make_stateful_dataset(np.arange(40), batch_size=4, window=10, source="t.txt")
+    with pytest.raises(DataError, match="too short for one window of 10 steps: it has 10 "
+                                        "characters and needs at least 11"):
+        make_window_dataset(np.arange(10), window=10, batch_size=2)

@@ -1,0 +1,287 @@
+"""Tests of pipelines/charrnn.py on a tiny text made here (tiny models, one epoch)."""
+
+import contextlib
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import cli
+from data.errors import DataError
+from pipelines.charrnn import (
+    NEVER,
+    CharRNNConfig,
+    ResetStatesAtEpochStart,
+    build_model,
+    build_step_model,
+    copy_weights,
+    evaluate,
+    export,
+    load_run,
+    make_generator,
+    predict,
+    state_names,
+    train,
+)
+from pipelines.common import UsageError
+
+
+def write_text(path, lines=90):
+    """A small, regular text: names, animals and places in a fixed rhythm."""
+    names, animals, places = ["ann", "bob", "cid"], ["cat", "dog", "owl", "yak"], ["mat", "log"]
+    text = "".join(
+        f"{names[i % 3]}: the {animals[i % 4]} sat on the {places[i % 2]}.\n" for i in range(lines)
+    )
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+TINY = ["--units", "16", "--window", "16", "--batch-size", "8", "--epochs", "1",
+        "--embedding-dim", "8", "--learning-rate", "0.02", "--sample-chars", "24"]
+
+
+@pytest.fixture(scope="module")
+def stateless(tmp_path_factory):
+    """A stateless GRU run trained through the command line."""
+    folder = tmp_path_factory.mktemp("charrnn")
+    data = write_text(folder / "tiny.txt")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = cli.main(["charrnn", "train", "--data", str(data), "--out", str(folder / "run"),
+                           *TINY])
+    assert status == 0
+    return data, folder / "run", out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def stateful(tmp_path_factory):
+    """A stateful 2-layer LSTM run with 4 streams."""
+    folder = tmp_path_factory.mktemp("charrnn_stateful")
+    data = write_text(folder / "tiny.txt")
+    config = CharRNNConfig(
+        data=str(data), out=str(folder / "run"), stateful=True, model="lstm", layers=2,
+        units=12, window=16, batch_size=4, epochs=1, embedding_dim=0, sample_chars=10,
+        learning_rate=0.02,
+    )
+    return config, train(config)
+
+
+def test_train_writes_a_complete_run_directory_and_reports_the_figures(stateless):
+    _, run, printed = stateless
+    for name in ("config.json", "metrics.json", "history.csv", "model.keras", "vocabulary.txt",
+                 "plots/loss.png", "saved_model/saved_model.pb"):
+        assert (run / name).is_file(), name
+    assert not (run / "checkpoints").exists()
+    assert len(pd.read_csv(run / "history.csv")) == 1
+    metrics = json.loads((run / "metrics.json").read_text())
+    model = metrics["model"]
+    assert model["bits_per_char"] == pytest.approx(model["nats_per_char"] / math.log(2))
+    assert model["perplexity"] == pytest.approx(math.exp(model["nats_per_char"]))
+    # One epoch on a regular text already beats the character frequencies.
+    assert model["nats_per_char"] < metrics["unigram_baseline"]["nats_per_char"] - 0.3
+    assert metrics["reading"] == "windows of 16 characters, each from a zero state"
+    assert [s["temperature"] for s in metrics["samples"]] == [0.5, 1.0, 1.5]
+    prompt = metrics["sample_prompt"]
+    assert prompt == "ann: the dog sat on the log."  # line 82, the first of the validation part
+    assert all(s["text"].startswith(prompt) and len(s["text"]) == len(prompt) + 24
+               for s in metrics["samples"])
+    assert metrics["data"]["vocabulary_size"] == len(set((run.parent / "tiny.txt").read_text())) + 2
+    assert sum(metrics["data"]["train_char_counts"].values()) == metrics["data"]["train_chars"]
+    assert "nats/char" in printed and "--- temperature 1.5:" in printed
+    assert f"{model['nats_per_char']:.4f}" in printed
+
+
+def test_stateful_training_end_to_end(stateful):
+    config, result = stateful
+    metrics = result.metrics
+    assert metrics["reading"] == (
+        "4 contiguous streams, state carried across windows of 16"
+    )
+    assert np.isfinite(metrics["model"]["nats_per_char"])
+    assert len(metrics["samples"]) == 3
+    _, _, _, model = load_run(result.path)
+    assert model.get_layer("lstm_0").stateful and model.input_shape == (4, 16)
+    # evaluate reads the validation part again, streams reset first: the same figure.
+    again = evaluate(result.path).metrics
+    assert again["model"]["nats_per_char"] == pytest.approx(
+        metrics["model"]["nats_per_char"], abs=1e-5
+    )
+
+
+def test_reset_callback_zeroes_the_states_at_epoch_start():
+    config = CharRNNConfig(stateful=True, units=4, window=5, batch_size=2, embedding_dim=3)
+    model = build_model(config, vocab_size=6)
+    model(np.ones((2, 5), "int32"))
+    layer = model.get_layer("gru_0")
+    assert np.abs(layer.states[0].numpy()).sum() > 0
+    callback = ResetStatesAtEpochStart()
+    callback.set_model(model)
+    callback.on_epoch_begin(0)
+    assert np.abs(layer.states[0].numpy()).sum() == 0
+
+
+def test_batch_size_one_step_model_carries_the_stateful_models_weights(stateful):
+    config, result = stateful
+    _, _, vocabulary, model = load_run(result.path)
+    step_model = build_step_model(config, vocabulary.size)
+    copy_weights(model, step_model)
+    windows = tf.constant(np.random.default_rng(0).integers(2, vocabulary.size, size=(4, 16)),
+                          tf.int32)
+    model.get_layer("lstm_0").reset_state()
+    model.get_layer("lstm_1").reset_state()
+    expected = model(windows)
+    zeros = [tf.zeros((4, 12))] * len(state_names(config))
+    logits, *_ = step_model([windows, *zeros])
+    np.testing.assert_allclose(logits, expected, atol=1e-5)
+    # One row at a time, then the second window of that row from the carried state.
+    row_logits, *states = step_model([windows[:1, :7], *[z[:1] for z in zeros]])
+    rest_logits, *_ = step_model([windows[:1, 7:], *states])
+    np.testing.assert_allclose(
+        np.concatenate([row_logits, rest_logits], axis=1), expected[:1], atol=1e-5
+    )
+
+
+def naive_greedy(model, vocabulary, prompt, num_chars):
+    """The seeds' loop: re-run the model on the whole text so far for every new character."""
+    ids = list(vocabulary.encode(prompt)[0])
+    last_logits = []
+    for _ in range(num_chars):
+        logits = model(np.array([ids], "int32"))[0, -1].numpy()
+        logits[:2] += NEVER  # padding and [UNK] are never generated
+        last_logits.append(logits)
+        ids.append(int(np.argmax(logits)))
+    return vocabulary.decode(ids), np.array(last_logits)
+
+
+def test_generation_with_carried_state_equals_refeeding_the_whole_text(stateless):
+    _, run, _ = stateless
+    _, config, vocabulary, model = load_run(run)
+    generator = make_generator(config, model, vocabulary)
+    expected, expected_logits = naive_greedy(model, vocabulary, "bob: the", 20)
+    assert generator.generate("bob: the", 20, temperature=0.0) == expected
+    # The step-by-step logits equal the full passes (up to float rounding).
+    ids = vocabulary.encode(expected)[0]
+    logits, states = generator.step(ids[None, :8], generator.zero_states(1))
+    stepped = [logits[0, -1].numpy()]
+    for token in ids[8:-1]:
+        logits, states = generator.step(np.array([[token]], "int32"), states)
+        stepped.append(logits[0, -1].numpy())
+    np.testing.assert_allclose(np.array(stepped), expected_logits, atol=1e-4)
+
+
+def test_saved_model_generate_equals_the_python_path(stateless, tmp_path):
+    _, run, _ = stateless
+    _, config, vocabulary, model = load_run(run)
+    generator = make_generator(config, model, vocabulary)
+    summary = export(run, out=str(tmp_path / "exported")).summary
+    assert "generate(prompt: string[None]" in summary
+    reloaded = tf.saved_model.load(str(tmp_path / "exported"))
+    assert set(reloaded.signatures) == {"serving_default", "generate"}
+    prompts = ["ann: the", "", "cid"]
+    texts = reloaded.signatures["generate"](
+        prompt=tf.constant(prompts),
+        num_chars=tf.constant([30, 5, 12]),
+        temperature=tf.constant([0.0, 0.0, 1.0]),
+        seed=tf.constant([0, 0, 5]),
+    )["text"].numpy()
+    texts = [t.decode("utf-8") for t in texts]
+    assert texts[0] == generator.generate("ann: the", 30, temperature=0.0)
+    assert texts[1] == generator.generate("", 5, temperature=0.0)[:5] and len(texts[1]) == 5
+    assert texts[2] == generator.generate("cid", 12, temperature=1.0, seed=5)
+
+    # serving_default: one character per request, the state kept by the caller.
+    serve = reloaded.signatures["serving_default"]
+    ids = vocabulary.encode("ann: the")[0]
+    states = {"gru_0_h": tf.zeros([1, 16])}
+    for token in ids:
+        outputs = serve(char_ids=tf.constant([[token]], tf.int32), **states)
+        states = {"gru_0_h": outputs["gru_0_h"]}
+    full, _ = generator.step(ids[None], generator.zero_states(1))
+    np.testing.assert_allclose(outputs["logits"][0, -1], full[0, -1], atol=1e-5)
+    assert int(np.argmax(outputs["logits"][0, -1])) >= 2  # padding and [UNK] are never chosen
+
+
+def test_seeds_reproduce_samples_and_temperature_zero_ignores_them(stateless):
+    _, run, _ = stateless
+    _, config, vocabulary, model = load_run(run)
+    generator = make_generator(config, model, vocabulary)
+    first = generator.generate("ann", 40, temperature=1.5, seed=1)
+    assert generator.generate("ann", 40, temperature=1.5, seed=1) == first
+    assert generator.generate("ann", 40, temperature=1.5, seed=2) != first
+    greedy = generator.generate("ann", 40, temperature=0.0, seed=1)
+    assert generator.generate("ann", 40, temperature=0.0, seed=2) == greedy
+    assert generator.generate("ann", 40, temperature=1.5, seed=3, top_k=1) == greedy
+    # A padded batch of prompts gives each prompt the text it gets alone.
+    batch = generator.generate(["ann", "bob: the"], 9, temperature=1.0, seed=4)
+    assert batch == [generator.generate(p, 9, temperature=1.0, seed=4) for p in ["ann", "bob: the"]]
+
+
+def test_generate_and_predict_on_the_command_line(stateless, tmp_path, capsys):
+    _, run, _ = stateless
+    _, config, vocabulary, model = load_run(run)
+    greedy = make_generator(config, model, vocabulary).generate("bob:", 12, temperature=0.0)
+    assert cli.main(["charrnn", "generate", "--run", str(run), "--prompt", "bob:",
+                     "--num-chars", "12", "--temperature", "0"]) == 0
+    assert capsys.readouterr().out == greedy + "\n"
+
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text("bob:")
+    output = tmp_path / "sample.txt"
+    assert cli.main(["charrnn", "predict", "--run", str(run), "--data", str(prompt_file),
+                     "--num-chars", "12", "--temperature", "0", "--output", str(output)]) == 0
+    assert output.read_text() == greedy
+    assert f"(written to {output})" in capsys.readouterr().out
+
+    assert cli.main(["charrnn", "generate", "--run", str(run), "--prompt", "a",
+                     "--data", str(prompt_file)]) == 2
+    assert "give the prompt either with --prompt or in a --data file" in capsys.readouterr().err
+
+
+def test_prompt_and_evaluation_characters_outside_the_vocabulary(stateless, tmp_path):
+    data, run, _ = stateless
+    text = predict(run, prompt="Zoë:", num_chars=3, temperature=0.0).summary
+    assert text.startswith("Zoë:")
+    assert "read as [UNK]: 'Z' x1, 'ë' x1" in text
+    other = tmp_path / "other.txt"
+    other.write_text(data.read_text()[:400] + "ZZ!\n")
+    metrics = evaluate(run, data=str(other), output=str(tmp_path / "eval.json")).metrics
+    assert metrics["unseen_chars"] == {"Z": 2, "!": 1}
+    assert metrics["split"] == "whole text" and metrics["chars_scored"] == 400
+    assert json.loads((tmp_path / "eval.json").read_text())["model"] == metrics["model"]
+
+
+def test_bad_text_is_a_data_error(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"the cat\nsat \x80 on\n")
+    assert cli.main(["charrnn", "train", "--data", str(bad), "--out", str(tmp_path / "r")]) == 2
+    assert "bad.txt, line 2: undecodable bytes at byte offset 12 (0x80); expected UTF-8 text" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "r.partial").exists()
+
+    data = write_text(tmp_path / "tiny.txt", lines=20)
+    with pytest.raises(DataError, match=r"tiny\.txt \(validation part\): the text is too short "
+                                        r"for stateful batches of 8 streams x 16 steps"):
+        train(CharRNNConfig(data=str(data), out=str(tmp_path / "s"), stateful=True,
+                            batch_size=8, window=16))
+
+    unseen = tmp_path / "unseen.txt"
+    unseen.write_text("abcabc" * 30 + "abcxbc")
+    with pytest.raises(DataError, match=r"unseen\.txt, line 1: character 'x' \(offset 16\) is not "
+                                        r"in the training vocabulary"):
+        train(CharRNNConfig(data=str(unseen), out=str(tmp_path / "u"), unseen_chars="error",
+                            window=4))
+
+
+def test_bad_settings_are_usage_errors(stateless):
+    _, run, _ = stateless
+    with pytest.raises(UsageError, match="temperature must be 0 \\(greedy\\) or positive"):
+        predict(run, prompt="a", temperature=-1.0)
+    with pytest.raises(ValueError, match="window must be at least 1. Received: window=0"):
+        CharRNNConfig(window=0)
+    with pytest.raises(ValueError, match="stateful training runs on one device"):
+        CharRNNConfig(stateful=True, distribute="mirrored")
