@@ -75,6 +75,10 @@ def run_recurrence(
         inputs = tf.reverse(inputs, [0])
     time_mask = None if mask is None else _time_major_mask(mask, go_backwards)
     steps = tf.shape(inputs)[0]
+    # Read through a TensorArray, not `inputs[t]`: the gradient of a slice is a
+    # dense tensor of the whole input, which would make backpropagation
+    # quadratic in the number of steps.
+    inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
     outputs_ta = tf.TensorArray(
         inputs.dtype,
         size=steps if return_all_outputs else 1,
@@ -83,7 +87,7 @@ def run_recurrence(
     zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
 
     def body(t, outputs_ta, previous_output, states):
-        output, new_states = step_fn(inputs[t], list(states))
+        output, new_states = step_fn(inputs_ta.read(t), list(states))
         if time_mask is not None:
             output, new_states = _hold_masked_step(
                 time_mask[t], output, new_states, previous_output, states, zero_output,
