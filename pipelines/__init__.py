@@ -10,6 +10,7 @@ import importlib
 TASKS = {
     "timeseries": ("pipelines.timeseries", "forecast numeric series (CSV, or the embedded sunspots)"),
     "charrnn": ("pipelines.charrnn", "generate text with a character-level GRU/LSTM language model"),
+    "ner": ("pipelines.ner", "tag named entities in CoNLL files (BiLSTM, softmax or CRF), or a sample"),
 }
 
 

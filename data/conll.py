@@ -1,0 +1,681 @@
+"""Named-entity tagging input: CoNLL column files, tag schemes, vocabularies and tf.data batches.
+
+The pieces, in the order a tagging run uses them:
+
+- `read_conll`: sentences of (token, tag) from a CoNLL column file. One token per line, columns
+  separated by tabs (or, in files without tabs, by spaces); a blank line ends a sentence;
+  `-DOCSTART-` lines are document markers and end a sentence too. A byte-order mark and stray
+  invisible characters (U+FEFF, zero-width spaces and joiners, word joiner) at the edges of a
+  line or a field are removed; a line holding nothing else is a sentence break.
+- Tag schemes: BIO (IOB2), IOB1 and IOBES, detected (`detect_scheme`) or given. Everything is
+  converted to BIO, the scheme the models predict and seqeval scores. Invalid sequences (in
+  BIO, an `I-X` that does not continue an `X` entity) are a `DataError` naming the line, or,
+  with `repair=True`, repaired the way conlleval reads them (`I-X` starts a new `X` entity)
+  and listed in `ConllFile.repairs`.
+- `read_token_lines`: one whitespace-tokenised sentence per line, for prediction.
+- `find_split_files`: the train / validation / test files of a data directory.
+- `TaggingVocabulary`: lower-cased word ids with an unknown id and a minimum frequency,
+  character ids per word (case kept), tag ids; saved with a run as JSON.
+- `make_tagging_dataset`: padded batches `(token_ids[batch, time], char_ids[batch, time,
+  chars], tag_ids[batch, time])`, all int32; id 0 is padding everywhere (tag id 0 at padding
+  is a placeholder that models mask out).
+"""
+
+import collections
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from data.errors import DataError
+
+SCHEMES = ("bio", "iob1", "iobes")
+# The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
+SAMPLE_PATH = Path(__file__).parent / "samples" / "ner_sample.conll"
+DOCSTART = "-DOCSTART-"
+# U+FEFF (byte-order mark / zero-width no-break space), zero-width space, non-joiner, joiner,
+# and the word joiner: invisible, and left behind by copy-paste and editors.
+INVISIBLE_CHARACTERS = "\ufeff\u200b\u200c\u200d\u2060"
+PAD, UNKNOWN = "[PAD]", "[UNK]"
+OUTSIDE = "O"
+
+_TAG_PATTERN = re.compile(r"^([BIES])-(.+)$")
+# How many problems a summary lists before it says "and N more".
+_SHOWN = 5
+
+
+@dataclasses.dataclass
+class Sentence:
+    """One sentence of a file.
+
+    Attributes:
+        tokens: the tokens, invisible edge characters removed.
+        tags: the BIO tags (None when read without a tag column).
+        lines: the 1-based line number of each token.
+    """
+
+    tokens: list
+    tags: list | None
+    lines: list
+
+
+@dataclasses.dataclass
+class ConllFile:
+    """The sentences of one CoNLL file, with what was done to read them.
+
+    Attributes:
+        path: the file.
+        sentences: the sentences, tags in BIO.
+        scheme: the scheme the tags were read as ("bio", "iob1" or "iobes").
+        scheme_detected: whether the scheme was detected rather than given.
+        repairs: one line per repaired tag ("line 12: I-PER after O read as B-PER").
+        documents: the number of `-DOCSTART-` lines.
+        invisible_lines: the lines whose invisible characters were removed (a leading
+            byte-order mark of the file is not counted).
+    """
+
+    path: str
+    sentences: list
+    scheme: str | None = None
+    scheme_detected: bool = False
+    repairs: list = dataclasses.field(default_factory=list)
+    documents: int = 0
+    invisible_lines: list = dataclasses.field(default_factory=list)
+
+    @property
+    def tokens(self):
+        return sum(len(s.tokens) for s in self.sentences)
+
+    def describe(self):
+        """A one-line account: sentences, tokens, scheme, repairs."""
+        parts = [f"{len(self.sentences)} sentences", f"{self.tokens} tokens"]
+        if self.scheme:
+            how = "detected" if self.scheme_detected else "given"
+            parts.append(f"scheme {self.scheme} ({how})")
+        if self.repairs:
+            parts.append(f"{len(self.repairs)} tags repaired")
+        if self.invisible_lines:
+            shown = ", ".join(map(str, self.invisible_lines[:_SHOWN]))
+            more = len(self.invisible_lines) - _SHOWN
+            parts.append(
+                f"invisible characters removed on lines {shown}"
+                + (f" and {more} more" if more > 0 else "")
+            )
+        return f"{self.path}: " + ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _read_text_lines(path):
+    """The lines of a UTF-8 text file (a leading byte-order mark removed), split on "\\n" only.
+
+    Unicode line separators inside a token (U+2028, U+0085, ...) do not break lines, as they do
+    not in the CoNLL tools.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", path=path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise DataError(
+            f"not valid UTF-8 (byte 0x{raw[error.start]:02x}); expected a UTF-8 text file",
+            path=path, line=line,
+        ) from None
+    if not text.strip(" \t\r\n" + INVISIBLE_CHARACTERS):
+        raise DataError("the file is empty; expected tokens, one per line", path=path)
+    return [line.rstrip("\r") for line in text.removeprefix("\ufeff").split("\n")]
+
+
+def _count_invisible(text):
+    return sum(text.count(char) for char in INVISIBLE_CHARACTERS)
+
+
+def _clean(text):
+    return text.strip(" \t" + INVISIBLE_CHARACTERS)
+
+
+def _split_fields(line):
+    """Columns of a line: tab-separated if it has a tab, else separated by runs of spaces."""
+    # Trailing tabs are not an empty last column; a leading tab is an empty first one.
+    line = line.rstrip(" \t" + INVISIBLE_CHARACTERS).lstrip(" " + INVISIBLE_CHARACTERS)
+    if "\t" in line:
+        return [_clean(field) for field in line.split("\t")]
+    return [_clean(field) for field in line.split()]
+
+
+def _column_name(index):
+    return "last" if index == -1 else f"{index} (0-based)" if index >= 0 else str(index)
+
+
+def _columns_needed(token_column, tag_column):
+    """The fewest columns in which the token and tag columns exist and differ."""
+    for count in range(1, 1000):
+        indices = [c % count for c in (token_column, tag_column)
+                   if c is not None and -count <= c < count]
+        if len(indices) == (1 if tag_column is None else 2) and len(set(indices)) == len(indices):
+            return count
+    raise ValueError(
+        "token_column and tag_column must be different columns. Received: "
+        f"token_column={token_column}, tag_column={tag_column}"
+    )
+
+
+def _parse_tag(tag, path, line):
+    """`(prefix, type)` of a tag: ("O", None) or ("B", "PER") and so on."""
+    if tag == OUTSIDE:
+        return OUTSIDE, None
+    match = _TAG_PATTERN.match(tag)
+    if match is None:
+        raise DataError(
+            f"{tag!r} is not a tag; expected O or a prefix B-, I-, E- or S- and an entity "
+            "type, as in B-PER",
+            path=path, line=line,
+        )
+    return match.group(1), match.group(2)
+
+
+def read_conll(path, token_column=0, tag_column=-1, scheme=None, repair=False):
+    """Reads a CoNLL column file into sentences, tags converted to BIO.
+
+    Args:
+        path: the file.
+        token_column: the column of the tokens (0-based; negative counts from the end).
+        tag_column: the column of the tags (default: the last), or None to read tokens only.
+        scheme: "bio", "iob1" or "iobes"; None detects it (`detect_scheme`).
+        repair: repair invalid tag sequences instead of refusing them (see the module doc).
+
+    Returns:
+        A `ConllFile`.
+
+    Raises:
+        DataError: a missing, empty or undecodable file, a line with too few columns or another
+            number of columns than the file's first token line, an empty token, a malformed
+            tag, a tag of another scheme, or an invalid tag sequence (without `repair`).
+    """
+    if scheme is not None and scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}. Received: scheme={scheme!r}")
+    path = str(path)
+    lines = _read_text_lines(path)
+    needed = _columns_needed(token_column, tag_column)
+    sentences, documents, invisible_lines = [], 0, []
+    tokens, tags, numbers = [], [], []
+    first_columns = None  # (number of columns, line) of the first token line
+
+    def end_sentence():
+        if tokens:
+            sentences.append(Sentence(list(tokens), list(tags) if tag_column is not None
+                                      else None, list(numbers)))
+        tokens.clear()
+        tags.clear()
+        numbers.clear()
+
+    for number, line in enumerate(lines, start=1):
+        fields = _split_fields(line)
+        if _count_invisible(line) > sum(map(_count_invisible, fields)):
+            invisible_lines.append(number)
+        if not fields or fields == [""]:
+            end_sentence()
+            continue
+        if fields[0] == DOCSTART:
+            documents += 1
+            end_sentence()
+            continue
+        if len(fields) < needed:
+            raise DataError(
+                f"expected at least {needed} columns (token column {_column_name(token_column)}"
+                + (f", tag column {_column_name(tag_column)}" if tag_column is not None else "")
+                + f"), found {len(fields)}: {line!r}",
+                path=path, line=number,
+            )
+        if first_columns is None:
+            first_columns = (len(fields), number)
+        elif len(fields) != first_columns[0]:
+            raise DataError(
+                f"found {len(fields)} columns, but the first token line (line "
+                f"{first_columns[1]}) has {first_columns[0]}: {line!r}",
+                path=path, line=number,
+            )
+        token = fields[token_column]
+        if not token:
+            raise DataError(
+                f"the token is empty (or only invisible characters): {line!r}",
+                path=path, line=number,
+            )
+        tokens.append(token)
+        numbers.append(number)
+        if tag_column is not None:
+            tag = fields[tag_column]
+            _parse_tag(tag, path, number)
+            tags.append(tag)
+    end_sentence()
+    if not sentences:
+        raise DataError("the file holds no sentences; expected tokens, one per line", path=path)
+
+    result = ConllFile(path=path, sentences=sentences, documents=documents,
+                       invisible_lines=invisible_lines)
+    if tag_column is None:
+        return result
+    result.scheme_detected = scheme is None
+    result.scheme = detect_scheme(sentences) if scheme is None else scheme
+    for sentence in sentences:
+        sentence.tags = to_bio(
+            sentence.tags, result.scheme, path=path, lines=sentence.lines, repair=repair,
+            repairs=result.repairs,
+        )
+    return result
+
+
+def read_token_lines(path):
+    """Sentences of a plain-text file: one sentence per line, tokens separated by whitespace.
+
+    Blank lines are not sentences and are skipped; invisible edge characters are removed.
+
+    Raises:
+        DataError: a missing, empty or undecodable file.
+    """
+    sentences = []
+    for number, line in enumerate(_read_text_lines(path), start=1):
+        tokens = [t for t in (_clean(t) for t in line.split()) if t]
+        if tokens:
+            sentences.append(Sentence(tokens, None, [number] * len(tokens)))
+    return ConllFile(path=str(path), sentences=sentences)
+
+
+def looks_like_conll(path):
+    """Whether a file for prediction is a CoNLL file rather than one sentence per line.
+
+    CoNLL if a line holds a tab or starts with `-DOCSTART-`, or if blank lines separate groups
+    of several lines.
+    """
+    lines = _read_text_lines(path)
+    if any("\t" in line or line.startswith(DOCSTART) for line in lines):
+        return True
+    # Lengths of the runs of non-blank lines: CoNLL has several runs, some longer than a line.
+    runs = "".join("x" if _clean(line) else " " for line in lines).split()
+    return len(runs) > 1 and max(map(len, runs)) > 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Tag schemes
+
+
+def _continues(previous, kind):
+    """Whether a tag of type `kind` after the parsed tag `previous` continues its entity."""
+    previous_prefix, previous_kind = previous
+    return previous_prefix in ("B", "I") and previous_kind == kind
+
+
+def detect_scheme(sentences):
+    """The tag scheme of tagged sentences.
+
+    IOBES if any tag starts with E- or S-. Otherwise, if some I-X starts an entity (after O, at
+    the sentence start or after another type) and every B-X directly follows an X token, the
+    IOB1 reading; else BIO (where such an I-X is an error).
+    """
+    inside_starts, b_after_other = False, False
+    for sentence in sentences:
+        previous = (OUTSIDE, None)
+        for tag in sentence.tags:
+            match = _TAG_PATTERN.match(tag)
+            prefix, kind = (match.group(1), match.group(2)) if match else (OUTSIDE, None)
+            if prefix in ("E", "S"):
+                return "iobes"
+            if prefix == "I" and not _continues(previous, kind):
+                inside_starts = True
+            if prefix == "B" and previous[1] != kind:
+                b_after_other = True
+            previous = (prefix, kind)
+    return "iob1" if inside_starts and not b_after_other else "bio"
+
+
+def to_bio(tags, scheme, path=None, lines=None, repair=False, repairs=None):
+    """Converts one sentence's tags from `scheme` to BIO, checking the sequence.
+
+    Args:
+        tags: the sentence's tags.
+        scheme: "bio", "iob1" or "iobes".
+        path, lines: the file and the tokens' line numbers, for messages.
+        repair: repair an invalid sequence instead of raising.
+        repairs: a list to append a description of each repair to.
+
+    Returns:
+        The BIO tags.
+
+    Raises:
+        DataError: a tag that the scheme does not have, or an invalid sequence (unless
+            `repair`).
+    """
+    lines = lines or [None] * len(tags)
+    repairs = repairs if repairs is not None else []
+    parsed = [_parse_tag(tag, path, line) for tag, line in zip(tags, lines)]
+    if scheme != "iobes":
+        for (prefix, _), tag, line in zip(parsed, tags, lines):
+            if prefix in ("E", "S"):
+                raise DataError(
+                    f"{tag} is an IOBES tag, but the scheme is {scheme}; pass --scheme iobes "
+                    "(or leave the scheme to be detected)",
+                    path=path, line=line,
+                )
+    if scheme == "iobes":
+        parsed = _iobes_to_bio(parsed, tags, path, lines, repair, repairs)
+    bio = []
+    previous = (OUTSIDE, None)
+    for (prefix, kind), tag, line in zip(parsed, tags, lines):
+        if prefix == "I" and not _continues(previous, kind):
+            after = _tag_text(previous) if bio else "the sentence start"
+            if scheme == "iob1":
+                prefix = "B"  # in IOB1, I- starts an entity unless it continues one
+            elif repair:
+                repairs.append(f"line {line}: {tag} after {after} read as B-{kind}")
+                prefix = "B"
+            else:
+                raise DataError(
+                    f"{tag} after {after}: in BIO an entity starts with B-{kind}; pass "
+                    f"--repair to read it as B-{kind} (as conlleval does), or --scheme iob1 if "
+                    "the file is IOB1",
+                    path=path, line=line,
+                )
+        bio.append(OUTSIDE if prefix == OUTSIDE else f"{prefix}-{kind}")
+        previous = (prefix, kind)
+    return bio
+
+
+def _tag_text(parsed):
+    prefix, kind = parsed
+    return OUTSIDE if prefix == OUTSIDE else f"{prefix}-{kind}"
+
+
+def _iobes_to_bio(parsed, tags, path, lines, repair, repairs):
+    """IOBES tags as BIO prefixes (S -> B, E -> I), after checking the IOBES sequence.
+
+    In IOBES, I-X and E-X continue a B-X or I-X; B-X and I-X are followed by I-X or E-X; O,
+    B- and S- tags start after the end of an entity. A repair reads the tags as BIO (which the
+    caller then repairs where an I- does not continue an entity).
+    """
+    for index, ((prefix, kind), tag, line) in enumerate(zip(parsed, tags, lines)):
+        previous = parsed[index - 1] if index else (OUTSIDE, None)
+        open_entity = previous[0] in ("B", "I")
+        if prefix in ("I", "E"):
+            problem = None if _continues(previous, kind) else (
+                f"{tag} after {_tag_text(previous) if index else 'the sentence start'}: in "
+                f"IOBES it must continue B-{kind} or I-{kind}"
+            )
+        else:
+            problem = None if not open_entity else (
+                f"{tag} after {tags[index - 1]}: in IOBES an entity ends with E-{previous[1]} "
+                f"(or is a single S-{previous[1]})"
+            )
+        if problem is None and index == len(parsed) - 1 and prefix in ("B", "I"):
+            problem = (
+                f"{tag} ends the sentence: in IOBES an entity ends with E-{kind} (or is a "
+                f"single S-{kind})"
+            )
+        if problem is not None:
+            if not repair:
+                raise DataError(f"{problem}; pass --repair to read the tags as BIO",
+                                path=path, line=line)
+            repairs.append(f"line {line}: {problem}; read as BIO")
+    prefixes = {"S": "B", "E": "I"}
+    return [(prefixes.get(prefix, prefix), kind) for prefix, kind in parsed]
+
+
+def entity_types(tags):
+    """The sorted entity types of BIO tags."""
+    return sorted({tag[2:] for tag in tags if tag != OUTSIDE})
+
+
+# ---------------------------------------------------------------------------------------------
+# Files of a data directory
+
+
+_SPLIT_KEYWORDS = {
+    "train": ("train",),
+    "validation": ("valid", "dev", "testa"),
+    "test": ("test",),
+}
+_NOT_DATA_SUFFIXES = {".md", ".json", ".py", ".yaml", ".yml", ".toml", ".cfg", ".sh", ".zip",
+                      ".gz", ".tar", ".names"}
+
+
+def find_split_files(directory):
+    """The training, validation and test files of a data directory, by their names.
+
+    A name containing "train" is training data; "valid", "dev" or "testa" (CoNLL-2003's
+    development file) validation data; "test" (but not "testa") test data. So train.txt,
+    valid.txt, dev.conll, test.conll, wnut17train.conll, emerging.dev.conll,
+    emerging.test.annotated and eng.train / eng.testa / eng.testb are all found. README and
+    other non-data files are ignored.
+
+    Returns:
+        A dict with the key "train" and, when present, "validation" and "test" (paths).
+
+    Raises:
+        DataError: no training file, or more than one file for a split.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DataError("directory not found", path=directory)
+    candidates = {split: [] for split in _SPLIT_KEYWORDS}
+    for path in sorted(directory.iterdir()):
+        name = path.name.lower()
+        if not path.is_file() or name.startswith((".", "readme", "license")) \
+                or path.suffix.lower() in _NOT_DATA_SUFFIXES:
+            continue
+        if "train" in name:
+            candidates["train"].append(path)
+        elif any(keyword in name for keyword in _SPLIT_KEYWORDS["validation"]):
+            candidates["validation"].append(path)
+        elif "test" in name:
+            candidates["test"].append(path)
+    found = {}
+    for split, paths in candidates.items():
+        if len(paths) > 1:
+            raise DataError(
+                f"several {split} files: {', '.join(p.name for p in paths)}; pass the files "
+                "with --data FILE --validation-data FILE --test-data FILE",
+                path=directory,
+            )
+        if paths:
+            found[split] = str(paths[0])
+    if "train" not in found:
+        raise DataError(
+            "no training file: expected a file whose name contains 'train' (train.txt, "
+            "wnut17train.conll, ...), or pass it with --data FILE",
+            path=directory,
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabularies and datasets
+
+
+@dataclasses.dataclass
+class TaggingVocabulary:
+    """Word, character and tag ids of a tagging model, built from the training sentences.
+
+    Word ids: 0 padding, 1 unknown, then the lower-cased training words seen at least
+    `min_freq` times, most frequent first. Character ids: 0 padding, 1 unknown, then the
+    training characters (case kept: it carries the shape of names). Each word contributes its
+    first `max_word_chars` characters. Tag ids: "O" first, then the BIO tags by type.
+
+    Attributes:
+        words, chars, tags: the items; an item's id is its index.
+        min_freq: the minimum count of a word in the training data.
+        max_word_chars: the characters kept per word.
+    """
+
+    words: list
+    chars: list
+    tags: list
+    min_freq: int = 1
+    max_word_chars: int = 20
+
+    def __post_init__(self):
+        self._word_ids = {word: i for i, word in enumerate(self.words)}
+        self._char_ids = {char: i for i, char in enumerate(self.chars)}
+        self._tag_ids = {tag: i for i, tag in enumerate(self.tags)}
+
+    def __repr__(self):
+        return (
+            f"TaggingVocabulary({len(self.words)} words (min_freq={self.min_freq}), "
+            f"{len(self.chars)} chars, tags={self.tags})"
+        )
+
+    @classmethod
+    def build(cls, sentences, min_freq=1, max_word_chars=20):
+        """Builds the vocabularies from training sentences (with tags)."""
+        if min_freq < 1 or max_word_chars < 1:
+            raise ValueError(
+                "min_freq and max_word_chars must be at least 1. "
+                f"Received: min_freq={min_freq}, max_word_chars={max_word_chars}"
+            )
+        word_counts = collections.Counter(
+            normalize_word(token) for s in sentences for token in s.tokens
+        )
+        char_counts = collections.Counter(
+            char for s in sentences for token in s.tokens for char in token[:max_word_chars]
+        )
+        words = [w for w, n in sorted(word_counts.items(), key=lambda i: (-i[1], i[0]))
+                 if n >= min_freq]
+        chars = [c for c, _ in sorted(char_counts.items(), key=lambda i: (-i[1], i[0]))]
+        tag_set = {tag for s in sentences for tag in s.tags}
+        kinds = entity_types(tag_set)
+        # Both tags of every type, also an I- tag never seen in training (one-word entities).
+        tags = [OUTSIDE] + [f"{prefix}-{kind}" for kind in kinds for prefix in "BI"]
+        return cls([PAD, UNKNOWN] + words, [PAD, UNKNOWN] + chars, tags, min_freq, max_word_chars)
+
+    def word_ids(self, tokens):
+        return [self._word_ids.get(normalize_word(t), 1) for t in tokens]
+
+    def char_ids(self, tokens):
+        return [[self._char_ids.get(c, 1) for c in t[: self.max_word_chars]] for t in tokens]
+
+    def tag_ids(self, sentence, path=None):
+        """The ids of a sentence's tags.
+
+        Raises:
+            DataError: a tag the model was not trained on (naming its line).
+        """
+        ids = []
+        for tag, line in zip(sentence.tags, sentence.lines):
+            if tag not in self._tag_ids:
+                raise DataError(
+                    f"unknown tag {tag!r}: the model knows {', '.join(self.tags)}",
+                    path=path, line=line,
+                )
+            ids.append(self._tag_ids[tag])
+        return ids
+
+    def to_dict(self):
+        return {
+            "words": self.words, "chars": self.chars, "tags": self.tags,
+            "min_freq": self.min_freq, "max_word_chars": self.max_word_chars,
+            "lowercase": True, "padding_id": 0, "unknown_id": 1,
+        }
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(values["words"], values["chars"], values["tags"], values["min_freq"],
+                   values["max_word_chars"])
+
+
+def normalize_word(token):
+    """The word-vocabulary key of a token: lower-cased (`tf.strings.lower(..., "utf-8")` in
+    exported graphs)."""
+    return token.lower()
+
+
+@dataclasses.dataclass
+class EncodedSentences:
+    """Sentences as ids, in flat arrays with row lengths (the layout of ragged tensors).
+
+    Attributes:
+        word_ids: int32 `[tokens]`; char_ids: int32 `[characters]`; tag_ids: int32 `[tokens]`
+            (zeros when there are no tags); sentence_lengths: tokens per sentence; word_lengths:
+            characters per token.
+    """
+
+    word_ids: np.ndarray
+    char_ids: np.ndarray
+    tag_ids: np.ndarray
+    sentence_lengths: np.ndarray
+    word_lengths: np.ndarray
+
+    def __len__(self):
+        return len(self.sentence_lengths)
+
+
+def encode_sentences(sentences, vocabulary, path=None):
+    """The ids of `sentences` (tag ids only if the sentences have tags).
+
+    Raises:
+        DataError: a tag the vocabulary does not know.
+    """
+    word_ids, char_ids, tag_ids, word_lengths = [], [], [], []
+    for sentence in sentences:
+        word_ids += vocabulary.word_ids(sentence.tokens)
+        chars = vocabulary.char_ids(sentence.tokens)
+        char_ids += [c for word in chars for c in word]
+        word_lengths += [len(word) for word in chars]
+        tag_ids += vocabulary.tag_ids(sentence, path) if sentence.tags is not None \
+            else [0] * len(sentence.tokens)
+    as_int32 = lambda values: np.asarray(values, dtype=np.int32)  # noqa: E731
+    return EncodedSentences(
+        as_int32(word_ids), as_int32(char_ids), as_int32(tag_ids),
+        as_int32([len(s.tokens) for s in sentences]), as_int32(word_lengths),
+    )
+
+
+def make_tagging_dataset(encoded, batch_size, shuffle=False, seed=None):
+    """Padded batches `(token_ids[batch, time], char_ids[batch, time, chars], tag_ids[batch,
+    time])`, int32, id 0 at every padded position.
+
+    Args:
+        encoded: `EncodedSentences`.
+        batch_size: sentences per batch; the last batch may be smaller.
+        shuffle: shuffle the sentences every epoch (with `seed`).
+        seed: the shuffle seed.
+    """
+    words = tf.RaggedTensor.from_row_lengths(encoded.word_ids, encoded.sentence_lengths)
+    tags = tf.RaggedTensor.from_row_lengths(encoded.tag_ids, encoded.sentence_lengths)
+    chars = tf.RaggedTensor.from_row_lengths(
+        tf.RaggedTensor.from_row_lengths(encoded.char_ids, encoded.word_lengths),
+        encoded.sentence_lengths,
+    )
+    dataset = tf.data.Dataset.from_tensor_slices((words, chars, tags))
+    if shuffle:
+        dataset = dataset.shuffle(len(encoded), seed=seed, reshuffle_each_iteration=True)
+
+    def pad(words, chars, tags):
+        return words.to_tensor(0), chars.to_tensor(0), tags.to_tensor(0)
+
+    return dataset.ragged_batch(batch_size).map(pad).prefetch(tf.data.AUTOTUNE)
+
+
+__all__ = [
+    "ConllFile",
+    "SAMPLE_PATH",
+    "DOCSTART",
+    "EncodedSentences",
+    "SCHEMES",
+    "Sentence",
+    "TaggingVocabulary",
+    "detect_scheme",
+    "encode_sentences",
+    "entity_types",
+    "find_split_files",
+    "looks_like_conll",
+    "make_tagging_dataset",
+    "normalize_word",
+    "read_conll",
+    "read_token_lines",
+    "to_bio",
+]

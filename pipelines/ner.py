@@ -1,0 +1,857 @@
+"""Named-entity tagging: CoNLL files in, BIO tags per token out, scored by entity F1.
+
+`train` reads CoNLL files (a `--data` directory with train / dev / test files, explicit files, or
+the smoke-test sample shipped in `data/samples/ner_sample.conll`), converts their tags to BIO,
+builds word and character vocabularies on the training split, and fits
+
+    word embedding (+) character encoder (BiLSTM or CNN over each word's characters)
+      -> BiLSTM (seqlab's LSTM) -> per-token softmax, or (`--crf`) potentials -> CRF
+
+with padding masked from the embedding on, so that padded positions carry no loss. Test-split
+figures are entity-level precision, recall and F1, overall (micro) and per type, from seqeval in
+strict IOB2 mode; the conlleval-compatible figures (seqeval's default mode, which reads an I-X
+after O as the start of an entity, as conlleval does) are reported beside them.
+
+The run directory holds, besides the common files (pipelines/common.py): `vocabulary.json`
+(words, characters and tags, id = index), `test_predictions.conll` (token, gold tag, predicted
+tag: the input of conlleval), `plots/loss.png`, and `saved_model/` with
+`serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}` (rows padded with
+empty strings; the tag at padding is the empty string; lookups inside the graph).
+"""
+
+import dataclasses
+import shutil
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from data.conll import (
+    SAMPLE_PATH,
+    SCHEMES,
+    TaggingVocabulary,
+    encode_sentences,
+    find_split_files,
+    looks_like_conll,
+    make_tagging_dataset,
+    read_conll,
+    read_token_lines,
+)
+from data.errors import DataError
+from layers import CRF, LSTM, CRFModel
+from layers.registry import serializable
+from pipelines.common import (
+    ActionResult,
+    Task,
+    TrainConfig,
+    UsageError,
+    default_out,
+    format_table,
+    open_run,
+    option,
+    progress_verbosity,
+    read_json,
+    save_history_plot,
+    set_seed,
+    training_callbacks,
+    write_json_atomic,
+    write_text_atomic,
+)
+from pipelines.distribute import Distribution
+
+TASK_NAME = "ner"
+CHAR_ENCODERS = ("lstm", "cnn")
+INPUT_FORMATS = ("auto", "conll", "lines")
+# Sentences shown on the terminal when predictions go to a file.
+_SENTENCES_SHOWN = 5
+
+
+@dataclasses.dataclass
+class NerConfig(TrainConfig):
+    """Every setting of a tagging run; the defaults suit the embedded sample and WNUT-17."""
+
+    data: str | None = option(
+        None,
+        "directory of CoNLL files (names with train / valid or dev / test), or the training "
+        "file (default: the smoke-test sample shipped with seqlab)",
+    )
+    validation_data: str | None = option(
+        None,
+        "validation CoNLL file (default: the --data directory's, else --val-fraction of the "
+        "training sentences)",
+    )
+    test_data: str | None = option(
+        None,
+        "test CoNLL file (default: the --data directory's, else --test-fraction of the "
+        "training sentences)",
+    )
+    epochs: int = option(
+        40, "maximum number of epochs (early stopping on validation F1 usually ends sooner)"
+    )
+    batch_size: int = option(32, "sentences per batch")
+    token_column: int = option(0, "column of the tokens (0-based; negative counts from the end)")
+    tag_column: int = option(-1, "column of the tags (default: -1, the last)")
+    scheme: str = option(
+        "auto", "tag scheme of the files, converted to BIO (default: auto, detected)",
+        ("auto",) + SCHEMES,
+    )
+    repair: bool = option(
+        False,
+        "repair invalid tag sequences (an I-X that continues no X entity becomes B-X, as "
+        "conlleval reads it) instead of refusing the file",
+    )
+    min_freq: int = option(2, "minimum count of a training word to get its own id")
+    max_word_chars: int = option(20, "characters of each word the character encoder sees")
+    word_dim: int = option(100, "word embedding size")
+    char_encoder: str = option("lstm", "character encoder: BiLSTM or CNN", CHAR_ENCODERS)
+    char_dim: int = option(25, "character embedding size")
+    char_units: int = option(25, "character BiLSTM units per direction, or CNN filters")
+    char_kernel: int = option(3, "CNN kernel width in characters")
+    units: int = option(100, "units per direction of the word BiLSTM")
+    dropout: float = option(0.5, "dropout rate before and after the word BiLSTM")
+    crf: bool = option(
+        False, "decode with a CRF trained on the sentence log-likelihood (default: softmax)"
+    )
+    learning_rate: float = option(1e-3, "Adam learning rate")
+    clipnorm: float | None = option(5.0, "gradient norm clipping of Adam")
+    patience: int = option(
+        5, "epochs without a better validation entity F1 before stopping (best weights restored)"
+    )
+    val_fraction: float = option(
+        0.1, "share of training sentences held out for validation when there is no such file"
+    )
+    test_fraction: float = option(
+        0.1, "share of training sentences held out for test when there is no such file"
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("min_freq", "max_word_chars", "word_dim", "char_dim", "char_units",
+                     "char_kernel", "units", "patience"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1). Received: dropout={self.dropout}")
+        if self.clipnorm is not None and self.clipnorm <= 0:
+            raise ValueError(f"clipnorm must be positive. Received: clipnorm={self.clipnorm}")
+        if not (0 < self.val_fraction < 1 and 0 < self.test_fraction < 1
+                and self.val_fraction + self.test_fraction < 1):
+            raise ValueError(
+                "val_fraction and test_fraction must lie in (0, 1), their sum below 1. "
+                f"Received: val_fraction={self.val_fraction}, test_fraction={self.test_fraction}"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+@dataclasses.dataclass
+class TaggingSplits:
+    """Train / validation / test sentences and where each came from.
+
+    Attributes:
+        train, validation, test: lists of `data.conll.Sentence`.
+        sources: per split, the file it was read from or how it was held out.
+        files: per file read, its description and repairs.
+    """
+
+    train: list
+    validation: list
+    test: list
+    sources: dict
+    files: list
+
+
+def _read_tagged(config, path):
+    return read_conll(
+        path,
+        token_column=config.token_column,
+        tag_column=config.tag_column,
+        scheme=None if config.scheme == "auto" else config.scheme,
+        repair=config.repair,
+    )
+
+
+def split_files(config):
+    """`{split: path}` of the files a config names (train always; validation, test if found)."""
+    if config.data is None:
+        files = {"train": str(SAMPLE_PATH)}
+    elif Path(config.data).is_dir():
+        files = find_split_files(config.data)
+    else:
+        files = {"train": config.data}
+    if config.validation_data is not None:
+        files["validation"] = config.validation_data
+    if config.test_data is not None:
+        files["test"] = config.test_data
+    return files
+
+
+def load_splits(config):
+    """Reads the config's files; splits without a file are held out from the training file.
+
+    The held-out sentences are drawn with the run's seed (test first, then validation from the
+    rest), so evaluate sees the same test split as train.
+
+    Raises:
+        DataError: unreadable files, or too few training sentences to hold splits out.
+    """
+    files = split_files(config)
+    read = {split: _read_tagged(config, path) for split, path in files.items()}
+    sentences = {split: conll.sentences for split, conll in read.items()}
+    sources = {split: conll.path for split, conll in read.items()}
+    missing = [split for split in ("test", "validation") if split not in read]
+    if missing:
+        train = sentences["train"]
+        order = np.random.default_rng(config.seed).permutation(len(train))
+        fractions = {"test": config.test_fraction, "validation": config.val_fraction}
+        counts = {split: max(1, round(fractions[split] * len(train))) for split in missing}
+        if sum(counts.values()) >= len(train):
+            raise DataError(
+                f"{len(train)} sentences are too few to hold out "
+                + " and ".join(f"{counts[s]} {s}" for s in missing)
+                + " sentences; give --validation-data / --test-data files",
+                path=files["train"],
+            )
+        start = 0
+        for split in missing:
+            chosen = order[start:start + counts[split]]
+            sentences[split] = [train[i] for i in sorted(chosen)]
+            sources[split] = (
+                f"{counts[split]} sentences held out from {files['train']} (seed {config.seed})"
+            )
+            start += counts[split]
+        kept = sorted(order[start:])
+        sentences["train"] = [train[i] for i in kept]
+        sources["train"] = f"{files['train']} ({len(kept)} of {len(train)} sentences)"
+    return TaggingSplits(
+        sentences["train"], sentences["validation"], sentences["test"], sources,
+        [{"file": c.path, "read": c.describe(), "documents": c.documents,
+          "repairs": c.repairs} for c in read.values()],
+    )
+
+
+def fit_inputs(dataset):
+    """`((token_ids, char_ids), tag_ids)` batches for Keras from `make_tagging_dataset`'s."""
+    return dataset.map(lambda words, chars, tags: ((words, chars), tags))
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+
+
+@serializable
+class CharacterEncoder(keras.layers.Layer):
+    """One vector per word from the word's characters.
+
+    Character ids `[batch, time, chars]` (0 = padding) are embedded, then
+    - `kind="lstm"`: a bidirectional LSTM reads each word's characters; the output is its last
+      forward and backward states, `2 * units` values (Lample et al., 2016);
+    - `kind="cnn"`: a convolution of `units` filters over `kernel_size` characters (tanh), max
+      over the word's characters, `units` values (Ma and Hovy, 2016).
+    Padding characters are masked (the CNN sees zeros there and they never win the max). A word
+    without characters (a padded position) is masked in the output.
+
+    Args:
+        vocabulary_size: number of character ids (padding and unknown included).
+        embedding_dim: character embedding size.
+        units: LSTM units per direction, or CNN filters.
+        kind: "lstm" or "cnn".
+        kernel_size: CNN kernel width.
+        seed: seed of the initializers.
+
+    Call arguments:
+        char_ids: int `[batch, time, chars]`.
+
+    Returns:
+        float `[batch, time, output_dim]` with `output_dim` 2 * units (lstm) or units (cnn).
+    """
+
+    def __init__(self, vocabulary_size, embedding_dim=25, units=25, kind="lstm", kernel_size=3,
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if kind not in CHAR_ENCODERS:
+            raise ValueError(f"kind must be one of {', '.join(CHAR_ENCODERS)}. Received: "
+                             f"kind={kind!r}")
+        for name, value in (("vocabulary_size", vocabulary_size), ("embedding_dim", embedding_dim),
+                            ("units", units), ("kernel_size", kernel_size)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+        self.vocabulary_size = vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.kind = kind
+        self.kernel_size = kernel_size
+        self.seed = seed
+
+    @property
+    def output_dim(self):
+        return 2 * self.units if self.kind == "lstm" else self.units
+
+    def build(self, input_shape):
+        self.embedding = keras.layers.Embedding(
+            self.vocabulary_size, self.embedding_dim, mask_zero=True, name="char_embedding",
+            embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1, seed=self.seed),
+        )
+        self.embedding.build((None, None))
+        if self.kind == "lstm":
+            self.encoder = keras.layers.Bidirectional(
+                LSTM(self.units, seed=self.seed,
+                     kernel_initializer=keras.initializers.GlorotUniform(seed=self.seed)),
+                name="char_bilstm",
+            )
+        else:
+            self.encoder = keras.layers.Conv1D(
+                self.units, self.kernel_size, padding="same", activation="tanh",
+                kernel_initializer=keras.initializers.GlorotUniform(seed=self.seed),
+                name="char_cnn",
+            )
+        self.encoder.build((None, None, self.embedding_dim))
+
+    def call(self, char_ids):
+        shape = ops.shape(char_ids)
+        words = ops.reshape(char_ids, (-1, shape[2]))
+        mask = ops.not_equal(words, 0)
+        embedded = self.embedding(words)
+        if self.kind == "lstm":
+            encoded = self.encoder(embedded, mask=mask)
+        else:
+            embedded = embedded * ops.cast(mask, embedded.dtype)[..., None]
+            features = self.encoder(embedded)
+            lowest = ops.cast(-1e9, features.dtype)
+            features = ops.max(ops.where(mask[..., None], features, lowest), axis=1)
+            encoded = ops.where(ops.any(mask, axis=1)[:, None], features, 0.0)
+        return ops.reshape(encoded, (shape[0], shape[1], self.output_dim))
+
+    def compute_mask(self, char_ids, mask=None):
+        return ops.any(ops.not_equal(char_ids, 0), axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[1], self.output_dim)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocabulary_size=self.vocabulary_size, embedding_dim=self.embedding_dim,
+            units=self.units, kind=self.kind, kernel_size=self.kernel_size, seed=self.seed,
+        )
+        return config
+
+
+def build_model(config, vocabulary):
+    """The tagger, compiled.
+
+    Inputs `[token_ids[batch, time], char_ids[batch, time, chars]]`. The softmax model outputs
+    tag probabilities `[batch, time, tags]` (loss: cross-entropy averaged over the real tokens
+    of a batch); the CRF model (`layers.CRFModel`) outputs Viterbi tag ids `[batch, time]`
+    (loss: negative log-likelihood per sentence). This is the one place that creates the model
+    and its optimizer, so that a distribution strategy's `scope()` can wrap it.
+    """
+    num_tags = len(vocabulary.tags)
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    char_ids = keras.Input((None, None), dtype="int32", name="char_ids")
+    words = keras.layers.Embedding(
+        len(vocabulary.words), config.word_dim, mask_zero=True, name="word_embedding",
+        embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1, seed=config.seed),
+    )(token_ids)
+    chars = CharacterEncoder(
+        len(vocabulary.chars), config.char_dim, config.char_units, kind=config.char_encoder,
+        kernel_size=config.char_kernel, seed=config.seed + 1, name="char_encoder",
+    )(char_ids)
+    hidden = keras.layers.Concatenate(name="word_features")([words, chars])
+    hidden = keras.layers.Dropout(config.dropout, seed=config.seed, name="input_dropout")(hidden)
+    hidden = keras.layers.Bidirectional(
+        LSTM(config.units, return_sequences=True, seed=config.seed + 2,
+             kernel_initializer=keras.initializers.GlorotUniform(seed=config.seed + 2)),
+        name="word_bilstm",
+    )(hidden)
+    hidden = keras.layers.Dropout(config.dropout, seed=config.seed + 3, name="output_dropout")(
+        hidden
+    )
+    optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
+    head_initializer = keras.initializers.GlorotUniform(seed=config.seed + 4)
+    if config.crf:
+        potentials = keras.layers.Dense(
+            num_tags, kernel_initializer=head_initializer, name="potentials"
+        )(hidden)
+        encoder = keras.Model([token_ids, char_ids], potentials, name="encoder")
+        model = CRFModel(encoder, crf=CRF(num_tags, name="crf"), name="bilstm_crf_tagger")
+        model.compile(optimizer=optimizer)
+    else:
+        probabilities = keras.layers.Dense(
+            num_tags, activation="softmax", kernel_initializer=head_initializer,
+            name="tag_probabilities",
+        )(hidden)
+        model = keras.Model([token_ids, char_ids], probabilities, name="bilstm_softmax_tagger")
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
+    return model
+
+
+def make_tag_decoder(model):
+    """A traced function `(token_ids, char_ids) -> tag ids int32 [batch, time]`.
+
+    Softmax models give the most probable tag per token, CRF models the Viterbi sequence.
+    """
+    is_crf = isinstance(model, CRFModel)
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None, None], tf.int32)
+        ]
+    )
+    def decode(token_ids, char_ids):
+        outputs = model([token_ids, char_ids], training=False)
+        if is_crf:
+            return tf.cast(outputs, tf.int32)
+        return tf.argmax(outputs, axis=-1, output_type=tf.int32)
+
+    return decode
+
+
+def predict_tags(model, vocabulary, sentences, batch_size=64, decoder=None):
+    """The predicted BIO tags of `sentences`, one list per sentence (padding never included)."""
+    decoder = decoder or make_tag_decoder(model)
+    encoded = encode_sentences(
+        [dataclasses.replace(s, tags=None) for s in sentences], vocabulary
+    )
+    tags = []
+    for token_ids, char_ids, _ in make_tagging_dataset(encoded, batch_size):
+        tag_ids = decoder(token_ids, char_ids).numpy()
+        lengths = np.sum(token_ids.numpy() != 0, axis=1)
+        tags += [[vocabulary.tags[i] for i in row[:n]] for row, n in zip(tag_ids, lengths)]
+    return tags
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring
+
+
+def entity_scores(gold, predicted):
+    """Entity-level precision, recall and F1 of BIO tag sequences (seqeval).
+
+    Returns:
+        A dict: `precision`, `recall`, `f1` and `support` (gold entities) overall (micro
+        average, strict IOB2: an entity counts only if its predicted B-/I- tags are a valid
+        chunk of the right type and extent), `per_type` (the same per entity type),
+        `macro_f1`, `conlleval` (overall figures in seqeval's default mode, which matches
+        conlleval: an I-X after O or another type starts an entity), and `sentences`, `tokens`.
+    """
+    from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
+    from seqeval.scheme import IOB2
+
+    report = classification_report(
+        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0
+    )
+    summary_rows = {"micro avg", "macro avg", "weighted avg"}
+
+    def figures(row):
+        return {
+            "precision": float(row["precision"]), "recall": float(row["recall"]),
+            "f1": float(row["f1-score"]), "support": int(row["support"]),
+        }
+
+    scores = figures(report["micro avg"])
+    scores.update(
+        macro_f1=float(report["macro avg"]["f1-score"]),
+        per_type={kind: figures(row) for kind, row in sorted(report.items())
+                  if kind not in summary_rows},
+        conlleval={
+            "precision": float(precision_score(gold, predicted, zero_division=0)),
+            "recall": float(recall_score(gold, predicted, zero_division=0)),
+            "f1": float(f1_score(gold, predicted, zero_division=0)),
+        },
+        sentences=len(gold),
+        tokens=sum(len(tags) for tags in gold),
+    )
+    return scores
+
+
+def scores_table(scores):
+    """The terminal table of `entity_scores`: one row per type, then the overall row."""
+    rows = [[kind, row["precision"], row["recall"], row["f1"], row["support"]]
+            for kind, row in scores["per_type"].items()]
+    rows.append(["overall (micro)", scores["precision"], scores["recall"], scores["f1"],
+                 scores["support"]])
+    table = format_table(["entity type", "precision", "recall", "F1", "support"], rows)
+    conlleval = scores["conlleval"]
+    return (
+        f"{table}\nseqeval strict IOB2; conlleval-compatible (seqeval default mode): precision "
+        f"{conlleval['precision']:.4f}, recall {conlleval['recall']:.4f}, F1 {conlleval['f1']:.4f}"
+    )
+
+
+def conll_text(sentences, *tag_columns):
+    """CoNLL text: token and the given tag columns, tab-separated, a blank line per sentence."""
+    blocks = []
+    for index, sentence in enumerate(sentences):
+        blocks.append("\n".join(
+            "\t".join([token, *(column[index][i] for column in tag_columns)])
+            for i, token in enumerate(sentence.tokens)
+        ))
+    return "\n\n".join(blocks) + "\n"
+
+
+class ValidationEntityF1(keras.callbacks.Callback):
+    """Adds `val_f1`, the validation split's entity F1 (strict IOB2), to every epoch's logs.
+
+    Early stopping on it selects the epoch by the figure the run reports, which the loss does
+    not track well: with nearly every token O, the loss keeps improving on O tokens while the
+    entity F1 stalls, or the reverse. Put it before `EpochHistory` so that history.csv has the
+    column.
+
+    Args:
+        vocabulary: the run's `TaggingVocabulary`.
+        sentences: the validation sentences (with tags).
+    """
+
+    def __init__(self, vocabulary, sentences):
+        super().__init__()
+        self.vocabulary = vocabulary
+        self.sentences = sentences
+        self.gold = [s.tags for s in sentences]
+        self._decoder = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._decoder is None:
+            self._decoder = make_tag_decoder(self.model)
+        predicted = predict_tags(self.model, self.vocabulary, self.sentences,
+                                 decoder=self._decoder)
+        if logs is not None:
+            logs["val_f1"] = entity_scores(self.gold, predicted)["f1"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+
+def export_saved_model(model, vocabulary, path):
+    """Writes a SavedModel whose `serving_default` tags tokenised sentences.
+
+    `serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}`: rows are
+    padded with empty strings and get the empty tag there. Words are lower-cased and looked up,
+    words split into characters and looked up, inside the graph, with the run's vocabularies.
+    Written to a temporary directory, then renamed.
+    """
+    path = Path(path)
+    word_lookup = keras.layers.StringLookup(
+        vocabulary=vocabulary.words[2:], mask_token="", num_oov_indices=1, name="word_lookup"
+    )
+    char_lookup = keras.layers.StringLookup(
+        vocabulary=vocabulary.chars[2:], mask_token="", num_oov_indices=1, name="char_lookup"
+    )
+    for lookup in (word_lookup, char_lookup):
+        lookup.build((None,))
+    tag_names = tf.constant(vocabulary.tags)
+    decoder = make_tag_decoder(model)
+    max_word_chars = vocabulary.max_word_chars
+
+    def serve(tokens):
+        real = tf.not_equal(tokens, "")
+        token_ids = tf.cast(word_lookup(tf.strings.lower(tokens, encoding="utf-8")), tf.int32)
+        chars = tf.strings.unicode_split(tokens, "UTF-8")[:, :, :max_word_chars]
+        char_ids = tf.cast(char_lookup(chars), tf.int32).to_tensor(0)
+        tags = tf.gather(tag_names, decoder(token_ids, char_ids))
+        return {"tags": tf.where(real, tags, "")}
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(word_lookup)
+    archive.track(char_lookup)
+    archive.add_endpoint(
+        "serving_default", serve,
+        input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")],
+    )
+    temporary = path.with_name(f".{path.name}.tmp")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    archive.write_out(str(temporary), verbose=False)
+    if path.exists():
+        shutil.rmtree(path)
+    temporary.rename(path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions
+
+
+def train(config, overwrite=False, callbacks=()):
+    """Trains a tagger and writes its run directory.
+
+    Args:
+        config: a `NerConfig`.
+        overwrite: replace a finished run at `config.out`.
+        callbacks: extra Keras callbacks for `fit` (after the run directory's own).
+
+    Returns:
+        An `ActionResult` with the run directory and the test metrics.
+
+    Raises:
+        DataError: unreadable or invalid data.
+        UsageError: a refused `--out`.
+    """
+    set_seed(config.seed)
+    out = config.out or default_out(TASK_NAME)
+    # Absolute data paths let evaluate find the data from any working directory.
+    paths = {name: str(Path(getattr(config, name)).resolve()) if getattr(config, name) else None
+             for name in ("data", "validation_data", "test_data")}
+    config = dataclasses.replace(config, out=out, **paths)
+    distribution = Distribution(config.distribute)
+    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
+    run.check_out()
+    splits = load_splits(config)
+    vocabulary = TaggingVocabulary.build(splits.train, config.min_freq, config.max_word_chars)
+    encoded = {
+        split: encode_sentences(getattr(splits, split), vocabulary, path=splits.sources[split])
+        for split in ("train", "validation", "test")
+    }
+    resumed = run.start(dataclasses.asdict(config))
+    if resumed:
+        print(f"resuming the unfinished run in {run.work}")
+    run.write_json("vocabulary.json", vocabulary.to_dict())
+
+    with distribution.scope():
+        model = build_model(config, vocabulary)
+    batch_size = distribution.global_batch_size(config.batch_size)
+    fit_callbacks = [ValidationEntityF1(vocabulary, splits.validation)]
+    fit_callbacks += training_callbacks(run) + [
+        keras.callbacks.EarlyStopping(
+            monitor="val_f1", mode="max", patience=config.patience, restore_best_weights=True
+        ),
+        *callbacks,
+    ]
+    started = time.perf_counter()
+    model.fit(
+        distribution.shard(fit_inputs(make_tagging_dataset(
+            encoded["train"], batch_size, shuffle=True, seed=config.seed
+        ))),
+        validation_data=distribution.shard(
+            fit_inputs(make_tagging_dataset(encoded["validation"], batch_size))
+        ),
+        epochs=config.epochs,
+        callbacks=fit_callbacks,
+        shuffle=False,  # the training dataset shuffles itself, with the run's seed
+        verbose=progress_verbosity(),
+    )
+    train_seconds = time.perf_counter() - started
+    history = fit_callbacks[1].history
+    model = distribution.local_model(model, run.path("model.keras"))
+
+    decoder = make_tag_decoder(model)
+    predicted = predict_tags(model, vocabulary, splits.test, decoder=decoder)
+    metrics = entity_scores([s.tags for s in splits.test], predicted)
+    validation_scores = entity_scores(
+        [s.tags for s in splits.validation],
+        predict_tags(model, vocabulary, splits.validation, decoder=decoder),
+    )
+    metrics.update(
+        split="test",
+        decoder="crf" if config.crf else "softmax",
+        validation={k: validation_scores[k] for k in ("precision", "recall", "f1", "support")},
+        epochs_run=len(history),
+        best_epoch=int(np.argmax([row["val_f1"] for row in history])) + 1 if history else None,
+        train_seconds_this_session=round(train_seconds, 2),
+        distribution=distribution.report(config.batch_size),
+        data={
+            "sources": splits.sources,
+            "sentences": {split: len(getattr(splits, split))
+                          for split in ("train", "validation", "test")},
+            "files": splits.files,
+            "vocabulary": {"words": len(vocabulary.words), "chars": len(vocabulary.chars),
+                           "tags": vocabulary.tags},
+            "unknown_word_rate_test": float(np.mean(encoded["test"].word_ids == 1)),
+        },
+    )
+    run.write_json("metrics.json", metrics)
+    run.write_text("test_predictions.conll",
+                   conll_text(splits.test, [s.tags for s in splits.test], predicted))
+    save_history_plot(history, run.path("plots", "loss.png"),
+                      title=f"BiLSTM-{metrics['decoder']}: loss")
+    export_saved_model(model, vocabulary, run.path("saved_model"))
+    final = run.finish()
+
+    notes = []
+    if distribution.kind != "none":
+        notes.append(
+            f"{distribution.kind}: {distribution.replicas} replicas, global batch {batch_size} "
+            f"= {config.batch_size} per replica"
+        )
+    repairs = sum(len(f["repairs"]) for f in splits.files)
+    if repairs:
+        notes.append(f"{repairs} invalid tags repaired (listed in metrics.json)")
+    summary = "\n".join(
+        [
+            f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
+            f"encoder; test split: {splits.sources['test']}, {len(splits.test)} sentences",
+            scores_table(metrics),
+            *notes,
+            f"run directory: {final}",
+        ]
+    )
+    return ActionResult(summary=summary, path=final, metrics=metrics)
+
+
+def load_run(run):
+    """`(record, config, vocabulary, model)` of the finished run directory `run`."""
+    record = open_run(run, TASK_NAME)
+    config = NerConfig(**record.settings)
+    vocabulary = TaggingVocabulary.from_dict(read_json(record.file("vocabulary.json")))
+    model = keras.saving.load_model(record.file("model.keras"), compile=False)
+    return record, config, vocabulary, model
+
+
+def evaluate(run, data=None, output=None):
+    """Scores a trained run on its test split, or on another CoNLL file.
+
+    Args:
+        run: the run directory.
+        data: a CoNLL file read with the run's columns, scheme and repair settings; None
+            re-scores the run's test split (the figures of metrics.json).
+        output: a JSON file to write the figures to (optional).
+
+    Raises:
+        DataError: an unreadable file, or a tag the model was not trained on.
+    """
+    record, config, vocabulary, model = load_run(run)
+    if data is None:
+        splits = load_splits(config)
+        sentences, source = splits.test, splits.sources["test"]
+    else:
+        conll = _read_tagged(config, data)
+        sentences, source = conll.sentences, conll.describe()
+        for sentence in sentences:
+            vocabulary.tag_ids(sentence, path=data)
+    metrics = entity_scores(
+        [s.tags for s in sentences], predict_tags(model, vocabulary, sentences)
+    )
+    metrics.update(source=source)
+    path = None
+    if output:
+        path = Path(output)
+        write_json_atomic(path, metrics)
+    summary = "\n".join(
+        [f"{TASK_NAME}: {source}, {len(sentences)} sentences", scores_table(metrics)]
+        + ([f"figures written to {path}"] if path else [])
+    )
+    return ActionResult(summary=summary, path=path, metrics=metrics)
+
+
+def read_prediction_input(path, input_format, token_column):
+    """Sentences of a file to tag: CoNLL (token column only) or one sentence per line."""
+    if input_format == "auto":
+        input_format = "conll" if looks_like_conll(path) else "lines"
+    if input_format == "conll":
+        return read_conll(path, token_column=token_column, tag_column=None)
+    return read_token_lines(path)
+
+
+def predict(run, data=None, output=None, text=None, input=None, input_format="auto"):
+    """Tags whitespace-tokenised text, or the sentences of a file.
+
+    Args:
+        run: the run directory.
+        data, input: a file to tag (the same option; give one): CoNLL (the run's token column
+            is read; other columns are ignored) or one sentence per line, chosen by
+            `input_format` ("auto" looks for tabs, `-DOCSTART-` or blank-line separated
+            blocks).
+        output: a CoNLL file (token TAB tag) to write; the default for file input is
+            `<run>/predictions.conll`, and text input is only printed.
+        text: a sentence, or a list of strings joined with spaces, tokenised at whitespace.
+
+    Returns:
+        An `ActionResult` whose summary holds the token / tag pairs.
+    """
+    if isinstance(text, (list, tuple)):
+        text = " ".join(text)
+    if data is not None and input is not None:
+        raise UsageError("give the file to tag with --input or --data, not both")
+    source_file = input if input is not None else data
+    if (source_file is None) == (not text):
+        raise UsageError(
+            'give either a sentence (predict --run DIR "Einstein was born in Ulm") or a file '
+            "(--input FILE)"
+        )
+    record, config, vocabulary, model = load_run(run)
+    if source_file is not None:
+        sentences = read_prediction_input(source_file, input_format, config.token_column).sentences
+    else:
+        from data.conll import Sentence
+
+        tokens = text.split()
+        sentences = [Sentence(tokens, None, [1] * len(tokens))]
+    tags = predict_tags(model, vocabulary, sentences)
+    path = Path(output) if output else (record.file("predictions.conll") if source_file else None)
+    if path is not None:
+        write_text_atomic(path, conll_text(sentences, tags))
+    shown = sentences if path is None else sentences[:_SENTENCES_SHOWN]
+    lines = [conll_text(shown, tags).rstrip("\n")]
+    if len(shown) < len(sentences):
+        lines.append(f"... ({len(sentences)} sentences in all)")
+    if path is not None:
+        lines.append(f"written to {path}")
+    return ActionResult(summary="\n".join(lines), path=path)
+
+
+def export(run, out=None):
+    """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
+    record, config, vocabulary, model = load_run(run)
+    path = export_saved_model(
+        model, vocabulary, Path(out) if out else record.file("saved_model")
+    )
+    summary = (
+        f"SavedModel written to {path}\n"
+        "serving_default(tokens: string[None, None]) -> {'tags': string[None, None]} "
+        f"(rows padded with empty strings; tags: {', '.join(vocabulary.tags)})"
+    )
+    return ActionResult(summary=summary, path=path)
+
+
+TASK = Task(
+    name=TASK_NAME,
+    description=(
+        "Tag named entities in tokenised text with a BiLSTM over word embeddings and "
+        "character features (BiLSTM or CNN over characters), decoded per token (softmax) or "
+        "by a CRF (--crf). Reads CoNLL column files (BIO, IOB1 or IOBES, converted to BIO) and "
+        "scores entity-level precision, recall and F1 per type (seqeval, strict IOB2). Without "
+        "--data it trains on a small smoke-test sample shipped with seqlab."
+    ),
+    examples={
+        "train": [
+            "seqlab ner train",
+            "seqlab ner train --data ../shared/data/wnut17 --repair --crf --out runs/wnut-crf",
+            "seqlab ner train --data train.conll --validation-data dev.conll --test-data "
+            "test.conll --scheme iob1 --char-encoder cnn",
+        ],
+        "evaluate": [
+            "seqlab ner evaluate --run runs/wnut-crf",
+            "seqlab ner evaluate --run runs/wnut-crf --data other.conll --output eval.json",
+        ],
+        "predict": [
+            'seqlab ner predict --run runs/wnut-crf "Einstein was born in Ulm"',
+            "seqlab ner predict --run runs/wnut-crf --input tweets.txt --output tagged.conll",
+        ],
+        "export": [
+            "seqlab ner export --run runs/wnut-crf --out serving/ner/1",
+        ],
+    },
+    config_class=NerConfig,
+    train=train,
+    evaluate=evaluate,
+    predict=predict,
+    export=export,
+    extra_arguments={
+        "predict": [
+            (("text",), {"nargs": "*", "metavar": "TEXT",
+                         "help": "a sentence to tag, split at whitespace"}),
+            (("--input",), {"metavar": "FILE",
+                            "help": "a file to tag: CoNLL, or one sentence per line"}),
+            (("--input-format",), {"choices": INPUT_FORMATS,
+                                   "help": "format of --input (default: auto)"}),
+        ],
+    },
+)

@@ -1,0 +1,398 @@
+"""Tests of data/conll.py: CoNLL reading, tag schemes, repairs, data directories, vocabularies
+and padded batches, on small files written in each test."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data.conll import (
+    SAMPLE_PATH,
+    Sentence,
+    TaggingVocabulary,
+    detect_scheme,
+    encode_sentences,
+    find_split_files,
+    looks_like_conll,
+    make_tagging_dataset,
+    normalize_word,
+    read_conll,
+    read_token_lines,
+    to_bio,
+)
+from data.errors import DataError
+
+
+def write(tmp_path, text, name="data.conll", encoding="utf-8"):
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
+
+
+def where(path, line):
+    """The start of a DataError message for `path`, `line`, as a regular expression."""
+    return re.escape(f"{path}, line {line}: ")
+
+
+def tokens_and_tags(conll):
+    return [list(zip(s.tokens, s.tags)) for s in conll.sentences]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def test_reads_tab_separated_sentences_and_docstart(tmp_path):
+    path = write(
+        tmp_path,
+        "-DOCSTART-\tO\n\nEinstein\tB-PER\nwas\tO\nborn\tO\nin\tO\nUlm\tB-LOC\n\n"
+        "New\tB-LOC\nYork\tI-LOC\n\t\n-DOCSTART-\tO\nHi\tO\n",
+    )
+    conll = read_conll(path)
+    assert tokens_and_tags(conll) == [
+        [("Einstein", "B-PER"), ("was", "O"), ("born", "O"), ("in", "O"), ("Ulm", "B-LOC")],
+        [("New", "B-LOC"), ("York", "I-LOC")],
+        [("Hi", "O")],
+    ]
+    assert conll.sentences[1].lines == [9, 10]
+    assert conll.documents == 2 and conll.scheme == "bio" and conll.scheme_detected
+    assert "3 sentences, 8 tokens, scheme bio (detected)" in conll.describe()
+
+
+def test_space_separated_columns_and_configurable_token_and_tag_columns(tmp_path):
+    conll2003 = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n" \
+                "German JJ B-NP B-MISC\n"
+    path = write(tmp_path, conll2003)
+    assert tokens_and_tags(read_conll(path)) == [
+        [("EU", "B-ORG"), ("rejects", "O"), ("German", "B-MISC")]
+    ]
+    chunks = read_conll(path, token_column=0, tag_column=2)
+    assert [s.tags for s in chunks.sentences] == [["B-NP", "B-VP", "B-NP"]]
+    tag_first = write(tmp_path, "B-PER\tAda\nO\tsaid\n", name="tag_first.tsv")
+    assert tokens_and_tags(read_conll(tag_first, token_column=-1, tag_column=0)) == [
+        [("Ada", "B-PER"), ("said", "O")]
+    ]
+
+
+def test_byte_order_mark_and_invisible_characters(tmp_path):
+    # A BOM at the start, a line holding only U+FEFF (a sentence break), a token with a
+    # trailing U+FEFF and one with a leading zero-width space, a zero-width joiner inside a
+    # token (kept), Windows line ends.
+    text = ("\ufeffDubbz\ufeff\tB-person\r\nrocks\tO\r\n\ufeff\r\n\u200bwatched\u200dit\tO\r\n"
+            "\u2060\r\n")
+    conll = read_conll(write(tmp_path, text))
+    assert tokens_and_tags(conll) == [
+        [("Dubbz", "B-person"), ("rocks", "O")], [("watched\u200dit", "O")]
+    ]
+    assert conll.sentences[1].lines == [4]
+    assert conll.invisible_lines == [1, 3, 4, 5]
+    assert "invisible characters removed on lines 1, 3, 4, 5" in conll.describe()
+
+
+def test_tokens_only(tmp_path):
+    path = write(tmp_path, "Ada\tB-PER\nsaid\tO\n\nhello\tO\n")
+    conll = read_conll(path, tag_column=None)
+    assert [s.tokens for s in conll.sentences] == [["Ada", "said"], ["hello"]]
+    assert conll.sentences[0].tags is None and conll.scheme is None
+
+
+def test_the_embedded_sample_reads_as_bio():
+    conll = read_conll(SAMPLE_PATH)
+    assert len(conll.sentences) == 320 and conll.scheme == "bio" and not conll.repairs
+    assert {"B-PER", "B-LOC", "B-ORG", "B-MISC"} <= {t for s in conll.sentences for t in s.tags}
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemes
+
+
+IOB1 = "Peter\tI-PER\nBlackburn\tI-PER\nmet\tO\nAnn\tI-PER\nBob\tB-PER\nin\tO\nBonn\tI-LOC\n"
+
+
+def test_iob1_is_detected_and_converted_to_bio(tmp_path):
+    conll = read_conll(write(tmp_path, IOB1))
+    assert conll.scheme == "iob1" and conll.scheme_detected
+    assert conll.sentences[0].tags == [
+        "B-PER", "I-PER", "O", "B-PER", "B-PER", "O", "B-LOC"
+    ]
+
+
+def test_iob1_given_explicitly(tmp_path):
+    conll = read_conll(write(tmp_path, "Bonn\tI-LOC\nis\tO\nnice\tO\n"), scheme="iob1")
+    assert conll.scheme == "iob1" and not conll.scheme_detected
+    assert conll.sentences[0].tags == ["B-LOC", "O", "O"]
+
+
+def test_iobes_is_detected_and_converted_to_bio(tmp_path):
+    text = "Peter\tB-PER\nvan\tI-PER\nDam\tE-PER\nvisited\tO\nUlm\tS-LOC\nand\tO\nBonn\tS-LOC\n"
+    conll = read_conll(write(tmp_path, text))
+    assert conll.scheme == "iobes"
+    assert conll.sentences[0].tags == ["B-PER", "I-PER", "I-PER", "O", "B-LOC", "O", "B-LOC"]
+
+
+def test_detect_scheme():
+    def sentences(*tag_lists):
+        return [Sentence(["x"] * len(tags), tags, []) for tags in tag_lists]
+
+    assert detect_scheme(sentences(["B-PER", "I-PER", "O"])) == "bio"
+    assert detect_scheme(sentences(["I-PER", "I-PER", "B-PER"])) == "iob1"
+    assert detect_scheme(sentences(["O", "S-LOC"], ["B-PER", "E-PER"])) == "iobes"
+    # An I- start beside a B- after O is BIO with an error, not IOB1.
+    assert detect_scheme(sentences(["O", "I-PER"], ["O", "B-LOC"])) == "bio"
+
+
+def test_invalid_bio_is_reported_with_its_line(tmp_path):
+    path = write(tmp_path, "Lil\tB-person\nSly\tI-person\nTurn\tI-creative-work\nUp\tI-creative-work\n")
+    with pytest.raises(DataError, match=where(path, 3) + re.escape(
+        "I-creative-work after I-person: in BIO an entity starts with B-creative-work; pass "
+        "--repair to read it as B-creative-work (as conlleval does), or --scheme iob1"
+    )):
+        read_conll(path, scheme="bio")
+    with pytest.raises(DataError, match=where(path, 3) + "I-creative-work after I-person"):
+        read_conll(path)  # detected as BIO: an I- starts an entity, but so does a B-
+
+
+def test_invalid_bio_at_the_sentence_start(tmp_path):
+    path = write(tmp_path, "Hello\tO\n\nUlm\tI-LOC\nrocks\tO\n\nBob\tB-PER\nsaid\tO\n")
+    with pytest.raises(DataError, match=where(path, 3) + "I-LOC after the sentence start"):
+        read_conll(path)
+
+
+def test_repair_reads_a_stray_inside_tag_as_a_beginning(tmp_path):
+    path = write(tmp_path, "the\tO\nEmpire\tI-LOC\nState\tI-LOC\nand\tO\nAnn\tB-PER\n"
+                           "Lee\tI-LOC\n")
+    conll = read_conll(path, scheme="bio", repair=True)
+    assert conll.sentences[0].tags == ["O", "B-LOC", "I-LOC", "O", "B-PER", "B-LOC"]
+    assert conll.repairs == [
+        "line 2: I-LOC after O read as B-LOC", "line 6: I-LOC after B-PER read as B-LOC"
+    ]
+    assert "2 tags repaired" in conll.describe()
+
+
+@pytest.mark.parametrize(
+    "tags, line, message",
+    [
+        (["B-PER", "O"], 2, "O after B-PER: in IOBES an entity ends with E-PER (or is a single "
+                            "S-PER)"),
+        (["O", "B-PER"], 2, "B-PER ends the sentence: in IOBES an entity ends with E-PER"),
+        (["O", "E-PER"], 2, "E-PER after O: in IOBES it must continue B-PER or I-PER"),
+        (["B-PER", "S-LOC"], 2, "S-LOC after B-PER: in IOBES an entity ends with E-PER"),
+        (["S-LOC", "I-LOC", "E-LOC"], 2, "I-LOC after S-LOC: in IOBES it must continue B-LOC"),
+    ],
+)
+def test_invalid_iobes_is_reported_with_its_line(tmp_path, tags, line, message):
+    text = "".join(f"w{i}\t{tag}\n" for i, tag in enumerate(tags))
+    path = write(tmp_path, text)
+    with pytest.raises(DataError, match=where(path, line) + re.escape(message)):
+        read_conll(path, scheme="iobes")
+
+
+def test_iobes_repair_reads_the_tags_as_bio(tmp_path):
+    path = write(tmp_path, "a\tB-PER\nb\tO\nc\tE-LOC\nd\tS-ORG\n")
+    conll = read_conll(path, scheme="iobes", repair=True)
+    assert conll.sentences[0].tags == ["B-PER", "O", "B-LOC", "B-ORG"]
+    assert len(conll.repairs) == 3
+
+
+def test_an_iobes_tag_in_a_bio_file(tmp_path):
+    path = write(tmp_path, "a\tB-PER\nb\tO\nc\tS-LOC\n")
+    with pytest.raises(DataError, match=where(path, 3) + re.escape(
+        "S-LOC is an IOBES tag, but the scheme is bio; pass --scheme iobes"
+    )):
+        read_conll(path, scheme="bio")
+
+
+def test_to_bio_without_a_file():
+    assert to_bio(["I-X", "I-X", "I-Y"], "iob1") == ["B-X", "I-X", "B-Y"]
+    with pytest.raises(DataError, match="^I-X after O"):
+        to_bio(["O", "I-X"], "bio")
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed input: one test per DataError message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DataError, match=re.escape(f"{tmp_path / 'nope.conll'}: file not found")):
+        read_conll(tmp_path / "nope.conll")
+
+
+def test_empty_file(tmp_path):
+    path = write(tmp_path, "\ufeff\n\n \t\n")
+    with pytest.raises(DataError, match=re.escape(f"{path}: the file is empty")):
+        read_conll(path)
+
+
+def test_file_without_sentences(tmp_path):
+    path = write(tmp_path, "-DOCSTART- -X- O\n\n")
+    with pytest.raises(DataError, match=re.escape(f"{path}: the file holds no sentences")):
+        read_conll(path)
+
+
+def test_undecodable_bytes(tmp_path):
+    path = write(tmp_path, "Ada\tB-PER\n\nM\xfcller\tB-PER\n".encode("latin-1"))
+    with pytest.raises(DataError, match=where(path, 3) + re.escape(
+        "not valid UTF-8 (byte 0xfc); expected a UTF-8 text file"
+    )):
+        read_conll(path)
+
+
+def test_too_few_columns(tmp_path):
+    path = write(tmp_path, "Ada\tB-PER\nsaid\n")
+    with pytest.raises(DataError, match=where(path, 2) + re.escape(
+        "expected at least 2 columns (token column 0 (0-based), tag column last), found 1: "
+        "'said'"
+    )):
+        read_conll(path)
+
+
+def test_a_different_number_of_columns(tmp_path):
+    path = write(tmp_path, "New York B-LOC\nis O\n", name="spaces.txt")
+    with pytest.raises(DataError, match=where(path, 2) + re.escape(
+        "found 2 columns, but the first token line (line 1) has 3: 'is O'"
+    )):
+        read_conll(path)
+
+
+def test_an_empty_token(tmp_path):
+    path = write(tmp_path, "Ada\tB-PER\n\u200b\tO\n")
+    with pytest.raises(DataError, match=where(path, 2) + re.escape(
+        "the token is empty (or only invisible characters)"
+    )):
+        read_conll(path)
+
+
+@pytest.mark.parametrize("tag", ["PER", "B_PER", "b-PER", "B-", "L-PER"])
+def test_a_malformed_tag(tmp_path, tag):
+    path = write(tmp_path, f"Ada\t{tag}\n")
+    with pytest.raises(DataError, match=where(path, 1) + re.escape(
+        f"{tag!r} is not a tag; expected O or a prefix B-, I-, E- or S- and an entity type"
+    )):
+        read_conll(path)
+
+
+def test_bad_arguments_are_value_errors(tmp_path):
+    path = write(tmp_path, "a\tO\n")
+    with pytest.raises(ValueError, match="Received: scheme='bilou'"):
+        read_conll(path, scheme="bilou")
+    with pytest.raises(ValueError, match="Received: token_column=1, tag_column=1"):
+        read_conll(path, token_column=1, tag_column=1)
+
+
+def test_an_unknown_tag_at_evaluation_time(tmp_path):
+    train = read_conll(write(tmp_path, "Ada\tB-PER\nsaid\tO\n", name="train.conll"))
+    vocabulary = TaggingVocabulary.build(train.sentences)
+    test_path = write(tmp_path, "Ulm\tB-LOC\n", name="test.conll")
+    test = read_conll(test_path)
+    with pytest.raises(DataError, match=where(test_path, 1) + re.escape(
+        "unknown tag 'B-LOC': the model knows O, B-PER, I-PER"
+    )):
+        encode_sentences(test.sentences, vocabulary, path=test_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain-text input for prediction
+
+
+def test_token_lines_and_format_detection(tmp_path):
+    lines = write(tmp_path, "Einstein was born in Ulm\n\n  Bonn  rocks \n", name="a.txt")
+    assert [s.tokens for s in read_token_lines(lines).sentences] == [
+        ["Einstein", "was", "born", "in", "Ulm"], ["Bonn", "rocks"]
+    ]
+    assert not looks_like_conll(lines)
+    assert looks_like_conll(write(tmp_path, "Ada\tO\n", name="b.conll"))
+    assert looks_like_conll(write(tmp_path, "Ada O\nsaid O\n\nhi O\n", name="c.conll"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Data directories
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        (["train.txt", "valid.txt", "test.txt", "README.md"],
+         {"train": "train.txt", "validation": "valid.txt", "test": "test.txt"}),
+        (["wnut17train.conll", "emerging.dev.conll", "emerging.test.annotated"],
+         {"train": "wnut17train.conll", "validation": "emerging.dev.conll",
+          "test": "emerging.test.annotated"}),
+        (["eng.train", "eng.testa", "eng.testb"],
+         {"train": "eng.train", "validation": "eng.testa", "test": "eng.testb"}),
+        (["train.conll"], {"train": "train.conll"}),
+    ],
+)
+def test_find_split_files(tmp_path, names, expected):
+    for name in names:
+        write(tmp_path, "a\tO\n", name=name)
+    found = find_split_files(tmp_path)
+    assert found == {split: str(tmp_path / name) for split, name in expected.items()}
+
+
+def test_find_split_files_errors(tmp_path):
+    with pytest.raises(DataError, match=re.escape(f"{tmp_path / 'none'}: directory not found")):
+        find_split_files(tmp_path / "none")
+    write(tmp_path, "a\tO\n", name="dev.conll")
+    with pytest.raises(DataError, match=re.escape(
+        f"{tmp_path}: no training file: expected a file whose name contains 'train'"
+    )):
+        find_split_files(tmp_path)
+    write(tmp_path, "a\tO\n", name="train.conll")
+    write(tmp_path, "a\tO\n", name="train-extra.conll")
+    with pytest.raises(DataError, match=re.escape(
+        f"{tmp_path}: several train files: train-extra.conll, train.conll"
+    )):
+        find_split_files(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary and batches
+
+
+def sentences_for_vocabulary():
+    return [
+        Sentence(["The", "Cat", "sat"], ["O", "B-ANIMAL", "O"], [1, 2, 3]),
+        Sentence(["the", "cat", "Naïve"], ["O", "B-ANIMAL", "B-MISC"], [5, 6, 7]),
+    ]
+
+
+def test_vocabulary_ids():
+    vocabulary = TaggingVocabulary.build(sentences_for_vocabulary(), min_freq=2, max_word_chars=3)
+    assert vocabulary.words == ["[PAD]", "[UNK]", "cat", "the"]
+    assert vocabulary.word_ids(["THE", "dog", "Cat"]) == [3, 1, 2]
+    assert vocabulary.tags == ["O", "B-ANIMAL", "I-ANIMAL", "B-MISC", "I-MISC"]
+    chars = vocabulary.char_ids(["Cat", "Naïve!"])
+    assert [len(word) for word in chars] == [3, 3]  # truncated to max_word_chars
+    assert chars[0][0] != vocabulary.char_ids(["cat"])[0][0]  # case is kept in characters
+    assert chars[1][2] == vocabulary.chars.index("ï")
+    assert vocabulary.char_ids(["Q"]) == [[1]]
+    restored = TaggingVocabulary.from_dict(json.loads(json.dumps(vocabulary.to_dict())))
+    assert restored.to_dict() == vocabulary.to_dict()
+    assert "4 words (min_freq=2)" in repr(vocabulary)
+    with pytest.raises(ValueError, match="Received: min_freq=0"):
+        TaggingVocabulary.build(sentences_for_vocabulary(), min_freq=0)
+
+
+def test_lower_casing_matches_the_exported_graph():
+    words = ["Ulm", "ÄRZTE", "Éclair", "İstanbul", "STRASSE", "Ωmega", "ОДЕССА", "x"]
+    graph = [w.decode() for w in tf.strings.lower(words, encoding="utf-8").numpy()]
+    assert graph == [normalize_word(w) for w in words]
+
+
+def test_padded_batches():
+    sentences = sentences_for_vocabulary() + [Sentence(["a"], ["O"], [9])]
+    vocabulary = TaggingVocabulary.build(sentences)
+    encoded = encode_sentences(sentences, vocabulary)
+    batches = list(make_tagging_dataset(encoded, batch_size=2))
+    assert [b[0].shape.as_list() for b in batches] == [[2, 3], [1, 1]]
+    token_ids, char_ids, tag_ids = (t.numpy() for t in batches[0])
+    assert char_ids.shape == (2, 3, 5)  # the longest word, "Naïve", has 5 characters
+    assert np.all(char_ids[0, :, 3:] == 0) and np.all(char_ids[1, 2] != 0)
+    np.testing.assert_array_equal(tag_ids, [[0, 1, 0], [0, 1, 3]])
+    assert token_ids.dtype == np.int32 and np.all(token_ids != 0)
+    shuffled = [b[0].numpy().tolist() for b in
+                make_tagging_dataset(encoded, batch_size=3, shuffle=True, seed=1)]
+    again = [b[0].numpy().tolist() for b in
+             make_tagging_dataset(encoded, batch_size=3, shuffle=True, seed=1)]
+    assert shuffled == again
