@@ -11,6 +11,7 @@ TASKS = {
     "timeseries": ("pipelines.timeseries", "forecast numeric series (CSV, or the embedded sunspots)"),
     "charrnn": ("pipelines.charrnn", "generate text with a character-level GRU/LSTM language model"),
     "ner": ("pipelines.ner", "tag named entities in CoNLL files (BiLSTM, softmax or CRF), or a sample"),
+    "translate": ("pipelines.translate", "translate sentences (GRU + attention or Transformer, beam search, BLEU)"),
 }
 
 

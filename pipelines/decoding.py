@@ -18,11 +18,15 @@ keras-hub's samplers do), and are chosen by name with `get_sampler`:
   probable tokens only; temperature 0 means argmax. Each row draws its uniform numbers from
   TensorFlow's stateless generator with its own seed, so the same seed gives the same tokens,
   eagerly or in a SavedModel, whatever else is in the batch.
+- `"beam"`: beam search (`BeamSampler`, in its own section below): `beam_width` hypotheses
+  per row, GNMT's length penalty, finished hypotheses kept aside, the n best returned.
 
 A sampler may prepare per-decoding data before the loop in `start` (the random sampler draws
 its uniform numbers there, so that the loop runs no per-row random op). A sampler that keeps
 several hypotheses per row (beam search) overrides `__call__` as well.
 """
+
+import collections
 
 import numpy as np
 import tensorflow as tf
@@ -174,7 +178,254 @@ class RandomSampler(Sampler):
         return tf.where(sampled, draws, tf.argmax(logits, axis=-1, output_type=tf.int32))
 
 
-SAMPLERS = {"greedy": GreedySampler, "random": RandomSampler}
+# ---------------------------------------------------------------------------------------------
+# Beam search
+#
+# It drives the same step functions and is called like the samplers above, but keeps
+# `beam_width` hypotheses per row, so it overrides `__call__` and returns the n best sequences
+# of each row with their scores (a `BeamSearchOutput`).
+#
+# The algorithm is the one of GNMT (Wu et al., 2016) and tensor2tensor, with two sets of
+# hypotheses per row:
+#
+# - alive: the `beam_width` best hypotheses that have not ended. Each step extends every alive
+#   hypothesis by every token. Of the best `2 * beam_width` candidates, the best `beam_width`
+#   that do not end with `end_token_id` stay alive (there are always enough: at most
+#   `beam_width` candidates end), and those that end and rank among the best `beam_width` of
+#   the step go to the finished set (as in fairseq and Hugging Face's generate).
+# - finished: the `beam_width` best hypotheses that ended, ranked by the length-normalised
+#   score log P(y) / lp(y) with GNMT's length penalty lp(y) = ((5 + |y|) / 6) ** alpha (|y|
+#   counts the end token; alpha 0 ranks by log-probability alone, larger alphas favour longer
+#   outputs). Finished hypotheses are kept as they are and never extended.
+#
+# The loop stops after `num_steps` steps, or earlier once no alive hypothesis can still beat the
+# worst finished one of its row (its log-probability can only fall, and its length penalty can
+# at most reach lp(num_steps)), which gives the same result as running every step. Hypotheses
+# that reach `num_steps` without ending are returned only where a row has fewer finished ones
+# than asked for, after them, scored with lp(num_steps). With `beam_width=1` and
+# `length_penalty=0` beam search chooses the same tokens as greedy decoding.
+
+
+BeamSearchOutput = collections.namedtuple(
+    "BeamSearchOutput", ["tokens", "scores", "log_probs", "lengths", "finished"]
+)
+BeamSearchOutput.__doc__ = """The n best hypotheses of each row, best first.
+
+Attributes:
+    tokens: int32 `[batch, num_return, steps]`; after a hypothesis's end token, the end token
+        again (as the samplers pad).
+    scores: float32 `[batch, num_return]`, log-probability / length penalty.
+    log_probs: float32 `[batch, num_return]`, the log-probability of the tokens up to and with
+        the end token.
+    lengths: int32 `[batch, num_return]`, tokens up to and with the end token (`steps` for a
+        hypothesis that did not end).
+    finished: bool `[batch, num_return]`, whether the hypothesis ended with the end token.
+"""
+
+
+def length_penalty(length, alpha):
+    """GNMT's length penalty ((5 + length) / 6) ** alpha, as float32."""
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+class BeamSampler(Sampler):
+    """Beam search with GNMT's length penalty, n-best output and finished-hypothesis handling.
+
+    Args:
+        beam_width: hypotheses kept per row (1 with `length_penalty=0` is greedy decoding).
+        length_penalty: alpha of lp(y) = ((5 + |y|) / 6) ** alpha, at least 0. GNMT used 0.6-1.0.
+        num_return: how many hypotheses to return per row (the n in n-best), at most
+            `beam_width`.
+
+    Call arguments:
+        step_fn: `(token_ids [batch], state) -> (logits [batch, vocab], state)`.
+        logits: `[batch, vocab]`, the scores of the first token to choose.
+        state: the state that produced `logits` (a nested structure of tensors with a leading
+            batch dimension, such as a recurrent state or a key/value cache; may be empty). It
+            is repeated `beam_width` times per row and reordered as hypotheses are chosen.
+        num_steps: the most tokens to choose (int or scalar int32 tensor).
+        end_token_id: the token that ends a hypothesis; None: hypotheses never end.
+
+    Returns:
+        A `BeamSearchOutput` of the `num_return` best hypotheses per row.
+
+    Example:
+
+    >>> def step_fn(token_ids, state):  # the next token is always token + 1, then 0 (the end)
+    ...     return 5.0 * tf.one_hot((token_ids + 1) % 4, 4), state
+    >>> output = BeamSampler(beam_width=3)(step_fn, tf.one_hot([1], 4), (), 6, end_token_id=0)
+    >>> output.tokens[:, 0].numpy().tolist(), output.lengths.numpy().tolist()
+    ([[1, 2, 3, 0]], [[4]])
+    """
+
+    def __init__(self, beam_width=4, length_penalty=0.6, num_return=1):
+        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+            raise ValueError(
+                f"beam_width must be a positive integer. Received: beam_width={beam_width!r}"
+            )
+        if isinstance(length_penalty, bool) or not (
+            isinstance(length_penalty, (int, float)) and length_penalty >= 0
+        ):
+            raise ValueError(
+                "length_penalty (alpha) must be a number >= 0. Received: "
+                f"length_penalty={length_penalty!r}"
+            )
+        if (isinstance(num_return, bool) or not isinstance(num_return, int)
+                or not 1 <= num_return <= beam_width):
+            raise ValueError(
+                f"num_return must be an integer from 1 to beam_width={beam_width}. Received: "
+                f"num_return={num_return!r}"
+            )
+        self.beam_width = beam_width
+        self.length_penalty = float(length_penalty)
+        self.num_return = num_return
+
+    def __repr__(self):
+        return (
+            f"BeamSampler(beam_width={self.beam_width}, length_penalty={self.length_penalty}, "
+            f"num_return={self.num_return})"
+        )
+
+    def __call__(self, step_fn, logits, state, num_steps, end_token_id=None):
+        width, alpha = self.beam_width, self.length_penalty
+        logits = tf.convert_to_tensor(logits)
+        state = tf.nest.map_structure(tf.convert_to_tensor, state)
+        num_steps = tf.convert_to_tensor(num_steps, tf.int32)
+        # -1 never matches a token: without an end token no hypothesis finishes.
+        end = tf.constant(-1 if end_token_id is None else end_token_id, tf.int32)
+        batch = tf.shape(logits)[0]
+        vocab = tf.shape(logits)[1]
+        negative_inf = tf.constant(-float("inf"))
+
+        logits = tf.repeat(logits, width, axis=0)
+        state = tf.nest.map_structure(lambda s: tf.repeat(s, width, axis=0), state)
+        # Only the first of the identical start hypotheses is live, or each would be found
+        # `width` times.
+        alive_log_probs = tf.tile(
+            tf.concat([[0.0], tf.fill([width - 1], negative_inf)], axis=0)[None], [batch, 1]
+        )
+        empty = tf.zeros([batch, width, 0], tf.int32)
+        finished = {
+            "tokens": empty,
+            "scores": tf.fill([batch, width], negative_inf),
+            "log_probs": tf.fill([batch, width], negative_inf),
+            "lengths": tf.zeros([batch, width], tf.int32),
+            "flags": tf.zeros([batch, width], tf.bool),
+        }
+        # Row r's hypothesis k lives in row r * width + k of the logits and the state.
+        row_offsets = tf.range(batch)[:, None] * width
+
+        def best_possible_alive_score(alive_log_probs):
+            return tf.reduce_max(alive_log_probs, axis=1) / length_penalty(num_steps, alpha)
+
+        def condition(step, logits, state, alive_tokens, alive_log_probs, finished):
+            # A row is done when it has `width` finished hypotheses and none alive can beat them.
+            worst_finished = tf.reduce_min(finished["scores"], axis=1)
+            done = tf.reduce_all(finished["flags"], axis=1) & (
+                worst_finished >= best_possible_alive_score(alive_log_probs)
+            )
+            return (step < num_steps) & tf.logical_not(tf.reduce_all(done))
+
+        def body(step, logits, state, alive_tokens, alive_log_probs, finished):
+            log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+            candidates = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, width, vocab])
+            candidate_log_probs, index = tf.math.top_k(
+                tf.reshape(candidates, [batch, width * vocab]), k=2 * width
+            )
+            origin, token = index // vocab, index % vocab
+            candidate_tokens = tf.concat(
+                [tf.gather(alive_tokens, origin, batch_dims=1), token[:, :, None]], axis=2
+            )
+            is_end = tf.equal(token, end)
+            # As in fairseq and Hugging Face, an ended candidate counts only if it ranks among
+            # the best `width` of this step (with width 1: exactly when greedy would end).
+            ends = (is_end & (tf.range(2 * width)[None] < width)
+                    & (candidate_log_probs > negative_inf))
+
+            # The best `width` candidates that did not end stay alive.
+            alive_log_probs, chosen = tf.math.top_k(
+                tf.where(is_end, negative_inf, candidate_log_probs), k=width
+            )
+            alive_tokens = tf.gather(candidate_tokens, chosen, batch_dims=1)
+            origin = tf.gather(origin, chosen, batch_dims=1)
+            token = tf.gather(token, chosen, batch_dims=1)
+
+            # The ended candidates compete with the finished hypotheses for `width` places.
+            length = step + 1
+            padded = tf.pad(finished["tokens"], [[0, 0], [0, 0], [0, 1]], constant_values=end)
+            pool = {
+                "tokens": tf.concat([padded, candidate_tokens], axis=1),
+                "scores": tf.concat(
+                    [finished["scores"],
+                     tf.where(ends, candidate_log_probs / length_penalty(length, alpha),
+                              negative_inf)],
+                    axis=1,
+                ),
+                "log_probs": tf.concat(
+                    [finished["log_probs"],
+                     tf.where(ends, candidate_log_probs, negative_inf)],
+                    axis=1,
+                ),
+                "lengths": tf.concat(
+                    [finished["lengths"], tf.fill([batch, 2 * width], length)], axis=1
+                ),
+                "flags": tf.concat([finished["flags"], ends], axis=1),
+            }
+            _, best = tf.math.top_k(pool["scores"], k=width)
+            finished = {k: tf.gather(v, best, batch_dims=1) for k, v in pool.items()}
+
+            rows = tf.reshape(row_offsets + origin, [-1])
+            state = tf.nest.map_structure(lambda s: tf.gather(s, rows), state)
+            logits, state = step_fn(tf.reshape(token, [-1]), state)
+            return step + 1, logits, state, alive_tokens, alive_log_probs, finished
+
+        loop_vars = (tf.constant(0), logits, state, empty, alive_log_probs, finished)
+        sequences = tf.TensorShape([None, width, None])
+        rows = tf.TensorShape([None, width])
+        invariants = (
+            tf.TensorShape([]),
+            tf.TensorShape([None, None]),
+            tf.nest.map_structure(_relaxed_batch_shape, state),
+            sequences,
+            rows,
+            {"tokens": sequences, "scores": rows, "log_probs": rows, "lengths": rows,
+             "flags": rows},
+        )
+        steps, _, _, alive_tokens, alive_log_probs, finished = tf.while_loop(
+            condition, body, loop_vars, shape_invariants=invariants
+        )
+        return self._n_best(steps, alive_tokens, alive_log_probs, finished, batch)
+
+    def _n_best(self, steps, alive_tokens, alive_log_probs, finished, batch):
+        """The `num_return` best per row: finished hypotheses first, then unfinished ones."""
+        n = self.num_return
+        slot = tf.tile(tf.range(n)[None], [batch, 1])
+        n_finished = tf.reduce_sum(tf.cast(finished["flags"], tf.int32), axis=1, keepdims=True)
+        from_finished = slot < n_finished
+        finished_slot = tf.minimum(slot, self.beam_width - 1)
+        alive_slot = tf.clip_by_value(slot - n_finished, 0, self.beam_width - 1)
+
+        def pick(finished_values, alive_values):
+            chosen_finished = tf.gather(finished_values, finished_slot, batch_dims=1)
+            chosen_alive = tf.gather(alive_values, alive_slot, batch_dims=1)
+            condition = from_finished
+            if finished_values.shape.rank == 3:
+                condition = condition[:, :, None]
+            return tf.where(condition, chosen_finished, chosen_alive)
+
+        alive_lengths = tf.fill([batch, self.beam_width], steps)
+        return BeamSearchOutput(
+            tokens=pick(finished["tokens"], alive_tokens),
+            scores=pick(
+                finished["scores"], alive_log_probs / length_penalty(steps, self.length_penalty)
+            ),
+            log_probs=pick(finished["log_probs"], alive_log_probs),
+            lengths=pick(finished["lengths"], alive_lengths),
+            finished=from_finished,
+        )
+
+
+SAMPLERS = {"greedy": GreedySampler, "random": RandomSampler, "beam": BeamSampler}
 
 
 def get_sampler(name, **kwargs):
@@ -188,4 +439,13 @@ def get_sampler(name, **kwargs):
     return SAMPLERS[name](**kwargs)
 
 
-__all__ = ["GreedySampler", "RandomSampler", "SAMPLERS", "Sampler", "get_sampler"]
+__all__ = [
+    "BeamSampler",
+    "BeamSearchOutput",
+    "GreedySampler",
+    "RandomSampler",
+    "SAMPLERS",
+    "Sampler",
+    "get_sampler",
+    "length_penalty",
+]

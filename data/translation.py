@@ -1,0 +1,499 @@
+"""Translation input: sentence pairs from aligned files or a TSV, reversible tokens, tf.data.
+
+Layouts `read_pairs` and `read_split_folder` read (UTF-8, a byte-order mark is allowed):
+
+- aligned files: two files with one sentence per line, line n of the target file translating
+  line n of the source file (`--src train.en --tgt train.de`). Different line counts and empty
+  lines are `DataError`s that name the file and the line.
+- a folder of aligned split files (`--data DIR --src-lang en --tgt-lang de`): `train.en` /
+  `train.de`, optionally `val.*` (or `valid.*`, `dev.*`) and any number of test sets
+  `test*.en` / `test*.de` (`test_2016_flickr.en` ...), the Multi30k layout.
+- a TSV of pairs (the Anki / Tatoeba format, no header): source in column 1 and target in column
+  2 unless `columns` says otherwise; further columns (Anki's attribution) are ignored.
+
+Tokens keep case and punctuation and record where the spaces were, so that `detokenize` gives
+back the text (with runs of whitespace made single spaces) and model output can be scored by
+sacrebleu against the raw references. A token that followed a space starts with the marker
+U+2581 ("▁", as in SentencePiece); punctuation is split off words:
+
+    "A man's bike."  ->  ["A", "▁man", "'", "s", "▁bike", "."]
+
+`tokenize` and `detokenize` are TensorFlow string ops, so the same code runs in tf.data, eagerly
+and inside an exported SavedModel.
+
+Vocabularies (`Vocabulary`) are plain text, one token per line; ids 0-3 are reserved for padding,
+[UNK], [START] and [END]. `make_dataset` builds the batches `((source_ids[batch, S],
+target_in_ids[batch, T]), target_out_ids[batch, T])`, padded with 0, where `target_in` is
+[START] + target and `target_out` is target + [END].
+"""
+
+import collections
+import dataclasses
+from importlib import resources
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from data.errors import DataError
+
+SPACE_MARK = "\u2581"
+PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/translation_sample.tsv)"
+VALIDATION_STEMS = ("val", "valid", "dev")
+
+# Letters, digits and combining marks make words; any other visible character is a token.
+_PUNCTUATION = rf"({SPACE_MARK}?)([^\pL\pN\pM\s{SPACE_MARK}])"
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokens
+
+
+def tokenize(texts):
+    """Splits texts into reversible tokens (words and punctuation; case kept), in TF ops.
+
+    Whitespace is normalised first (runs of spaces, tabs and other separators become one space;
+    leading and trailing ones are dropped; a literal "▁" counts as a space). A token that follows
+    a space starts with "▁"; punctuation is a token of its own.
+
+    Args:
+        texts: string tensor `[batch]` (or a list of str).
+
+    Returns:
+        `tf.RaggedTensor` of strings `[batch, (tokens)]`.
+    """
+    texts = tf.strings.regex_replace(tf.convert_to_tensor(texts, tf.string), SPACE_MARK, " ")
+    texts = tf.strings.strip(tf.strings.regex_replace(texts, r"[\s\pZ]+", " "))
+    texts = tf.strings.regex_replace(texts, " ", " " + SPACE_MARK)
+    texts = tf.strings.regex_replace(texts, _PUNCTUATION, r" \1\2 ")
+    return tf.strings.split(texts)
+
+
+def detokenize(tokens):
+    """Joins tokens back into text: the inverse of `tokenize` (up to whitespace runs).
+
+    Args:
+        tokens: string tokens `[batch, tokens]`, ragged or padded with empty strings.
+
+    Returns:
+        string tensor `[batch]`.
+    """
+    joined = tf.strings.reduce_join(tokens, axis=-1)
+    return tf.strings.strip(tf.strings.regex_replace(joined, SPACE_MARK, " "))
+
+
+def token_text(token):
+    """A token as a person reads it (the space marker dropped), for plots and reports."""
+    return token.replace(SPACE_MARK, "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabularies
+
+
+class Vocabulary:
+    """The tokens of one language, by id: 0 padding, 1 [UNK], 2 [START], 3 [END], then the rest.
+
+    Args:
+        tokens: the tokens from id 4 on, most frequent first.
+
+    Example:
+
+    >>> vocabulary = Vocabulary.build(tokenize(["A dog.", "A cat."]))
+    >>> vocabulary.tokens[4:]
+    ['.', 'A', '▁cat', '▁dog']
+    """
+
+    RESERVED = (PAD, UNK, START, END)
+
+    def __init__(self, tokens):
+        tokens = list(tokens)
+        reserved = [t for t in tokens if t in self.RESERVED or not t or t != t.strip()]
+        if reserved:
+            raise ValueError(
+                f"vocabulary tokens must be non-empty, without surrounding whitespace and not "
+                f"{', '.join(map(repr, self.RESERVED[1:]))}. Received: {reserved[:5]}"
+            )
+        if len(set(tokens)) != len(tokens):
+            raise ValueError("vocabulary tokens must be unique")
+        self.tokens = list(self.RESERVED) + tokens
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __repr__(self):
+        return f"Vocabulary({len(self)} tokens: {self.tokens[4:9]}...)"
+
+    @classmethod
+    def build(cls, tokens, min_count=1, max_size=None):
+        """The vocabulary of tokenised training text.
+
+        Args:
+            tokens: string tokens `[batch, (tokens)]` (a `tf.RaggedTensor`, as from `tokenize`).
+            min_count: leave out tokens seen fewer times (they become [UNK]).
+            max_size: keep at most this many ids (reserved ones included); the most frequent
+                tokens win, ties in alphabetical order.
+        """
+        values = tokens.flat_values.numpy() if isinstance(tokens, tf.RaggedTensor) else tokens
+        counts = collections.Counter(t.decode("utf-8") for t in values)
+        ranked = sorted(
+            (t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t)
+        )
+        if max_size is not None:
+            ranked = ranked[: max(0, max_size - len(cls.RESERVED))]
+        return cls(ranked)
+
+    def save(self, path):
+        """Writes the tokens from id 4 on, one per line (UTF-8); the reserved ids are implied."""
+        Path(path).write_text("".join(t + "\n" for t in self.tokens[4:]), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        return cls(Path(path).read_text(encoding="utf-8").splitlines())
+
+    def lookup_layer(self, invert=False):
+        """A `keras.layers.StringLookup` from tokens to ids (or back, with `invert`).
+
+        Unknown tokens map to [UNK] (1) and the empty string (padding) to 0; inverted, id 0
+        gives the empty string, so padded rows detokenise cleanly.
+        """
+        return keras.layers.StringLookup(
+            vocabulary=self.tokens[2:], mask_token=PAD, oov_token=UNK, invert=invert
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclasses.dataclass
+class SentencePairs:
+    """Source sentences, their translations, and where each pair came from.
+
+    Attributes:
+        sources: the source sentences (raw text).
+        targets: the target sentences (raw text; the references BLEU is scored against).
+        origins: `(file, line)` of each pair's source.
+        name: a name for messages and reports (the files read).
+    """
+
+    sources: list
+    targets: list
+    origins: list
+    name: str
+
+    def __len__(self):
+        return len(self.sources)
+
+    def subset(self, indices, name=None):
+        """The pairs at `indices`, in that order."""
+        return SentencePairs(
+            sources=[self.sources[i] for i in indices],
+            targets=[self.targets[i] for i in indices],
+            origins=[self.origins[i] for i in indices],
+            name=name or self.name,
+        )
+
+
+def read_lines(path):
+    """The lines of a UTF-8 text file (a byte-order mark is dropped), without line endings.
+
+    Raises:
+        DataError: a missing or empty file, or bytes that are not UTF-8 (the line is named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", path=path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        bad = raw[error.start : error.end]
+        raise DataError(f"undecodable bytes {bad!r}; expected UTF-8 text", path=path, line=line)
+    if not text.strip():
+        raise DataError("the file is empty; expected one sentence per line", path=path)
+    # Only "\n" ends a line: str.splitlines would also split at U+2028 and form feeds, and so
+    # count lines differently from the aligned file.
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def read_aligned(source_path, target_path):
+    """Reads two aligned files: line n of `target_path` translates line n of `source_path`.
+
+    Raises:
+        DataError: a missing or empty file, undecodable bytes, different line counts (the first
+            line the shorter file lacks is named), or an empty line in either file.
+    """
+    sources, targets = read_lines(source_path), read_lines(target_path)
+    if len(sources) != len(targets):
+        longer, shorter = (
+            (source_path, target_path) if len(sources) > len(targets)
+            else (target_path, source_path)
+        )
+        raise DataError(
+            f"the aligned files have different line counts ({Path(source_path).name}: "
+            f"{len(sources)}, {Path(target_path).name}: {len(targets)}); this line has no "
+            f"translation in {shorter}. Expected one sentence per line, line for line",
+            path=longer,
+            line=min(len(sources), len(targets)) + 1,
+        )
+    for path, lines, other in (
+        (source_path, sources, target_path), (target_path, targets, source_path)
+    ):
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                raise DataError(
+                    f"empty line; every line must hold a sentence (line {number} of {other} is "
+                    "its pair)",
+                    path=path,
+                    line=number,
+                )
+    return SentencePairs(
+        sources=sources,
+        targets=targets,
+        origins=[(str(source_path), n) for n in range(1, len(sources) + 1)],
+        name=f"{source_path} + {target_path}",
+    )
+
+
+def read_tsv_pairs(path, columns=(1, 2)):
+    """Reads a TSV of sentence pairs without header (Anki / Tatoeba format).
+
+    Args:
+        path: the file; one pair per line, fields separated by tabs (no quoting).
+        columns: the 1-based columns of the source and the target; other columns are ignored.
+
+    Raises:
+        DataError: a missing or empty file, undecodable bytes, an empty line, a line with too
+            few columns, or an empty source or target.
+    """
+    source_column, target_column = columns
+    needed = max(columns)
+    sources, targets, origins = [], [], []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            raise DataError("empty line; expected one tab-separated pair per line", path=path,
+                            line=number)
+        fields = line.split("\t")
+        if len(fields) < needed:
+            raise DataError(
+                f"the line has {len(fields)} tab-separated column(s); expected at least {needed} "
+                f"(source in column {source_column}, target in column {target_column})",
+                path=path,
+                line=number,
+            )
+        source, target = fields[source_column - 1], fields[target_column - 1]
+        for what, column, value in (
+            ("source", source_column, source), ("target", target_column, target)
+        ):
+            if not value.strip():
+                raise DataError(f"empty {what} sentence (column {column})", path=path,
+                                line=number)
+        sources.append(source)
+        targets.append(target)
+        origins.append((str(path), number))
+    return SentencePairs(sources, targets, origins, name=str(path))
+
+
+def find_split_files(folder, source_lang, target_lang):
+    """The aligned split files of a folder: `{split name: (source file, target file)}`.
+
+    `train.<lang>` is required; `val` (or `valid`, `dev`) and every `test*` stem are taken when
+    both languages are present. Splits come in the order train, validation, tests (by name).
+
+    Raises:
+        DataError: no such folder, no `train.<source_lang>` / `train.<target_lang>`, or a split
+            present in one language only.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError("folder not found", path=folder)
+    stems = {}
+    for lang in (source_lang, target_lang):
+        for path in folder.glob(f"*.{lang}"):
+            stems.setdefault(path.name[: -len(lang) - 1], set()).add(lang)
+    if stems.get("train") != {source_lang, target_lang}:
+        found = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
+        raise DataError(
+            f"expected the aligned files train.{source_lang} and train.{target_lang} "
+            f"(--src-lang {source_lang} --tgt-lang {target_lang}); the folder holds: {found}",
+            path=folder,
+        )
+    wanted = ["train"] + [s for s in VALIDATION_STEMS if s in stems][:1]
+    wanted += sorted(s for s in stems if s.startswith("test"))
+    splits = {}
+    for stem in wanted:
+        if stems[stem] != {source_lang, target_lang}:
+            (only,) = stems[stem]
+            missing = target_lang if only == source_lang else source_lang
+            raise DataError(
+                f"{stem}.{only} has no aligned {stem}.{missing}", path=folder / f"{stem}.{only}"
+            )
+        splits[stem] = (folder / f"{stem}.{source_lang}", folder / f"{stem}.{target_lang}")
+    return splits
+
+
+def load_sample():
+    """The English -> German smoke-test sample shipped inside the package.
+
+    A few hundred short sentence pairs written for seqlab (see `data/samples/
+    translation_sample.md`) so that `seqlab translate train` runs out of the box. It shows that
+    the pipeline works end to end; it is far too small to measure a translation model with.
+    """
+    resource = resources.files("data").joinpath("samples", "translation_sample.tsv")
+    with resources.as_file(resource) as path:
+        pairs = read_tsv_pairs(path)
+    pairs.name = SAMPLE_SOURCE
+    return pairs
+
+
+def split_pairs(pairs, val_fraction, test_fraction, seed):
+    """A seeded random split into `(train, val, test)` pairs (each keeps the file order).
+
+    A fraction above 0 holds out at least one pair; a fraction of 0 gives an empty split.
+
+    Raises:
+        DataError: too few pairs to hold out the fractions and keep pairs to train on.
+    """
+    count = len(pairs)
+    n_val, n_test = (
+        max(int(round(count * fraction)), 1) if fraction > 0 else 0
+        for fraction in (val_fraction, test_fraction)
+    )
+    if count - n_val - n_test < 1:
+        raise DataError(
+            f"{count} sentence pairs are too few to split off val_fraction={val_fraction} and "
+            f"test_fraction={test_fraction} and keep pairs to train on",
+            path=pairs.name,
+        )
+    order = np.random.default_rng(seed).permutation(count)
+    held_val, held_test = np.sort(order[:n_val]), np.sort(order[n_val : n_val + n_test])
+    train = np.sort(order[n_val + n_test :])
+    return pairs.subset(train), pairs.subset(held_val), pairs.subset(held_test)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids and batches
+
+
+@dataclasses.dataclass
+class EncodedPairs:
+    """Token ids of sentence pairs, ragged, with the pairs too long to train on left out.
+
+    Attributes:
+        source_ids: int32 `tf.RaggedTensor` `[pairs, (tokens)]`.
+        target_ids: int32 `tf.RaggedTensor` `[pairs, (tokens)]` (without [START] / [END]).
+        kept: indices (into the pairs given) of the pairs kept.
+        skipped: how many pairs were too long.
+    """
+
+    source_ids: tf.RaggedTensor
+    target_ids: tf.RaggedTensor
+    kept: np.ndarray
+    skipped: int
+
+
+def encode_pairs(pairs, source_lookup, target_lookup, max_length=None):
+    """Tokenises pairs and maps tokens to ids.
+
+    Args:
+        pairs: `SentencePairs`.
+        source_lookup, target_lookup: `StringLookup` layers (`Vocabulary.lookup_layer()`).
+        max_length: leave out pairs whose source has more tokens, or whose target has more
+            than `max_length - 1` (room for [START] / [END]); None keeps every pair.
+    """
+    source_ids = tf.cast(source_lookup(tokenize(pairs.sources)), tf.int32)
+    target_ids = tf.cast(target_lookup(tokenize(pairs.targets)), tf.int32)
+    keep = np.ones(len(pairs), bool)
+    if max_length is not None:
+        keep = (source_ids.row_lengths().numpy() <= max_length) & (
+            target_ids.row_lengths().numpy() < max_length
+        )
+    kept = np.flatnonzero(keep)
+    if not keep.all():
+        source_ids = tf.gather(source_ids, kept)
+        target_ids = tf.gather(target_ids, kept)
+    return EncodedPairs(source_ids, target_ids, kept, int((~keep).sum()))
+
+
+def make_dataset(source_ids, target_ids, batch_size, shuffle_seed=None, bucket_width=None):
+    """Batches `((source_ids[batch, S], target_in_ids[batch, T]), target_out_ids[batch, T])`.
+
+    `target_in` is [START] + target and `target_out` is target + [END]; rows are padded with 0
+    to the longest row of their batch.
+
+    Args:
+        source_ids, target_ids: int32 `tf.RaggedTensor`s `[pairs, (tokens)]` (`encode_pairs`).
+        batch_size: pairs per batch (the last batch of a bucket may be smaller).
+        shuffle_seed: reshuffle all pairs each epoch with this seed; None keeps the order.
+        bucket_width: batch pairs of similar length together (buckets `bucket_width` tokens
+            wide), which saves computing padding; None batches in order.
+    """
+    dataset = tf.data.Dataset.from_tensor_slices((source_ids, target_ids))
+    if shuffle_seed is not None:
+        dataset = dataset.shuffle(
+            int(source_ids.nrows()), seed=shuffle_seed, reshuffle_each_iteration=True
+        )
+
+    def with_start_and_end(source, target):
+        target_in = tf.concat([[START_ID], target], axis=0)
+        target_out = tf.concat([target, [END_ID]], axis=0)
+        return (source, target_in), target_out
+
+    dataset = dataset.map(with_start_and_end, num_parallel_calls=tf.data.AUTOTUNE)
+    shapes = (([None], [None]), [None])
+    if bucket_width:
+        longest = int(max(tf.reduce_max(source_ids.row_lengths()),
+                          tf.reduce_max(target_ids.row_lengths()) + 1))
+        boundaries = list(range(bucket_width + 1, longest + 1, bucket_width))
+        dataset = dataset.bucket_by_sequence_length(
+            lambda inputs, target_out: tf.maximum(tf.shape(inputs[0])[0],
+                                                  tf.shape(target_out)[0]),
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            padded_shapes=shapes,
+        )
+    else:
+        dataset = dataset.padded_batch(batch_size, padded_shapes=shapes)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def strip_after_end(tokens):
+    """Blanks each row of target tokens from its first [END] on (padding and [START] too).
+
+    Args:
+        tokens: string tokens `[batch, steps]` as the inverted lookup gives them.
+
+    Returns:
+        the same shape, with "" from the first [END] on and in place of reserved tokens.
+    """
+    ended = tf.cast(tf.math.cumsum(tf.cast(tf.equal(tokens, END), tf.int32), axis=-1), tf.bool)
+    reserved = tf.equal(tokens, START) | tf.equal(tokens, PAD)
+    return tf.where(ended | reserved, tf.constant(PAD), tokens)
+
+
+__all__ = [
+    "DataError",
+    "EncodedPairs",
+    "SentencePairs",
+    "Vocabulary",
+    "detokenize",
+    "encode_pairs",
+    "find_split_files",
+    "load_sample",
+    "make_dataset",
+    "read_aligned",
+    "read_lines",
+    "read_tsv_pairs",
+    "split_pairs",
+    "strip_after_end",
+    "token_text",
+    "tokenize",
+]

@@ -1,0 +1,254 @@
+"""Tests of data/translation.py: readers, reversible tokens, vocabularies, batches."""
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data.errors import DataError
+from data.translation import (
+    END_ID,
+    START_ID,
+    SPACE_MARK,
+    UNK_ID,
+    SentencePairs,
+    Vocabulary,
+    detokenize,
+    encode_pairs,
+    find_split_files,
+    load_sample,
+    make_dataset,
+    read_aligned,
+    read_tsv_pairs,
+    split_pairs,
+    strip_after_end,
+    tokenize,
+)
+
+
+def write(path, text, encoding="utf-8"):
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
+
+
+def strings(tensor):
+    return [t.decode("utf-8") for t in tensor.numpy()]
+
+
+# Tokens
+
+
+def test_tokens_keep_case_punctuation_and_where_the_spaces_were():
+    tokens = tokenize(["A man's bike.", "Ein Mädchen (7) sagt: \"Hallo!\""])
+    assert strings(tokens[0]) == ["A", "▁man", "'", "s", "▁bike", "."]
+    assert strings(tokens[1]) == [
+        "Ein", "▁Mädchen", "▁(", "7", ")", "▁sagt", ":", '▁"', "Hallo", "!", '"'
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A man is riding a bike.",
+        "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
+        "It's 3.5 km -- \"far\", isn't it?!",
+        "  Leading,\ttabs   and    runs of spaces  ",
+        "naïve café, Ångström; 東京 (Tokyo)",
+        "",
+    ],
+)
+def test_detokenize_inverts_tokenize_up_to_whitespace_runs(text):
+    restored = strings(detokenize(tokenize([text])))[0]
+    assert restored == " ".join(text.split())
+
+
+def test_a_literal_space_mark_in_the_text_reads_as_a_space():
+    assert strings(tokenize([f"a{SPACE_MARK}b"])[0]) == ["a", "▁b"]
+
+
+def test_strip_after_end_blanks_the_rest_of_each_row():
+    tokens = tf.constant([["Ein", "▁Hund", ".", "[END]", "▁x"], ["[START]", "Ja", "", "", ""]])
+    assert strings(detokenize(strip_after_end(tokens))) == ["Ein Hund.", "Ja"]
+
+
+# Vocabularies
+
+
+def test_vocabulary_reserves_four_ids_and_orders_by_frequency_then_alphabet(tmp_path):
+    tokens = tokenize(["A dog. A cat.", "A cow."])
+    vocabulary = Vocabulary.build(tokens)
+    assert vocabulary.tokens == ["", "[UNK]", "[START]", "[END]", ".", "A", "▁A", "▁cat",
+                                 "▁cow", "▁dog"]
+    assert Vocabulary.build(tokens, min_count=3).tokens[4:] == ["."]
+    assert Vocabulary.build(tokens, max_size=6).tokens[4:] == [".", "A"]
+    vocabulary.save(tmp_path / "vocabulary.txt")
+    assert (tmp_path / "vocabulary.txt").read_text(encoding="utf-8").splitlines()[0] == "."
+    assert Vocabulary.load(tmp_path / "vocabulary.txt").tokens == vocabulary.tokens
+
+
+def test_lookup_maps_unknown_tokens_to_unk_and_inverts_padding_to_empty():
+    vocabulary = Vocabulary.build(tokenize(["A dog."]))
+    ids = vocabulary.lookup_layer()(tokenize(["A cat."]))
+    assert ids.to_list() == [[vocabulary.tokens.index("A"), UNK_ID, vocabulary.tokens.index(".")]]
+    back = vocabulary.lookup_layer(invert=True)(tf.constant([[5, 0, START_ID, END_ID]]))
+    assert strings(back[0]) == ["A", "", "[START]", "[END]"]
+
+
+def test_vocabulary_refuses_reserved_or_blank_tokens():
+    with pytest.raises(ValueError, match="vocabulary tokens must be non-empty"):
+        Vocabulary(["[END]"])
+    with pytest.raises(ValueError, match="vocabulary tokens must be unique"):
+        Vocabulary(["a", "a"])
+
+
+# Readers
+
+
+def test_aligned_files_are_read_line_for_line(tmp_path):
+    source = write(tmp_path / "train.en", "\ufeffA dog.\nTwo cats sleep.\n")
+    target = write(tmp_path / "train.de", "Ein Hund.\r\nZwei Katzen schlafen.\r\n")
+    pairs = read_aligned(source, target)
+    assert pairs.sources == ["A dog.", "Two cats sleep."]
+    assert pairs.targets == ["Ein Hund.", "Zwei Katzen schlafen."]
+    assert pairs.origins[1] == (str(source), 2)
+
+
+def test_misaligned_files_name_the_file_and_the_first_line_without_a_pair(tmp_path):
+    source = write(tmp_path / "src.txt", "One.\nTwo.\nThree.\n")
+    target = write(tmp_path / "tgt.txt", "Eins.\nZwei.\n")
+    message = (
+        f"{re.escape(str(source))}, line 3: the aligned files have different line counts "
+        r"\(src.txt: 3, tgt.txt: 2\)"
+    )
+    with pytest.raises(DataError, match=message):
+        read_aligned(source, target)
+    with pytest.raises(DataError, match=re.escape(f"{source}, line 3")):
+        read_aligned(target, source)
+
+
+def test_an_empty_line_in_an_aligned_file_is_an_error_naming_its_pair(tmp_path):
+    source = write(tmp_path / "src.txt", "One.\nTwo.\nThree.\n")
+    target = write(tmp_path / "tgt.txt", "Eins.\n  \nDrei.\n")
+    message = (
+        f"{re.escape(str(target))}, line 2: empty line; every line must hold a sentence "
+        f"\\(line 2 of {re.escape(str(source))} is its pair\\)"
+    )
+    with pytest.raises(DataError, match=message):
+        read_aligned(source, target)
+
+
+def test_missing_empty_and_undecodable_files_are_errors(tmp_path):
+    good = write(tmp_path / "good.txt", "One.\n")
+    with pytest.raises(DataError, match=re.escape(f"{tmp_path / 'nope.txt'}: file not found")):
+        read_aligned(tmp_path / "nope.txt", good)
+    empty = write(tmp_path / "empty.txt", "\n \n")
+    with pytest.raises(DataError, match="empty.txt: the file is empty; expected one sentence"):
+        read_aligned(good, empty)
+    latin = write(tmp_path / "latin.txt", "One.\nZwei Männer.\n", encoding="latin-1")
+    with pytest.raises(DataError, match=r"latin.txt, line 2: undecodable bytes .*expected UTF-8"):
+        read_aligned(good, latin)
+
+
+def test_tsv_pairs_ignore_extra_columns_and_can_swap_the_direction(tmp_path):
+    path = write(
+        tmp_path / "deu.txt",
+        "Go.\tGeh.\tCC-BY 2.0 (France) Attribution: tatoeba.org #2877272\n"
+        "Hi.\tHallo!\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123\n",
+    )
+    pairs = read_tsv_pairs(path)
+    assert pairs.sources == ["Go.", "Hi."] and pairs.targets == ["Geh.", "Hallo!"]
+    assert read_tsv_pairs(path, columns=(2, 1)).sources == ["Geh.", "Hallo!"]
+
+
+def test_bad_tsv_lines_are_errors_with_file_and_line(tmp_path):
+    path = write(tmp_path / "pairs.tsv", "Go.\tGeh.\nHi.\n")
+    with pytest.raises(DataError, match=r"pairs.tsv, line 2: the line has 1 tab-separated "
+                                        r"column\(s\); expected at least 2"):
+        read_tsv_pairs(path)
+    path = write(tmp_path / "blank.tsv", "Go.\t \n")
+    with pytest.raises(DataError, match=r"blank.tsv, line 1: empty target sentence \(column 2\)"):
+        read_tsv_pairs(path)
+    path = write(tmp_path / "gap.tsv", "Go.\tGeh.\n\nHi.\tHallo.\n")
+    with pytest.raises(DataError, match="gap.tsv, line 2: empty line; expected one tab-separated"):
+        read_tsv_pairs(path)
+
+
+def test_split_files_of_a_folder_are_found_by_language(tmp_path):
+    for stem in ("train", "val", "test_2016_flickr", "test_2017_mscoco"):
+        for lang in ("en", "de"):
+            write(tmp_path / f"{stem}.{lang}", "x\n")
+    write(tmp_path / "train.fr", "x\n")
+    splits = find_split_files(tmp_path, "en", "de")
+    assert list(splits) == ["train", "val", "test_2016_flickr", "test_2017_mscoco"]
+    assert splits["val"] == (tmp_path / "val.en", tmp_path / "val.de")
+    with pytest.raises(DataError, match="expected the aligned files train.en and train.es"):
+        find_split_files(tmp_path, "en", "es")
+    write(tmp_path / "test_extra.en", "x\n")
+    with pytest.raises(DataError, match="test_extra.en: test_extra.en has no aligned "
+                                        "test_extra.de"):
+        find_split_files(tmp_path, "en", "de")
+
+
+def test_split_pairs_is_seeded_disjoint_and_complete(tmp_path):
+    path = write(tmp_path / "pairs.tsv", "".join(f"s{i}\tt{i}\n" for i in range(50)))
+    pairs = read_tsv_pairs(path)
+    train, val, test = split_pairs(pairs, 0.1, 0.2, seed=3)
+    assert (len(train), len(val), len(test)) == (35, 5, 10)
+    assert sorted(train.sources + val.sources + test.sources) == sorted(pairs.sources)
+    assert split_pairs(pairs, 0.1, 0.2, seed=3)[2].sources == test.sources
+    assert len(split_pairs(pairs, 0.0, 0.2, seed=3)[1]) == 0
+    with pytest.raises(DataError, match="2 sentence pairs are too few to split off"):
+        split_pairs(pairs.subset(range(2)), 0.4, 0.4, seed=0)
+
+
+def test_the_embedded_sample_reads_cleanly():
+    pairs = load_sample()
+    assert len(pairs) > 200
+    assert "A man is riding a bike." in pairs.sources
+    assert "seqlab smoke-test sample" in pairs.name
+
+
+# Batches
+
+
+def test_batches_are_source_target_in_and_target_out_with_start_end_and_padding(tmp_path):
+    path = write(tmp_path / "pairs.tsv",
+                 "A dog.\tEin Hund.\nTwo big cats sleep.\tZwei große Katzen schlafen.\n")
+    pairs = read_tsv_pairs(path)
+    source_vocabulary = Vocabulary.build(tokenize(pairs.sources))
+    target_vocabulary = Vocabulary.build(tokenize(pairs.targets))
+    encoded = encode_pairs(pairs, source_vocabulary.lookup_layer(),
+                           target_vocabulary.lookup_layer())
+    ((source, target_in), target_out), = list(
+        make_dataset(encoded.source_ids, encoded.target_ids, batch_size=2)
+    )
+    assert source.dtype == tf.int32 and source.shape == (2, 5)
+    assert source.numpy()[0, 3:].tolist() == [0, 0]  # "A", "▁dog", "." then padding
+    hund = [target_vocabulary.tokens.index(t) for t in ["Ein", "▁Hund", "."]]
+    assert target_in.numpy()[0, :4].tolist() == [START_ID] + hund
+    assert target_out.numpy()[0, :4].tolist() == hund + [END_ID]
+    assert target_in.numpy()[0, 4:].tolist() == target_out.numpy()[0, 4:].tolist() == [0, 0]
+    assert target_in.shape == target_out.shape == (2, 6)
+
+
+def test_long_pairs_are_left_out_and_counted_and_buckets_keep_every_pair():
+    rng = np.random.default_rng(0)
+    sources = [" ".join(["w"] * n) for n in rng.integers(1, 20, 200)]
+    targets = [" ".join(["v"] * n) for n in rng.integers(1, 20, 200)]
+    pairs = SentencePairs(sources, targets, [None] * 200, "toy")
+    vocabulary = Vocabulary.build(tokenize(sources + targets))
+    encoded = encode_pairs(pairs, vocabulary.lookup_layer(), vocabulary.lookup_layer(),
+                           max_length=12)
+    source_lengths = np.array([len(s.split()) for s in sources])
+    target_lengths = np.array([len(t.split()) for t in targets])
+    keep = (source_lengths <= 12) & (target_lengths <= 11)
+    assert encoded.skipped == int((~keep).sum()) > 0
+    np.testing.assert_array_equal(encoded.kept, np.flatnonzero(keep))
+    dataset = make_dataset(encoded.source_ids, encoded.target_ids, batch_size=8,
+                           shuffle_seed=1, bucket_width=4)
+    seen = 0
+    for (source, target_in), target_out in dataset:
+        assert source.shape[1] <= 12 and target_in.shape[1] <= 12
+        seen += source.shape[0]
+    assert seen == keep.sum()

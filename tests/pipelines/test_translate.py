@@ -1,0 +1,262 @@
+"""Tests of pipelines/translate.py: tiny data made here, tiny models, one short CLI training."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import sacrebleu
+import tensorflow as tf
+
+import cli
+from data.translation import PAD_ID, START_ID, Vocabulary
+from layers import TransformerDecoderLayer
+from pipelines.translate import (
+    TranslateConfig,
+    Translator,
+    attention_weights,
+    build_model,
+    corpus_scores,
+    load_run,
+)
+
+ADJECTIVES = {"red": "rote", "small": "kleine", "old": "alte", "happy": "frohe"}
+NOUNS = {"dog": "Hund", "man": "Mann", "cat": "Katze"}
+VERBS = {"runs": "läuft", "sleeps": "schläft", "sings": "singt"}
+
+
+def toy_pairs():
+    """36 pairs of a word-for-word toy language: "The red dog runs." -> "Der rote Hund läuft."."""
+    return [
+        (f"The {a} {n} {v}.", f"Der {ADJECTIVES[a]} {NOUNS[n]} {VERBS[v]}.")
+        for a, n, v in itertools.product(ADJECTIVES, NOUNS, VERBS)
+    ]
+
+
+def tiny_config(kind, **overrides):
+    settings = dict(model=kind, embedding_dim=8, units=8, layers=2, num_heads=2, ff_dim=8,
+                    dropout=0.0, max_length=12)
+    settings.update(overrides)
+    return TranslateConfig(**settings)
+
+
+def tiny_translator(kind):
+    """An untrained model of `kind` and its translator (vocabularies of 12 and 14 ids)."""
+    config = tiny_config(kind)
+    source, target = Vocabulary([f"s{i}" for i in range(8)]), Vocabulary(
+        [f"t{i}" for i in range(10)]
+    )
+    model = build_model(config, len(source), len(target))
+    return Translator(model, config, source, target)
+
+
+SOURCE_IDS = np.array([[4, 5, 6, 7, 8], [9, 4, 11, 0, 0]], dtype="int32")
+TARGET_IN = np.array([[START_ID, 4, 5, 6, 7, 8], [START_ID, 13, 12, 11, 0, 0]], dtype="int32")
+
+
+# Settings
+
+
+def test_config_refuses_contradictory_or_bad_settings():
+    with pytest.raises(ValueError, match="--src and --tgt go together"):
+        TranslateConfig(src="a.en")
+    with pytest.raises(ValueError, match="give either --data or --src/--tgt, not both"):
+        TranslateConfig(src="a.en", tgt="a.de", data="pairs.tsv")
+    with pytest.raises(ValueError, match="beam_width must be at least 1. Received: beam_width=0"):
+        TranslateConfig(beam_width=0)
+    with pytest.raises(ValueError, match="embedding_dim must be divisible by num_heads"):
+        TranslateConfig(embedding_dim=10, num_heads=4)
+    with pytest.raises(ValueError, match="tsv_columns must be two different 1-based column"):
+        TranslateConfig(tsv_columns=[2, 2])
+
+
+# Models and decoding
+
+
+@pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
+def test_padding_changes_neither_outputs_nor_loss(kind):
+    translator = tiny_translator(kind)
+    model = translator.model
+    target_out = np.concatenate([TARGET_IN[:, 1:], [[3], [0]]], axis=1)
+    target_out[1, 3] = 3  # row 1: three tokens, then [END], then padding
+    logits = model([SOURCE_IDS, TARGET_IN])
+    padded = [np.pad(SOURCE_IDS, [[0, 0], [0, 3]]), np.pad(TARGET_IN, [[0, 0], [0, 2]])]
+    padded_logits = model(padded)
+    np.testing.assert_allclose(padded_logits[:, :6], logits, atol=1e-5)
+    loss = model.loss(target_out, logits)
+    assert float(model.loss(np.pad(target_out, [[0, 0], [0, 2]]), padded_logits)) == (
+        pytest.approx(float(loss), rel=1e-5)
+    )
+    # Logits at padded target positions carry no loss.
+    noisy = logits.numpy()
+    noisy[1, 4:] = 100.0 * np.random.default_rng(0).normal(size=noisy[1, 4:].shape)
+    assert float(model.loss(target_out, noisy)) == pytest.approx(float(loss), rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
+def test_the_step_function_equals_the_teacher_forced_model(kind):
+    translator = tiny_translator(kind)
+    full = translator.model([SOURCE_IDS, TARGET_IN]).numpy()
+    logits, state = translator.start(tf.constant(SOURCE_IDS))
+    never = [PAD_ID, START_ID]  # the decoder may never choose these; the step masks them
+    allowed = [i for i in range(full.shape[-1]) if i not in never]
+    np.testing.assert_allclose(logits.numpy()[:, allowed], full[:, 0, allowed], atol=1e-4)
+    assert (logits.numpy()[:, never] < -1e8).all()
+    for position in range(1, 4):  # row 1 has three target tokens
+        logits, state = translator.step(tf.constant(TARGET_IN[:, position]), state)
+        np.testing.assert_allclose(
+            logits.numpy()[:, allowed], full[:, position, allowed], atol=1e-4
+        )
+    if kind == "transformer":
+        assert set(state["decoder_0"]) == {"self_key", "self_value", "cross_key", "cross_value"}
+        assert state["position"].numpy().tolist() == [4, 4]
+
+
+def test_transformer_decoding_runs_on_the_key_value_cache_only(monkeypatch):
+    translator = tiny_translator("transformer")
+    expected = translator.greedy_ids(tf.constant(SOURCE_IDS))
+
+    def full_pass(*args, **kwargs):
+        raise AssertionError("decoding ran the decoder over the whole prefix")
+
+    monkeypatch.setattr(TransformerDecoderLayer, "call", full_pass)
+    np.testing.assert_array_equal(translator.greedy_ids(tf.constant(SOURCE_IDS)), expected)
+    output = translator.beam_search(tf.constant(SOURCE_IDS), beam_width=2, length_penalty=0.6)
+    assert output.tokens.shape[:2] == (2, 1)
+
+
+@pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
+def test_model_beam_width_one_is_greedy_and_attention_rows_sum_to_one(kind):
+    translator = tiny_translator(kind)
+    source = tf.constant(SOURCE_IDS)
+    greedy = translator.greedy_ids(source)
+    beam = translator.beam_search(source, beam_width=1, length_penalty=0.0)
+    np.testing.assert_array_equal(beam.tokens[:, 0].numpy(), greedy.numpy())
+    weights = attention_weights(translator, source, tf.constant(TARGET_IN[:, 1:5])).numpy()
+    assert weights.shape == (2, 4, 5)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    assert (weights[1, :, 3:] == 0).all()  # padding gets no attention
+
+
+def test_empty_text_translates_to_empty_text():
+    translator = tiny_translator("gru-attention")
+    translations, scores = translator.decode_texts(tf.constant(["", "  ", "s1 s2"]), 2, 0.6)
+    assert translations.shape == (3, 1) and scores.shape == (3, 1)
+    assert translations.numpy()[:2, 0].tolist() == [b"", b""]
+
+
+# Scores
+
+
+def test_bleu_and_chrf_are_sacrebleus_on_the_seed_example():
+    # Seed 004's BLEU example: one hypothesis, two references.
+    hypotheses = ["The cat in the hat."]
+    references = [["The cat is wearing a hat."], ["The cat is in the hat."]]
+    scores = corpus_scores(hypotheses, references)
+    # 13a tokens (the final "." is one): precisions 6/6, 4/5, 2/4, 1/3; 6 tokens against the
+    # closest reference length 7 gives the brevity penalty exp(1 - 7/6).
+    expected = np.exp(1 - 7 / 6) * (1 * 4 / 5 * 2 / 4 * 1 / 3) ** 0.25 * 100
+    assert scores["bleu"] == pytest.approx(expected, abs=0.01)  # 51.15
+    assert scores["bleu"] == sacrebleu.corpus_bleu(hypotheses, references).score
+    assert "100.0/80.0/50.0/33.3 (BP = 0.846" in scores["bleu_details"]
+    assert scores["bleu_signature"] == (
+        f"nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    )
+    assert scores["chrf"] == sacrebleu.corpus_chrf(hypotheses, references).score
+    assert scores["chrf_signature"].startswith("nrefs:2|case:mixed|eff:yes|nc:6|nw:0")
+
+
+# The command line, end to end
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("translate")
+    pairs = toy_pairs()
+    (folder / "pairs.tsv").write_text(
+        "".join(f"{en}\t{de}\tattribution\n" for en, de in pairs), encoding="utf-8"
+    )
+    run = folder / "run"
+    status = cli.main([
+        "translate", "train", "--data", str(folder / "pairs.tsv"), "--out", str(run),
+        "--epochs", "2", "--batch-size", "8", "--embedding-dim", "16", "--layers", "1",
+        "--num-heads", "2", "--ff-dim", "16", "--learning-rate", "0.01", "--beam-width", "2",
+        "--attention-plots", "1", "--val-fraction", "0.15", "--test-fraction", "0.15",
+    ])
+    assert status == 0
+    return folder, run, pairs
+
+
+def test_train_writes_a_complete_run_directory_with_bleu_and_chrf(trained, capsys):
+    folder, run, _ = trained
+    for name in ("config.json", "metrics.json", "history.csv", "model.keras",
+                 "source_vocabulary.txt", "target_vocabulary.txt", "plots/loss.png",
+                 "plots/attention_1.png", "saved_model/saved_model.pb"):
+        assert (run / name).is_file(), name
+    assert not (run / "checkpoints").exists()
+    metrics = json.loads((run / "metrics.json").read_text())
+    figures = metrics["test"]["test"]
+    assert figures["sentences"] == 5
+    for decoding in ("greedy", "beam"):
+        assert 0 <= figures[decoding]["bleu"] <= 100 and 0 <= figures[decoding]["chrf"] <= 100
+        assert figures[decoding]["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert figures["beam"]["beam_width"] == 2
+    assert metrics["data"]["pairs"] == {"train": 26, "val": 5, "test": 5}
+    assert "▁Hund" in (run / "target_vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    history = [line.split(",") for line in (run / "history.csv").read_text().splitlines()]
+    loss = history[0].index("loss")
+    assert len(history) == 3 and float(history[2][loss]) < float(history[1][loss])
+
+
+def test_saved_model_beam_search_equals_the_python_path(trained):
+    _, run, pairs = trained
+    _, config, translator = load_run(run)
+    texts = [pairs[0][0], "The happy cat sings.", "", "A word it has never seen!"]
+    expected = translator.translate(texts, beam_width=config.beam_width,
+                                    length_penalty=config.length_penalty)
+    serve = tf.saved_model.load(str(run / "saved_model")).signatures["serving_default"]
+    output = serve(text=tf.constant(texts))["translation"].numpy()
+    assert [t.decode("utf-8") for t in output] == expected
+    assert expected[2] == ""
+
+
+def test_predict_evaluate_and_export_from_the_command_line(trained, capsys):
+    folder, run, pairs = trained
+    (folder / "input.txt").write_text("The red dog runs.\n\nThe old man sleeps.\n",
+                                      encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["translate", "predict", "--run", str(run), "A man is riding a bike.",
+                     "--input", str(folder / "input.txt"), "--output",
+                     str(folder / "out.txt"), "--beam-width", "2", "--n-best", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[:2] for line in printed[:8]] == [
+        [str(i), str(r)] for i in range(1, 5) for r in (1, 2)
+    ]
+    assert len((folder / "out.txt").read_text(encoding="utf-8").splitlines()) == 8
+
+    (folder / "test.en").write_text("".join(en + "\n" for en, _ in pairs[:4]), encoding="utf-8")
+    (folder / "test.de").write_text("".join(de + "\n" for _, de in pairs[:4]), encoding="utf-8")
+    assert cli.main(["translate", "evaluate", "--run", str(run), "--src",
+                     str(folder / "test.en"), "--tgt", str(folder / "test.de"), "--output",
+                     str(folder / "figures.json")]) == 0
+    assert "BLEU signature: nrefs:1|case:mixed" in capsys.readouterr().out
+    figures = json.loads((folder / "figures.json").read_text())["test"]["test"]
+    assert figures["sentences"] == 4 and figures["beam"]["beam_width"] == 2
+
+    assert cli.main(["translate", "export", "--run", str(run), "--out",
+                     str(folder / "serving")]) == 0
+    assert (folder / "serving" / "saved_model.pb").is_file()
+
+
+def test_misaligned_files_are_reported_by_the_command_line(tmp_path, capsys):
+    (tmp_path / "a.en").write_text("One.\nTwo.\n", encoding="utf-8")
+    (tmp_path / "a.de").write_text("Eins.\n", encoding="utf-8")
+    status = cli.main(["translate", "train", "--src", str(tmp_path / "a.en"), "--tgt",
+                       str(tmp_path / "a.de"), "--out", str(tmp_path / "run")])
+    assert status == 2
+    error = capsys.readouterr().err
+    assert f"{tmp_path / 'a.en'}, line 2: the aligned files have different line counts" in error
+    status = cli.main(["translate", "train", "--data", str(tmp_path), "--out",
+                       str(tmp_path / "run")])
+    assert status == 2
+    assert "is a folder: name the languages" in capsys.readouterr().err
