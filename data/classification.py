@@ -1,0 +1,489 @@
+"""Text-classification input: labelled texts from three layouts, seeded stratified splits, tf.data.
+
+The layouts `read_labelled` recognises (any number of classes, at least two):
+
+- a table, `.csv` (comma, with the usual double-quote quoting) or `.tsv` / `.tab` (tab, no
+  quoting): a header line, then one example per row; the text and label columns are named by
+  `text_column` and `label_column`.
+- line files: a folder of files with one example per line, one file per class, the file names
+  giving the class. When the files share their stem (`rt-polarity.pos`, `rt-polarity.neg`) the
+  class is the suffix (`pos`, `neg`); otherwise it is the stem (`good.txt` -> `good`). Blank lines
+  are skipped and counted.
+- class folders: a folder with one sub-folder per class, each holding one file per example (the
+  aclImdb layout). Loose files beside the sub-folders (`README`, `urls_pos.txt`) are skipped and
+  reported.
+
+A folder with `train/` and `test/` sub-folders holds given splits, each in the line-files or
+class-folders layout; they are used as such. `classes` restricts any layout to the named classes
+(aclImdb's `train/unsup` holds unlabelled reviews: pass `classes=["neg", "pos"]`); examples of
+other classes are skipped and reported.
+
+Every example remembers where it came from (file and line), so that a bad one, or a label a
+trained model does not know, is reported as a `DataError` that names the place. Texts are decoded
+as UTF-8 (a byte-order mark is allowed).
+
+`stratified_split` makes the seeded, stratified train / held-out split used when no test split is
+given, and `make_dataset` the batches `(text string[batch], label_id int32[batch])`: the raw
+strings, because the models vectorise text with a `TextVectorization` layer of their own.
+"""
+
+import csv
+import dataclasses
+import io
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from data.errors import DataError
+
+TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/sentiment_sample.tsv)"
+SPLIT_FOLDERS = ("train", "test")
+
+# How many offending labels or lines a message lists before it says "and N more".
+_SHOWN = 5
+
+
+@dataclasses.dataclass
+class Examples:
+    """Labelled texts and where each one came from.
+
+    Attributes:
+        texts: the example texts.
+        labels: the class name of each text.
+        origins: `(file, line)` of each text; `line` is None when the whole file is the example.
+        source: a name for messages and reports (the file or folder read).
+        skipped: what the reader left out and why, as sentences.
+    """
+
+    texts: list
+    labels: list
+    origins: list
+    source: str
+    skipped: list = dataclasses.field(default_factory=list)
+
+    def __len__(self):
+        return len(self.texts)
+
+    def subset(self, indices):
+        """The examples at `indices`, in that order."""
+        return Examples(
+            texts=[self.texts[i] for i in indices],
+            labels=[self.labels[i] for i in indices],
+            origins=[self.origins[i] for i in indices],
+            source=self.source,
+            skipped=list(self.skipped),
+        )
+
+    def class_counts(self):
+        """`{class: number of examples}`, classes sorted."""
+        names, counts = np.unique(np.asarray(self.labels, dtype=object), return_counts=True)
+        return {str(name): int(count) for name, count in zip(names, counts)}
+
+
+@dataclasses.dataclass
+class LabelledData:
+    """What `read_labelled` found: the examples, and the given test split if there is one.
+
+    Attributes:
+        train: the examples to train on (all of them when `test` is None).
+        test: the given test split, or None when the caller should split `train`.
+        layout: "table", "line files" or "class folders".
+    """
+
+    train: Examples
+    test: Examples | None
+    layout: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_text(path):
+    """The UTF-8 text of `path` (a byte-order mark is dropped).
+
+    Raises:
+        DataError: the file is missing or holds bytes that are not UTF-8 (the line is named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", path=path)
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        bad = raw[error.start : error.end]
+        raise DataError(f"undecodable bytes {bad!r}; expected UTF-8 text", path=path, line=line)
+
+
+def read_lines(path):
+    """The lines of a UTF-8 text file, without line endings (for `predict --input`)."""
+    return read_text(path).splitlines()
+
+
+def read_table(path, text_column="text", label_column="label", classes=None):
+    """Reads a CSV or TSV file with a header line into `Examples`.
+
+    Args:
+        path: the file; `.tsv` and `.tab` are tab-separated without quoting, anything else is
+            comma-separated with double-quote quoting.
+        text_column: the header of the text column.
+        label_column: the header of the label column.
+        classes: keep only rows with these labels (the others are skipped and counted).
+
+    Raises:
+        DataError: an empty file, no data rows, a missing column, a row without a text or a
+            label, a row with too few fields, undecodable bytes.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if not text.strip():
+        raise DataError(
+            f"the file is empty; expected a header line naming the columns {text_column!r} and "
+            f"{label_column!r}, then one example per line",
+            path=path,
+        )
+    delimiter = TABLE_DELIMITERS.get(path.suffix.lower(), ",")
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    reader = csv.reader(
+        io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True
+    )
+    header = [name.strip() for name in next(reader)]
+    positions = {}
+    for name, flag in ((text_column, "--text-column"), (label_column, "--label-column")):
+        if name not in header:
+            raise DataError(
+                f"no column {name!r} (choose it with {flag}); the columns are: "
+                f"{', '.join(repr(h) for h in header)}",
+                path=path,
+                line=1,
+            )
+        positions[name] = header.index(name)
+    needed = max(positions.values()) + 1
+    texts, labels, origins = [], [], []
+    skipped = {}
+    line = reader.line_num
+    for row in _rows(reader, path):
+        # A quoted field may span lines: a row starts on the line after the previous row ended.
+        start, line = line + 1, reader.line_num
+        if not any(field.strip() for field in row):
+            skipped["blank"] = skipped.get("blank", 0) + 1
+            continue
+        if len(row) < needed:
+            raise DataError(
+                f"the row has {len(row)} fields; expected at least {needed} (the header has "
+                f"{len(header)})",
+                path=path,
+                line=start,
+            )
+        label = row[positions[label_column]].strip()
+        example = row[positions[text_column]]
+        for name, value in ((label_column, label), (text_column, example)):
+            if not value.strip():
+                raise DataError(f"no value in column {name!r}", path=path, line=start)
+        if classes is not None and label not in classes:
+            skipped.setdefault("labels", {}).setdefault(label, 0)
+            skipped["labels"][label] += 1
+            continue
+        texts.append(example)
+        labels.append(label)
+        origins.append((str(path), start))
+    if not texts and "labels" not in skipped:
+        raise DataError(
+            "the file has a header but no data rows; expected one example per line", path=path
+        )
+    notes = []
+    if skipped.get("blank"):
+        notes.append(f"{skipped['blank']} blank rows")
+    for label, count in skipped.get("labels", {}).items():
+        notes.append(f"{count} rows labelled {label!r} (not among the chosen classes)")
+    return Examples(texts, labels, origins, source=str(path), skipped=notes)
+
+
+def _rows(reader, path):
+    """The rows of a `csv.reader`; its errors (a quote never closed) are `DataError`s that name
+    the line where the bad row starts."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise DataError(
+                f"not a well-formed table: {error} in the row that starts here", path=path,
+                line=start,
+            ) from None
+
+
+def line_file_classes(paths):
+    """The class each line file stands for, from the file names.
+
+    Files that share their stem (`rt-polarity.pos`, `rt-polarity.neg`) are told apart by the
+    suffix; other files by the stem (`good.txt`, `bad.txt`).
+
+    Raises:
+        DataError: two files would give the same class.
+    """
+    paths = [Path(p) for p in paths]
+    stems = [p.stem for p in paths]
+    suffixes = [p.suffix.lstrip(".") for p in paths]
+    if len(set(stems)) == 1 and all(suffixes) and len(set(suffixes)) == len(paths):
+        return dict(zip(paths, suffixes))
+    if len(set(stems)) == len(paths):
+        return dict(zip(paths, stems))
+    names = ", ".join(p.name for p in paths)
+    raise DataError(
+        f"cannot tell the classes from the file names {names}: expected files that differ only "
+        "in their suffix (name.pos, name.neg) or in their stem (pos.txt, neg.txt)",
+        path=paths[0].parent,
+    )
+
+
+def read_line_files(paths, classes=None):
+    """Reads files with one example per line; the file names give the classes.
+
+    Args:
+        paths: the files, one per class (see `line_file_classes`).
+        classes: keep only these classes (other files are skipped and reported).
+
+    Raises:
+        DataError: an empty file, undecodable bytes, file names that do not tell the classes
+            apart.
+    """
+    paths = sorted(Path(p) for p in paths)
+    texts, labels, origins, notes = [], [], [], []
+    for path, label in line_file_classes(paths).items():
+        if classes is not None and label not in classes:
+            notes.append(f"{path.name} (class {label!r} is not among the chosen classes)")
+            continue
+        lines = read_text(path).splitlines()
+        blank = 0
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                blank += 1
+                continue
+            texts.append(line)
+            labels.append(label)
+            origins.append((str(path), number))
+        if blank == len(lines):
+            raise DataError("the file is empty; expected one example per line", path=path)
+        if blank:
+            notes.append(f"{blank} blank lines in {path.name}")
+    source = str(paths[0].parent) if paths else ""
+    return Examples(texts, labels, origins, source=source, skipped=notes)
+
+
+def read_class_folders(folder, classes=None):
+    """Reads a folder with one sub-folder per class, each holding one file per example.
+
+    Hidden entries (names starting with ".") are ignored; loose files beside the sub-folders,
+    and sub-folders of classes not in `classes`, are skipped and reported.
+
+    Raises:
+        DataError: an empty example file, undecodable bytes.
+    """
+    folder = Path(folder)
+    texts, labels, origins, notes = [], [], [], []
+    loose = []
+    for entry in _visible_entries(folder):
+        if not entry.is_dir():
+            loose.append(entry.name)
+            continue
+        if classes is not None and entry.name not in classes:
+            notes.append(f"folder {entry.name}/ (not among the chosen classes)")
+            continue
+        for path in _visible_entries(entry):
+            if not path.is_file():
+                notes.append(f"{entry.name}/{path.name} (not a file)")
+                continue
+            text = read_text(path)
+            if not text.strip():
+                raise DataError(
+                    "the file is empty; expected the text of one example", path=path
+                )
+            texts.append(text.strip())
+            labels.append(entry.name)
+            origins.append((str(path), None))
+    if loose:
+        notes.append(f"files beside the class folders: {_listing(loose)}")
+    return Examples(texts, labels, origins, source=str(folder), skipped=notes)
+
+
+def _visible_entries(folder):
+    return sorted(p for p in Path(folder).iterdir() if not p.name.startswith("."))
+
+
+def _listing(items):
+    items = list(items)
+    shown = ", ".join(str(i) for i in items[:_SHOWN])
+    return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+
+
+def _read_folder(folder, classes):
+    """`(Examples, layout)` of a folder in the line-files or class-folders layout."""
+    entries = _visible_entries(folder)
+    if not entries:
+        raise DataError(
+            "the folder is empty; expected one file per class (one example per line) or one "
+            "sub-folder per class",
+            path=folder,
+        )
+    if any(entry.is_dir() for entry in entries):
+        return read_class_folders(folder, classes), "class folders"
+    return read_line_files(entries, classes), "line files"
+
+
+def read_examples(path, text_column="text", label_column="label", classes=None):
+    """`(Examples, layout)` of one table file or one folder (without given splits)."""
+    path = Path(path)
+    if path.is_dir():
+        return _read_folder(path, classes)
+    if not path.exists():
+        raise DataError("file or folder not found", path=path)
+    return read_table(path, text_column, label_column, classes), "table"
+
+
+def read_labelled(path, text_column="text", label_column="label", classes=None):
+    """Reads labelled texts in any of the module's layouts, with the given splits if any.
+
+    Args:
+        path: a CSV/TSV file, or a folder (line files, class folders, or `train/` and `test/`
+            sub-folders holding either).
+        text_column, label_column: the table columns (tables only).
+        classes: keep only these classes; examples of others are skipped and reported.
+
+    Returns:
+        A `LabelledData`. Training needs at least two classes: see `check_several_classes`.
+
+    Raises:
+        DataError: unreadable or unsuitable input (see the readers).
+    """
+    path = Path(path)
+    names = {p.name for p in _visible_entries(path)} if path.is_dir() else set()
+    test = None
+    if set(SPLIT_FOLDERS) <= names and all((path / n).is_dir() for n in SPLIT_FOLDERS):
+        train, layout = _read_folder(path / "train", classes)
+        test, _ = _read_folder(path / "test", classes)
+        others = sorted(names - set(SPLIT_FOLDERS))
+        if others:
+            train.skipped.append(f"entries beside train/ and test/: {_listing(others)}")
+    else:
+        train, layout = read_examples(path, text_column, label_column, classes)
+    return LabelledData(train=train, test=test, layout=layout)
+
+
+def check_several_classes(examples, label_column=None):
+    """Raises `DataError` unless `examples` hold at least two classes."""
+    counts = examples.class_counts()
+    if len(counts) >= 2:
+        return
+    if not counts:
+        raise DataError("no examples of the chosen classes", path=examples.source)
+    (only,) = counts
+    lines = [line for _, line in examples.origins]
+    if label_column is not None:
+        raise DataError(
+            f"the label column {label_column!r} has one class ({only!r}) on every row (lines "
+            f"{lines[0]}-{lines[-1]}); expected at least two classes",
+            path=examples.source,
+        )
+    raise DataError(
+        f"found one class ({only!r}); expected at least two classes (one file or sub-folder "
+        "per class)",
+        path=examples.source,
+    )
+
+
+def load_sample():
+    """The labelled smoke-test sample shipped inside the package.
+
+    About 150 short English sentences (positive and negative opinions of films, food, gadgets
+    and places) written for seqlab so that `seqlab sentiment train` runs out of the box. It only
+    shows that the pipeline works; it is far too small to measure a model with.
+    """
+    resource = resources.files("data").joinpath("samples", "sentiment_sample.tsv")
+    with resources.as_file(resource) as path:
+        examples = read_table(path)
+    examples.source = SAMPLE_SOURCE
+    return examples
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels, splits and datasets
+
+
+def label_ids(examples, classes):
+    """The index in `classes` of each example's label.
+
+    Raises:
+        DataError: a label that is not in `classes` (unknown to a trained model), with the file
+            and line of its first example.
+    """
+    index = {name: i for i, name in enumerate(classes)}
+    unknown = [i for i, label in enumerate(examples.labels) if label not in index]
+    if unknown:
+        first = unknown[0]
+        path, line = examples.origins[first]
+        others = sorted({examples.labels[i] for i in unknown})
+        raise DataError(
+            f"unknown label {examples.labels[first]!r}; the model's classes are: "
+            f"{', '.join(classes)} (unknown labels: {_listing(repr(o) for o in others)}, on "
+            f"{len(unknown)} of {len(examples)} examples)",
+            path=path,
+            line=line,
+        )
+    return np.array([index[label] for label in examples.labels], dtype="int32")
+
+
+def stratified_split(examples, fraction, seed, name="test"):
+    """Splits off a seeded, stratified share of `examples`.
+
+    Args:
+        examples: the examples to split.
+        fraction: the share held out, in (0, 1).
+        seed: the random seed of the split.
+        name: what the held-out share is for, for messages.
+
+    Returns:
+        `(kept, held_out)` `Examples`, each in the original order.
+
+    Raises:
+        DataError: too few examples of some class to split.
+    """
+    from sklearn.model_selection import train_test_split
+
+    indices = np.arange(len(examples))
+    try:
+        kept, held_out = train_test_split(
+            indices, test_size=fraction, random_state=seed, stratify=examples.labels
+        )
+    except ValueError as error:
+        counts = ", ".join(f"{k}: {v}" for k, v in examples.class_counts().items())
+        raise DataError(
+            f"cannot make a stratified {name} split of {len(examples)} examples ({counts}) "
+            f"with fraction {fraction}: {error}",
+            path=examples.source,
+        ) from None
+    return examples.subset(np.sort(kept)), examples.subset(np.sort(held_out))
+
+
+def make_dataset(texts, labels, batch_size, shuffle_seed=None):
+    """Batches `(text string[batch], label int32[batch])`, shuffled each epoch when seeded.
+
+    Args:
+        texts: the raw texts.
+        labels: class ids (`label_ids`).
+        batch_size: examples per batch (the last batch may be smaller).
+        shuffle_seed: shuffle the whole set anew each epoch with this seed; None keeps the order.
+    """
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(list(texts), dtype=tf.string), tf.constant(labels, dtype=tf.int32))
+    )
+    if shuffle_seed is not None:
+        dataset = dataset.shuffle(len(texts), seed=shuffle_seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)

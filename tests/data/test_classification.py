@@ -1,0 +1,280 @@
+"""Tests of data/classification.py: each input layout, the splits, and each bad input."""
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data.classification import (
+    check_several_classes,
+    label_ids,
+    line_file_classes,
+    load_sample,
+    make_dataset,
+    read_labelled,
+    read_lines,
+    read_table,
+    stratified_split,
+)
+from data.errors import DataError
+
+
+def write(path, text, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
+
+
+def make_class_folders(root, reviews):
+    """`root/<class>/<n>.txt` for each `{class: [texts]}`."""
+    for label, texts in reviews.items():
+        for number, text in enumerate(texts):
+            write(root / label / f"{number}_{label}.txt", text)
+    return root
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def test_csv_with_named_columns_quoting_and_three_classes(tmp_path):
+    path = write(
+        tmp_path / "reviews.csv",
+        'id,review,stars\n'
+        '1,"Fine, if slow.",mixed\n'
+        '2,"A ""great"" film\nover two lines",good\n'
+        '3,Dreadful.,bad\n'
+        '\n'
+        '4,Lovely.,good\n',
+    )
+    examples = read_table(path, text_column="review", label_column="stars")
+    assert examples.texts == ["Fine, if slow.", 'A "great" film\nover two lines', "Dreadful.",
+                              "Lovely."]
+    assert examples.labels == ["mixed", "good", "bad", "good"]
+    # Line numbers are where each row starts; the quoted field spans lines 3-4.
+    assert [line for _, line in examples.origins] == [2, 3, 5, 7]
+    assert examples.class_counts() == {"bad": 1, "good": 2, "mixed": 1}
+    assert examples.skipped == ["1 blank rows"]
+
+
+def test_tsv_is_tab_separated_without_quoting(tmp_path):
+    path = write(tmp_path / "s.tsv", 'label\ttext\npos\tthe " conan " of films\nneg\tbad , bad\n')
+    examples = read_table(path)
+    assert examples.texts == ['the " conan " of films', "bad , bad"]
+    assert examples.labels == ["pos", "neg"]
+
+
+def test_classes_keep_only_the_chosen_labels_and_report_the_others(tmp_path):
+    path = write(tmp_path / "s.csv", "text,label\na,pos\nb,neutral\nc,neg\nd,neutral\n")
+    examples = read_table(path, classes=["pos", "neg"])
+    assert examples.labels == ["pos", "neg"]
+    assert examples.skipped == ["2 rows labelled 'neutral' (not among the chosen classes)"]
+
+
+def test_embedded_sample_is_a_balanced_two_class_table():
+    sample = load_sample()
+    assert sample.class_counts() == {"negative": 75, "positive": 75}
+    assert "smoke-test sample" in sample.source
+
+
+# ---------------------------------------------------------------------------------------------
+# Line files
+
+
+def test_line_files_named_by_suffix_with_blank_lines_reported(tmp_path):
+    write(tmp_path / "rt-polarity.pos", "a joy to watch . \nsharp and funny\n")
+    write(tmp_path / "rt-polarity.neg", "tedious .\n\nflat\n")
+    data = read_labelled(tmp_path)
+    assert data.layout == "line files" and data.test is None
+    assert data.train.labels == ["neg", "neg", "pos", "pos"]
+    assert data.train.texts[:2] == ["tedious .", "flat"]
+    assert data.train.origins[1] == (str(tmp_path / "rt-polarity.neg"), 3)
+    assert data.train.skipped == ["1 blank lines in rt-polarity.neg"]
+
+
+def test_line_file_classes_come_from_the_stem_when_suffixes_agree(tmp_path):
+    paths = [tmp_path / "happy.txt", tmp_path / "sad.txt", tmp_path / "angry.txt"]
+    assert list(line_file_classes(paths).values()) == ["happy", "sad", "angry"]
+    with pytest.raises(DataError, match=r"cannot tell the classes from the file names a\.neg, "
+                                        r"a\.pos, b\.pos: expected files that differ only"):
+        line_file_classes([tmp_path / "a.neg", tmp_path / "a.pos", tmp_path / "b.pos"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Class folders
+
+
+def test_class_folders_with_given_splits_and_loose_files(tmp_path):
+    root = tmp_path / "aclImdb"
+    make_class_folders(root / "train", {"pos": ["great<br />film", "fun"], "neg": ["dull"],
+                                        "unsup": ["no label"]})
+    make_class_folders(root / "test", {"pos": ["superb"], "neg": ["awful", "poor"]})
+    write(root / "train" / "urls_pos.txt", "http://example.org\n")
+    write(root / "imdb.vocab", "the\n")
+    data = read_labelled(root, classes=["neg", "pos"])
+    assert data.layout == "class folders"
+    assert data.train.labels == ["neg", "pos", "pos"] and data.train.texts[1] == "great<br />film"
+    assert data.test.labels == ["neg", "neg", "pos"]
+    assert data.train.origins[0] == (str(root / "train" / "neg" / "0_neg.txt"), None)
+    assert data.train.skipped == [
+        "folder unsup/ (not among the chosen classes)",
+        "files beside the class folders: urls_pos.txt",
+        "entries beside train/ and test/: imdb.vocab",
+    ]
+
+
+def test_class_folders_without_splits(tmp_path):
+    make_class_folders(tmp_path, {"a": ["x", "y"], "b": ["z"], "c": ["w"]})
+    data = read_labelled(tmp_path)
+    assert data.test is None and data.train.class_counts() == {"a": 2, "b": 1, "c": 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# Splits and datasets
+
+
+def test_stratified_split_is_seeded_and_keeps_class_shares(tmp_path):
+    labels = ["a"] * 60 + ["b"] * 30 + ["c"] * 10
+    path = write(tmp_path / "d.csv", "text,label\n" + "".join(
+        f"text {i},{label}\n" for i, label in enumerate(labels)))
+    examples = read_table(path)
+    kept, held_out = stratified_split(examples, 0.1, seed=7)
+    assert held_out.class_counts() == {"a": 6, "b": 3, "c": 1}
+    assert kept.class_counts() == {"a": 54, "b": 27, "c": 9}
+    assert sorted(kept.texts + held_out.texts) == sorted(examples.texts)
+    again, _ = stratified_split(examples, 0.1, seed=7)
+    other, _ = stratified_split(examples, 0.1, seed=8)
+    assert again.texts == kept.texts and other.texts != kept.texts
+
+
+def test_make_dataset_batches_raw_strings_and_label_ids():
+    dataset = make_dataset(["a b", "c", "d e f"], np.array([0, 1, 2]), batch_size=2)
+    assert dataset.element_spec == (
+        tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32)
+    )
+    texts, labels = next(iter(dataset))
+    assert texts.numpy().tolist() == [b"a b", b"c"] and labels.numpy().tolist() == [0, 1]
+
+
+def test_read_lines_keeps_blank_lines(tmp_path):
+    assert read_lines(write(tmp_path / "in.txt", "one\n\nthree\n")) == ["one", "", "three"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+def test_missing_column_names_the_file_the_header_line_and_the_columns(tmp_path):
+    path = write(tmp_path / "reviews.csv", "text,sentiment\ngood,pos\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 1: no column 'label' (choose it with --label-column); the columns are: "
+        "'text', 'sentiment'"
+    )):
+        read_table(path)
+    with pytest.raises(DataError, match=r"line 1: no column 'review' \(choose it with "
+                                        r"--text-column\)"):
+        read_table(path, text_column="review", label_column="sentiment")
+
+
+def test_label_column_with_one_class(tmp_path):
+    path = write(tmp_path / "one.csv", "text,label\na,pos\nb,pos\nc,pos\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}: the label column 'label' has one class ('pos') on every row (lines 2-4); "
+        "expected at least two classes"
+    )):
+        check_several_classes(read_table(path), "label")
+
+
+def test_folder_with_one_class(tmp_path):
+    write(tmp_path / "reviews.pos", "good\n")
+    with pytest.raises(DataError, match=r"found one class \('pos'\); expected at least two "
+                                        r"classes"):
+        check_several_classes(read_labelled(tmp_path).train)
+
+
+@pytest.mark.parametrize("name", ["empty.csv", "blank.tsv"])
+def test_empty_table(tmp_path, name):
+    path = write(tmp_path / name, "" if name == "empty.csv" else "\n \n")
+    with pytest.raises(DataError, match=re.escape(f"{path}: the file is empty; expected a header "
+                                                  "line naming the columns 'text' and 'label'")):
+        read_table(path)
+
+
+def test_header_without_rows(tmp_path):
+    path = write(tmp_path / "h.csv", "text,label\n")
+    with pytest.raises(DataError, match=r"h\.csv: the file has a header but no data rows"):
+        read_table(path)
+
+
+def test_empty_line_file_and_empty_example_file(tmp_path):
+    write(tmp_path / "lines" / "r.pos", "good\n")
+    empty = write(tmp_path / "lines" / "r.neg", "\n\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{empty}: the file is empty; expected one example per line"
+    )):
+        read_labelled(tmp_path / "lines")
+    make_class_folders(tmp_path / "folders", {"pos": ["good"], "neg": ["  \n"]})
+    with pytest.raises(DataError, match=r"0_neg\.txt: the file is empty; expected the text of "
+                                        r"one example"):
+        read_labelled(tmp_path / "folders")
+
+
+def test_undecodable_bytes_name_the_line(tmp_path):
+    path = write(tmp_path / "latin.csv", "text,label\ngood,pos\ncaf\xe9 au lait,neg\n", "latin-1")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: undecodable bytes b'\\xe9'; expected UTF-8 text"
+    )):
+        read_table(path)
+    write(tmp_path / "lines" / "r.pos", "ok\n")
+    bad = write(tmp_path / "lines" / "r.neg", b"fine\nbad \xff\n")
+    with pytest.raises(DataError, match=re.escape(f"{bad}, line 2: undecodable bytes")):
+        read_labelled(tmp_path / "lines")
+
+
+def test_row_without_a_label_or_with_too_few_fields(tmp_path):
+    path = write(tmp_path / "gaps.csv", "text,label\ngood,pos\nbad,\n")
+    with pytest.raises(DataError, match=re.escape(f"{path}, line 3: no value in column 'label'")):
+        read_table(path)
+    path = write(tmp_path / "short.tsv", "text\tlabel\ngood\tpos\nbad\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: the row has 1 fields; expected at least 2 (the header has 2)"
+    )):
+        read_table(path)
+
+
+def test_unclosed_quote_is_a_data_error(tmp_path):
+    path = write(tmp_path / "q.csv", 'text,label\ngood,pos\n"never closed,neg\n')
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: not a well-formed table: unexpected end of data in the row that starts "
+        "here"
+    )):
+        read_table(path)
+
+
+def test_unknown_label_at_evaluation_names_file_and_line(tmp_path):
+    path = write(tmp_path / "eval.csv", "text,label\ngood,pos\nmeh,neutral\nok,neutral\n")
+    examples = read_table(path)
+    np.testing.assert_array_equal(label_ids(read_table(path, classes=["pos"]), ["neg", "pos"]),
+                                  [1])
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: unknown label 'neutral'; the model's classes are: neg, pos (unknown "
+        "labels: 'neutral', on 2 of 3 examples)"
+    )):
+        label_ids(examples, ["neg", "pos"])
+
+
+def test_split_with_too_few_examples_per_class(tmp_path):
+    path = write(tmp_path / "tiny.csv", "text,label\na,pos\nb,pos\nc,neg\n")
+    with pytest.raises(DataError, match=r"tiny\.csv: cannot make a stratified test split of 3 "
+                                        r"examples \(neg: 1, pos: 2\)"):
+        stratified_split(read_table(path), 0.5, seed=0)
+
+
+def test_missing_file_or_empty_folder(tmp_path):
+    with pytest.raises(DataError, match=r"nothing\.csv: file or folder not found"):
+        read_labelled(tmp_path / "nothing.csv")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match=r"empty: the folder is empty; expected one file per "
+                                        r"class"):
+        read_labelled(tmp_path / "empty")
