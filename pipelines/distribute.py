@@ -17,10 +17,11 @@ guide): only the chief writes the run directory.
 
 Keras 3.15 does not run `model.fit` under `MultiWorkerMirroredStrategy` as it
 is (keras-team/keras#20585): its trainer calls `strategy.reduce(..., axis=0)`
-on scalar logs and on nested batches, which that strategy refuses. The
-strategy is therefore subclassed to accept exactly those two calls (a scalar
-with `axis=0` reduces with `axis=None`; a nested value reduces leaf by leaf);
-the training itself is TensorFlow's collective all-reduce, unchanged.
+on scalar logs, and `strategy.reduce` on a nested example batch, which that
+strategy refuses. The strategy is therefore subclassed to accept exactly those
+two calls (a scalar with `axis=0` reduces with `axis=None`; the nested example
+batch is taken from the local replica); the training itself is TensorFlow's
+collective all-reduce, unchanged.
 """
 
 import json
@@ -47,7 +48,10 @@ class _KerasMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrateg
 
     def reduce(self, reduce_op, value, axis):
         if tf.nest.is_nested(value):
-            return tf.nest.map_structure(lambda v: self.reduce(reduce_op, v, axis), value)
+            # Keras passes a nested value only to get one example batch from which it builds
+            # the model's variables; the local batch serves (the workers' batches may differ in
+            # size, so a collective reduction of them could fail).
+            return tf.nest.map_structure(lambda v: self.experimental_local_results(v)[0], value)
         if axis is not None and value.shape.rank == 0:
             axis = None
         return super().reduce(reduce_op, value, axis)

@@ -90,7 +90,9 @@ def test_mirrored_training_writes_a_complete_run(tmp_path):
 
 
 def test_two_workers_train_and_only_the_chief_writes(tmp_path):
-    data = _write_series(tmp_path / "series.csv")
+    # 123 rows give 11 validation windows: the workers' validation batches differ in size (6
+    # and 5), which Keras's model building under MultiWorkerMirroredStrategy must survive.
+    data = _write_series(tmp_path / "series.csv", rows=123)
     out = tmp_path / "run"
     workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
     command = [
