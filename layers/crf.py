@@ -6,10 +6,16 @@
 it with `model.fit` on the negative log-likelihood of the gold tags.
 """
 
+import numbers
+
 import keras
 import tensorflow as tf
 
 from layers.registry import serializable
+
+
+# The score added to forbidden transitions: finite, so that log-space sums stay free of NaN.
+FORBIDDEN_SCORE = -1e4
 
 
 def _check_num_tags(num_tags):
@@ -23,6 +29,33 @@ def _fresh_initializer(initializer):
     """A new instance with the same config: an unseeded Keras initializer instance draws its
     seed once, so reusing one instance would give two same-shaped weights equal values."""
     return initializer.__class__.from_config(initializer.get_config())
+
+
+def _is_tag_id(value, num_tags):
+    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            and 0 <= value < num_tags)
+
+
+def _check_start_tags(tag_ids, num_tags):
+    """`forbidden_start_tags` as a sorted list of distinct ints, or [] for None."""
+    tag_ids = [] if tag_ids is None else list(tag_ids)
+    if not all(_is_tag_id(t, num_tags) for t in tag_ids):
+        raise ValueError(
+            f"`forbidden_start_tags` must hold tag ids in [0, num_tags={num_tags}). "
+            f"Received: forbidden_start_tags={tag_ids!r}"
+        )
+    return sorted({int(t) for t in tag_ids})
+
+
+def _check_tag_pairs(pairs, num_tags):
+    """`forbidden_transitions` as a sorted list of distinct `[i, j]` pairs, or [] for None."""
+    pairs = [] if pairs is None else [list(pair) for pair in pairs]
+    if not all(len(pair) == 2 and all(_is_tag_id(t, num_tags) for t in pair) for pair in pairs):
+        raise ValueError(
+            "`forbidden_transitions` must hold pairs [from_tag, to_tag] of tag ids in "
+            f"[0, num_tags={num_tags}). Received: forbidden_transitions={pairs!r}"
+        )
+    return [list(pair) for pair in sorted({(int(i), int(j)) for i, j in pairs})]
 
 
 def _keras_mask(tensor):
@@ -56,6 +89,12 @@ class CRF(keras.layers.Layer):
         delta_t[j] = x_t[j] + max_i(delta_{t-1}[i] + A[i, j]),  psi_t[j] = argmax_i(...)
         y*_L = argmax_j(delta_L[j] + b_end[j]),  y*_{t-1} = psi_t[y*_t]
 
+    Constraints: `forbidden_transitions` (pairs i -> j) and `forbidden_start_tags` get the
+    constant score FORBIDDEN_SCORE = -10^4 added to A[i, j] and b_start[j]. A sequence that uses
+    one has a probability below e^-9000 relative to an allowed one, so Viterbi never returns it
+    and Z is (in floating point) the sum over the allowed sequences; in BIO, forbidding O -> I-X,
+    B-X -> I-Y, I-X -> I-Y (X != Y) and starts with I-X makes every decoded sequence valid.
+
     Masks: the chain runs over the unmasked steps in order; masked steps are skipped (a mask
     with holes links the steps on either side of the hole). A sequence with no unmasked step has
     score 0 and log Z = 0. Decoded tags at masked steps are 0.
@@ -67,6 +106,8 @@ class CRF(keras.layers.Layer):
         boundary_initializer: initializer of b_start and b_end.
         transitions_regularizer: regularizer of A.
         transitions_constraint: constraint of A.
+        forbidden_transitions: pairs `[i, j]` of tag ids: tag j may not follow tag i.
+        forbidden_start_tags: tag ids that may not start a sequence.
 
     Call arguments:
         potentials: float `[batch, time, num_tags]`.
@@ -94,10 +135,14 @@ class CRF(keras.layers.Layer):
         boundary_initializer="zeros",
         transitions_regularizer=None,
         transitions_constraint=None,
+        forbidden_transitions=None,
+        forbidden_start_tags=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         _check_num_tags(num_tags)
+        self.forbidden_transitions = _check_tag_pairs(forbidden_transitions, num_tags)
+        self.forbidden_start_tags = _check_start_tags(forbidden_start_tags, num_tags)
         if not isinstance(use_boundary_transitions, bool):
             raise ValueError(
                 "`use_boundary_transitions` must be True or False. "
@@ -160,6 +205,8 @@ class CRF(keras.layers.Layer):
             boundary_initializer=keras.initializers.serialize(self.boundary_initializer),
             transitions_regularizer=keras.regularizers.serialize(self.transitions_regularizer),
             transitions_constraint=keras.constraints.serialize(self.transitions_constraint),
+            forbidden_transitions=self.forbidden_transitions,
+            forbidden_start_tags=self.forbidden_start_tags,
         )
         return config
 
@@ -170,8 +217,7 @@ class CRF(keras.layers.Layer):
         """log Z(x) by the forward algorithm, float `[batch]`."""
         self._build_for(potentials)
         potentials, mask, lengths, _ = self._left_aligned(potentials, mask)
-        start, end = self._boundary_scores(potentials.dtype)
-        transitions = tf.cast(self.transitions, potentials.dtype)
+        transitions, start, end = self._scores(potentials.dtype)
 
         def forward_step(alpha, step):
             potentials_t, mask_t, is_first = step
@@ -193,12 +239,12 @@ class CRF(keras.layers.Layer):
         potentials, mask, lengths, order = self._left_aligned(potentials, mask)
         tag_ids = tf.gather(tf.cast(tag_ids, tf.int32), order, batch_dims=1)
         tag_ids = tf.where(mask, tag_ids, tf.zeros_like(tag_ids))  # any id may pad
-        start, end = self._boundary_scores(potentials.dtype)
+        transitions, start, end = self._scores(potentials.dtype)
         weights = tf.cast(mask, potentials.dtype)
         unary = tf.gather(potentials, tag_ids, batch_dims=2)
         score = tf.reduce_sum(unary * weights, axis=1)
         pairs = tf.stack([tag_ids[:, :-1], tag_ids[:, 1:]], axis=-1)
-        binary = tf.gather_nd(tf.cast(self.transitions, potentials.dtype), pairs)
+        binary = tf.gather_nd(transitions, pairs)
         score += tf.reduce_sum(binary * weights[:, 1:], axis=1)
         has_steps = lengths > 0
         first = tag_ids[:, 0]
@@ -222,8 +268,7 @@ class CRF(keras.layers.Layer):
         self._build_for(potentials)
         original_mask = mask
         potentials, mask, lengths, order = self._left_aligned(potentials, mask)
-        start, end = self._boundary_scores(potentials.dtype)
-        transitions = tf.cast(self.transitions, potentials.dtype)
+        transitions, start, end = self._scores(potentials.dtype)
         num_tags = tf.shape(potentials)[-1]
         batch_size = tf.shape(potentials)[0]
         stay = tf.broadcast_to(tf.range(num_tags)[None, :], [batch_size, num_tags])
@@ -277,11 +322,28 @@ class CRF(keras.layers.Layer):
             self.build(tuple(potentials.shape))
             self.built = True
 
-    def _boundary_scores(self, dtype):
+    def _scores(self, dtype):
+        """`(A, b_start, b_end)` with the forbidden entries' FORBIDDEN_SCORE added."""
+        transitions = tf.cast(self.transitions, dtype)
         if self.use_boundary_transitions:
-            return tf.cast(self.start_transitions, dtype), tf.cast(self.end_transitions, dtype)
-        zeros = tf.zeros([self.num_tags], dtype)
-        return zeros, zeros
+            start = tf.cast(self.start_transitions, dtype)
+            end = tf.cast(self.end_transitions, dtype)
+        else:
+            start = end = tf.zeros([self.num_tags], dtype)
+        if self.forbidden_transitions:
+            penalty = tf.scatter_nd(
+                self.forbidden_transitions,
+                tf.fill([len(self.forbidden_transitions)], tf.cast(FORBIDDEN_SCORE, dtype)),
+                [self.num_tags, self.num_tags],
+            )
+            transitions += penalty
+        if self.forbidden_start_tags:
+            start += tf.scatter_nd(
+                [[tag] for tag in self.forbidden_start_tags],
+                tf.fill([len(self.forbidden_start_tags)], tf.cast(FORBIDDEN_SCORE, dtype)),
+                [self.num_tags],
+            )
+        return transitions, start, end
 
     @staticmethod
     def _left_aligned(potentials, mask):

@@ -32,6 +32,7 @@ from keras import ops
 from data.conll import (
     SAMPLE_PATH,
     SCHEMES,
+    Sentence,
     TaggingVocabulary,
     encode_sentences,
     find_split_files,
@@ -115,10 +116,16 @@ class NerConfig(TrainConfig):
     crf: bool = option(
         False, "decode with a CRF trained on the sentence log-likelihood (default: softmax)"
     )
+    crf_constraints: bool = option(
+        True,
+        "with --crf, forbid the transitions that make invalid BIO (O -> I-X, B-X or I-X -> "
+        "I-Y, a sentence starting with I-X), so every decoded sequence is valid",
+    )
     learning_rate: float = option(1e-3, "Adam learning rate")
     clipnorm: float | None = option(5.0, "gradient norm clipping of Adam")
     patience: int = option(
-        5, "epochs without a better validation entity F1 before stopping (best weights restored)"
+        5, "epochs without a better validation entity F1 (once above 0) before stopping; the "
+        "best epoch's weights are restored"
     )
     val_fraction: float = option(
         0.1, "share of training sentences held out for validation when there is no such file"
@@ -232,7 +239,8 @@ def load_splits(config):
     return TaggingSplits(
         sentences["train"], sentences["validation"], sentences["test"], sources,
         [{"file": c.path, "read": c.describe(), "documents": c.documents,
-          "repairs": c.repairs} for c in read.values()],
+          "repairs": c.repairs, "invisible_characters_removed_on_lines": c.invisible_lines}
+         for c in read.values()],
     )
 
 
@@ -343,6 +351,24 @@ class CharacterEncoder(keras.layers.Layer):
         return config
 
 
+def bio_transition_constraints(tags):
+    """`(forbidden_transitions, forbidden_start_tags)` of a BIO tag list, as `CRF` takes them.
+
+    I-X may only follow B-X or I-X, so O -> I-X, B-Y -> I-X and I-Y -> I-X (Y != X) are
+    forbidden, and so is a sequence starting with I-X.
+    """
+    ids = {tag: i for i, tag in enumerate(tags)}
+    forbidden, starts = [], []
+    for tag, to_id in ids.items():
+        if not tag.startswith("I-"):
+            continue
+        starts.append(to_id)
+        kind = tag[2:]
+        forbidden += [[from_id, to_id] for previous, from_id in ids.items()
+                      if previous not in (f"B-{kind}", f"I-{kind}")]
+    return forbidden, starts
+
+
 def build_model(config, vocabulary):
     """The tagger, compiled.
 
@@ -380,7 +406,12 @@ def build_model(config, vocabulary):
             num_tags, kernel_initializer=head_initializer, name="potentials"
         )(hidden)
         encoder = keras.Model([token_ids, char_ids], potentials, name="encoder")
-        model = CRFModel(encoder, crf=CRF(num_tags, name="crf"), name="bilstm_crf_tagger")
+        forbidden, forbidden_starts = (
+            bio_transition_constraints(vocabulary.tags) if config.crf_constraints else ([], [])
+        )
+        crf = CRF(num_tags, forbidden_transitions=forbidden,
+                  forbidden_start_tags=forbidden_starts, name="crf")
+        model = CRFModel(encoder, crf=crf, name="bilstm_crf_tagger")
         model.compile(optimizer=optimizer)
     else:
         probabilities = keras.layers.Dense(
@@ -496,33 +527,52 @@ def conll_text(sentences, *tag_columns):
     return "\n\n".join(blocks) + "\n"
 
 
-class ValidationEntityF1(keras.callbacks.Callback):
-    """Adds `val_f1`, the validation split's entity F1 (strict IOB2), to every epoch's logs.
+class EntityF1EarlyStopping(keras.callbacks.Callback):
+    """Scores the validation entity F1 every epoch, stops when it stalls, keeps the best weights.
 
-    Early stopping on it selects the epoch by the figure the run reports, which the loss does
-    not track well: with nearly every token O, the loss keeps improving on O tokens while the
-    entity F1 stalls, or the reverse. Put it before `EpochHistory` so that history.csv has the
-    column.
+    Adds `val_f1` (strict IOB2) to every epoch's logs; put it before `EpochHistory` so that
+    history.csv has the column. Stopping on the F1 selects the epoch by the figure the run
+    reports, which the loss does not track well (with nearly every token O, the loss keeps
+    improving on O tokens while the entity F1 stalls, or the reverse). The patience counts from
+    the first epoch with an F1 above 0: a tagger first learns that most tokens are O and finds
+    no entity for a number of epochs that depends on the data's size, and those epochs say
+    nothing about when to stop. At the end of training the best epoch's weights are restored.
 
     Args:
         vocabulary: the run's `TaggingVocabulary`.
         sentences: the validation sentences (with tags).
+        patience: epochs without a better F1 before training stops.
     """
 
-    def __init__(self, vocabulary, sentences):
+    def __init__(self, vocabulary, sentences, patience):
         super().__init__()
         self.vocabulary = vocabulary
         self.sentences = sentences
         self.gold = [s.tags for s in sentences]
+        self.patience = patience
         self._decoder = None
+
+    def on_train_begin(self, logs=None):
+        self.best_f1, self.best_weights, self.wait = 0.0, None, 0
 
     def on_epoch_end(self, epoch, logs=None):
         if self._decoder is None:
             self._decoder = make_tag_decoder(self.model)
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
                                  decoder=self._decoder)
+        f1 = entity_scores(self.gold, predicted)["f1"]
         if logs is not None:
-            logs["val_f1"] = entity_scores(self.gold, predicted)["f1"]
+            logs["val_f1"] = f1
+        if f1 > self.best_f1:
+            self.best_f1, self.best_weights, self.wait = f1, self.model.get_weights(), 0
+        elif self.best_f1 > 0:
+            self.wait += 1
+            if self.wait >= self.patience:
+                self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self.best_weights is not None:
+            self.model.set_weights(self.best_weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -618,13 +668,8 @@ def train(config, overwrite=False, callbacks=()):
     with distribution.scope():
         model = build_model(config, vocabulary)
     batch_size = distribution.global_batch_size(config.batch_size)
-    fit_callbacks = [ValidationEntityF1(vocabulary, splits.validation)]
-    fit_callbacks += training_callbacks(run) + [
-        keras.callbacks.EarlyStopping(
-            monitor="val_f1", mode="max", patience=config.patience, restore_best_weights=True
-        ),
-        *callbacks,
-    ]
+    fit_callbacks = [EntityF1EarlyStopping(vocabulary, splits.validation, config.patience)]
+    fit_callbacks += training_callbacks(run) + list(callbacks)
     started = time.perf_counter()
     model.fit(
         distribution.shard(fit_inputs(make_tagging_dataset(
@@ -768,10 +813,11 @@ def predict(run, data=None, output=None, text=None, input=None, input_format="au
     """
     if isinstance(text, (list, tuple)):
         text = " ".join(text)
+    tokens = text.split() if text else []
     if data is not None and input is not None:
         raise UsageError("give the file to tag with --input or --data, not both")
     source_file = input if input is not None else data
-    if (source_file is None) == (not text):
+    if (source_file is None) == (not tokens):
         raise UsageError(
             'give either a sentence (predict --run DIR "Einstein was born in Ulm") or a file '
             "(--input FILE)"
@@ -780,9 +826,6 @@ def predict(run, data=None, output=None, text=None, input=None, input_format="au
     if source_file is not None:
         sentences = read_prediction_input(source_file, input_format, config.token_column).sentences
     else:
-        from data.conll import Sentence
-
-        tokens = text.split()
         sentences = [Sentence(tokens, None, [1] * len(tokens))]
     tags = predict_tags(model, vocabulary, sentences)
     path = Path(output) if output else (record.file("predictions.conll") if source_file else None)

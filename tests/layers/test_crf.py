@@ -74,6 +74,29 @@ def test_log_partition_and_viterbi_match_brute_force_enumeration(use_boundary_tr
         np.testing.assert_allclose(best_scores[row], scores[best], atol=1e-5)
 
 
+def test_forbidden_transitions_are_never_decoded_and_drop_out_of_the_partition():
+    crf = random_crf()
+    forbidden, forbidden_starts = [[0, 1], [2, 1], [1, 1]], [1]
+    constrained = CRF(NUM_TAGS, forbidden_transitions=forbidden,
+                      forbidden_start_tags=forbidden_starts)
+    constrained.build((None, None, NUM_TAGS))
+    constrained.set_weights(crf.get_weights())
+    potentials = potentials_like(MASK, seed=5)
+    potentials[..., 1] += 3.0  # tag 1 would win everywhere without the constraints
+    log_z = constrained.log_partition(potentials, MASK).numpy()
+    tags = constrained(potentials, mask=MASK).numpy()
+    for row in range(len(MASK)):
+        allowed = {
+            path: score for path, score in enumerate_scores(crf, potentials[row], MASK[row]).items()
+            if not (path and path[0] in forbidden_starts)
+            and not any([a, b] in forbidden for a, b in zip(path[:-1], path[1:]))
+        }
+        expected_log_z = log_sum_exp(allowed.values()) if MASK[row].any() else 0.0
+        np.testing.assert_allclose(log_z[row], expected_log_z, atol=1e-4)
+        best = max(allowed, key=allowed.get)
+        np.testing.assert_array_equal(tags[row][MASK[row]], best)
+
+
 def test_sequence_score_and_likelihood_match_the_definition():
     crf = random_crf()
     potentials = potentials_like(MASK)
@@ -147,7 +170,8 @@ def test_layer_contract(tmp_path):
     model = run_layer_test(
         CRF,
         {"num_tags": NUM_TAGS, "use_boundary_transitions": True,
-         "transitions_regularizer": "l2"},
+         "transitions_regularizer": "l2", "forbidden_transitions": [[0, 2]],
+         "forbidden_start_tags": [2]},
         potentials,
         expected_output_shape=(len(MASK), MASK.shape[1]),
         run_fit=False,  # the output is integer tags; training goes through CRFModel
@@ -232,6 +256,12 @@ def test_sample_weights_weight_sequences():
         ({"num_tags": True}, "Received: num_tags=True"),
         ({"num_tags": 3, "use_boundary_transitions": "yes"},
          "Received: use_boundary_transitions='yes'"),
+        ({"num_tags": 3, "forbidden_transitions": [[0, 3]]},
+         r"Received: forbidden_transitions=\[\[0, 3\]\]"),
+        ({"num_tags": 3, "forbidden_transitions": [[0, 1, 2]]},
+         r"must hold pairs \[from_tag, to_tag\]"),
+        ({"num_tags": 3, "forbidden_start_tags": [-1]},
+         r"Received: forbidden_start_tags=\[-1\]"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, message):

@@ -17,6 +17,7 @@ from layers import CRFModel
 from pipelines.ner import (
     CharacterEncoder,
     NerConfig,
+    bio_transition_constraints,
     build_model,
     entity_scores,
     fit_inputs,
@@ -254,6 +255,10 @@ def test_padding_changes_neither_loss_nor_metrics(crf):
     assert predicted == one_by_one
     assert entity_scores(gold_tags, predicted) == entity_scores(gold_tags, one_by_one)
     assert isinstance(model, CRFModel) == crf
+    if crf:  # the BIO constraints hold even for an untrained model
+        for tags in predicted:
+            for previous, tag in zip(["O"] + tags, tags):
+                assert not tag.startswith("I-") or previous[2:] == tag[2:]
 
 
 @pytest.mark.parametrize("kind", ["lstm", "cnn"])
@@ -282,6 +287,13 @@ def test_strict_scores_and_conlleval_scores_differ_on_invalid_predictions():
     assert perfect["f1"] == 1.0 and perfect["conlleval"]["f1"] == 1.0
 
 
+def test_bio_constraints_forbid_exactly_the_invalid_transitions():
+    tags = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    forbidden, starts = bio_transition_constraints(tags)
+    assert starts == [2, 4]
+    assert sorted(forbidden) == [[0, 2], [0, 4], [1, 4], [2, 4], [3, 2], [4, 2]]
+
+
 def test_fit_inputs_pairs_features_with_tags():
     sentences = [Sentence(["a", "b"], ["O", "B-X"], [1, 2])]
     vocabulary = TaggingVocabulary.build(sentences)
@@ -290,3 +302,29 @@ def test_fit_inputs_pairs_features_with_tags():
     ).take(1)
     assert [f.shape.as_list() for f in features] == [[1, 2], [1, 2, 1]]
     assert tags.numpy().tolist() == [[0, 1]]
+
+
+def test_early_stopping_waits_for_the_first_entities_and_restores_the_best_epoch(monkeypatch):
+    import pipelines.ner as ner
+
+    f1_by_epoch = iter([0.0, 0.0, 0.0, 0.4, 0.5, 0.45, 0.3])
+    monkeypatch.setattr(ner, "predict_tags", lambda *args, **kwargs: None)
+    monkeypatch.setattr(ner, "entity_scores", lambda *args: {"f1": next(f1_by_epoch)})
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.stop_training = False  # as fit sets it
+    callback = ner.EntityF1EarlyStopping(vocabulary=None, sentences=[], patience=2)
+    callback.set_model(model)
+    callback._decoder = "unused"
+    callback.on_train_begin()
+    logs_by_epoch = []
+    for epoch in range(7):
+        model.layers[0].kernel.assign([[float(epoch)]])
+        logs = {}
+        callback.on_epoch_end(epoch, logs)
+        logs_by_epoch.append(logs["val_f1"])
+        if model.stop_training:
+            break
+    # Three epochs without entities do not count; after the best (0.5, epoch 4) two worse ones stop.
+    assert logs_by_epoch == [0.0, 0.0, 0.0, 0.4, 0.5, 0.45, 0.3] and epoch == 6
+    callback.on_train_end()
+    assert model.layers[0].kernel.numpy()[0, 0] == 4.0
