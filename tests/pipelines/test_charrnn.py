@@ -70,6 +70,13 @@ def stateful(tmp_path_factory):
     return config, train(config)
 
 
+@pytest.fixture(scope="module")
+def loaded(stateless):
+    """The stateless run's `(config, vocabulary, model, generator)`."""
+    _, config, vocabulary, model = load_run(stateless[1])
+    return config, vocabulary, model, make_generator(config, model, vocabulary)
+
+
 def test_train_writes_a_complete_run_directory_and_reports_the_figures(stateless):
     _, run, printed = stateless
     for name in ("config.json", "metrics.json", "history.csv", "model.keras", "vocabulary.txt",
@@ -157,10 +164,8 @@ def naive_greedy(model, vocabulary, prompt, num_chars):
     return vocabulary.decode(ids), np.array(last_logits)
 
 
-def test_generation_with_carried_state_equals_refeeding_the_whole_text(stateless):
-    _, run, _ = stateless
-    _, config, vocabulary, model = load_run(run)
-    generator = make_generator(config, model, vocabulary)
+def test_generation_with_carried_state_equals_refeeding_the_whole_text(loaded):
+    _, vocabulary, model, generator = loaded
     expected, expected_logits = naive_greedy(model, vocabulary, "bob: the", 20)
     assert generator.generate("bob: the", 20, temperature=0.0) == expected
     # The step-by-step logits equal the full passes (up to float rounding).
@@ -173,10 +178,9 @@ def test_generation_with_carried_state_equals_refeeding_the_whole_text(stateless
     np.testing.assert_allclose(np.array(stepped), expected_logits, atol=1e-4)
 
 
-def test_saved_model_generate_equals_the_python_path(stateless, tmp_path):
+def test_saved_model_generate_equals_the_python_path(stateless, loaded, tmp_path):
     _, run, _ = stateless
-    _, config, vocabulary, model = load_run(run)
-    generator = make_generator(config, model, vocabulary)
+    _, vocabulary, _, generator = loaded
     summary = export(run, out=str(tmp_path / "exported")).summary
     assert "generate(prompt: string[None]" in summary
     reloaded = tf.saved_model.load(str(tmp_path / "exported"))
@@ -205,10 +209,8 @@ def test_saved_model_generate_equals_the_python_path(stateless, tmp_path):
     assert int(np.argmax(outputs["logits"][0, -1])) >= 2  # padding and [UNK] are never chosen
 
 
-def test_seeds_reproduce_samples_and_temperature_zero_ignores_them(stateless):
-    _, run, _ = stateless
-    _, config, vocabulary, model = load_run(run)
-    generator = make_generator(config, model, vocabulary)
+def test_seeds_reproduce_samples_and_temperature_zero_ignores_them(loaded):
+    generator = loaded[-1]
     first = generator.generate("ann", 40, temperature=1.5, seed=1)
     assert generator.generate("ann", 40, temperature=1.5, seed=1) == first
     assert generator.generate("ann", 40, temperature=1.5, seed=2) != first
@@ -220,10 +222,9 @@ def test_seeds_reproduce_samples_and_temperature_zero_ignores_them(stateless):
     assert batch == [generator.generate(p, 9, temperature=1.0, seed=4) for p in ["ann", "bob: the"]]
 
 
-def test_generate_and_predict_on_the_command_line(stateless, tmp_path, capsys):
+def test_generate_and_predict_on_the_command_line(stateless, loaded, tmp_path, capsys):
     _, run, _ = stateless
-    _, config, vocabulary, model = load_run(run)
-    greedy = make_generator(config, model, vocabulary).generate("bob:", 12, temperature=0.0)
+    greedy = loaded[-1].generate("bob:", 12, temperature=0.0)
     assert cli.main(["charrnn", "generate", "--run", str(run), "--prompt", "bob:",
                      "--num-chars", "12", "--temperature", "0"]) == 0
     assert capsys.readouterr().out == greedy + "\n"
