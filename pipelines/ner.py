@@ -124,8 +124,8 @@ class NerConfig(TrainConfig):
     learning_rate: float = option(1e-3, "Adam learning rate")
     clipnorm: float | None = option(5.0, "gradient norm clipping of Adam")
     patience: int = option(
-        5, "epochs without a better validation entity F1 (once above 0) before stopping; the "
-        "best epoch's weights are restored"
+        5, "epochs without a better validation entity F1 or loss before stopping; the weights "
+        "of the epoch with the best F1 are restored"
     )
     val_fraction: float = option(
         0.1, "share of training sentences held out for validation when there is no such file"
@@ -528,20 +528,21 @@ def conll_text(sentences, *tag_columns):
 
 
 class EntityF1EarlyStopping(keras.callbacks.Callback):
-    """Scores the validation entity F1 every epoch, stops when it stalls, keeps the best weights.
+    """Scores the validation entity F1 every epoch, stops when learning stalls, keeps the best.
 
     Adds `val_f1` (strict IOB2) to every epoch's logs; put it before `EpochHistory` so that
-    history.csv has the column. Stopping on the F1 selects the epoch by the figure the run
-    reports, which the loss does not track well (with nearly every token O, the loss keeps
-    improving on O tokens while the entity F1 stalls, or the reverse). The patience counts from
-    the first epoch with an F1 above 0: a tagger first learns that most tokens are O and finds
-    no entity for a number of epochs that depends on the data's size, and those epochs say
-    nothing about when to stop. At the end of training the best epoch's weights are restored.
+    history.csv has the column. Training stops when for `patience` epochs neither the F1 nor
+    the validation loss has improved, and the weights of the epoch with the best F1 are
+    restored. The F1 chooses the epoch because it is the figure the run reports, and the loss
+    does not track it well (with nearly every token O, the loss keeps improving on O tokens
+    while the entity F1 stalls, or the reverse). The loss keeps training going while the F1
+    cannot show progress yet: a tagger first predicts O nearly everywhere, with an F1 of 0 or
+    of a few lucky guesses, for a number of epochs that depends on the data's size.
 
     Args:
         vocabulary: the run's `TaggingVocabulary`.
         sentences: the validation sentences (with tags).
-        patience: epochs without a better F1 before training stops.
+        patience: epochs without a better F1 or loss before training stops.
     """
 
     def __init__(self, vocabulary, sentences, patience):
@@ -553,22 +554,23 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         self._decoder = None
 
     def on_train_begin(self, logs=None):
-        self.best_f1, self.best_weights, self.wait = 0.0, None, 0
+        self.best_f1, self.best_loss, self.best_weights, self.wait = -1.0, np.inf, None, 0
 
     def on_epoch_end(self, epoch, logs=None):
+        logs = {} if logs is None else logs
         if self._decoder is None:
             self._decoder = make_tag_decoder(self.model)
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
                                  decoder=self._decoder)
-        f1 = entity_scores(self.gold, predicted)["f1"]
-        if logs is not None:
-            logs["val_f1"] = f1
+        f1 = logs["val_f1"] = entity_scores(self.gold, predicted)["f1"]
+        loss = logs.get("val_loss", np.inf)
+        self.wait += 1
+        if loss < self.best_loss:
+            self.best_loss, self.wait = loss, 0
         if f1 > self.best_f1:
             self.best_f1, self.best_weights, self.wait = f1, self.model.get_weights(), 0
-        elif self.best_f1 > 0:
-            self.wait += 1
-            if self.wait >= self.patience:
-                self.model.stop_training = True
+        if self.wait >= self.patience:
+            self.model.stop_training = True
 
     def on_train_end(self, logs=None):
         if self.best_weights is not None:
