@@ -153,6 +153,13 @@ def read_table(path, text_column="text", label_column="label", classes=None):
         io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True
     )
     header = [name.strip() for name in next(reader)]
+    if not any(header):
+        raise DataError(
+            f"the header line is empty; expected the column names, among them {text_column!r} "
+            f"and {label_column!r}",
+            path=path,
+            line=1,
+        )
     positions = {}
     for name, flag in ((text_column, "--text-column"), (label_column, "--label-column")):
         if name not in header:

@@ -13,7 +13,8 @@ The run directory holds, besides the common files (pipelines/common.py): `vocabu
 token per line; line n is token id n - 1, line 1 is the empty padding token, line 2 `[UNK]`),
 `classes.json` (class names in the order of the model's outputs), `plots/loss.png`,
 `plots/confusion.png`, and `saved_model/` with `serving_default(text: string[None]) ->
-{"probabilities": float32[None, n_classes], "label": string[None]}`.
+{"probabilities": float32[None, n_classes], "label": string[None]}`. `model.keras` loads with
+`keras.saving.load_model` once this module is imported (it registers the layers defined here).
 """
 
 import dataclasses
@@ -64,6 +65,7 @@ from pipelines.common import (
 TASK_NAME = "sentiment"
 MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer")
 POOLINGS = ("mean", "max", "last")
+MONITORED = ("loss", "accuracy")
 STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", "none")
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 # How many predictions `predict` prints; all of them go to its output file.
@@ -111,13 +113,17 @@ class SentimentConfig(TrainConfig):
     layers: int = option(1, "stacked recurrent or Transformer layers")
     dropout: float = option(0.5, "dropout rate on the embeddings and on the pooled features")
     token_dropout: float = option(
-        0.25, "training: share of tokens replaced by [UNK] (word dropout; padding untouched)"
+        0.5, "training: share of tokens replaced by [UNK] (word dropout; padding untouched)"
     )
     num_heads: int = option(4, "transformer: attention heads")
     ff_dim: int = option(128, "transformer: feed-forward width")
     learning_rate: float = option(1e-3, "Adam learning rate")
     clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
     patience: int = option(2, "early-stopping patience in epochs (best weights restored)")
+    monitor: str = option(
+        "loss", "validation figure early stopping watches (best weights restored)",
+        MONITORED,
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -606,10 +612,11 @@ def train(config, overwrite=False, callbacks=()):
     vectorizer.adapt(tf.constant(splits["train"].texts, dtype=tf.string), batch_size=1024)
     model = build_model(config, vectorizer, len(classes))
     has_validation = len(splits["val"]) > 0
-    monitor = "val_loss" if has_validation else "loss"
+    monitor = f"val_{config.monitor}" if has_validation else config.monitor
+    mode = "min" if config.monitor == "loss" else "max"
     fit_callbacks = training_callbacks(run) + [
         keras.callbacks.EarlyStopping(
-            monitor=monitor, patience=config.patience, restore_best_weights=True
+            monitor=monitor, mode=mode, patience=config.patience, restore_best_weights=True
         ),
         *callbacks,
     ]
@@ -636,7 +643,7 @@ def train(config, overwrite=False, callbacks=()):
         split="test",
         classes=classes,
         epochs_run=len(history),
-        best_epoch=int(np.argmin([row[monitor] for row in history])) + 1 if history else None,
+        best_epoch=_best_epoch(history, monitor, mode),
         train_seconds_this_session=round(train_seconds, 2),
         data={
             "source": source,
@@ -675,6 +682,14 @@ def train(config, overwrite=False, callbacks=()):
         ]
     )
     return ActionResult(summary=summary, path=final, metrics=metrics)
+
+
+def _best_epoch(history, monitor, mode):
+    """The 1-based epoch whose `monitor` was best, or None without history."""
+    if not history:
+        return None
+    values = [row[monitor] for row in history]
+    return int(np.argmin(values) if mode == "min" else np.argmax(values)) + 1
 
 
 def load_run(run):

@@ -201,6 +201,15 @@ def test_empty_table(tmp_path, name):
         read_table(path)
 
 
+def test_empty_header_line(tmp_path):
+    path = write(tmp_path / "noheader.csv", "\ngood,pos\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 1: the header line is empty; expected the column names, among them 'text' "
+        "and 'label'"
+    )):
+        read_table(path)
+
+
 def test_header_without_rows(tmp_path):
     path = write(tmp_path / "h.csv", "text,label\n")
     with pytest.raises(DataError, match=r"h\.csv: the file has a header but no data rows"):

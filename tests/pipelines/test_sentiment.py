@@ -251,12 +251,13 @@ def test_command_line_trains_on_the_embedded_sample_then_predicts(tmp_path, caps
     out = tmp_path / "run"
     status = cli.main(["sentiment", "train", "--out", str(out), "--model", "transformer",
                        "--epochs", "1", "--embedding-dim", "8", "--num-heads", "2",
-                       "--ff-dim", "8", "--sequence-length", "16"])
+                       "--ff-dim", "8", "--sequence-length", "16", "--monitor", "accuracy"])
     printed = capsys.readouterr().out
     assert status == 0, printed
     metrics = json.loads((out / "metrics.json").read_text())
     assert "smoke-test sample" in metrics["data"]["source"]
     assert metrics["examples"] == 15
+    assert metrics["best_epoch"] == 1 and metrics["epochs_run"] == 1
     assert 0 <= metrics["model"]["accuracy"] <= 1
     assert "model (transformer)" in printed and "smoke test" in printed
 
