@@ -8,7 +8,9 @@ from layers.attention import AdditiveAttention, MultiHeadAttention, scaled_dot_p
 from layers.crf import CRF, CRFModel
 from layers.gru import GRU, GRUCell
 from layers.lstm import LSTM, LSTMCell
+from layers.pooling import MaskedMaxPooling, MaskedMeanPooling
 from layers.positional import PositionalEncoding, TokenAndPositionEmbedding
 from layers.rnn_base import reset_states
 from layers.simple_rnn import SimpleRNN, SimpleRNNCell
+from layers.token_dropout import TokenDropout
 from layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer

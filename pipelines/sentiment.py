@@ -14,7 +14,7 @@ token per line; line n is token id n - 1, line 1 is the empty padding token, lin
 `classes.json` (class names in the order of the model's outputs), `plots/loss.png`,
 `plots/confusion.png`, and `saved_model/` with `serving_default(text: string[None]) ->
 {"probabilities": float32[None, n_classes], "label": string[None]}`. `model.keras` loads with
-`keras.saving.load_model` once this module is imported (it registers the layers defined here).
+`keras.saving.load_model` once `layers` is imported.
 """
 
 import dataclasses
@@ -25,7 +25,6 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
-from keras import ops
 
 from data.classification import (
     SAMPLE_SOURCE,
@@ -39,11 +38,9 @@ from data.classification import (
     read_lines,
     stratified_split,
 )
-from layers import GRU, LSTM
-from layers.registry import serializable
+from layers import GRU, LSTM, MaskedMaxPooling, MaskedMeanPooling, TokenDropout
 from pipelines.common import (
     ActionResult,
-    RunDirectory,
     Task,
     TrainConfig,
     UsageError,
@@ -61,6 +58,7 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
+from pipelines.distribute import Distribution
 
 TASK_NAME = "sentiment"
 MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer")
@@ -230,121 +228,6 @@ def make_vectorizer(config):
 
 # ---------------------------------------------------------------------------------------------
 # Model
-
-
-@serializable
-class MaskedMeanPooling(keras.layers.Layer):
-    """Mean over the time steps the mask keeps: `[B, T, D] -> [B, D]`.
-
-    outputs[b] = sum_t mask[b, t] * inputs[b, t] / max(1, sum_t mask[b, t])
-
-    Padded steps add exactly zero, so padding a sequence does not change its mean; a fully
-    masked row (an empty text) gives zeros, never NaN. (Keras's `GlobalAveragePooling1D` divides
-    by the mask's sum and gives NaN for such a row.) Without a mask, the plain mean.
-
-    Call arguments:
-        inputs: `[B, T, D]`.
-        mask: optional boolean `[B, T]`, True for real tokens; filled by Keras from the inputs'
-            mask.
-
-    Example:
-
-    >>> x = keras.ops.ones((1, 3, 2))
-    >>> MaskedMeanPooling()(x, mask=keras.ops.array([[True, False, False]])).shape
-    TensorShape([1, 2])
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def call(self, inputs, mask=None):
-        if mask is None:
-            return ops.mean(inputs, axis=1)
-        keep = ops.expand_dims(mask, -1)
-        total = ops.sum(ops.where(keep, inputs, ops.zeros_like(inputs)), axis=1)
-        count = ops.sum(ops.cast(keep, inputs.dtype), axis=1)
-        return total / ops.maximum(count, ops.ones_like(count))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[2])
-
-
-@serializable
-class MaskedMaxPooling(keras.layers.Layer):
-    """Maximum over the time steps the mask keeps, per feature: `[B, T, D] -> [B, D]`.
-
-    Padded steps are left out, so padding a sequence does not change its maximum; a fully
-    masked row (an empty text) gives zeros. Without a mask, the plain maximum.
-
-    Call arguments:
-        inputs: `[B, T, D]`.
-        mask: optional boolean `[B, T]`, True for real tokens.
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def call(self, inputs, mask=None):
-        if mask is None:
-            return ops.max(inputs, axis=1)
-        keep = ops.expand_dims(mask, -1)
-        lowest = ops.full_like(inputs, float(np.finfo(np.float32).min))
-        maximum = ops.max(ops.where(keep, inputs, lowest), axis=1)
-        return ops.where(ops.any(keep, axis=1), maximum, ops.zeros_like(maximum))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[2])
-
-
-@serializable
-class TokenDropout(keras.layers.Layer):
-    """Word dropout: while training, replaces each real token id by `unknown_id` with
-    probability `rate`; padding (id 0) and inference are untouched.
-
-    The model then cannot lean on a few rare words of the training set, and learns what an
-    unknown word means from frequent ones.
-
-    Args:
-        rate: the share of tokens replaced, in [0, 1).
-        unknown_id: the id of the unknown-word token (`[UNK]`, 1 for `TextVectorization`).
-        seed: the seed of the random replacements.
-
-    Call arguments:
-        inputs: integer ids `[B, T]`.
-        training: whether to replace tokens.
-    """
-
-    def __init__(self, rate, unknown_id=1, seed=None, **kwargs):
-        if not 0 <= rate < 1:
-            raise ValueError(f"rate must lie in [0, 1). Received: rate={rate}")
-        super().__init__(**kwargs)
-        self.rate = rate
-        self.unknown_id = unknown_id
-        self.seed = seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-
-    def call(self, inputs, training=False):
-        if not training or self.rate == 0:
-            return inputs
-        drop = keras.random.uniform(ops.shape(inputs), seed=self.seed_generator) < self.rate
-        drop = ops.logical_and(drop, ops.not_equal(inputs, 0))
-        return ops.where(drop, ops.cast(self.unknown_id, inputs.dtype), inputs)
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(rate=self.rate, unknown_id=self.unknown_id, seed=self.seed)
-        return config
 
 
 def build_classifier(config, vocabulary_size, n_classes):
@@ -598,7 +481,8 @@ def train(config, overwrite=False, callbacks=()):
     set_seed(config.seed)
     out = config.out or default_out(TASK_NAME)
     config = dataclasses.replace(config, out=out)
-    run = RunDirectory(out, TASK_NAME, overwrite=overwrite)
+    distribution = Distribution(config.distribute)
+    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
     run.check_out()
     data = load_data(config)
     splits, split_report = make_splits(config, data)
@@ -610,7 +494,9 @@ def train(config, overwrite=False, callbacks=()):
 
     vectorizer = make_vectorizer(config)
     vectorizer.adapt(tf.constant(splits["train"].texts, dtype=tf.string), batch_size=1024)
-    model = build_model(config, vectorizer, len(classes))
+    with distribution.scope():
+        model = build_model(config, vectorizer, len(classes))
+    batch_size = distribution.global_batch_size(config.batch_size)
     has_validation = len(splits["val"]) > 0
     monitor = f"val_{config.monitor}" if has_validation else config.monitor
     mode = "min" if config.monitor == "loss" else "max"
@@ -622,9 +508,12 @@ def train(config, overwrite=False, callbacks=()):
     ]
     started = time.perf_counter()
     model.fit(
-        make_dataset(splits["train"].texts, ids["train"], config.batch_size, config.seed),
+        distribution.shard(
+            make_dataset(splits["train"].texts, ids["train"], batch_size, config.seed)
+        ),
         validation_data=(
-            make_dataset(splits["val"].texts, ids["val"], 256) if has_validation else None
+            distribution.shard(make_dataset(splits["val"].texts, ids["val"], 256))
+            if has_validation else None
         ),
         epochs=config.epochs,
         callbacks=fit_callbacks,
@@ -633,6 +522,7 @@ def train(config, overwrite=False, callbacks=()):
     )
     train_seconds = time.perf_counter() - started
     history = fit_callbacks[0].history
+    model = distribution.local_model(model, run.path("model.keras"))
 
     metrics = score(
         predict_probabilities(model, splits["test"].texts), ids["test"], classes, ids["train"]
@@ -645,6 +535,7 @@ def train(config, overwrite=False, callbacks=()):
         epochs_run=len(history),
         best_epoch=_best_epoch(history, monitor, mode),
         train_seconds_this_session=round(train_seconds, 2),
+        distribution=distribution.report(config.batch_size),
         data={
             "source": source,
             "test_source": data.test.source if data.test is not None else None,
@@ -659,7 +550,6 @@ def train(config, overwrite=False, callbacks=()):
     run.write_text("vocabulary.txt", "".join(f"{token}\n" for token in vocabulary))
     run.write_json("classes.json", classes)
     run.write_json("metrics.json", metrics)
-    model.save(run.path("model.keras"))
     save_history_plot(history, run.path("plots", "loss.png"), title=f"{config.model}: loss")
     save_confusion_plot(run.path("plots", "confusion.png"), metrics,
                         title=f"{config.model}: test split")

@@ -13,10 +13,7 @@ from data.classification import Examples, LabelledData
 from data.errors import DataError
 from pipelines.common import UsageError, make_config
 from pipelines.sentiment import (
-    MaskedMaxPooling,
-    MaskedMeanPooling,
     SentimentConfig,
-    TokenDropout,
     build_classifier,
     evaluate,
     export,
@@ -192,28 +189,6 @@ def test_padding_and_empty_texts_give_defined_unchanged_predictions(kind, poolin
     outputs = classifier(np.array([[0, 0, 0, 0], [1, 1, 1, 0]]), training=False).numpy()
     assert np.all(np.isfinite(outputs))
     np.testing.assert_allclose(outputs.sum(axis=1), 1, atol=1e-6)
-
-
-def test_masked_poolings_ignore_padding_and_survive_empty_rows():
-    inputs = np.array([[[1.0, -2.0], [3.0, -4.0], [100.0, 100.0]],
-                       [[5.0, 5.0], [7.0, 7.0], [9.0, 9.0]]], dtype="float32")
-    mask = np.array([[True, True, False], [False, False, False]])
-    np.testing.assert_allclose(MaskedMeanPooling()(inputs, mask=mask).numpy(),
-                               [[2.0, -3.0], [0.0, 0.0]])
-    np.testing.assert_allclose(MaskedMaxPooling()(inputs, mask=mask).numpy(),
-                               [[3.0, -2.0], [0.0, 0.0]])
-    np.testing.assert_allclose(MaskedMeanPooling()(inputs).numpy()[1], [7.0, 7.0])
-    np.testing.assert_allclose(MaskedMaxPooling()(inputs).numpy()[0], [100.0, 100.0])
-
-
-def test_token_dropout_replaces_real_tokens_by_unknown_only_while_training():
-    ids = np.tile(np.array([[4, 7, 9, 12, 0, 0]], dtype="int64"), (500, 1))
-    layer = TokenDropout(0.25, seed=3)
-    np.testing.assert_array_equal(layer(ids).numpy(), ids)
-    dropped = layer(ids, training=True).numpy()
-    replaced = dropped != ids
-    assert np.all(dropped[replaced] == 1) and not replaced[:, 4:].any()
-    assert 0.2 < replaced[:, :4].mean() < 0.3
 
 
 def test_given_test_split_is_used_as_such_and_validation_comes_from_training():
