@@ -89,23 +89,29 @@ def run_layer_test(
         assert tuple(first.shape) == tuple(expected_output_shape)
 
     symbolic = _symbolic_inputs(input_data)
-    model = keras.Model(symbolic, layer(*symbolic, **call_kwargs))
-    assert_allclose_structure(_numpy(model(inputs)), eager_output, atol=atol)
+    # A one-input model is built on, and called with, its tensor rather than a list of one.
+    model = keras.Model(
+        symbolic[0] if len(symbolic) == 1 else symbolic, layer(*symbolic, **call_kwargs)
+    )
+    model_inputs = inputs[0] if len(inputs) == 1 else inputs
+    assert_allclose_structure(_numpy(model(model_inputs)), eager_output, atol=atol)
 
     if run_fit:
         targets = keras.tree.map_structure(np.zeros_like, eager_output)
         if isinstance(targets, tuple):
             targets = list(targets)
         model.compile(optimizer="adam", loss="mse")
-        history = model.fit(inputs, targets, epochs=1, batch_size=len(inputs[0]), verbose=0)
+        history = model.fit(
+            model_inputs, targets, epochs=1, batch_size=len(inputs[0]), verbose=0
+        )
         assert np.isfinite(history.history["loss"][-1])
 
     if tmp_path is not None:
-        expected = _numpy(model(inputs))
+        expected = _numpy(model(model_inputs))
         path = os.path.join(str(tmp_path), "layer_test.keras")
         model.save(path)
         loaded = keras.saving.load_model(path)
-        assert_allclose_structure(_numpy(loaded(inputs)), expected, atol=atol)
+        assert_allclose_structure(_numpy(loaded(model_inputs)), expected, atol=atol)
     return model
 
 

@@ -93,7 +93,7 @@ def test_layer_contracts_and_saved_model(tmp_path):
         expected_output_shape=(2, 6, 6),
         tmp_path=tmp_path,
     )
-    saved_model_round_trip(model, [IDS], tmp_path)
+    saved_model_round_trip(model, IDS, tmp_path)
 
 
 def test_token_and_position_embedding_rejects_inputs_longer_than_sequence_length():
