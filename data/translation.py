@@ -29,6 +29,7 @@ target_in_ids[batch, T]), target_out_ids[batch, T])`, padded with 0, where `targ
 
 import collections
 import dataclasses
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def tokenize(texts):
 def detokenize(tokens):
     """Joins tokens back into text: the inverse of `tokenize` (up to whitespace runs).
 
+    [UNK] (a model's output for a word outside its vocabulary, which has lost whether a space
+    preceded it) is written as a word of its own: "Ein Boston [UNK] läuft".
+
     Args:
         tokens: string tokens `[batch, tokens]`, ragged or padded with empty strings.
 
@@ -82,6 +86,7 @@ def detokenize(tokens):
         string tensor `[batch]`.
     """
     joined = tf.strings.reduce_join(tokens, axis=-1)
+    joined = tf.strings.regex_replace(joined, re.escape(UNK), SPACE_MARK + UNK)
     return tf.strings.strip(tf.strings.regex_replace(joined, SPACE_MARK, " "))
 
 
@@ -302,15 +307,16 @@ def read_tsv_pairs(path, columns=(1, 2)):
     return SentencePairs(sources, targets, origins, name=str(path))
 
 
-def find_split_files(folder, source_lang, target_lang):
+def find_split_files(folder, source_lang, target_lang, require_train=True):
     """The aligned split files of a folder: `{split name: (source file, target file)}`.
 
-    `train.<lang>` is required; `val` (or `valid`, `dev`) and every `test*` stem are taken when
-    both languages are present. Splits come in the order train, validation, tests (by name).
+    `train` (required unless `require_train` is False), `val` (or `valid`, `dev`) and every
+    `test*` stem are taken when both languages are present. Splits come in the order train,
+    validation, tests (by name).
 
     Raises:
-        DataError: no such folder, no `train.<source_lang>` / `train.<target_lang>`, or a split
-            present in one language only.
+        DataError: no such folder, no `train.<source_lang>` / `train.<target_lang>` (when
+            required), or a split present in one language only.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -319,14 +325,15 @@ def find_split_files(folder, source_lang, target_lang):
     for lang in (source_lang, target_lang):
         for path in folder.glob(f"*.{lang}"):
             stems.setdefault(path.name[: -len(lang) - 1], set()).add(lang)
-    if stems.get("train") != {source_lang, target_lang}:
+    if require_train and stems.get("train") != {source_lang, target_lang}:
         found = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
         raise DataError(
             f"expected the aligned files train.{source_lang} and train.{target_lang} "
             f"(--src-lang {source_lang} --tgt-lang {target_lang}); the folder holds: {found}",
             path=folder,
         )
-    wanted = ["train"] + [s for s in VALIDATION_STEMS if s in stems][:1]
+    wanted = [s for s in ("train",) if s in stems]
+    wanted += [s for s in VALIDATION_STEMS if s in stems][:1]
     wanted += sorted(s for s in stems if s.startswith("test"))
     splits = {}
     for stem in wanted:

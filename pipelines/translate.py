@@ -34,6 +34,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import sacrebleu
 import tensorflow as tf
 
 from data.errors import DataError
@@ -555,8 +556,6 @@ def corpus_scores(hypotheses, references):
     Returns:
         `{"bleu", "bleu_details", "bleu_signature", "chrf", "chrf_signature"}` (scores 0-100).
     """
-    import sacrebleu
-
     bleu, chrf = sacrebleu.BLEU(), sacrebleu.CHRF()
     bleu_score = bleu.corpus_score(hypotheses, references)
     chrf_score = chrf.corpus_score(hypotheses, references)
@@ -939,8 +938,12 @@ def evaluate(run, data=None, output=None, src=None, tgt=None, beam_width=None,
     if src is not None:
         tests = {"test": read_aligned(src, tgt)}
     elif data is not None and Path(data).is_dir():
-        files = find_split_files(data, config.src_lang, config.tgt_lang) if (
-            config.src_lang and config.tgt_lang) else {}
+        if not (config.src_lang and config.tgt_lang):
+            raise UsageError(
+                f"--data {data} is a folder, but the run was not trained on a folder: score "
+                "aligned files with --src and --tgt"
+            )
+        files = find_split_files(data, config.src_lang, config.tgt_lang, require_train=False)
         tests = {n: read_aligned(*p) for n, p in files.items() if n.startswith("test")}
         if not tests:
             raise DataError(

@@ -67,6 +67,12 @@ def test_a_literal_space_mark_in_the_text_reads_as_a_space():
     assert strings(tokenize([f"a{SPACE_MARK}b"])[0]) == ["a", "▁b"]
 
 
+def test_unknown_words_in_output_are_written_as_words_of_their_own():
+    tokens = tf.constant([["Ein", "▁Boston", "[UNK]", "▁läuft", "."],
+                          ["[UNK]", "[UNK]", "!", "", ""]])
+    assert strings(detokenize(tokens)) == ["Ein Boston [UNK] läuft.", "[UNK] [UNK]!"]
+
+
 def test_strip_after_end_blanks_the_rest_of_each_row():
     tokens = tf.constant([["Ein", "▁Hund", ".", "[END]", "▁x"], ["[START]", "Ja", "", "", ""]])
     assert strings(detokenize(strip_after_end(tokens))) == ["Ein Hund.", "Ja"]
@@ -184,6 +190,11 @@ def test_split_files_of_a_folder_are_found_by_language(tmp_path):
     assert splits["val"] == (tmp_path / "val.en", tmp_path / "val.de")
     with pytest.raises(DataError, match="expected the aligned files train.en and train.es"):
         find_split_files(tmp_path, "en", "es")
+    only_tests = tmp_path / "only_tests"
+    only_tests.mkdir()
+    write(only_tests / "test_a.en", "x\n")
+    write(only_tests / "test_a.de", "x\n")
+    assert list(find_split_files(only_tests, "en", "de", require_train=False)) == ["test_a"]
     write(tmp_path / "test_extra.en", "x\n")
     with pytest.raises(DataError, match="test_extra.en: test_extra.en has no aligned "
                                         "test_extra.de"):
