@@ -105,6 +105,8 @@ class LSTMCell(RecurrentCell):
         self.recurrent_activation = keras.activations.get(recurrent_activation)
         self.unit_forget_bias = unit_forget_bias
 
+    backprop_by_hand = True
+
     @property
     def state_size(self):
         return [self.units, self.units]

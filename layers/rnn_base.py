@@ -104,6 +104,12 @@ class RecurrentCell(keras.layers.Layer):
         """Whether the step is `finish_step(x, h_{t-1} @ U + b, states)`."""
         return True
 
+    # Whether seqlab's layers train this (separable) cell with the hand-scheduled BPTT of
+    # `layers/_loop.py`. Measured (benchmarks/recurrent.py, 2 cores): it pays for the LSTM's
+    # wide gates (about 0.8x Keras's training step) but not for SimpleRNN or GRU, whose cheap
+    # element-wise steps make the recomputation in the backward loop cost more than it saves.
+    backprop_by_hand = False
+
     def recurrent_weights(self):
         """`(U, b)`: the recurrent kernel and the bias added to h_{t-1} @ U, or None."""
         return self.recurrent_kernel, None
@@ -240,7 +246,7 @@ class RecurrentLayer(keras.layers.RNN):
                 zero_output_for_mask=self.zero_output_for_mask,
                 return_all_outputs=self.return_sequences,
             )
-            if training and cell.separable:
+            if training and cell.separable and cell.backprop_by_hand:
                 # Gradients will be taken: schedule BPTT by hand (see _loop.py).
                 kernel, bias = cell.recurrent_weights()
                 return run_separable_recurrence(
