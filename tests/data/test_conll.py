@@ -144,7 +144,9 @@ def test_detect_scheme():
 
 
 def test_invalid_bio_is_reported_with_its_line(tmp_path):
-    path = write(tmp_path, "Lil\tB-person\nSly\tI-person\nTurn\tI-creative-work\nUp\tI-creative-work\n")
+    path = write(
+        tmp_path, "Lil\tB-person\nSly\tI-person\nTurn\tI-creative-work\nUp\tI-creative-work\n"
+    )
     with pytest.raises(DataError, match=where(path, 3) + re.escape(
         "I-creative-work after I-person: in BIO an entity starts with B-creative-work; pass "
         "--repair to read it as B-creative-work (as conlleval does), or --scheme iob1"

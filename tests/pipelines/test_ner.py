@@ -200,7 +200,8 @@ def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
 def test_cli_reports_invalid_tags_by_line_and_repairs_them(data_dir, tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
-    write_conll(broken / "train.conll", tiny_sentences(20, seed=0) + [(["x", "Rome"], ["O", "I-LOC"])])
+    invalid = [(["x", "Rome"], ["O", "I-LOC"])]
+    write_conll(broken / "train.conll", tiny_sentences(20, seed=0) + invalid)
     status, _, stderr = run_cli(["ner", "train", "--data", str(broken), "--out",
                                  str(tmp_path / "run"), *TINY_FLAGS])
     assert status == 2
