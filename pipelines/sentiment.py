@@ -564,6 +564,9 @@ def train(config, overwrite=False, callbacks=()):
             f"(train {counts['train']}, validation {counts['val']}, test {counts['test']}), "
             f"vocabulary {vectorizer.vocabulary_size()} tokens",
             metrics_tables(metrics, config.model),
+            *([f"{distribution.kind}: {distribution.replicas} replicas, global batch "
+               f"{distribution.global_batch_size(config.batch_size)} = {config.batch_size} "
+               "per replica"] if distribution.kind != "none" else []),
             *([f"skipped: {'; '.join(skipped)}"] if skipped else []),
             *([f"classes without test examples: {', '.join(untested)}"] if untested else []),
             *(["note: the embedded sample is a smoke test; its figures measure nothing"]
