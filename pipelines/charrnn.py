@@ -26,7 +26,6 @@ with two signatures:
 
 import dataclasses
 import math
-import shutil
 import time
 from pathlib import Path
 
@@ -62,6 +61,7 @@ from pipelines.common import (
     save_history_plot,
     set_seed,
     training_callbacks,
+    write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
@@ -627,14 +627,7 @@ def export_saved_model(generator, path):
         ],
     )
     archive.add_endpoint("generate", generate, input_signature=generate_signature())
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    archive.write_out(str(temporary), verbose=False)
-    if path.exists():
-        shutil.rmtree(path)
-    temporary.rename(path)
-    return path
+    return write_export_archive(archive, path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -219,6 +219,23 @@ def write_json_atomic(path, value):
     write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def write_export_archive(archive, path):
+    """Writes a `keras.export.ExportArchive` as a SavedModel at `path`, atomically.
+
+    It is written to a temporary directory beside `path`, then renamed, so `path` never holds a
+    half-written SavedModel. Returns `path`.
+    """
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    archive.write_out(str(temporary), verbose=False)
+    if path.exists():
+        shutil.rmtree(path)
+    temporary.rename(path)
+    return path
+
+
 def read_json(path):
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -606,6 +623,7 @@ __all__ = [
     "save_history_plot",
     "set_seed",
     "training_callbacks",
+    "write_export_archive",
     "write_json_atomic",
     "write_text_atomic",
 ]

@@ -20,7 +20,6 @@ empty strings; the tag at padding is the empty string; lookups inside the graph)
 """
 
 import dataclasses
-import shutil
 import time
 from pathlib import Path
 
@@ -58,6 +57,7 @@ from pipelines.common import (
     save_history_plot,
     set_seed,
     training_callbacks,
+    write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
@@ -618,14 +618,7 @@ def export_saved_model(model, vocabulary, path):
         "serving_default", serve,
         input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")],
     )
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    archive.write_out(str(temporary), verbose=False)
-    if path.exists():
-        shutil.rmtree(path)
-    temporary.rename(path)
-    return path
+    return write_export_archive(archive, path)
 
 
 # ---------------------------------------------------------------------------------------------

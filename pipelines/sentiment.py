@@ -18,7 +18,6 @@ token per line; line n is token id n - 1, line 1 is the empty padding token, lin
 """
 
 import dataclasses
-import shutil
 import time
 from pathlib import Path
 
@@ -55,6 +54,7 @@ from pipelines.common import (
     save_history_plot,
     set_seed,
     training_callbacks,
+    write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
@@ -449,14 +449,7 @@ def export_saved_model(model, classes, path):
         serve,
         input_signature=[tf.TensorSpec([None], tf.string, name="text")],
     )
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    archive.write_out(str(temporary), verbose=False)
-    if path.exists():
-        shutil.rmtree(path)
-    temporary.rename(path)
-    return path
+    return write_export_archive(archive, path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ CSV's columns become model inputs), `scaler.json`, `plots/forecast.png`, `plots/
 """
 
 import dataclasses
-import shutil
 import time
 from pathlib import Path
 
@@ -49,6 +48,7 @@ from pipelines.common import (
     save_history_plot,
     set_seed,
     training_callbacks,
+    write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
@@ -355,14 +355,7 @@ def export_saved_model(model, scaler, schema, lookback, path):
         serve,
         input_signature=[tf.TensorSpec([None, lookback, n_features], tf.float32, name="window")],
     )
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    archive.write_out(str(temporary), verbose=False)
-    if path.exists():
-        shutil.rmtree(path)
-    temporary.rename(path)
-    return path
+    return write_export_archive(archive, path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ string[None]) -> {"translation": string[None]}`: tokenising, beam search (the ru
 """
 
 import dataclasses
-import shutil
 import time
 from pathlib import Path
 
@@ -79,6 +78,7 @@ from pipelines.common import (
     save_history_plot,
     set_seed,
     training_callbacks,
+    write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
@@ -726,14 +726,7 @@ def export_saved_model(translator, path):
     archive.add_endpoint(
         "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
     )
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    archive.write_out(str(temporary), verbose=False)
-    if path.exists():
-        shutil.rmtree(path)
-    temporary.rename(path)
-    return path
+    return write_export_archive(archive, path)
 
 
 # ---------------------------------------------------------------------------------------------
