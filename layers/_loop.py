@@ -50,6 +50,7 @@ def run_recurrence(
     go_backwards=False,
     zero_output_for_mask=False,
     return_all_outputs=True,
+    unroll=1,
 ):
     """Runs `step_fn` over the time axis of time-major `inputs`.
 
@@ -66,6 +67,9 @@ def run_recurrence(
             repeating the previous output.
         return_all_outputs: keep the output of every step; otherwise only
             the last one is kept (less memory).
+        unroll: steps per loop iteration, written out in the loop's body
+            (the steps left over run one per iteration). Fewer iterations
+            save the loop's own per-iteration cost; the graph grows.
 
     Returns:
         `(last_output [batch, units], outputs [batch, time or 1, units],
@@ -86,23 +90,42 @@ def run_recurrence(
     )
     zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
 
-    def body(t, outputs_ta, previous_output, states):
-        output, new_states = step_fn(inputs_ta.read(t), list(states))
-        if time_mask is not None:
-            output, new_states = _hold_masked_step(
-                time_mask[t], output, new_states, previous_output, states, zero_output,
-                zero_output_for_mask,
-            )
-        outputs_ta = outputs_ta.write(t if return_all_outputs else 0, output)
-        return t + 1, outputs_ta, output, tuple(new_states)
+    def make_body(steps_per_iteration):
+        def body(t, outputs_ta, previous_output, states):
+            states = list(states)
+            for k in range(steps_per_iteration):
+                output, new_states = step_fn(inputs_ta.read(t + k), states)
+                if time_mask is not None:
+                    output, new_states = _hold_masked_step(
+                        time_mask[t + k], output, new_states, previous_output, states,
+                        zero_output, zero_output_for_mask,
+                    )
+                if return_all_outputs:
+                    outputs_ta = outputs_ta.write(t + k, output)
+                previous_output, states = output, list(new_states)
+            if not return_all_outputs:
+                outputs_ta = outputs_ta.write(0, previous_output)
+            return t + steps_per_iteration, outputs_ta, previous_output, tuple(states)
 
+        return body
+
+    loop_options = dict(parallel_iterations=32, swap_memory=True)
+    loop_vars = (tf.constant(0), outputs_ta, zero_output, tuple(initial_states))
+    if unroll > 1:
+        # Whole groups of `unroll` steps, then the remaining steps one by one.
+        loop_vars = tf.while_loop(
+            lambda t, *_: t + unroll <= steps,
+            make_body(unroll),
+            loop_vars,
+            maximum_iterations=steps // unroll,
+            **loop_options,
+        )
     _, outputs_ta, last_output, final_states = tf.while_loop(
         lambda t, *_: t < steps,
-        body,
-        (tf.constant(0), outputs_ta, zero_output, tuple(initial_states)),
+        make_body(1),
+        loop_vars,
         maximum_iterations=steps,
-        parallel_iterations=32,
-        swap_memory=True,
+        **loop_options,
     )
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])
     return last_output, outputs, list(final_states)

@@ -160,8 +160,11 @@ class LSTM(RecurrentLayer):
 """
         + _EQUATIONS
         + """
-    The inputs of all steps are projected with one matrix product; the loop runs
-    only the recurrent part. `ours.set_weights(keras.layers.LSTM(...)
+    In inference the time loop runs four steps per iteration; when training,
+    the inputs of all steps are projected with one matrix product and the
+    backward pass is scheduled by hand (one dU product over all steps,
+    `layers/_loop.py`).
+    `ours.set_weights(keras.layers.LSTM(...)
     .get_weights())` gives the same function.
 
     Args:"""

@@ -3,9 +3,11 @@
 A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
-`keras.layers.RNN` uses. seqlab's layers instead project the inputs of all steps
-with one matrix product and loop only over `recurrent_step`: the same equations
-in the same order, so the numbers agree with the per-step cell.
+`keras.layers.RNN` uses. seqlab's layers run their own time loop over the same
+two parts (several steps per loop iteration); when training an `LSTM` they
+project the inputs of all steps with one matrix product and schedule the
+backpropagation through time by hand (`layers/_loop.py`). The same equations in
+the same order, so the numbers agree with the per-step cell.
 """
 
 import keras
@@ -14,6 +16,11 @@ from keras import ops
 
 from layers._checks import check_positive_int, check_rate
 from layers._loop import run_recurrence, run_separable_recurrence
+
+# Steps per iteration of the time loop (see `run_recurrence`). Measured with
+# benchmarks/recurrent.py on 2 cores: 2, 4 and 8 all beat 1; 4 was the best
+# balance across the three layers and both modes.
+UNROLLED_STEPS = 4
 
 
 class RecurrentCell(keras.layers.Layer):
@@ -25,7 +32,7 @@ class RecurrentCell(keras.layers.Layer):
     seqlab's layers call after every sequence.
 
     Subclasses create their weights in `build` and implement `project_inputs`
-    and `recurrent_step`.
+    and `finish_step` (a separable step), or override `step_function`.
     """
 
     def __init__(
@@ -92,7 +99,21 @@ class RecurrentCell(keras.layers.Layer):
             if training and self.recurrent_dropout > 0
             else None
         )
-        return self.recurrent_step(self.project_inputs(inputs), states, recurrent_mask)
+        return self.step_function(recurrent_mask)(inputs, states)
+
+    def step_function(self, recurrent_mask=None):
+        """The whole step from the raw input: `(x_t, states) -> (output, new_states)`.
+
+        The layers call this once per sequence, outside the time loop, so what
+        it derives from the weights (slices, summed biases) is computed once,
+        not at every step.
+
+        Args:
+            recurrent_mask: optional dropout mask on h_{t-1} `[batch, units]`.
+        """
+        return lambda inputs, states: self.recurrent_step(
+            self.project_inputs(inputs), states, recurrent_mask
+        )
 
     # The split of one step.
     def project_inputs(self, inputs):
@@ -119,10 +140,15 @@ class RecurrentCell(keras.layers.Layer):
         raise NotImplementedError
 
     def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
-        """Everything of one step after the input projection.
+        """Everything of a separable step after the input projection.
 
         Returns `(output, new_states)`.
         """
+        if not self.separable:
+            raise NotImplementedError(
+                f"{type(self).__name__} with these arguments is not separable; "
+                "run it with `step_function`"
+            )
         h_previous = states[0] if recurrent_mask is None else states[0] * recurrent_mask
         kernel, bias = self.recurrent_weights()
         inner = ops.matmul(h_previous, kernel)
@@ -206,18 +232,20 @@ class RecurrentCell(keras.layers.Layer):
 
 
 class RecurrentLayer(keras.layers.RNN):
-    """Base class of the layers: runs a `RecurrentCell` over time, fused.
+    """Base class of the layers: runs a `RecurrentCell` over time.
 
     `keras.layers.RNN` provides the Keras behaviour (initial and stateful
     states, masks, `return_sequences`, `return_state`, `go_backwards`,
-    `Bidirectional` support); this class replaces its per-step loop with one
-    input projection for all steps and a loop over the recurrent part only.
+    `Bidirectional` support); this class replaces its per-step loop with its
+    own (`layers/_loop.py`): several steps per iteration, and for cells with
+    `backprop_by_hand`, one input projection for all steps and a hand-scheduled
+    backward pass.
     """
 
     def __init__(self, cell, activity_regularizer=None, **kwargs):
         if kwargs.pop("unroll", False):
             raise ValueError(
-                "seqlab's recurrent layers run a fused loop and do not unroll. "
+                "seqlab's recurrent layers run their own loop and do not unroll it fully. "
                 "Received: unroll=True"
             )
         super().__init__(cell, activity_regularizer=activity_regularizer, **kwargs)
@@ -234,11 +262,8 @@ class RecurrentLayer(keras.layers.RNN):
                 if training and cell.recurrent_dropout > 0
                 else None
             )
-            # Time-major before the projection: the transpose then moves the
-            # narrower input tensor, not the `gates * units` wide projection.
-            projected = cell.project_inputs(tf.transpose(sequences, [1, 0, 2]))
+            time_major = tf.transpose(sequences, [1, 0, 2])
             loop_options = dict(
-                inputs=projected,
                 initial_states=initial_state,
                 output_size=cell.output_size,
                 mask=mask,
@@ -248,16 +273,25 @@ class RecurrentLayer(keras.layers.RNN):
             )
             if training and cell.separable and cell.backprop_by_hand:
                 # Gradients will be taken: schedule BPTT by hand (see _loop.py).
+                # It needs the inputs of all steps projected at once.
                 kernel, bias = cell.recurrent_weights()
                 return run_separable_recurrence(
                     cell.finish_step,
                     tf.convert_to_tensor(kernel),
                     None if bias is None else tf.convert_to_tensor(bias),
+                    inputs=cell.project_inputs(time_major),
                     recurrent_mask=recurrent_mask,
                     **loop_options,
                 )
+            # Otherwise each step projects its own input, as Keras's cells do.
+            # Measured on CPU (benchmarks/recurrent.py): projecting all steps
+            # first is one large product, but its [time, batch, gates * units]
+            # result does not stay in cache, and writing and re-reading it
+            # cost more than the per-step products save.
             return run_recurrence(
-                lambda x, states: cell.recurrent_step(x, states, recurrent_mask),
+                cell.step_function(recurrent_mask),
+                inputs=time_major,
+                unroll=UNROLLED_STEPS,
                 **loop_options,
             )
         finally:

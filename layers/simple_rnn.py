@@ -75,8 +75,8 @@ class SimpleRNN(RecurrentLayer):
 """
         + _CELL_DOC
         + """
-    The inputs of all steps are projected with one matrix product; the loop runs
-    only the recurrent part. `ours.set_weights(keras.layers.SimpleRNN(...)
+    The time loop runs four steps per iteration.
+    `ours.set_weights(keras.layers.SimpleRNN(...)
     .get_weights())` gives the same function.
 
     Args:

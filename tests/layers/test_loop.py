@@ -1,4 +1,4 @@
-"""The hand-scheduled BPTT loop against TensorFlow's autodiff of the plain loop."""
+"""The time loops: hand-scheduled BPTT and partial unrolling against the plain loop."""
 
 import numpy as np
 import pytest
@@ -93,3 +93,42 @@ def test_separable_loop_equals_plain_loop(
 def test_reset_before_gru_is_not_separable():
     assert not GRUCell(2, reset_after=False).separable
     assert GRUCell(2).separable and LSTMCell(2).separable
+
+
+@pytest.mark.parametrize("unroll", [2, 3, 5, 8])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("return_all_outputs", [False, True])
+def test_unrolled_loop_equals_one_step_per_iteration(unroll, masked, return_all_outputs):
+    # STEPS = 5: unroll 2 and 3 leave a remainder, 5 has none, 8 runs only the remainder loop.
+    cell = _cell("gru")
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.normal(size=(STEPS, BATCH, FEATURES)), tf.float32)
+    h0 = tf.constant(rng.normal(size=(BATCH, UNITS)), tf.float32)
+    mask = tf.constant(np.array([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 1, 1, 0]], bool))
+    results = []
+    for steps_per_iteration in (1, unroll):
+        with tf.GradientTape() as tape:
+            tape.watch(h0)
+            last, outputs, (final,) = run_recurrence(
+                lambda x_t, s: cell.recurrent_step(cell.project_inputs(x_t), s),
+                x,
+                [h0],
+                output_size=UNITS,
+                mask=mask if masked else None,
+                go_backwards=True,
+                return_all_outputs=return_all_outputs,
+                unroll=steps_per_iteration,
+            )
+            loss = tf.reduce_sum(outputs * outputs) + tf.reduce_sum(final * last)
+        grads = tape.gradient(loss, cell.trainable_weights + [h0])
+        results.append([last, outputs, final, *grads])
+    assert results[0][1].shape[1] == (STEPS if return_all_outputs else 1)
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
+
+
+def test_reset_before_gru_has_no_separable_step():
+    cell = GRUCell(UNITS, reset_after=False)
+    cell.build((BATCH, FEATURES))
+    with pytest.raises(NotImplementedError, match="not separable"):
+        cell.recurrent_step(tf.zeros([BATCH, 3 * UNITS]), [tf.zeros([BATCH, UNITS])])
