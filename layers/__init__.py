@@ -5,6 +5,7 @@ serialization under the package "seqlab".
 """
 
 from layers.attention import AdditiveAttention, MultiHeadAttention, scaled_dot_product_attention
+from layers.char_encoder import CharacterEncoder
 from layers.crf import CRF, CRFModel
 from layers.gru import GRU, GRUCell
 from layers.lstm import LSTM, LSTMCell

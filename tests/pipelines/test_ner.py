@@ -15,7 +15,6 @@ from data.conll import Sentence, TaggingVocabulary, encode_sentences, make_taggi
 from data.errors import DataError
 from layers import CRFModel
 from pipelines.ner import (
-    CharacterEncoder,
     NerConfig,
     bio_transition_constraints,
     build_model,
@@ -260,20 +259,6 @@ def test_padding_changes_neither_loss_nor_metrics(crf):
         for tags in predicted:
             for previous, tag in zip(["O"] + tags, tags):
                 assert not tag.startswith("I-") or previous[2:] == tag[2:]
-
-
-@pytest.mark.parametrize("kind", ["lstm", "cnn"])
-def test_character_encoder_ignores_character_padding(kind, tmp_path):
-    encoder = CharacterEncoder(10, embedding_dim=4, units=3, kind=kind, seed=1)
-    char_ids = np.array([[[1, 2, 3], [4, 0, 0], [0, 0, 0]]], dtype="int32")
-    output = encoder(char_ids).numpy()
-    assert output.shape == (1, 3, encoder.output_dim)
-    np.testing.assert_allclose(encoder(np.pad(char_ids, ((0, 0), (0, 0), (0, 4)))).numpy(),
-                               output, atol=1e-6)
-    np.testing.assert_array_equal(encoder.compute_mask(char_ids).numpy(), [[True, True, False]])
-    assert CharacterEncoder.from_config(encoder.get_config()).get_config() == encoder.get_config()
-    with pytest.raises(ValueError, match="Received: kind='gru'"):
-        CharacterEncoder(10, kind="gru")
 
 
 def test_strict_scores_and_conlleval_scores_differ_on_invalid_predictions():
