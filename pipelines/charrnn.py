@@ -52,21 +52,19 @@ from pipelines.common import (
     Task,
     TrainConfig,
     UsageError,
-    default_out,
     format_table,
     open_run,
     option,
     progress_verbosity,
     read_json,
     save_history_plot,
-    set_seed,
     training_callbacks,
     write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
 from pipelines.decoding import get_sampler
-from pipelines.distribute import Distribution
+from pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "charrnn"
 MODEL_KINDS = ("gru", "lstm")
@@ -649,23 +647,14 @@ def train(config, overwrite=False, callbacks=()):
         DataError: unreadable text, or text too short for the windows.
         UsageError: a refused `--out`.
     """
-    set_seed(config.seed)
-    out = config.out or default_out(TASK_NAME)
-    # An absolute data path lets evaluate / predict find the data from any working directory.
-    data = str(Path(config.data).resolve()) if config.data else None
-    config = dataclasses.replace(config, out=out, data=data)
-    distribution = Distribution(config.distribute)
-    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
-    run.check_out()
+    config, distribution, run = begin_run(config, TASK_NAME, overwrite, data_paths=("data",))
     corpus = prepare_corpus(config)
     global_batch = distribution.global_batch_size(config.batch_size)
     train_data = make_dataset(config, corpus.train_ids, training=True, source=corpus.source,
                               batch_size=global_batch)
     val_data = make_dataset(config, corpus.val_ids, training=False,
                             source=f"{corpus.source} (validation part)", batch_size=global_batch)
-    resumed = run.start(dataclasses.asdict(config))
-    if resumed:
-        print(f"resuming the unfinished run in {run.work}")
+    start_run(run, config)
     run.write_text("vocabulary.txt", corpus.vocabulary.to_text())
 
     with distribution.scope():

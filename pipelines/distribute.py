@@ -24,6 +24,7 @@ batch is taken from the local replica); the training itself is TensorFlow's
 collective all-reduce, unchanged.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -32,7 +33,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from pipelines.common import RunDirectory
+from pipelines.common import RunDirectory, default_out, set_seed
 from pipelines.errors import UsageError
 
 KINDS = ("none", "mirrored", "multiworker")
@@ -167,6 +168,34 @@ class Distribution:
             "worker": self.worker,
             "chief": self.is_chief,
         }
+
+
+def begin_run(config, task, overwrite=False, data_paths=()):
+    """The opening every task's `train` shares.
+
+    Seeds everything with `config.seed`, fills in a default `out`, makes the named data paths
+    absolute (so that `evaluate` and `predict` find the data from any working directory), and
+    opens the run directory through the distribution (only the chief writes it), refusing an
+    `out` that holds a finished run unless `overwrite`.
+
+    Returns:
+        `(config, distribution, run)`: the completed config, the `Distribution` of
+        `config.distribute` and the `RunDirectory`, not yet started (`start_run`).
+    """
+    set_seed(config.seed)
+    paths = {name: str(Path(getattr(config, name)).resolve())
+             for name in data_paths if getattr(config, name)}
+    config = dataclasses.replace(config, out=config.out or default_out(task), **paths)
+    distribution = Distribution(config.distribute)
+    run = distribution.run_directory(config.out, task, overwrite=overwrite)
+    run.check_out()
+    return config, distribution, run
+
+
+def start_run(run, config):
+    """Starts `run` with `config`'s settings, or resumes its unfinished work (and says so)."""
+    if run.start(dataclasses.asdict(config)):
+        print(f"resuming the unfinished run in {run.work}")
 
 
 class _WorkerScratchDirectory(RunDirectory):

@@ -47,20 +47,18 @@ from pipelines.common import (
     Task,
     TrainConfig,
     UsageError,
-    default_out,
     format_table,
     open_run,
     option,
     progress_verbosity,
     read_json,
     save_history_plot,
-    set_seed,
     training_callbacks,
     write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.distribute import Distribution
+from pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "ner"
 INPUT_FORMATS = ("auto", "conll", "lines")
@@ -540,24 +538,16 @@ def train(config, overwrite=False, callbacks=()):
         DataError: unreadable or invalid data.
         UsageError: a refused `--out`.
     """
-    set_seed(config.seed)
-    out = config.out or default_out(TASK_NAME)
-    # Absolute data paths let evaluate find the data from any working directory.
-    paths = {name: str(Path(getattr(config, name)).resolve()) if getattr(config, name) else None
-             for name in ("data", "validation_data", "test_data")}
-    config = dataclasses.replace(config, out=out, **paths)
-    distribution = Distribution(config.distribute)
-    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
-    run.check_out()
+    config, distribution, run = begin_run(
+        config, TASK_NAME, overwrite, data_paths=("data", "validation_data", "test_data")
+    )
     splits = load_splits(config)
     vocabulary = TaggingVocabulary.build(splits.train, config.min_freq, config.max_word_chars)
     encoded = {
         split: encode_sentences(getattr(splits, split), vocabulary, path=splits.sources[split])
         for split in ("train", "validation", "test")
     }
-    resumed = run.start(dataclasses.asdict(config))
-    if resumed:
-        print(f"resuming the unfinished run in {run.work}")
+    start_run(run, config)
     run.write_json("vocabulary.json", vocabulary.to_dict())
 
     with distribution.scope():

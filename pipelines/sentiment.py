@@ -43,7 +43,6 @@ from pipelines.common import (
     Task,
     TrainConfig,
     UsageError,
-    default_out,
     format_table,
     open_run,
     option,
@@ -52,13 +51,12 @@ from pipelines.common import (
     read_json,
     rows_to_csv,
     save_history_plot,
-    set_seed,
     training_callbacks,
     write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.distribute import Distribution
+from pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "sentiment"
 MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer")
@@ -471,19 +469,12 @@ def train(config, overwrite=False, callbacks=()):
         DataError: unreadable or unsuitable data.
         UsageError: a refused `--out`, or `--test-data` where it cannot apply.
     """
-    set_seed(config.seed)
-    out = config.out or default_out(TASK_NAME)
-    config = dataclasses.replace(config, out=out)
-    distribution = Distribution(config.distribute)
-    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
-    run.check_out()
+    config, distribution, run = begin_run(config, TASK_NAME, overwrite)
     data = load_data(config)
     splits, split_report = make_splits(config, data)
     classes = sorted(splits["train"].class_counts())
     ids = {name: label_ids(examples, classes) for name, examples in splits.items()}
-    resumed = run.start(dataclasses.asdict(config))
-    if resumed:
-        print(f"resuming the unfinished run in {run.work}")
+    start_run(run, config)
 
     vectorizer = make_vectorizer(config)
     vectorizer.adapt(tf.constant(splits["train"].texts, dtype=tf.string), batch_size=1024)

@@ -38,7 +38,6 @@ from pipelines.common import (
     ActionResult,
     Task,
     TrainConfig,
-    default_out,
     format_table,
     open_run,
     option,
@@ -46,13 +45,12 @@ from pipelines.common import (
     pyplot,
     read_json,
     save_history_plot,
-    set_seed,
     training_callbacks,
     write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.distribute import Distribution
+from pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "timeseries"
 MODEL_KINDS = ("lstm", "gru", "rnn", "transformer")
@@ -377,23 +375,14 @@ def train(config, overwrite=False, callbacks=()):
         DataError: unreadable or unsuitable data.
         UsageError: a refused `--out`.
     """
-    set_seed(config.seed)
-    out = config.out or default_out(TASK_NAME)
-    # An absolute data path lets evaluate / predict find the data from any working directory.
-    data = str(Path(config.data).resolve()) if config.data else None
-    config = dataclasses.replace(config, out=out, data=data)
-    distribution = Distribution(config.distribute)
-    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
-    run.check_out()
+    config, distribution, run = begin_run(config, TASK_NAME, overwrite, data_paths=("data",))
     frame, source = load_table(config.data)
     schema = infer_schema(config, frame, source)
     series = schema.prepare(frame, source)
     windows = make_windows(
         config, series, schema, batch_size=distribution.global_batch_size(config.batch_size)
     )
-    resumed = run.start(dataclasses.asdict(config))
-    if resumed:
-        print(f"resuming the unfinished run in {run.work}")
+    start_run(run, config)
 
     train_start, train_end = windows.bounds["train"]
     if config.season is not None:

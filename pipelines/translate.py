@@ -69,21 +69,19 @@ from pipelines.common import (
     Task,
     TrainConfig,
     UsageError,
-    default_out,
     format_table,
     open_run,
     option,
     progress_verbosity,
     pyplot,
     save_history_plot,
-    set_seed,
     training_callbacks,
     write_export_archive,
     write_json_atomic,
     write_text_atomic,
 )
 from pipelines.decoding import BeamSampler, GreedySampler
-from pipelines.distribute import Distribution
+from pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "translate"
 MODEL_KINDS = ("gru-attention", "transformer")
@@ -756,15 +754,9 @@ def train(config, overwrite=False, callbacks=()):
         DataError: unreadable, misaligned or unsuitable data.
         UsageError: a refused `--out`, or a data folder without languages.
     """
-    set_seed(config.seed)
-    out = config.out or default_out(TASK_NAME)
-    # Absolute data paths let evaluate find the test split from any working directory.
-    paths = {name: str(Path(getattr(config, name)).resolve())
-             for name in ("data", "src", "tgt") if getattr(config, name)}
-    config = dataclasses.replace(config, out=out, **paths)
-    distribution = Distribution(config.distribute)
-    run = distribution.run_directory(out, TASK_NAME, overwrite=overwrite)
-    run.check_out()
+    config, distribution, run = begin_run(
+        config, TASK_NAME, overwrite, data_paths=("data", "src", "tgt")
+    )
     data = load_data(config)
     if len(data.val) == 0:
         raise DataError("no validation pairs: set --val-fraction above 0", path=data.source)
@@ -797,9 +789,7 @@ def train(config, overwrite=False, callbacks=()):
     val_set = make_dataset(val_ids.source_ids, val_ids.target_ids, batch_size)
     total_steps = batches * config.epochs
 
-    resumed = run.start(dataclasses.asdict(config))
-    if resumed:
-        print(f"resuming the unfinished run in {run.work}")
+    start_run(run, config)
     source_vocabulary.save(run.path("source_vocabulary.txt"))
     target_vocabulary.save(run.path("target_vocabulary.txt"))
 
