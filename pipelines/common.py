@@ -475,9 +475,10 @@ class EpochHistory(keras.callbacks.Callback):
 def training_callbacks(run):
     """`[EpochHistory, BackupAndRestore]` for fitting inside `run` (a `RunDirectory`).
 
-    Append task callbacks such as `EarlyStopping` after these. Note that `BackupAndRestore`
-    restores weights and the epoch count, not the optimizer's moments or other callbacks' state
-    (an `EarlyStopping` counts patience again from the resumed epoch).
+    Append task callbacks such as `EarlyStopping` after these. `BackupAndRestore` restores the
+    weights, the optimizer's state (Keras 3 saves it with the weights) and the epoch count, not
+    other callbacks' state (an `EarlyStopping` counts patience again from the resumed epoch),
+    the data order or the random draws.
     """
     history_path = run.path("history.csv")
     if history_path.exists() and not run.checkpoint_dir.exists():

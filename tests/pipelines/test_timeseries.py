@@ -176,12 +176,22 @@ def test_resume_after_an_interruption_finishes_the_same_number_of_epochs(tmp_pat
 
     class CountEpochs(keras.callbacks.Callback):
         epochs = []
+        optimizer_steps = []
+
+        def on_train_begin(self, logs=None):
+            self.optimizer_steps.append(int(self.model.optimizer.iterations.numpy()))
 
         def on_epoch_begin(self, epoch, logs=None):
             self.epochs.append(epoch)
 
+        def on_train_end(self, logs=None):
+            self.optimizer_steps.append(int(self.model.optimizer.iterations.numpy()))
+
     result = train(config, callbacks=[CountEpochs()])
     assert CountEpochs.epochs == [2, 3]  # only the unfinished epochs run again
+    # The optimizer's state came back too: its step count went on from two epochs' worth.
+    at_resume, at_end = CountEpochs.optimizer_steps
+    assert at_resume > 0 and at_end == 2 * at_resume
     history = pd.read_csv(result.path / "history.csv")
     assert history["epoch"].tolist() == [1, 2, 3, 4]
     assert result.metrics["epochs_run"] == 4
