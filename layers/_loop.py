@@ -41,6 +41,36 @@ def _zeros_if_none(gradient, like):
     return tf.zeros_like(like) if gradient is None else gradient
 
 
+def _for_each_step(step_body, steps, loop_vars, unroll=1, reverse=False):
+    """`loop_vars = step_body(t, *loop_vars)` for t = 0 .. steps - 1 (or back from the end).
+
+    A `tf.while_loop` runs `unroll` steps per iteration, written out in its body,
+    then the steps left over one per iteration. Fewer iterations save the
+    loop's own per-iteration cost; the graph grows. Returns the final loop_vars.
+    """
+
+    def iteration(steps_per_iteration):
+        def body(i, *state):
+            for k in range(steps_per_iteration):
+                t = steps - 1 - (i + k) if reverse else i + k
+                state = step_body(t, *state)
+            return (i + steps_per_iteration, *state)
+
+        return body
+
+    options = dict(parallel_iterations=32, swap_memory=True)
+    state = (tf.constant(0), *loop_vars)
+    if unroll > 1:
+        state = tf.while_loop(
+            lambda i, *_: i + unroll <= steps, iteration(unroll), state,
+            maximum_iterations=steps // unroll, **options,
+        )
+    _, *state = tf.while_loop(
+        lambda i, *_: i < steps, iteration(1), state, maximum_iterations=steps, **options
+    )
+    return state
+
+
 def run_recurrence(
     step_fn,
     inputs,
@@ -67,9 +97,7 @@ def run_recurrence(
             repeating the previous output.
         return_all_outputs: keep the output of every step; otherwise only
             the last one is kept (less memory).
-        unroll: steps per loop iteration, written out in the loop's body
-            (the steps left over run one per iteration). Fewer iterations
-            save the loop's own per-iteration cost; the graph grows.
+        unroll: steps per iteration of the time loop (see `_for_each_step`).
 
     Returns:
         `(last_output [batch, units], outputs [batch, time or 1, units],
@@ -85,48 +113,27 @@ def run_recurrence(
     inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
     outputs_ta = tf.TensorArray(
         inputs.dtype,
-        size=steps if return_all_outputs else 1,
+        size=steps if return_all_outputs else 0,
         element_shape=tf.TensorShape([inputs.shape[1], output_size]),
     )
     zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
 
-    def make_body(steps_per_iteration):
-        def body(t, outputs_ta, previous_output, states):
-            states = list(states)
-            for k in range(steps_per_iteration):
-                output, new_states = step_fn(inputs_ta.read(t + k), states)
-                if time_mask is not None:
-                    output, new_states = _hold_masked_step(
-                        time_mask[t + k], output, new_states, previous_output, states,
-                        zero_output, zero_output_for_mask,
-                    )
-                if return_all_outputs:
-                    outputs_ta = outputs_ta.write(t + k, output)
-                previous_output, states = output, list(new_states)
-            if not return_all_outputs:
-                outputs_ta = outputs_ta.write(0, previous_output)
-            return t + steps_per_iteration, outputs_ta, previous_output, tuple(states)
+    def step(t, outputs_ta, previous_output, states):
+        output, new_states = step_fn(inputs_ta.read(t), list(states))
+        if time_mask is not None:
+            output, new_states = _hold_masked_step(
+                time_mask[t], output, new_states, previous_output, states, zero_output,
+                zero_output_for_mask,
+            )
+        if return_all_outputs:
+            outputs_ta = outputs_ta.write(t, output)
+        return outputs_ta, output, tuple(new_states)
 
-        return body
-
-    loop_options = dict(parallel_iterations=32, swap_memory=True)
-    loop_vars = (tf.constant(0), outputs_ta, zero_output, tuple(initial_states))
-    if unroll > 1:
-        # Whole groups of `unroll` steps, then the remaining steps one by one.
-        loop_vars = tf.while_loop(
-            lambda t, *_: t + unroll <= steps,
-            make_body(unroll),
-            loop_vars,
-            maximum_iterations=steps // unroll,
-            **loop_options,
-        )
-    _, outputs_ta, last_output, final_states = tf.while_loop(
-        lambda t, *_: t < steps,
-        make_body(1),
-        loop_vars,
-        maximum_iterations=steps,
-        **loop_options,
+    outputs_ta, last_output, final_states = _for_each_step(
+        step, steps, (outputs_ta, zero_output, tuple(initial_states)), unroll=unroll
     )
+    if not return_all_outputs:
+        return last_output, last_output[:, None, :], list(final_states)
     outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])
     return last_output, outputs, list(final_states)
 
@@ -143,6 +150,7 @@ def run_separable_recurrence(
     zero_output_for_mask=False,
     return_all_outputs=True,
     recurrent_mask=None,
+    unroll=1,
 ):
     """`run_recurrence` for separable steps, with hand-scheduled BPTT.
 
@@ -153,6 +161,7 @@ def run_separable_recurrence(
         recurrent_bias: b, `[width]`, or None.
         inputs: time-major projected inputs `[time, batch, width]`.
         recurrent_mask: optional dropout mask on h_{t-1} `[batch, units]`.
+        unroll: steps per iteration of the forward and the backward loop.
         The other arguments and the return value are as in `run_recurrence`.
     """
     if go_backwards:
@@ -177,7 +186,7 @@ def run_separable_recurrence(
         def new_array():
             return tf.TensorArray(inputs.dtype, size=steps)
 
-        def body(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
+        def step(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
             inner = inner_product(states[0])
             output, new_states = finish_fn(inputs[t], inner, list(states))
             if time_mask is not None:
@@ -188,20 +197,19 @@ def run_separable_recurrence(
             outputs_ta = outputs_ta.write(t, output)
             saved_states_ta = tuple(ta.write(t, s) for ta, s in zip(saved_states_ta, states))
             inners_ta = inners_ta.write(t, inner)
-            return t + 1, outputs_ta, saved_states_ta, inners_ta, output, tuple(new_states)
+            return outputs_ta, saved_states_ta, inners_ta, output, tuple(new_states)
 
-        _, outputs_ta, saved_states_ta, inners_ta, last_output, final_states = tf.while_loop(
-            lambda t, *_: t < steps,
-            body,
+        outputs_ta, saved_states_ta, inners_ta, last_output, final_states = _for_each_step(
+            step,
+            steps,
             (
-                tf.constant(0),
                 new_array(),
                 tuple(new_array() for _ in range(n_states)),
                 new_array(),
                 zero_output,
                 tuple(initial_states),
             ),
-            maximum_iterations=steps,
+            unroll=unroll,
         )
         outputs = outputs_ta.stack()
         saved_states = [ta.stack() for ta in saved_states_ta]  # states before each step
@@ -219,7 +227,7 @@ def run_separable_recurrence(
             )
             kernel_t = tf.transpose(kernel)
 
-            def backward_body(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
+            def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
                 d_output = d_outputs[t] + d_previous_output
                 states = [s[t] for s in saved_states]
                 x_t, inner = inputs[t], inners[t]
@@ -249,24 +257,18 @@ def run_separable_recurrence(
                 if passed_states is not None:
                     d_previous = [d + p for d, p in zip(d_previous, passed_states)]
                 return (
-                    t - 1,
                     d_inputs_ta.write(t, d_x),
                     d_inners_ta.write(t, d_inner),
                     carried_output,
                     tuple(d_previous),
                 )
 
-            _, d_inputs_ta, d_inners_ta, _, d_initial_states = tf.while_loop(
-                lambda t, *_: t >= 0,
-                backward_body,
-                (
-                    steps - 1,
-                    new_array(),
-                    new_array(),
-                    tf.zeros_like(zero_output),
-                    tuple(d_final_states),
-                ),
-                maximum_iterations=steps,
+            d_inputs_ta, d_inners_ta, _, d_initial_states = _for_each_step(
+                backward_step,
+                steps,
+                (new_array(), new_array(), tf.zeros_like(zero_output), tuple(d_final_states)),
+                unroll=unroll,
+                reverse=True,
             )
             d_inners = d_inners_ta.stack()
             width = tf.shape(d_inners)[-1]

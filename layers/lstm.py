@@ -105,7 +105,12 @@ class LSTMCell(RecurrentCell):
         self.recurrent_activation = keras.activations.get(recurrent_activation)
         self.unit_forget_bias = unit_forget_bias
 
-    backprop_by_hand = True
+    # Measured (benchmarks/recurrent.py, 2 cores, training step ours / Keras, hand BPTT vs
+    # TensorFlow's differentiation of the loop): 64 units 1.25 vs 0.77, 128 1.14 vs 0.83,
+    # 192 1.11 vs 0.85, 256 0.76 vs 0.89, 512 0.52 vs 1.06. One dU product over all steps
+    # pays once the recurrent kernel outgrows the cache; below, the backward loop's
+    # recomputation costs more than it saves.
+    hand_backprop_min_units = 256
 
     @property
     def state_size(self):
@@ -160,9 +165,9 @@ class LSTM(RecurrentLayer):
 """
         + _EQUATIONS
         + """
-    In inference the time loop runs four steps per iteration; when training,
-    the inputs of all steps are projected with one matrix product and the
-    backward pass is scheduled by hand (one dU product over all steps,
+    The time loop runs four steps per iteration. When training with 256 units
+    or more, the inputs of all steps are projected with one matrix product and
+    the backward pass is scheduled by hand (one dU product over all steps,
     `layers/_loop.py`).
     `ours.set_weights(keras.layers.LSTM(...)
     .get_weights())` gives the same function.

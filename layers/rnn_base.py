@@ -4,8 +4,8 @@ A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
 `keras.layers.RNN` uses. seqlab's layers run their own time loop over the same
-two parts (several steps per loop iteration); when training an `LSTM` they
-project the inputs of all steps with one matrix product and schedule the
+two parts (several steps per loop iteration); when training a large `LSTM`
+they project the inputs of all steps with one matrix product and schedule the
 backpropagation through time by hand (`layers/_loop.py`). The same equations in
 the same order, so the numbers agree with the per-step cell.
 """
@@ -125,11 +125,15 @@ class RecurrentCell(keras.layers.Layer):
         """Whether the step is `finish_step(x, h_{t-1} @ U + b, states)`."""
         return True
 
-    # Whether seqlab's layers train this (separable) cell with the hand-scheduled BPTT of
-    # `layers/_loop.py`. Measured (benchmarks/recurrent.py, 2 cores): it pays for the LSTM's
-    # wide gates (about 0.8x Keras's training step) but not for SimpleRNN or GRU, whose cheap
-    # element-wise steps make the recomputation in the backward loop cost more than it saves.
-    backprop_by_hand = False
+    # From how many units seqlab's layers train this (separable) cell with the hand-scheduled
+    # BPTT of `layers/_loop.py`; None: never. See LSTMCell for what was measured.
+    hand_backprop_min_units = None
+
+    @property
+    def backprop_by_hand(self):
+        """Whether seqlab's layers train this cell with the hand-scheduled BPTT."""
+        threshold = self.hand_backprop_min_units
+        return self.separable and threshold is not None and self.units >= threshold
 
     def recurrent_weights(self):
         """`(U, b)`: the recurrent kernel and the bias added to h_{t-1} @ U, or None."""
@@ -271,7 +275,7 @@ class RecurrentLayer(keras.layers.RNN):
                 zero_output_for_mask=self.zero_output_for_mask,
                 return_all_outputs=self.return_sequences,
             )
-            if training and cell.separable and cell.backprop_by_hand:
+            if training and cell.backprop_by_hand:
                 # Gradients will be taken: schedule BPTT by hand (see _loop.py).
                 # It needs the inputs of all steps projected at once.
                 kernel, bias = cell.recurrent_weights()
@@ -281,6 +285,7 @@ class RecurrentLayer(keras.layers.RNN):
                     None if bias is None else tf.convert_to_tensor(bias),
                     inputs=cell.project_inputs(time_major),
                     recurrent_mask=recurrent_mask,
+                    unroll=UNROLLED_STEPS,
                     **loop_options,
                 )
             # Otherwise each step projects its own input, as Keras's cells do.

@@ -16,7 +16,7 @@ def _cell(kind):
     return cell
 
 
-def _run_both(cell, mask, go_backwards, zero_output_for_mask, return_all_outputs):
+def _run_both(cell, mask, go_backwards, zero_output_for_mask, return_all_outputs, unroll=1):
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(STEPS, BATCH, FEATURES)), tf.float32)
     n_states = len(cell.state_size) if isinstance(cell.state_size, list) else 1
@@ -52,6 +52,7 @@ def _run_both(cell, mask, go_backwards, zero_output_for_mask, return_all_outputs
                     projected,
                     states,
                     recurrent_mask=recurrent_mask,
+                    unroll=unroll,
                     **options,
                 )
             else:
@@ -72,8 +73,9 @@ def _run_both(cell, mask, go_backwards, zero_output_for_mask, return_all_outputs
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("zero_output_for_mask", [False, True])
 @pytest.mark.parametrize("return_all_outputs", [False, True])
+@pytest.mark.parametrize("unroll", [1, 3])
 def test_separable_loop_equals_plain_loop(
-    kind, masked, go_backwards, zero_output_for_mask, return_all_outputs
+    kind, masked, go_backwards, zero_output_for_mask, return_all_outputs, unroll
 ):
     mask = None
     if masked:
@@ -82,7 +84,7 @@ def test_separable_loop_equals_plain_loop(
             np.array([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 1, 1, 0]], dtype=bool)
         )
     (plain_values, plain_grads), (values, grads) = _run_both(
-        _cell(kind), mask, go_backwards, zero_output_for_mask, return_all_outputs
+        _cell(kind), mask, go_backwards, zero_output_for_mask, return_all_outputs, unroll
     )
     for a, b in zip(values, plain_values):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)

@@ -13,15 +13,30 @@ def test_matches_keras_lstm(scenario):
 
 
 
+# Both training paths: the hand-scheduled BPTT (from 1 unit on) and TensorFlow's own (never).
+BACKPROP_PATHS = pytest.mark.parametrize("hand_from", [1, None], ids=["by_hand", "autodiff"])
+
+
+@BACKPROP_PATHS
 @pytest.mark.parametrize("scenario", sorted(checks.SCENARIOS))
-def test_training_gradients_match_keras(scenario):
+def test_training_gradients_match_keras(scenario, hand_from, monkeypatch):
+    monkeypatch.setattr(LSTMCell, "hand_backprop_min_units", hand_from)
     checks.check_gradients_against_keras(LSTM, keras.layers.LSTM, scenario)
 
 
-def test_bidirectional_training_gradients_match_keras():
+@BACKPROP_PATHS
+def test_bidirectional_training_gradients_match_keras(hand_from, monkeypatch):
+    monkeypatch.setattr(LSTMCell, "hand_backprop_min_units", hand_from)
     checks.check_gradients_against_keras(
         LSTM, keras.layers.LSTM, "masked_sequences", bidirectional=True
     )
+
+
+def test_hand_scheduled_backprop_is_chosen_by_size():
+    from layers import GRUCell, SimpleRNNCell
+
+    assert LSTMCell(256).backprop_by_hand and not LSTMCell(255).backprop_by_hand
+    assert not GRUCell(512).backprop_by_hand and not SimpleRNNCell(512).backprop_by_hand
 
 @pytest.mark.parametrize("masked", [False, True])
 def test_bidirectional_matches_keras(masked):
