@@ -3,7 +3,10 @@
 One process, interleaved: every round runs each contender once, in an order
 that rotates, so that drifts in machine load touch all of them alike. Reports
 median milliseconds per call and the ratio ours / Keras for a training step
-(forward and backward, inside a compiled tf.function) and for inference.
+(forward and backward, inside a compiled tf.function) and for inference. Two
+training steps: `train` takes the gradient of the weights only (the layer is a
+model's first layer, on raw inputs); `train_dx` also takes the gradient of the
+inputs (a layer after an embedding or another layer, the usual case).
 
     python benchmarks/recurrent.py [--batch 64] [--steps 100] [--features 64]
                                    [--units 256] [--rounds 15]
@@ -27,6 +30,7 @@ import tensorflow as tf  # noqa: E402
 
 import layers  # noqa: E402
 
+MODES = ("train", "train_dx", "inference")
 PAIRS = {
     "SimpleRNN": (layers.SimpleRNN, keras.layers.SimpleRNN),
     "LSTM": (layers.LSTM, keras.layers.LSTM),
@@ -43,15 +47,22 @@ def make_functions(layer, x):
     def infer(x):
         return layer(x, training=False)
 
-    @tf.function(jit_compile=False)
-    def train_step(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(layer(x, training=True)))
-        grads = tape.gradient(loss, layer.trainable_variables)
-        optimizer.apply_gradients(zip(grads, layer.trainable_variables))
-        return loss
+    def make_train_step(input_gradient):
+        @tf.function(jit_compile=False)
+        def train_step(x):
+            with tf.GradientTape() as tape:
+                if input_gradient:
+                    tape.watch(x)
+                loss = tf.reduce_mean(tf.square(layer(x, training=True)))
+            sources = layer.trainable_variables + ([x] if input_gradient else [])
+            grads = tape.gradient(loss, sources)
+            optimizer.apply_gradients(zip(grads, layer.trainable_variables))
+            return loss + tf.reduce_sum(grads[-1]) if input_gradient else loss
 
-    return {"inference": infer, "train": train_step}
+        return train_step
+
+    return {"inference": infer, "train": make_train_step(False),
+            "train_dx": make_train_step(True)}
 
 
 def time_call(fn, x):
@@ -99,7 +110,7 @@ def main(argv=None):
     print(f"{'layer':<10} {'mode':<10} {'ours ms':>9} {'keras ms':>9} {'ours/keras':>11}")
     ratios = {}
     for name in PAIRS:
-        for mode in ("train", "inference"):
+        for mode in MODES:
             ours = statistics.median(times[(name, mode, "ours")])
             theirs = statistics.median(times[(name, mode, "keras")])
             ratios[f"{name}_{mode}"] = round(ours / theirs, 3)

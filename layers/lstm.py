@@ -105,12 +105,13 @@ class LSTMCell(RecurrentCell):
         self.recurrent_activation = keras.activations.get(recurrent_activation)
         self.unit_forget_bias = unit_forget_bias
 
-    # Measured (benchmarks/recurrent.py, 2 cores, training step ours / Keras, hand BPTT vs
-    # TensorFlow's differentiation of the loop): 64 units 1.25 vs 0.77, 128 1.14 vs 0.83,
-    # 192 1.11 vs 0.85, 256 0.76 vs 0.89, 512 0.52 vs 1.06. One dU product over all steps
-    # pays once the recurrent kernel outgrows the cache; below, the backward loop's
-    # recomputation costs more than it saves.
-    hand_backprop_min_units = 256
+    # Every size. Measured (2 cores), hand BPTT vs TensorFlow's differentiation of the loop:
+    # benchmarks/recurrent.py at 256 units 0.76 vs 0.89 of Keras's training step, 512 units
+    # 0.52 vs 1.06 (one dU product pays once U outgrows the cache). At 64 units that
+    # benchmark (one layer on raw inputs) had no steady winner (1.10 vs 0.83, 0.91 vs 1.11),
+    # but the sentiment pipeline's masked BiLSTM of 64 units trained its 5-member ensemble in
+    # 212-251 s with it and 299 s without. Set it to None to use TensorFlow's own.
+    hand_backprop_min_units = 1
 
     @property
     def state_size(self):
@@ -165,10 +166,10 @@ class LSTM(RecurrentLayer):
 """
         + _EQUATIONS
         + """
-    The time loop runs four steps per iteration. When training with 256 units
-    or more, the inputs of all steps are projected with one matrix product and
-    the backward pass is scheduled by hand (one dU product over all steps,
-    `layers/_loop.py`).
+    The time loop runs four steps per iteration. When training, the inputs of
+    all steps are projected with one matrix product and the backward pass is
+    scheduled by hand (one dU product over all steps, `layers/_loop.py`; see
+    `LSTMCell.hand_backprop_min_units`).
     `ours.set_weights(keras.layers.LSTM(...)
     .get_weights())` gives the same function.
 

@@ -32,10 +32,13 @@ def test_bidirectional_training_gradients_match_keras(hand_from, monkeypatch):
     )
 
 
-def test_hand_scheduled_backprop_is_chosen_by_size():
+def test_hand_scheduled_backprop_is_chosen_per_cell_and_size():
     from layers import GRUCell, SimpleRNNCell
 
-    assert LSTMCell(256).backprop_by_hand and not LSTMCell(255).backprop_by_hand
+    assert LSTMCell(1).backprop_by_hand and LSTMCell(256).backprop_by_hand
+    cell = LSTMCell(255)
+    cell.hand_backprop_min_units = 256
+    assert not cell.backprop_by_hand
     assert not GRUCell(512).backprop_by_hand and not SimpleRNNCell(512).backprop_by_hand
 
 @pytest.mark.parametrize("masked", [False, True])
