@@ -6,8 +6,10 @@ train/test, or a seeded stratified split), and fits a model whose first layer is
 `TextVectorization` adapted on the training split, so that the model and its SavedModel take raw
 strings. Token id 0 is padding: the embedding masks it (`mask_zero=True`) and the mask flows
 through every layer to a pooling that respects it (masked mean or maximum, or the recurrent
-layer's last unmasked state), so padding changes no prediction. Scored on the test split beside the
-majority-class baseline. `evaluate`, `predict` and `export` work from the run directory.
+layer's last unmasked state), so padding changes no prediction. `ensemble` > 1 averages the
+probabilities of that many such classifiers trained side by side (`build_model`). Scored on the
+test split beside the majority-class baseline. `evaluate`, `predict` and `export` work from the
+run directory.
 
 The run directory holds, besides the common files (pipelines/common.py): `vocabulary.txt` (one
 token per line; line n is token id n - 1, line 1 is the empty padding token, line 2 `[UNK]`),
@@ -24,6 +26,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from data.classification import (
     SAMPLE_SOURCE,
@@ -64,6 +67,8 @@ POOLINGS = ("mean", "max", "last")
 MONITORED = ("loss", "accuracy")
 STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", "none")
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
+# Seed offset between ensemble members (a member's layers use seed + 0, 1, ... per layer).
+MEMBER_SEED_STRIDE = 1000
 # How many predictions `predict` prints; all of them go to its output file.
 PRINTED_PREDICTIONS = 50
 
@@ -120,11 +125,15 @@ class SentimentConfig(TrainConfig):
         "loss", "validation figure early stopping watches (best weights restored)",
         MONITORED,
     )
+    ensemble: int = option(
+        1, "members trained side by side from different initialisations and dropout draws; "
+        "the model averages their probabilities"
+    )
 
     def __post_init__(self):
         super().__post_init__()
         for name in ("vocabulary_size", "sequence_length", "embedding_dim", "units", "layers",
-                     "num_heads", "ff_dim", "patience"):
+                     "num_heads", "ff_dim", "patience", "ensemble"):
             value = getattr(self, name)
             if value < 1:
                 raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
@@ -228,11 +237,11 @@ def make_vectorizer(config):
 # Model
 
 
-def build_classifier(config, vocabulary_size, n_classes):
+def build_classifier(config, vocabulary_size, n_classes, name="classifier"):
     """The model from token ids to class probabilities: `int64[B, T] -> float32[B, n_classes]`.
 
     Id 0 is padding and is masked from the embedding on; `T` may be any length (up to
-    `sequence_length` for the transformer's positions).
+    `sequence_length` for the transformer's positions). `config.seed` seeds the dropout layers.
     """
     ids = keras.Input((None,), dtype="int64", name="token_ids")
     tokens = ids
@@ -283,27 +292,146 @@ def build_classifier(config, vocabulary_size, n_classes):
     probabilities = keras.layers.Dense(n_classes, activation="softmax", name="probabilities")(
         hidden
     )
-    return keras.Model(ids, probabilities, name="classifier")
+    return keras.Model(ids, probabilities, name=name)
 
 
 def build_model(config, vectorizer, n_classes):
-    """The compiled model from raw strings to class probabilities: `string[B] ->
-    float32[B, n_classes]`.
+    """The model from raw strings to class probabilities, and the model that trains it.
 
-    `vectorizer` must be adapted: its vocabulary sizes the embedding. The model is the
-    vectorizer followed by `build_classifier`'s model (reachable as `model.get_layer(
-    "classifier")`). This is the one place that creates the model and its optimizer, so that a
+    Returns `(model, training_model)`. `model` maps `string[B] -> float32[B, n_classes]`: the
+    adapted `vectorizer` (its vocabulary sizes the embedding) followed by the classifier from
+    ids to probabilities (reachable as `model.get_layer("classifier")`). With one member the
+    classifier is `build_classifier`'s model and `training_model` is `model`, compiled. With
+    `config.ensemble` = N > 1 the classifier averages the probabilities of N members
+    (`classifier.get_layer("member_k")`) built alike with other seeds, and `training_model`
+    shares their layers but outputs every member's probabilities `[B, N, n_classes]`; it is
+    compiled with the members' mean cross-entropy, so that each member learns on its own
+    (training the average instead would fit the members to each other), and an `accuracy` of
+    their average. This is the one place that creates the models and the optimizer, so that a
     distribution strategy's `scope()` can wrap it.
     """
     text = keras.Input((), dtype="string", name="text")
-    classifier = build_classifier(config, vectorizer.vocabulary_size(), n_classes)
-    model = keras.Model(text, classifier(vectorizer(text)), name=f"sentiment_{config.model}")
-    model.compile(
-        optimizer=keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
+    ids = vectorizer(text)
+    vocabulary_size = vectorizer.vocabulary_size()
+    optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
+    name = f"sentiment_{config.model}"
+    if config.ensemble == 1:
+        model = keras.Model(text, build_classifier(config, vocabulary_size, n_classes)(ids),
+                            name=name)
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
+        return model, model
+    members = [
+        build_classifier(dataclasses.replace(config, seed=config.seed + MEMBER_SEED_STRIDE * k),
+                         vocabulary_size, n_classes, name=f"member_{k}")
+        for k in range(config.ensemble)
+    ]
+    member_ids = keras.Input((None,), dtype="int64", name="token_ids")
+    classifier = keras.Model(
+        member_ids,
+        keras.layers.Average(name="average")([member(member_ids) for member in members]),
+        name="classifier",
     )
-    return model
+    model = keras.Model(text, classifier(ids), name=name)
+    stacked = keras.layers.Concatenate(axis=1, name="members")(
+        [keras.layers.Reshape((1, n_classes))(member(ids)) for member in members]
+    )
+    training_model = keras.Model(text, stacked, name=f"{name}_members")
+    training_model.compile(
+        optimizer=optimizer,
+        loss=member_crossentropy,
+        metrics=[
+            keras.metrics.MeanMetricWrapper(averaged_accuracy, name="accuracy"),
+            *(member_metric(k, config.monitor) for k in range(config.ensemble)),
+        ],
+    )
+    return model, training_model
+
+
+def member_crossentropy(labels, probabilities):
+    """The mean over members of each one's cross-entropy: `[B], [B, N, C] -> [B]`."""
+    labels = ops.reshape(ops.cast(labels, "int32"), (-1, 1))
+    labels = ops.repeat(labels, ops.shape(probabilities)[1], axis=1)
+    losses = keras.losses.sparse_categorical_crossentropy(labels, probabilities)
+    return ops.mean(losses, axis=-1)
+
+
+def averaged_accuracy(labels, probabilities):
+    """Whether the members' average probability picks the label: `[B], [B, N, C] -> [B]`."""
+    predicted = ops.argmax(ops.mean(probabilities, axis=1), axis=-1)
+    labels = ops.reshape(ops.cast(labels, predicted.dtype), (-1,))
+    return ops.cast(ops.equal(labels, predicted), "float32")
+
+
+def member_metric(k, figure):
+    """Member k's own `loss` (cross-entropy) or `accuracy`, logged as `member_<k>_<figure>`."""
+
+    def member_figure(labels, probabilities):
+        probabilities = probabilities[:, k]
+        if figure == "loss":
+            return keras.losses.sparse_categorical_crossentropy(labels, probabilities)
+        return keras.metrics.sparse_categorical_accuracy(labels, probabilities)
+
+    return keras.metrics.MeanMetricWrapper(member_figure, name=f"member_{k}_{figure}")
+
+
+class MemberEarlyStopping(keras.callbacks.Callback):
+    """Early stopping for every ensemble member on its own figure, as if trained alone.
+
+    After each epoch, a member whose `<prefix>member_<k>_<figure>` improved keeps a copy of its
+    weights; training stops when no member has improved for `patience` epochs, and each member
+    gets back the weights of its own best epoch.
+
+    Args:
+        members: the member models, in order.
+        figure: "loss" (lower is better) or "accuracy".
+        patience: epochs without improvement before a member is done.
+        prefix: "val_" to watch the validation figures, "" for the training ones.
+    """
+
+    def __init__(self, members, figure, patience, prefix="val_"):
+        super().__init__()
+        self.members = list(members)
+        self.keys = [f"{prefix}member_{k}_{figure}" for k in range(len(self.members))]
+        self.lower_is_better = figure == "loss"
+        self.patience = patience
+        self.best = [None] * len(self.members)
+        self.best_epochs = [None] * len(self.members)
+        self.best_weights = [None] * len(self.members)
+        self.waits = [0] * len(self.members)
+
+    def on_epoch_end(self, epoch, logs=None):
+        for k, (member, key) in enumerate(zip(self.members, self.keys)):
+            value = float(logs[key])
+            best = self.best[k]
+            if best is None or (value < best if self.lower_is_better else value > best):
+                self.best[k], self.best_epochs[k] = value, epoch + 1
+                self.best_weights[k] = member.get_weights()
+                self.waits[k] = 0
+            else:
+                self.waits[k] += 1
+        if min(self.waits) >= self.patience:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        for member, weights in zip(self.members, self.best_weights):
+            if weights is not None:
+                member.set_weights(weights)
+
+
+def ensemble_members(model):
+    """The member models of an ensemble's classifier, in order (empty for one model)."""
+    classifier = model.get_layer("classifier")
+    return [layer for layer in classifier.layers if layer.name.startswith("member_")]
+
+
+def member_probabilities(model, texts, batch_size=256):
+    """Each ensemble member's probabilities `[N][len(texts), n_classes]` (empty for one model)."""
+    members = ensemble_members(model)
+    if not members or not len(texts):
+        return []
+    ids = model.get_layer("vectorizer")(tf.constant(list(texts), dtype=tf.string))
+    return [member.predict(ids, batch_size=batch_size, verbose=0) for member in members]
 
 
 def predict_probabilities(model, texts, batch_size=256):
@@ -375,12 +503,28 @@ def score(probabilities, true_ids, classes, train_ids):
     }
 
 
+def score_model(model, texts, true_ids, classes, train_ids):
+    """`score` of the model's predictions on `texts`; for an ensemble, with the accuracy and
+    macro F1 of every member under `"members"`."""
+    metrics = score(predict_probabilities(model, texts), true_ids, classes, train_ids)
+    members = member_probabilities(model, texts)
+    if members:
+        metrics["members"] = [
+            score(probabilities, true_ids, classes, train_ids)["model"] for probabilities in members
+        ]
+    return metrics
+
+
 def metrics_tables(metrics, model_kind):
     """The terminal summary of `score`'s figures: overall, per class, confusion matrix."""
+    members = metrics.get("members", [])
     overall = format_table(
         ["classifier", "accuracy", "macro F1"],
         [
-            [f"model ({model_kind})", metrics["model"]["accuracy"], metrics["model"]["macro_f1"]],
+            [f"ensemble of {len(members)} ({model_kind})" if members else f"model ({model_kind})",
+             metrics["model"]["accuracy"], metrics["model"]["macro_f1"]],
+            *[[f"  member {k}", member["accuracy"], member["macro_f1"]]
+              for k, member in enumerate(members)],
             [f"majority class ({metrics['majority_class']['class']})",
              metrics["majority_class"]["accuracy"], metrics["majority_class"]["macro_f1"]],
         ],
@@ -479,19 +623,23 @@ def train(config, overwrite=False, callbacks=()):
     vectorizer = make_vectorizer(config)
     vectorizer.adapt(tf.constant(splits["train"].texts, dtype=tf.string), batch_size=1024)
     with distribution.scope():
-        model = build_model(config, vectorizer, len(classes))
+        model, training_model = build_model(config, vectorizer, len(classes))
     batch_size = distribution.global_batch_size(config.batch_size)
     has_validation = len(splits["val"]) > 0
     monitor = f"val_{config.monitor}" if has_validation else config.monitor
     mode = "min" if config.monitor == "loss" else "max"
-    fit_callbacks = training_callbacks(run) + [
-        keras.callbacks.EarlyStopping(
+    members = ensemble_members(model)
+    if members:
+        # Each member stops at its own best epoch, as if it had been trained alone.
+        stopping = MemberEarlyStopping(members, config.monitor, config.patience,
+                                       prefix="val_" if has_validation else "")
+    else:
+        stopping = keras.callbacks.EarlyStopping(
             monitor=monitor, mode=mode, patience=config.patience, restore_best_weights=True
-        ),
-        *callbacks,
-    ]
+        )
+    fit_callbacks = training_callbacks(run) + [stopping, *callbacks]
     started = time.perf_counter()
-    model.fit(
+    training_model.fit(
         distribution.shard(
             make_dataset(splits["train"].texts, ids["train"], batch_size, config.seed)
         ),
@@ -508,16 +656,17 @@ def train(config, overwrite=False, callbacks=()):
     history = fit_callbacks[0].history
     model = distribution.local_model(model, run.path("model.keras"))
 
-    metrics = score(
-        predict_probabilities(model, splits["test"].texts), ids["test"], classes, ids["train"]
-    )
+    metrics = score_model(model, splits["test"].texts, ids["test"], classes, ids["train"])
+    for member, best_epoch in zip(metrics.get("members", []), getattr(stopping, "best_epochs", [])):
+        member["best_epoch"] = best_epoch
     source = data.train.source
     skipped = data.train.skipped + (data.test.skipped if data.test is not None else [])
     metrics.update(
         split="test",
         classes=classes,
         epochs_run=len(history),
-        best_epoch=_best_epoch(history, monitor, mode),
+        best_epoch=(max(stopping.best_epochs, default=None) if members
+                    else _best_epoch(history, monitor, mode)),
         train_seconds_this_session=round(train_seconds, 2),
         distribution=distribution.report(config.batch_size),
         data={
@@ -609,7 +758,7 @@ def evaluate(run, data=None, output=None):
         else:
             examples, split = labelled.train, "every example"
     true_ids = label_ids(examples, classes)
-    metrics = score(predict_probabilities(model, examples.texts), true_ids, classes, train_ids)
+    metrics = score_model(model, examples.texts, true_ids, classes, train_ids)
     metrics.update(split=split, source=examples.source, classes=classes)
     path = None
     if output:

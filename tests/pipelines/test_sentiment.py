@@ -13,8 +13,10 @@ from data.classification import Examples, LabelledData
 from data.errors import DataError
 from pipelines.common import UsageError, make_config
 from pipelines.sentiment import (
+    MemberEarlyStopping,
     SentimentConfig,
     build_classifier,
+    build_model,
     evaluate,
     export,
     load_data,
@@ -215,7 +217,115 @@ def test_test_data_file_is_the_given_test_split(tmp_path):
         load_data(SentimentConfig(test_data=str(test_file)))
 
 
+def test_ensemble_run_averages_its_members_and_reports_each(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv")
+    result = train(tiny_config(data, tmp_path / "run", ensemble=3))
+    metrics = json.loads((result.path / "metrics.json").read_text())
+    assert len(metrics["members"]) == 3 and "ensemble of 3 (gru)" in result.summary
+    assert "member 2" in result.summary and metrics["model"]["accuracy"] >= 0.8
+    model = keras.saving.load_model(result.path / "model.keras")
+    classifier = model.get_layer("classifier")
+    members = [classifier.get_layer(f"member_{k}") for k in range(3)]
+    texts = tf.constant(["a superb film", "so dull", "the chair", ""])
+    ids = model.get_layer("vectorizer")(texts)
+    each = np.stack([member(ids, training=False).numpy() for member in members])
+    np.testing.assert_allclose(model(texts, training=False).numpy(), each.mean(axis=0),
+                               atol=1e-6)
+    assert np.abs(each[0] - each[1]).max() > 1e-4  # the members are different models
+    exported = export(result.path, out=tmp_path / "serving")
+    serving = tf.saved_model.load(str(exported.path)).signatures["serving_default"]
+    np.testing.assert_allclose(serving(text=texts)["probabilities"].numpy(), each.mean(axis=0),
+                               atol=1e-6)
+    rescored = evaluate(result.path).metrics["members"]
+    assert [m["accuracy"] for m in rescored] == [m["accuracy"] for m in metrics["members"]]
+    assert all(1 <= m["best_epoch"] <= metrics["epochs_run"] for m in metrics["members"])
+    assert metrics["best_epoch"] == max(m["best_epoch"] for m in metrics["members"])
+    history = pd.read_csv(result.path / "history.csv")
+    assert {"val_member_0_loss", "val_member_2_loss", "val_accuracy"} <= set(history.columns)
+
+
+def test_interrupted_ensemble_run_resumes(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
+    config = tiny_config(data, tmp_path / "run", ensemble=2, epochs=3, patience=5)
+
+    class InterruptAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(config, callbacks=[InterruptAfterFirstEpoch()])
+    assert (tmp_path / "run.partial" / "checkpoints").is_dir()
+    result = train(config)
+    assert result.metrics["epochs_run"] == 3 and len(result.metrics["members"]) == 2
+    history = pd.read_csv(result.path / "history.csv")
+    assert history["epoch"].tolist() == [1, 2, 3]
+
+
+def test_member_early_stopping_gives_each_member_its_own_best_epoch():
+    members = [keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)]) for _ in range(2)]
+    host = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    host.stop_training = False  # as `fit` sets it
+    stopping = MemberEarlyStopping(members, "loss", patience=2)
+    stopping.set_model(host)
+    # Member 0 is best at epoch 2, member 1 at epoch 3; neither improves after that.
+    losses = [(0.9, 0.8), (0.5, 0.7), (0.6, 0.4), (0.7, 0.5), (0.8, 0.6), (0.9, 0.9)]
+    stopped_after = None
+    for epoch, (first, second) in enumerate(losses):
+        for member in members:  # weights that tell the epochs apart
+            member.set_weights([np.full((1, 1), epoch, "float32"), np.zeros(1, "float32")])
+        stopping.on_epoch_end(epoch, {"val_member_0_loss": first, "val_member_1_loss": second})
+        if host.stop_training:
+            stopped_after = epoch + 1
+            break
+    assert stopped_after == 5  # member 1's patience ran out last, two epochs after epoch 3
+    stopping.on_train_end()
+    assert stopping.best_epochs == [2, 3]
+    assert [member.get_weights()[0][0, 0] for member in members] == [1.0, 2.0]
+
+
+def test_ensemble_members_learn_each_on_its_own():
+    # The training loss is the mean of the members' own cross-entropies: a member's gradient
+    # is its own loss's gradient over N, untouched by the other members (training the
+    # averaged probabilities would couple them).
+    config = SentimentConfig(model="gru", embedding_dim=4, units=3, sequence_length=6,
+                             dropout=0.0, token_dropout=0.0, ensemble=2)
+    vectorizer = keras.layers.TextVectorization(output_sequence_length=6)
+    vectorizer.adapt(["good film", "bad film", "a dull plot"])
+    model, training_model = build_model(config, vectorizer, n_classes=2)
+    assert training_model.output_shape == (None, 2, 2)
+    texts = tf.constant(["good film", "a bad plot", "dull"])
+    labels = tf.constant([1, 0, 0])
+    classifier = model.get_layer("classifier")
+    # Member 0 made confident, so that the average differs from member 1's own output.
+    dense = classifier.get_layer("member_0").get_layer("probabilities")
+    dense.bias.assign([5.0, -5.0])
+    member = classifier.get_layer("member_1")
+    with tf.GradientTape(persistent=True) as tape:
+        loss = training_model.compute_loss(
+            y=labels, y_pred=training_model(texts, training=True)
+        )
+        own = keras.losses.sparse_categorical_crossentropy(
+            labels, member(vectorizer(texts), training=True)
+        )
+        own = tf.reduce_mean(own) / 2
+        averaged = tf.reduce_mean(
+            keras.losses.sparse_categorical_crossentropy(labels, model(texts, training=True))
+        )
+
+    def gradients(value):
+        return [tf.convert_to_tensor(g).numpy()
+                for g in tape.gradient(value, member.trainable_weights)]
+
+    for ensemble_grad, own_grad in zip(gradients(loss), gradients(own)):
+        np.testing.assert_allclose(ensemble_grad, own_grad, atol=1e-6)
+    # Not vacuous: training the average would move member 1 otherwise.
+    own_bias, averaged_bias = gradients(own)[-1], gradients(averaged)[-1]
+    assert np.abs(averaged_bias - own_bias).max() > 0.05
+
+
 def test_config_refuses_settings_that_cannot_work():
+    with pytest.raises(UsageError, match="ensemble must be at least 1"):
+        make_config(SentimentConfig, flag_values={"ensemble": 0})
     with pytest.raises(UsageError, match="the transformer model has no last state"):
         make_config(SentimentConfig, flag_values={"model": "transformer", "pooling": "last"})
     with pytest.raises(UsageError, match="model must be one of gru, lstm, bilstm, transformer"):
