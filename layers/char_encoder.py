@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from layers._checks import check_positive_int
 from layers.lstm import LSTM
 from layers.registry import serializable
 
@@ -42,10 +43,10 @@ class CharacterEncoder(keras.layers.Layer):
         if kind not in CHAR_ENCODERS:
             raise ValueError(f"kind must be one of {', '.join(CHAR_ENCODERS)}. Received: "
                              f"kind={kind!r}")
-        for name, value in (("vocabulary_size", vocabulary_size), ("embedding_dim", embedding_dim),
-                            ("units", units), ("kernel_size", kernel_size)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+        check_positive_int("vocabulary_size", vocabulary_size)
+        check_positive_int("embedding_dim", embedding_dim)
+        check_positive_int("units", units)
+        check_positive_int("kernel_size", kernel_size)
         self.vocabulary_size = vocabulary_size
         self.embedding_dim = embedding_dim
         self.units = units
