@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError
+from data.errors import DataError, read_utf8
 
 TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/sentiment_sample.tsv)"
@@ -108,16 +108,7 @@ def read_text(path):
     Raises:
         DataError: the file is missing or holds bytes that are not UTF-8 (the line is named).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError("file not found", path=path)
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        bad = raw[error.start : error.end]
-        raise DataError(f"undecodable bytes {bad!r}; expected UTF-8 text", path=path, line=line)
+    return read_utf8(path)
 
 
 def read_lines(path):

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError
+from data.errors import DataError, read_utf8
 
 SCHEMES = ("bio", "iob1", "iobes")
 # The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
@@ -116,21 +116,10 @@ def _read_text_lines(path):
     Unicode line separators inside a token (U+2028, U+0085, ...) do not break lines, as they do
     not in the CoNLL tools.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError("file not found", path=path)
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise DataError(
-            f"not valid UTF-8 (byte 0x{raw[error.start]:02x}); expected a UTF-8 text file",
-            path=path, line=line,
-        ) from None
+    text = read_utf8(path)
     if not text.strip(" \t\r\n" + INVISIBLE_CHARACTERS):
         raise DataError("the file is empty; expected tokens, one per line", path=path)
-    return [line.rstrip("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    return [line.rstrip("\r") for line in text.split("\n")]
 
 
 def _count_invisible(text):

@@ -1,4 +1,7 @@
-"""The error type that every reader in `data/` raises for bad input."""
+"""The error type that every reader in `data/` raises for bad input, and the UTF-8 file reading
+they share (so that an undecodable file is reported alike everywhere)."""
+
+from pathlib import Path
 
 
 class DataError(ValueError):
@@ -21,3 +24,34 @@ class DataError(ValueError):
         if self.line is not None:
             where = f"{where}, line {self.line}" if where else f"line {self.line}"
         return f"{where}: {self.message}" if where else self.message
+
+
+def decode_utf8(raw, path):
+    """UTF-8 text of the bytes `raw` read from `path` (a leading byte-order mark is dropped).
+
+    Raises:
+        DataError: bytes that are not UTF-8, naming the line, the byte offset and the bytes.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        bad = raw[error.start:error.end].hex(" ")
+        raise DataError(
+            f"undecodable bytes at byte offset {error.start} (0x{bad}); expected UTF-8 text",
+            path=path,
+            line=line,
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_utf8(path):
+    """The text of the UTF-8 file `path` (a leading byte-order mark is dropped).
+
+    Raises:
+        DataError: the file is missing, or holds bytes that are not UTF-8 (see `decode_utf8`).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", path=path)
+    return decode_utf8(path.read_bytes(), path)

@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError
+from data.errors import DataError, decode_utf8
 
 DEFAULT_TEXT_PACKAGE = "email"
 UNSEEN_POLICIES = ("unknown", "error")
@@ -41,21 +41,6 @@ _CHARS_SHOWN = 10
 
 # ---------------------------------------------------------------------------------------------
 # Reading
-
-
-def _decode(raw, path):
-    """UTF-8 text of the bytes `raw` read from `path` (a leading byte-order mark is dropped)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        bad = raw[error.start:error.end].hex(" ")
-        raise DataError(
-            f"undecodable bytes at byte offset {error.start} (0x{bad}); expected UTF-8 text",
-            path=path,
-            line=line,
-        ) from None
-    return text.removeprefix("\ufeff")
 
 
 def read_text(path):
@@ -89,7 +74,7 @@ def read_text(path):
         raise DataError("file or folder not found", path=path)
     parts = []
     for file in files:
-        text = _decode(file.read_bytes(), file)
+        text = decode_utf8(file.read_bytes(), file)
         if parts and text and not parts[-1].endswith("\n"):
             parts.append("\n")
         parts.append(text)

@@ -37,7 +37,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError
+from data.errors import DataError, read_utf8
 
 SPACE_MARK = "\u2581"
 PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"
@@ -209,16 +209,7 @@ def read_lines(path):
     Raises:
         DataError: a missing or empty file, or bytes that are not UTF-8 (the line is named).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError("file not found", path=path)
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        bad = raw[error.start : error.end]
-        raise DataError(f"undecodable bytes {bad!r}; expected UTF-8 text", path=path, line=line)
+    text = read_utf8(path)
     if not text.strip():
         raise DataError("the file is empty; expected one sentence per line", path=path)
     # Only "\n" ends a line: str.splitlines would also split at U+2028 and form feeds, and so

@@ -232,7 +232,7 @@ def test_empty_line_file_and_empty_example_file(tmp_path):
 def test_undecodable_bytes_name_the_line(tmp_path):
     path = write(tmp_path / "latin.csv", "text,label\ngood,pos\ncaf\xe9 au lait,neg\n", "latin-1")
     with pytest.raises(DataError, match=re.escape(
-        f"{path}, line 3: undecodable bytes b'\\xe9'; expected UTF-8 text"
+        f"{path}, line 3: undecodable bytes at byte offset 23 (0xe9); expected UTF-8 text"
     )):
         read_table(path)
     write(tmp_path / "lines" / "r.pos", "ok\n")

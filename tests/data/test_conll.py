@@ -236,7 +236,7 @@ def test_file_without_sentences(tmp_path):
 def test_undecodable_bytes(tmp_path):
     path = write(tmp_path, "Ada\tB-PER\n\nM\xfcller\tB-PER\n".encode("latin-1"))
     with pytest.raises(DataError, match=where(path, 3) + re.escape(
-        "not valid UTF-8 (byte 0xfc); expected a UTF-8 text file"
+        "undecodable bytes at byte offset 12 (0xfc); expected UTF-8 text"
     )):
         read_conll(path)
 
