@@ -657,16 +657,19 @@ def train(config, overwrite=False, callbacks=()):
     model = distribution.local_model(model, run.path("model.keras"))
 
     metrics = score_model(model, splits["test"].texts, ids["test"], classes, ids["train"])
-    for member, best_epoch in zip(metrics.get("members", []), getattr(stopping, "best_epochs", [])):
-        member["best_epoch"] = best_epoch
+    best_epoch = _best_epoch(history, monitor, mode)
+    if members:
+        for figures, member_best in zip(metrics["members"], stopping.best_epochs):
+            figures["best_epoch"] = member_best
+        if None not in stopping.best_epochs:  # None: no epoch ran in this session
+            best_epoch = max(stopping.best_epochs)
     source = data.train.source
     skipped = data.train.skipped + (data.test.skipped if data.test is not None else [])
     metrics.update(
         split="test",
         classes=classes,
         epochs_run=len(history),
-        best_epoch=(max(stopping.best_epochs, default=None) if members
-                    else _best_epoch(history, monitor, mode)),
+        best_epoch=best_epoch,
         train_seconds_this_session=round(train_seconds, 2),
         distribution=distribution.report(config.batch_size),
         data={
