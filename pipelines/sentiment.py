@@ -7,12 +7,14 @@ train/test, or a seeded stratified split), and fits a model whose first layer is
 strings. Token id 0 is padding: the embedding masks it (`mask_zero=True`) and the mask flows
 through every layer to a pooling that respects it (masked mean or maximum, or the recurrent
 layer's last unmasked state), so padding changes no prediction. `ensemble` > 1 averages the
-probabilities of that many such classifiers trained side by side (`build_model`). Scored on the
-test split beside the majority-class baseline. `evaluate`, `predict` and `export` work from the
+probabilities of that many such classifiers trained side by side (`build_model`). The `ngrams`
+model is the baseline beside them: a logistic regression on which word n-grams occur. Scored on
+the test split beside the majority-class baseline. `evaluate`, `predict` and `export` work from the
 run directory.
 
 The run directory holds, besides the common files (pipelines/common.py): `vocabulary.txt` (one
-token per line; line n is token id n - 1, line 1 is the empty padding token, line 2 `[UNK]`),
+token per line; line n is token id n - 1, line 1 is the empty padding token, line 2 `[UNK]`;
+ngrams model: one n-gram per line, line 1 `[UNK]`),
 `classes.json` (class names in the order of the model's outputs), `plots/loss.png`,
 `plots/confusion.png`, and `saved_model/` with `serving_default(text: string[None]) ->
 {"probabilities": float32[None, n_classes], "label": string[None]}`. `model.keras` loads with
@@ -62,11 +64,14 @@ from pipelines.common import (
 from pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "sentiment"
-MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer")
+MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer", "ngrams")
 POOLINGS = ("mean", "max", "last")
 MONITORED = ("loss", "accuracy")
 STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", "none")
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
+# Vocabulary of the word-sequence models when --vocabulary-size is not given (the ngrams model
+# then keeps every n-gram of the training split).
+DEFAULT_WORD_VOCABULARY = 20000
 # Seed offset between ensemble members (a member's layers use seed + 0, 1, ... per layer).
 MEMBER_SEED_STRIDE = 1000
 # How many predictions `predict` prints; all of them go to its output file.
@@ -96,15 +101,21 @@ class SentimentConfig(TrainConfig):
     val_fraction: float = option(
         0.1, "share of the training examples for validation (early stopping); 0: none"
     )
-    vocabulary_size: int = option(
-        20000, "most frequent training tokens kept, with padding and [UNK]"
+    vocabulary_size: int | None = option(
+        None, "most frequent training tokens kept, with padding and [UNK] (default: "
+        f"{DEFAULT_WORD_VOCABULARY}; ngrams model: every n-gram of the training split)"
     )
     sequence_length: int = option(64, "tokens per text; longer texts are truncated")
     standardize: str = option(
         "lower_and_strip_punctuation", "text standardization before splitting on whitespace",
         STANDARDIZE,
     )
-    model: str = option("bilstm", "model kind", MODEL_KINDS)
+    model: str = option(
+        "bilstm", "model kind: recurrent layers or a Transformer encoder over the token "
+        "embeddings, or ngrams: logistic regression on which 1..N-grams occur (a baseline)",
+        MODEL_KINDS,
+    )
+    ngrams: int = option(2, "ngrams model: longest n-gram counted (1: words only)")
     pooling: str = option(
         "mean", "summary of the sequence: masked mean or maximum over the unmasked steps, or "
         "the last unmasked recurrent state", POOLINGS,
@@ -132,12 +143,12 @@ class SentimentConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("vocabulary_size", "sequence_length", "embedding_dim", "units", "layers",
-                     "num_heads", "ff_dim", "patience", "ensemble"):
+        for name in ("sequence_length", "embedding_dim", "units", "layers", "num_heads",
+                     "ff_dim", "patience", "ensemble", "ngrams"):
             value = getattr(self, name)
             if value < 1:
                 raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
-        if self.vocabulary_size < 3:
+        if self.vocabulary_size is not None and self.vocabulary_size < 3:
             raise ValueError(
                 "vocabulary_size must be at least 3 (padding, [UNK] and one token). "
                 f"Received: vocabulary_size={self.vocabulary_size}"
@@ -157,6 +168,12 @@ class SentimentConfig(TrainConfig):
             raise ValueError(
                 "the transformer model has no last state; pool with the masked mean or max. "
                 f"Received: model={self.model!r}, pooling={self.pooling!r}"
+            )
+        if self.model == "ngrams" and self.ensemble > 1:
+            raise ValueError(
+                "the ngrams model starts from zero weights and has no dropout, so the members of "
+                "an ensemble would all be the same model; train it with ensemble=1. Received: "
+                f"ensemble={self.ensemble}"
             )
         if self.model == "transformer" and self.embedding_dim % self.num_heads:
             raise ValueError(
@@ -222,10 +239,28 @@ def make_splits(config, data):
 
 
 def make_vectorizer(config):
-    """The `TextVectorization` layer (not yet adapted): whitespace tokens, padded with id 0."""
+    """The `TextVectorization` layer (not yet adapted), splitting on whitespace.
+
+    Word-sequence models: token ids `int64[B, sequence_length]`, padded with id 0, at most
+    `vocabulary_size` ids (default `DEFAULT_WORD_VOCABULARY`). The ngrams model: which of the
+    kept 1..`ngrams`-grams occur in each text, `float32[B, n-grams]` of 0/1 as a sparse tensor
+    (column 0: any n-gram outside the vocabulary), all n-grams of the training split unless
+    `vocabulary_size` caps them.
+    """
+    standardize = None if config.standardize == "none" else config.standardize
+    if config.model == "ngrams":
+        return keras.layers.TextVectorization(
+            max_tokens=config.vocabulary_size,
+            standardize=standardize,
+            split="whitespace",
+            ngrams=config.ngrams if config.ngrams > 1 else None,
+            output_mode="multi_hot",
+            sparse=True,
+            name="vectorizer",
+        )
     return keras.layers.TextVectorization(
-        max_tokens=config.vocabulary_size,
-        standardize=None if config.standardize == "none" else config.standardize,
+        max_tokens=config.vocabulary_size or DEFAULT_WORD_VOCABULARY,
+        standardize=standardize,
         split="whitespace",
         output_mode="int",
         output_sequence_length=config.sequence_length,
@@ -238,11 +273,20 @@ def make_vectorizer(config):
 
 
 def build_classifier(config, vocabulary_size, n_classes, name="classifier"):
-    """The model from token ids to class probabilities: `int64[B, T] -> float32[B, n_classes]`.
+    """The model from the vectorizer's output to class probabilities `float32[B, n_classes]`.
 
-    Id 0 is padding and is masked from the embedding on; `T` may be any length (up to
-    `sequence_length` for the transformer's positions). `config.seed` seeds the dropout layers.
+    Word-sequence models take token ids `int64[B, T]`: id 0 is padding and is masked from the
+    embedding on; `T` may be any length (up to `sequence_length` for the transformer's
+    positions). `config.seed` seeds the dropout layers. The ngrams model takes the sparse
+    `float32[B, vocabulary_size]` presence of each n-gram and is a logistic regression on it
+    (`softmax(x W + b)`, starting from zero weights; early stopping regularises it).
     """
+    if config.model == "ngrams":
+        present = keras.Input((vocabulary_size,), sparse=True, name="ngram_presence")
+        probabilities = keras.layers.Dense(
+            n_classes, activation="softmax", kernel_initializer="zeros", name="probabilities"
+        )(present)
+        return keras.Model(present, probabilities, name=name)
     ids = keras.Input((None,), dtype="int64", name="token_ids")
     tokens = ids
     if config.token_dropout > 0:
@@ -850,9 +894,9 @@ TASK = Task(
     name=TASK_NAME,
     description=(
         "Classify texts (sentiment or any other labels, two classes or more) with a GRU, LSTM, "
-        "bidirectional LSTM or Transformer built from seqlab's layers. Text is vectorised inside "
-        "the model, so runs and SavedModels take raw strings; padding is masked through every "
-        "layer. Scored on the test split (given, or a seeded stratified split) beside the "
+        "bidirectional LSTM or Transformer built from seqlab's layers, or with a logistic "
+        "regression on word n-grams (--model ngrams). Text is vectorised inside the model, so "
+        "runs and SavedModels take raw strings; padding is masked through every layer. Scored on the test split (given, or a seeded stratified split) beside the "
         "majority-class baseline. Without --data it trains on a 150-sentence smoke-test sample "
         "shipped with seqlab."
     ),
@@ -863,6 +907,7 @@ TASK = Task(
             "seqlab sentiment train --data reviews.csv --text-column review --label-column "
             "stars --model gru",
             "seqlab sentiment train --data aclImdb --classes neg pos --sequence-length 256",
+            "seqlab sentiment train --data rt-polarity/ --model ngrams --out runs/ngrams",
         ],
         "evaluate": [
             "seqlab sentiment evaluate --run runs/polarity",

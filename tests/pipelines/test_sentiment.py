@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
+from sklearn.feature_extraction.text import CountVectorizer
+
 import cli
 from data.classification import Examples, LabelledData
 from data.errors import DataError
@@ -21,6 +23,7 @@ from pipelines.sentiment import (
     export,
     load_data,
     make_splits,
+    make_vectorizer,
     predict,
     train,
 )
@@ -193,6 +196,79 @@ def test_padding_and_empty_texts_give_defined_unchanged_predictions(kind, poolin
     np.testing.assert_allclose(outputs.sum(axis=1), 1, atol=1e-6)
 
 
+def test_ngrams_features_are_the_n_grams_present_in_each_text():
+    # The same 1- and 2-gram sets as scikit-learn's binary CountVectorizer (an independent
+    # reference): each n-gram present counts once, however often it occurs.
+    texts = ["a superb superb film", "Not good, not good at all!", "", "film"]
+    vectorizer = make_vectorizer(SentimentConfig(model="ngrams"))
+    vectorizer.adapt(tf.constant(texts))
+    vocabulary = vectorizer.get_vocabulary()
+    assert vocabulary[0] == "[UNK]"
+    presence = tf.sparse.to_dense(vectorizer(tf.constant(texts))).numpy()
+    assert presence.shape == (4, len(vocabulary)) and set(np.unique(presence)) == {0.0, 1.0}
+    analyzer = CountVectorizer(ngram_range=(1, 2), token_pattern=r"\S+",
+                               preprocessor=lambda t: t.lower().replace(",", "").replace("!", ""),
+                               ).build_analyzer()
+    for text, row in zip(texts, presence):
+        assert {vocabulary[j] for j in np.flatnonzero(row)} == set(analyzer(text)), text
+    unseen = tf.sparse.to_dense(vectorizer(tf.constant(["superb plot"]))).numpy()[0]
+    assert unseen[0] == 1 and unseen[vocabulary.index("superb")] == 1 and unseen.sum() == 2
+
+
+def test_ngrams_model_is_a_logistic_regression_that_learns_word_order():
+    # The class is told only by the order of two words, so word counts alone cannot tell it.
+    rng = np.random.default_rng(3)
+    texts, labels = [], []
+    for k in range(240):
+        words = list(rng.choice(FILLER, size=rng.integers(0, 4)))
+        pair = ["red", "blue"] if k % 2 else ["blue", "red"]
+        at = rng.integers(0, len(words) + 1)
+        texts.append(" ".join(words[:at] + pair + words[at:]))
+        labels.append(k % 2)
+    labels = np.array(labels)
+    accuracies = {}
+    for n in (1, 2):
+        config = SentimentConfig(model="ngrams", ngrams=n, learning_rate=0.1)
+        vectorizer = make_vectorizer(config)
+        vectorizer.adapt(tf.constant(texts[:160]))
+        model, training_model = build_model(config, vectorizer, n_classes=2)
+        assert training_model is model
+        training_model.fit(tf.constant(texts[:160]), labels[:160], epochs=20, batch_size=16,
+                           verbose=0)
+        probabilities = model.predict(tf.constant(texts[160:]), verbose=0)
+        accuracies[n] = np.mean(probabilities.argmax(axis=1) == labels[160:])
+        # softmax(x W + b) of the n-grams present, and an empty text gets softmax(b).
+        dense = model.get_layer("classifier").get_layer("probabilities")
+        kernel, bias = (w.numpy() for w in dense.weights)
+        present = tf.sparse.to_dense(vectorizer(tf.constant(texts[160:] + [""]))).numpy()
+        expected = keras.ops.softmax(present @ kernel + bias).numpy()
+        np.testing.assert_allclose(
+            model.predict(tf.constant(texts[160:] + [""]), verbose=0), expected, atol=1e-6
+        )
+    assert accuracies[2] == 1.0
+    assert accuracies[1] < 0.7  # the same bag of words in both classes
+
+
+def test_ngrams_run_exports_and_predicts_raw_strings(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv")
+    result = train(tiny_config(data, tmp_path / "run", model="ngrams", epochs=10,
+                               learning_rate=0.1))
+    assert "model (ngrams)" in result.summary and result.metrics["model"]["accuracy"] >= 0.8
+    vocabulary = (result.path / "vocabulary.txt").read_text().split("\n")
+    assert vocabulary[0] == "[UNK]" and "superb" in vocabulary
+    assert any(" " in token for token in vocabulary)  # bigrams
+    texts = ["a superb film", "so dull", "the chair", "", "zzz qqq"]
+    model = keras.saving.load_model(result.path / "model.keras")
+    expected = model.predict(tf.constant(texts), verbose=0)
+    assert np.all(np.isfinite(expected))
+    serving = tf.saved_model.load(str(result.path / "saved_model")).signatures["serving_default"]
+    outputs = serving(text=tf.constant(texts))
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), expected, atol=1e-6)
+    assert outputs["label"].numpy().astype(str).tolist()[:3] == ["good", "bad", "other"]
+    again = evaluate(result.path)
+    assert again.metrics["model"] == pytest.approx(result.metrics["model"], abs=1e-9)
+
+
 def test_given_test_split_is_used_as_such_and_validation_comes_from_training():
     def examples(labels):
         return Examples(texts=[f"t{i}" for i in range(len(labels))], labels=labels,
@@ -328,8 +404,13 @@ def test_config_refuses_settings_that_cannot_work():
         make_config(SentimentConfig, flag_values={"ensemble": 0})
     with pytest.raises(UsageError, match="the transformer model has no last state"):
         make_config(SentimentConfig, flag_values={"model": "transformer", "pooling": "last"})
-    with pytest.raises(UsageError, match="model must be one of gru, lstm, bilstm, transformer"):
+    with pytest.raises(UsageError, match="model must be one of gru, lstm, bilstm, transformer, "
+                                         "ngrams"):
         make_config(SentimentConfig, flag_values={"model": "cnn"})
+    with pytest.raises(UsageError, match="the ngrams model starts from zero weights"):
+        make_config(SentimentConfig, flag_values={"model": "ngrams", "ensemble": 3})
+    with pytest.raises(UsageError, match="ngrams must be at least 1"):
+        make_config(SentimentConfig, flag_values={"model": "ngrams", "ngrams": 0})
 
 
 def test_command_line_trains_on_the_embedded_sample_then_predicts(tmp_path, capsys):
