@@ -343,16 +343,17 @@ def build_model(config, vectorizer, n_classes):
     """The model from raw strings to class probabilities, and the model that trains it.
 
     Returns `(model, training_model)`. `model` maps `string[B] -> float32[B, n_classes]`: the
-    adapted `vectorizer` (its vocabulary sizes the embedding) followed by the classifier from
-    ids to probabilities (reachable as `model.get_layer("classifier")`). With one member the
-    classifier is `build_classifier`'s model and `training_model` is `model`, compiled. With
-    `config.ensemble` = N > 1 the classifier averages the probabilities of N members
-    (`classifier.get_layer("member_k")`) built alike with other seeds, and `training_model`
-    shares their layers but outputs every member's probabilities `[B, N, n_classes]`; it is
-    compiled with the members' mean cross-entropy, so that each member learns on its own
-    (training the average instead would fit the members to each other), and an `accuracy` of
-    their average. This is the one place that creates the models and the optimizer, so that a
-    distribution strategy's `scope()` can wrap it.
+    adapted `vectorizer` (its vocabulary sizes the embedding, or the ngrams model's weights)
+    followed by the classifier from its output to probabilities (reachable as
+    `model.get_layer("classifier")`). With one member the classifier is `build_classifier`'s
+    model and `training_model` is `model`, compiled. With `config.ensemble` = N > 1 the
+    classifier averages the probabilities of N members (`classifier.get_layer("member_k")`)
+    built alike with other seeds, and `training_model` shares their layers but outputs every
+    member's probabilities `[B, N, n_classes]`; it is compiled with the members' mean
+    cross-entropy, so that each member learns on its own (training the average instead would
+    fit the members to each other), and an `accuracy` of their average. This is the one place
+    that creates the models and the optimizer, so that a distribution strategy's `scope()` can
+    wrap it.
     """
     text = keras.Input((), dtype="string", name="text")
     ids = vectorizer(text)
@@ -554,7 +555,8 @@ def score_model(model, texts, true_ids, classes, train_ids):
     members = member_probabilities(model, texts)
     if members:
         metrics["members"] = [
-            score(probabilities, true_ids, classes, train_ids)["model"] for probabilities in members
+            score(probabilities, true_ids, classes, train_ids)["model"]
+            for probabilities in members
         ]
     return metrics
 
@@ -742,7 +744,8 @@ def train(config, overwrite=False, callbacks=()):
         [
             f"{TASK_NAME}: {source}, {len(classes)} classes, {split_report['method']} split "
             f"(train {counts['train']}, validation {counts['val']}, test {counts['test']}), "
-            f"vocabulary {vectorizer.vocabulary_size()} tokens",
+            f"vocabulary {vectorizer.vocabulary_size()} "
+            f"{'n-grams' if config.model == 'ngrams' else 'tokens'}",
             metrics_tables(metrics, config.model),
             *([f"{distribution.kind}: {distribution.replicas} replicas, global batch "
                f"{distribution.global_batch_size(config.batch_size)} = {config.batch_size} "
@@ -896,9 +899,10 @@ TASK = Task(
         "Classify texts (sentiment or any other labels, two classes or more) with a GRU, LSTM, "
         "bidirectional LSTM or Transformer built from seqlab's layers, or with a logistic "
         "regression on word n-grams (--model ngrams). Text is vectorised inside the model, so "
-        "runs and SavedModels take raw strings; padding is masked through every layer. Scored on the test split (given, or a seeded stratified split) beside the "
-        "majority-class baseline. Without --data it trains on a 150-sentence smoke-test sample "
-        "shipped with seqlab."
+        "runs and SavedModels take raw strings; padding is masked through every layer. Scored "
+        "on the test split (given, or a seeded stratified split) beside the majority-class "
+        "baseline. Without --data it trains on a 150-sentence smoke-test sample shipped with "
+        "seqlab."
     ),
     examples={
         "train": [
