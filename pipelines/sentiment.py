@@ -253,7 +253,7 @@ def make_vectorizer(config):
             max_tokens=config.vocabulary_size,
             standardize=standardize,
             split="whitespace",
-            ngrams=config.ngrams if config.ngrams > 1 else None,
+            ngrams=config.ngrams,
             output_mode="multi_hot",
             sparse=True,
             name="vectorizer",
