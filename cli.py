@@ -14,9 +14,9 @@ import sys
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
-from data.errors import DataError
-from pipelines import TASKS, load_task
-from pipelines.errors import UsageError
+from seqlab.data.errors import DataError
+from seqlab.pipelines import TASKS, load_task
+from seqlab.pipelines.errors import UsageError
 
 PROG = "seqlab"
 ACTIONS = {
@@ -42,7 +42,7 @@ def _examples(lines):
 
 def _add_action_parsers(task_parser, task):
     """The `train|evaluate|predict|export` sub-commands of one task."""
-    from pipelines.common import add_config_arguments
+    from seqlab.pipelines.common import add_config_arguments
 
     formatter = argparse.RawDescriptionHelpFormatter
     actions = task_parser.add_subparsers(dest="action", metavar="<action>")
@@ -132,7 +132,7 @@ def build_parser(task_name=None):
 
 def _run_action(task, action, values):
     """Calls the task's action with the parsed flags; returns its `ActionResult`."""
-    from pipelines.common import default_out, make_config, read_config_file
+    from seqlab.pipelines.common import default_out, make_config, read_config_file
 
     if action != "train":
         return getattr(task, action)(**values)

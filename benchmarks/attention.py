@@ -25,14 +25,13 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from layers import MultiHeadAttention  # noqa: E402
-from layers import TransformerDecoderLayer  # noqa: E402
+from seqlab.layers import MultiHeadAttention  # noqa: E402
+from seqlab.layers import TransformerDecoderLayer  # noqa: E402
 
 
 def interleaved_medians(variants, repetitions):

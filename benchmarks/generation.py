@@ -32,13 +32,12 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from data.text import CharVocabulary, load_default_text  # noqa: E402
-from pipelines.charrnn import (  # noqa: E402
+from seqlab.data.text import CharVocabulary, load_default_text  # noqa: E402
+from seqlab.pipelines.charrnn import (  # noqa: E402
     NEVER,
     CharRNNConfig,
     build_model,
@@ -46,7 +45,7 @@ from pipelines.charrnn import (  # noqa: E402
     load_run,
     make_generator,
 )
-from pipelines.common import format_table  # noqa: E402
+from seqlab.pipelines.common import format_table  # noqa: E402
 
 PROMPT = "The "
 

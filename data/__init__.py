@@ -1,5 +1,5 @@
 """tf.data builders and file readers for seqlab's tasks. Imports no model code."""
 
-from data.errors import DataError
+from seqlab.data.errors import DataError
 
 __all__ = ["DataError"]

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError, read_utf8
+from seqlab.data.errors import DataError, read_utf8
 
 TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/sentiment_sample.tsv)"

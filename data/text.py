@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError, decode_utf8
+from seqlab.data.errors import DataError, decode_utf8
 
 DEFAULT_TEXT_PACKAGE = "email"
 UNSEEN_POLICIES = ("unknown", "error")

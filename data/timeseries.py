@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from data.errors import DataError
+from seqlab.data.errors import DataError
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
 SUNSPOTS_TIME_COLUMN = "YEAR"

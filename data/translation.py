@@ -37,7 +37,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data.errors import DataError, read_utf8
+from seqlab.data.errors import DataError, read_utf8
 
 SPACE_MARK = "\u2581"
 PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"

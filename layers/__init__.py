@@ -4,14 +4,14 @@
 serialization under the package "seqlab".
 """
 
-from layers.attention import AdditiveAttention, MultiHeadAttention, scaled_dot_product_attention
-from layers.char_encoder import CharacterEncoder
-from layers.crf import CRF, CRFModel
-from layers.gru import GRU, GRUCell
-from layers.lstm import LSTM, LSTMCell
-from layers.pooling import MaskedMaxPooling, MaskedMeanPooling
-from layers.positional import PositionalEncoding, TokenAndPositionEmbedding
-from layers.rnn_base import reset_states
-from layers.simple_rnn import SimpleRNN, SimpleRNNCell
-from layers.token_dropout import TokenDropout
-from layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer
+from seqlab.layers.attention import AdditiveAttention, MultiHeadAttention, scaled_dot_product_attention
+from seqlab.layers.char_encoder import CharacterEncoder
+from seqlab.layers.crf import CRF, CRFModel
+from seqlab.layers.gru import GRU, GRUCell
+from seqlab.layers.lstm import LSTM, LSTMCell
+from seqlab.layers.pooling import MaskedMaxPooling, MaskedMeanPooling
+from seqlab.layers.positional import PositionalEncoding, TokenAndPositionEmbedding
+from seqlab.layers.rnn_base import reset_states
+from seqlab.layers.simple_rnn import SimpleRNN, SimpleRNNCell
+from seqlab.layers.token_dropout import TokenDropout
+from seqlab.layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer

@@ -11,10 +11,10 @@ import math
 import keras
 from keras import ops
 
-from layers._checks import check_positive_int
-from layers._checks import check_rate
-from layers._checks import fresh_initializer
-from layers.registry import serializable
+from seqlab.layers._checks import check_positive_int
+from seqlab.layers._checks import check_rate
+from seqlab.layers._checks import fresh_initializer
+from seqlab.layers.registry import serializable
 
 
 def _large_negative(dtype):

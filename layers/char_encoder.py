@@ -3,9 +3,9 @@
 import keras
 from keras import ops
 
-from layers._checks import check_positive_int
-from layers.lstm import LSTM
-from layers.registry import serializable
+from seqlab.layers._checks import check_positive_int
+from seqlab.layers.lstm import LSTM
+from seqlab.layers.registry import serializable
 
 CHAR_ENCODERS = ("lstm", "cnn")
 

@@ -11,7 +11,7 @@ import numbers
 import keras
 import tensorflow as tf
 
-from layers.registry import serializable
+from seqlab.layers.registry import serializable
 
 
 # The score added to forbidden transitions: finite, so that log-space sums stay free of NaN.

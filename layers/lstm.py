@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from layers.registry import serializable
-from layers.rnn_base import RecurrentCell, RecurrentLayer
+from seqlab.layers.registry import serializable
+from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer
 
 _EQUATIONS = """
     Equations (DESIGN.md section 3), sigma = `recurrent_activation` (sigmoid),

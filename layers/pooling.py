@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from layers.registry import serializable
+from seqlab.layers.registry import serializable
 
 
 class _MaskedPooling(keras.layers.Layer):

@@ -5,9 +5,9 @@ import math
 import keras
 from keras import ops
 
-from layers._checks import check_positive_int
-from layers._checks import fresh_initializer
-from layers.registry import serializable
+from seqlab.layers._checks import check_positive_int
+from seqlab.layers._checks import fresh_initializer
+from seqlab.layers.registry import serializable
 
 
 def sinusoidal_encoding(length, depth, start_index=0, max_wavelength=10000, dtype="float32"):

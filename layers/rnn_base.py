@@ -14,8 +14,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from layers._checks import check_positive_int, check_rate
-from layers._loop import run_recurrence, run_separable_recurrence
+from seqlab.layers._checks import check_positive_int, check_rate
+from seqlab.layers._loop import run_recurrence, run_separable_recurrence
 
 # Steps per iteration of the time loop (see `run_recurrence`). Measured with
 # benchmarks/recurrent.py on 2 cores: 2, 4 and 8 all beat 1; 4 was the best

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from layers.registry import serializable
-from layers.rnn_base import RecurrentCell, RecurrentLayer
+from seqlab.layers.registry import serializable
+from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer
 
 _CELL_DOC = """
     Equations (DESIGN.md section 3), for input x_t and previous state h_{t-1}:

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from layers._checks import check_rate
-from layers.registry import serializable
+from seqlab.layers._checks import check_rate
+from seqlab.layers.registry import serializable
 
 
 @serializable

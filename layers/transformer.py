@@ -3,12 +3,12 @@
 import keras
 from keras import ops
 
-from layers._checks import check_positive_int
-from layers._checks import check_rate
-from layers._checks import fresh_initializer
-from layers.attention import MultiHeadAttention
-from layers.attention import causal_mask
-from layers.registry import serializable
+from seqlab.layers._checks import check_positive_int
+from seqlab.layers._checks import check_rate
+from seqlab.layers._checks import fresh_initializer
+from seqlab.layers.attention import MultiHeadAttention
+from seqlab.layers.attention import causal_mask
+from seqlab.layers.registry import serializable
 
 
 class _TransformerLayer(keras.layers.Layer):

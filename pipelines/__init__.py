@@ -8,11 +8,11 @@ Modules are imported only when their task is used, so `seqlab --help` stays fast
 import importlib
 
 TASKS = {
-    "timeseries": ("pipelines.timeseries", "forecast numeric series (CSV, or the embedded sunspots)"),
-    "charrnn": ("pipelines.charrnn", "generate text with a character-level GRU/LSTM language model"),
-    "sentiment": ("pipelines.sentiment", "classify texts (CSV/TSV, line files, class folders, or a sample)"),
-    "ner": ("pipelines.ner", "tag named entities in CoNLL files (BiLSTM, softmax or CRF), or a sample"),
-    "translate": ("pipelines.translate", "translate sentences (GRU + attention or Transformer, beam search, BLEU)"),
+    "timeseries": ("seqlab.pipelines.timeseries", "forecast numeric series (CSV, or the embedded sunspots)"),
+    "charrnn": ("seqlab.pipelines.charrnn", "generate text with a character-level GRU/LSTM language model"),
+    "sentiment": ("seqlab.pipelines.sentiment", "classify texts (CSV/TSV, line files, class folders, or a sample)"),
+    "ner": ("seqlab.pipelines.ner", "tag named entities in CoNLL files (BiLSTM, softmax or CRF), or a sample"),
+    "translate": ("seqlab.pipelines.translate", "translate sentences (GRU + attention or Transformer, beam search, BLEU)"),
 }
 
 

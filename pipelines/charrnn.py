@@ -33,7 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data.text import (
+from seqlab.data.text import (
     PADDING_ID,
     UNKNOWN_ID,
     UNSEEN_POLICIES,
@@ -46,8 +46,8 @@ from data.text import (
     split_text,
     stateful_layout,
 )
-from layers import GRU, LSTM, reset_states
-from pipelines.common import (
+from seqlab.layers import GRU, LSTM, reset_states
+from seqlab.pipelines.common import (
     ActionResult,
     Task,
     TrainConfig,
@@ -63,8 +63,8 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.decoding import get_sampler
-from pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.decoding import get_sampler
+from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "charrnn"
 MODEL_KINDS = ("gru", "lstm")

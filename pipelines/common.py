@@ -35,7 +35,7 @@ from pathlib import Path
 
 import keras
 
-from pipelines.errors import UsageError
+from seqlab.pipelines.errors import UsageError
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,8 +33,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from pipelines.common import RunDirectory, default_out, set_seed
-from pipelines.errors import UsageError
+from seqlab.pipelines.common import RunDirectory, default_out, set_seed
+from seqlab.pipelines.errors import UsageError
 
 KINDS = ("none", "mirrored", "multiworker")
 

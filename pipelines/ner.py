@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data.conll import (
+from seqlab.data.conll import (
     SAMPLE_PATH,
     SCHEMES,
     Sentence,
@@ -39,10 +39,10 @@ from data.conll import (
     read_conll,
     read_token_lines,
 )
-from data.errors import DataError
-from layers import CRF, LSTM, CharacterEncoder, CRFModel
-from layers.char_encoder import CHAR_ENCODERS
-from pipelines.common import (
+from seqlab.data.errors import DataError
+from seqlab.layers import CRF, LSTM, CharacterEncoder, CRFModel
+from seqlab.layers.char_encoder import CHAR_ENCODERS
+from seqlab.pipelines.common import (
     ActionResult,
     Task,
     TrainConfig,
@@ -58,7 +58,7 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "ner"
 INPUT_FORMATS = ("auto", "conll", "lines")

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from data.classification import (
+from seqlab.data.classification import (
     SAMPLE_SOURCE,
     LabelledData,
     check_several_classes,
@@ -42,8 +42,8 @@ from data.classification import (
     read_lines,
     stratified_split,
 )
-from layers import GRU, LSTM, MaskedMaxPooling, MaskedMeanPooling, TokenDropout
-from pipelines.common import (
+from seqlab.layers import GRU, LSTM, MaskedMaxPooling, MaskedMeanPooling, TokenDropout
+from seqlab.pipelines.common import (
     ActionResult,
     Task,
     TrainConfig,
@@ -61,7 +61,7 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "sentiment"
 MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer", "ngrams")
@@ -293,7 +293,7 @@ def build_classifier(config, vocabulary_size, n_classes, name="classifier"):
         tokens = TokenDropout(config.token_dropout, seed=config.seed, name="token_dropout")(ids)
     if config.model == "transformer":
         # Imported here: the Transformer layers are only needed by this model kind.
-        from layers import TokenAndPositionEmbedding, TransformerEncoderLayer
+        from seqlab.layers import TokenAndPositionEmbedding, TransformerEncoderLayer
 
         hidden = TokenAndPositionEmbedding(
             vocabulary_size, config.sequence_length, config.embedding_dim, mask_zero=True,

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from data.errors import DataError
-from data.timeseries import (
+from seqlab.data.errors import DataError
+from seqlab.data.timeseries import (
     FILL_METHODS,
     SCALER_METHODS,
     SUNSPOTS_SOURCE,
@@ -33,8 +33,8 @@ from data.timeseries import (
     load_sunspots,
     read_csv,
 )
-from layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
-from pipelines.common import (
+from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
+from seqlab.pipelines.common import (
     ActionResult,
     Task,
     TrainConfig,
@@ -50,7 +50,7 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "timeseries"
 MODEL_KINDS = ("lstm", "gru", "rnn", "transformer")

@@ -36,8 +36,8 @@ import numpy as np
 import sacrebleu
 import tensorflow as tf
 
-from data.errors import DataError
-from data.translation import (
+from seqlab.data.errors import DataError
+from seqlab.data.translation import (
     END_ID,
     PAD_ID,
     START_ID,
@@ -57,14 +57,14 @@ from data.translation import (
     token_text,
     tokenize,
 )
-from layers import (
+from seqlab.layers import (
     GRU,
     AdditiveAttention,
     TokenAndPositionEmbedding,
     TransformerDecoderLayer,
     TransformerEncoderLayer,
 )
-from pipelines.common import (
+from seqlab.pipelines.common import (
     ActionResult,
     Task,
     TrainConfig,
@@ -80,8 +80,8 @@ from pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.decoding import BeamSampler, GreedySampler
-from pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.decoding import BeamSampler, GreedySampler
+from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "translate"
 MODEL_KINDS = ("gru-attention", "transformer")

@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import cli
-from data.errors import DataError
+from seqlab import cli
+from seqlab.data.errors import DataError
 
-REPOSITORY = Path(cli.__file__).resolve().parent
 
 
 def write_cycle_csv(path, n_rows=200):
@@ -43,13 +42,36 @@ def test_help_at_every_level_shows_examples(capsys):
     assert exit_info.value.code == 0 and "<action>" in capsys.readouterr().out
 
 
-def test_script_entry_point_runs_without_loading_models():
+def test_python_m_seqlab_runs_from_any_folder_without_loading_models(tmp_path):
+    # A folder with packages named like seqlab's own folders: they must not shadow seqlab's.
+    for name in ("data", "layers", "pipelines"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('the user package')\n")
+    (tmp_path / "cli.py").write_text("raise ImportError('the user module')\n")
     result = subprocess.run(
-        [sys.executable, str(REPOSITORY / "cli.py"), "--help"],
-        capture_output=True, text=True, cwd=REPOSITORY, timeout=60,
+        [sys.executable, "-m", "seqlab", "--help"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     assert result.returncode == 0 and "timeseries" in result.stdout
+    assert "tensorflow" not in result.stderr.lower()
+
+
+def test_only_the_seqlab_name_is_installed(tmp_path):
+    # Run from an empty folder so that the repository's own folders are not on sys.path.
+    probe = (
+        "import importlib.util, seqlab\n"
+        "print(seqlab.__version__)\n"
+        "print([n for n in ('data', 'layers', 'pipelines', 'models', 'cli') "
+        "if importlib.util.find_spec(n) is not None])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    version, leaked = result.stdout.split("\n")[:2]
+    assert version.count(".") >= 2
+    assert leaked == "[]"
 
 
 def test_train_predict_and_evaluate_from_the_command_line(tmp_path, capsys):

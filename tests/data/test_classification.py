@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data.classification import (
+from seqlab.data.classification import (
     check_several_classes,
     label_ids,
     line_file_classes,
@@ -17,7 +17,7 @@ from data.classification import (
     read_table,
     stratified_split,
 )
-from data.errors import DataError
+from seqlab.data.errors import DataError
 
 
 def write(path, text, encoding="utf-8"):

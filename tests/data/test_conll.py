@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data.conll import (
+from seqlab.data.conll import (
     SAMPLE_PATH,
     Sentence,
     TaggingVocabulary,
@@ -22,7 +22,7 @@ from data.conll import (
     read_token_lines,
     to_bio,
 )
-from data.errors import DataError
+from seqlab.data.errors import DataError
 
 
 def write(tmp_path, text, name="data.conll", encoding="utf-8"):

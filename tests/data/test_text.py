@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from data.errors import DataError
-from data.text import (
+from seqlab.data.errors import DataError
+from seqlab.data.text import (
     UNKNOWN_ID,
     CharVocabulary,
     load_default_text,

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data.errors import DataError
-from data.timeseries import (
+from seqlab.data.errors import DataError
+from seqlab.data.timeseries import (
     Scaler,
     SeriesSchema,
     WindowGenerator,

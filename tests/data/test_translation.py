@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data.errors import DataError
-from data.translation import (
+from seqlab.data.errors import DataError
+from seqlab.data.translation import (
     END_ID,
     START_ID,
     SPACE_MARK,

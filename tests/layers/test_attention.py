@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from layers import AdditiveAttention
-from layers import MultiHeadAttention
-from layers import scaled_dot_product_attention
+from seqlab.layers import AdditiveAttention
+from seqlab.layers import MultiHeadAttention
+from seqlab.layers import scaled_dot_product_attention
 from tests.conftest import assert_allclose_structure
 from tests.conftest import run_layer_test
 from tests.conftest import saved_model_round_trip

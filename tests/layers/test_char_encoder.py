@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from layers import CharacterEncoder
+from seqlab.layers import CharacterEncoder
 from tests.conftest import run_layer_test
 
 

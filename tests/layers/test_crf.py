@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from layers import CRF, LSTM, CRFModel
+from seqlab.layers import CRF, LSTM, CRFModel
 from tests.conftest import assert_allclose_structure, run_layer_test, saved_model_round_trip
 
 NUM_TAGS = 3

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from layers import GRUCell, LSTMCell
-from layers._loop import run_recurrence, run_separable_recurrence
+from seqlab.layers import GRUCell, LSTMCell
+from seqlab.layers._loop import run_recurrence, run_separable_recurrence
 
 BATCH, STEPS, FEATURES, UNITS = 3, 5, 4, 6
 

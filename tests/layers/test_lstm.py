@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from layers import LSTM, LSTMCell
+from seqlab.layers import LSTM, LSTMCell
 from tests.conftest import run_layer_test, saved_model_round_trip
 from tests.layers import recurrent_checks as checks
 
@@ -33,7 +33,7 @@ def test_bidirectional_training_gradients_match_keras(hand_from, monkeypatch):
 
 
 def test_hand_scheduled_backprop_is_chosen_per_cell_and_size():
-    from layers import GRUCell, SimpleRNNCell
+    from seqlab.layers import GRUCell, SimpleRNNCell
 
     assert LSTMCell(1).backprop_by_hand and LSTMCell(256).backprop_by_hand
     cell = LSTMCell(255)

@@ -1,7 +1,7 @@
 import keras
 import numpy as np
 
-from layers import GRU, MaskedMaxPooling, MaskedMeanPooling
+from seqlab.layers import GRU, MaskedMaxPooling, MaskedMeanPooling
 from tests.conftest import run_layer_test, saved_model_round_trip
 
 

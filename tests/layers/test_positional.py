@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from layers import PositionalEncoding
-from layers import TokenAndPositionEmbedding
+from seqlab.layers import PositionalEncoding
+from seqlab.layers import TokenAndPositionEmbedding
 from tests.conftest import run_layer_test
 from tests.conftest import saved_model_round_trip
 

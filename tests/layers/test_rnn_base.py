@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from layers import GRU, LSTM, LSTMCell, SimpleRNN, reset_states
+from seqlab.layers import GRU, LSTM, LSTMCell, SimpleRNN, reset_states
 
 
 def _stateful_model():

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from layers import SimpleRNN, SimpleRNNCell
+from seqlab.layers import SimpleRNN, SimpleRNNCell
 from tests.conftest import run_layer_test, saved_model_round_trip
 from tests.layers import recurrent_checks as checks
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from layers import TokenDropout
+from seqlab.layers import TokenDropout
 from tests.conftest import run_layer_test
 
 

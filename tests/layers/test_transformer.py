@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from layers import TokenAndPositionEmbedding
-from layers import TransformerDecoderLayer
-from layers import TransformerEncoderLayer
+from seqlab.layers import TokenAndPositionEmbedding
+from seqlab.layers import TransformerDecoderLayer
+from seqlab.layers import TransformerEncoderLayer
 from tests.conftest import run_layer_test
 from tests.conftest import saved_model_round_trip
 

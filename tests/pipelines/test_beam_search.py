@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines.decoding import BeamSampler, GreedySampler, get_sampler, length_penalty
+from seqlab.pipelines.decoding import BeamSampler, GreedySampler, get_sampler, length_penalty
 
 END = 0
 

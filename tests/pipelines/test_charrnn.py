@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
-import cli
-from data.errors import DataError
-from pipelines.charrnn import (
+from seqlab import cli
+from seqlab.data.errors import DataError
+from seqlab.pipelines.charrnn import (
     NEVER,
     CharRNNConfig,
     ResetStatesAtEpochStart,
@@ -27,7 +27,7 @@ from pipelines.charrnn import (
     state_names,
     train,
 )
-from pipelines.common import UsageError
+from seqlab.pipelines.common import UsageError
 
 
 def write_text(path, lines=90):

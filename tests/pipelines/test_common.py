@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pipelines.common import (
+from seqlab.pipelines.common import (
     EpochHistory,
     RunDirectory,
     TrainConfig,

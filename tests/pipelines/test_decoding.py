@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines.decoding import GreedySampler, RandomSampler, get_sampler
+from seqlab.pipelines.decoding import GreedySampler, RandomSampler, get_sampler
 
 VOCAB = 7
 

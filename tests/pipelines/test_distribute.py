@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import cli
-from pipelines.distribute import Distribution
-from pipelines.errors import UsageError
+from seqlab import cli
+from seqlab.pipelines.distribute import Distribution
+from seqlab.pipelines.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write_series(path, rows=120):
@@ -96,7 +95,7 @@ def test_two_workers_train_and_only_the_chief_writes(tmp_path):
     out = tmp_path / "run"
     workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
     command = [
-        sys.executable, str(ROOT / "cli.py"), "timeseries", "train", "--data", str(data),
+        sys.executable, "-m", "seqlab", "timeseries", "train", "--data", str(data),
         "--time-column", "t", "--target", "value",
         "--out", str(out), "--epochs", "1", "--lookback", "8", "--units", "4",
         "--batch-size", "8", "--distribute", "multiworker",

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import cli
-from data.conll import Sentence, TaggingVocabulary, encode_sentences, make_tagging_dataset
-from data.errors import DataError
-from layers import CRFModel
-from pipelines.ner import (
+from seqlab import cli
+from seqlab.data.conll import Sentence, TaggingVocabulary, encode_sentences, make_tagging_dataset
+from seqlab.data.errors import DataError
+from seqlab.layers import CRFModel
+from seqlab.pipelines.ner import (
     NerConfig,
     bio_transition_constraints,
     build_model,
@@ -291,7 +291,7 @@ def test_fit_inputs_pairs_features_with_tags():
 
 
 def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(monkeypatch):
-    import pipelines.ner as ner
+    import seqlab.pipelines.ner as ner
 
     f1_by_epoch = [0.02, 0.0, 0.0, 0.4, 0.5, 0.45, 0.3, 0.3]
     loss_by_epoch = [9.0, 8.0, 7.0, 6.0, 6.5, 6.2, 6.9, 5.0]

@@ -10,11 +10,11 @@ import tensorflow as tf
 
 from sklearn.feature_extraction.text import CountVectorizer
 
-import cli
-from data.classification import Examples, LabelledData
-from data.errors import DataError
-from pipelines.common import UsageError, make_config
-from pipelines.sentiment import (
+from seqlab import cli
+from seqlab.data.classification import Examples, LabelledData
+from seqlab.data.errors import DataError
+from seqlab.pipelines.common import UsageError, make_config
+from seqlab.pipelines.sentiment import (
     MemberEarlyStopping,
     SentimentConfig,
     build_classifier,

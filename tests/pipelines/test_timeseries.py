@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
-from data.errors import DataError
-from data.timeseries import Scaler, SeriesSchema
-from pipelines.common import UsageError
-from pipelines.timeseries import (
+from seqlab.data.errors import DataError
+from seqlab.data.timeseries import Scaler, SeriesSchema
+from seqlab.pipelines.common import UsageError
+from seqlab.pipelines.timeseries import (
     TimeseriesConfig,
     build_model,
     evaluate,
@@ -229,7 +229,7 @@ def test_every_model_kind_maps_windows_to_forecasts_and_saves(kind, tmp_path):
     ours = {"lstm": "LSTM", "gru": "GRU", "rnn": "SimpleRNN",
             "transformer": "TransformerEncoderLayer"}[kind]
     layer = next(layer for layer in model.layers if type(layer).__name__ == ours)
-    assert type(layer).__module__.startswith("layers.")  # seqlab's layers, not keras's
+    assert type(layer).__module__.startswith("seqlab.layers.")  # seqlab's layers, not keras's
     assert model.optimizer.clipnorm == 1.0
     windows = np.random.default_rng(0).normal(size=(4, 5, 2)).astype("float32")
     model.save(tmp_path / "model.keras")

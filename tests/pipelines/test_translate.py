@@ -8,10 +8,10 @@ import pytest
 import sacrebleu
 import tensorflow as tf
 
-import cli
-from data.translation import PAD_ID, START_ID, Vocabulary
-from layers import TransformerDecoderLayer
-from pipelines.translate import (
+from seqlab import cli
+from seqlab.data.translation import PAD_ID, START_ID, Vocabulary
+from seqlab.layers import TransformerDecoderLayer
+from seqlab.pipelines.translate import (
     TranslateConfig,
     Translator,
     attention_weights,
