@@ -4,7 +4,7 @@ Contenders, each generating `--chars` characters greedily from the same prompt (
 texts must agree, which is checked):
 
 - `ours`: `CharGenerator.generate`, the prompt read once, then one character per step with
-  explicit states; the sampling loop is one `tf.while_loop` (pipelines/decoding.py).
+  explicit states; the sampling loop is one `tf.while_loop` (models/samplers.py).
 - `ours, sampled`: the same at temperature 1.0 (adds the sampling ops).
 - `SavedModel generate`: the exported `generate` signature, reloaded.
 - `naive, seeds' loop`: the lecture notes' loop: for every new character, `model.predict` on

@@ -10,7 +10,7 @@ perplexity, beside a unigram baseline, and samples at temperatures 0.5, 1.0 and 
 
 Generation never re-feeds the text: a batch-size-free step model with the trained weights reads
 the prompt once, then feeds one character per step with explicit states, and the sampling loop
-(pipelines/decoding.py) runs as one `tf.while_loop`.
+(models/samplers.py) runs as one `tf.while_loop`.
 
 The run directory holds, besides the common files (pipelines/common.py): `vocabulary.txt` (one
 character per line as a JSON string; line n is id n + 1), `plots/loss.png`, and `saved_model/`
@@ -63,7 +63,7 @@ from seqlab.pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from seqlab.pipelines.decoding import get_sampler
+from seqlab.models.samplers import get_sampler
 from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "charrnn"
@@ -383,7 +383,7 @@ class CharGenerator:
             prompt_ids: int32 `[batch, time]`, right-padded with 0.
             prompt_lengths: int `[batch]`, each at least 1.
             num_steps: scalar, the characters to choose.
-            sampler: a `pipelines.decoding.Sampler`.
+            sampler: a `seqlab.models.samplers.Sampler`.
 
         Returns:
             int32 `[batch, num_steps]`.

@@ -15,7 +15,7 @@ the decoder reads [START] + target and predicts target + [END]; padding carries 
 
 Decoding (`Translator`) is TensorFlow ops around one step function `(token_ids, state) ->
 (logits, state)`: the GRU decoder's cell with attention, or the Transformer decoder's key/value
-cache (`init_cache` / `decode_step`), driven by the greedy sampler of pipelines/decoding.py or
+cache (`init_cache` / `decode_step`), driven by the greedy sampler of models/samplers.py or
 by its beam search. The test split is scored with sacrebleu (BLEU with
 its signature, and chrF) on detokenised output against the raw reference lines, greedy and beam.
 
@@ -80,7 +80,7 @@ from seqlab.pipelines.common import (
     write_json_atomic,
     write_text_atomic,
 )
-from seqlab.pipelines.decoding import BeamSampler, GreedySampler
+from seqlab.models.samplers import BeamSampler, GreedySampler
 from seqlab.pipelines.distribute import begin_run, start_run
 
 TASK_NAME = "translate"

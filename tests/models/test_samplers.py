@@ -1,10 +1,10 @@
-"""Tests of pipelines/decoding.py on toy step functions whose logits are known."""
+"""Tests of models/samplers.py on toy step functions whose logits are known."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.pipelines.decoding import GreedySampler, RandomSampler, get_sampler
+from seqlab.models.samplers import GreedySampler, RandomSampler, get_sampler
 
 VOCAB = 7
 

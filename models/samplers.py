@@ -1,4 +1,4 @@
-"""Decoding: turning a model's next-token logits into token sequences, in TensorFlow ops.
+"""Samplers: turning a model's next-token logits into token sequences, in TensorFlow ops.
 
 Every decoder here drives a step function
 

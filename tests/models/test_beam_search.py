@@ -1,4 +1,4 @@
-"""Tests of the beam search of pipelines/decoding.py on toy step functions with known scores."""
+"""Tests of the beam search of models/samplers.py on toy step functions with known scores."""
 
 import itertools
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.pipelines.decoding import BeamSampler, GreedySampler, get_sampler, length_penalty
+from seqlab.models.samplers import BeamSampler, GreedySampler, get_sampler, length_penalty
 
 END = 0
 

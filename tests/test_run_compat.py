@@ -1,0 +1,98 @@
+"""Run directories written by seqlab 0.1.0 still evaluate and predict as they did.
+
+`tests/fixtures/v0.1.0/<task>/` holds a tiny finished run of each task written by seqlab 0.1.0
+(`tests/fixtures/make_runs.sh`), with what its `evaluate` and `predict` answered then. The runs
+are copied to a temporary folder first: reading a run must work without writing into it, and
+the fixtures stay untouched.
+"""
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from seqlab.pipelines import load_task
+
+FIXTURES = Path(__file__).parent / "fixtures" / "v0.1.0"
+
+PREDICT_CALLS = {
+    "timeseries": ({}, "expected_predict.csv"),
+    "charrnn": ({"prompt": "The ", "num_chars": 30, "seed": 3}, "expected_predict.txt"),
+    "sentiment": ({"texts": ["a fine film", "dull and long"]}, "expected_predict.csv"),
+    "ner": ({"text": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
+    "translate": ({"texts": ["a dog runs .", "two men are talking ."]}, "expected_predict.txt"),
+}
+
+
+def assert_same_figures(actual, expected, where="metrics"):
+    """Every figure of `expected` is in `actual`, numbers equal to 1e-6 relative."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), where
+        for key, value in expected.items():
+            if "seconds" in key:  # timings are not figures of the model
+                continue
+            assert key in actual, f"{where}.{key} is missing"
+            assert_same_figures(actual[key], value, f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), where
+        for index, (a, e) in enumerate(zip(actual, expected)):
+            assert_same_figures(a, e, f"{where}[{index}]")
+    elif isinstance(expected, float) and not isinstance(actual, str):
+        assert math.isclose(actual, expected, rel_tol=1e-6, abs_tol=1e-9), (where, actual, expected)
+    else:
+        assert actual == expected, (where, actual, expected)
+
+
+def _cells(path):
+    with open(path, newline="", encoding="utf-8") as file:
+        return list(csv.reader(file))
+
+
+def _as_number(cell):
+    try:
+        return float(cell)
+    except ValueError:
+        return cell
+
+
+@pytest.fixture
+def old_run(tmp_path, request):
+    task = request.param
+    run = tmp_path / task
+    shutil.copytree(FIXTURES / task, run)
+    return task, run
+
+
+@pytest.mark.parametrize("old_run", list(PREDICT_CALLS), indirect=True)
+def test_a_0_1_0_run_evaluates_to_the_same_figures(old_run, tmp_path):
+    task, run = old_run
+    output = tmp_path / "figures.json"
+    result = load_task(task).evaluate(run=str(run), output=str(output))
+    expected = json.loads((FIXTURES / task / "expected_evaluate.json").read_text())
+    written = json.loads(output.read_text())
+    # Paths in the figures name the copy, not the fixture.
+    for figures in (expected, written):
+        figures.pop("source", None)
+    assert_same_figures(written, expected)
+    assert result.metrics is not None
+
+
+@pytest.mark.parametrize("old_run", list(PREDICT_CALLS), indirect=True)
+def test_a_0_1_0_run_predicts_the_same(old_run, tmp_path):
+    task, run = old_run
+    arguments, expected_name = PREDICT_CALLS[task]
+    output = tmp_path / expected_name
+    load_task(task).predict(run=str(run), output=str(output), **arguments)
+    expected = FIXTURES / task / expected_name
+    if expected.suffix == ".csv":
+        actual_rows, expected_rows = _cells(output), _cells(expected)
+        assert actual_rows[0] == expected_rows[0]
+        assert len(actual_rows) == len(expected_rows)
+        for actual_row, expected_row in zip(actual_rows[1:], expected_rows[1:]):
+            assert_same_figures([_as_number(c) for c in actual_row],
+                                [_as_number(c) for c in expected_row])
+    else:
+        assert output.read_text(encoding="utf-8") == expected.read_text(encoding="utf-8")
