@@ -3,8 +3,9 @@
 Contenders, each generating `--chars` characters greedily from the same prompt (so that their
 texts must agree, which is checked):
 
-- `ours`: `CharGenerator.generate`, the prompt read once, then one character per step with
-  explicit states; the sampling loop is one `tf.while_loop` (models/samplers.py).
+- `ours`: `TextGenerator.generate` (`CharLanguageModel.generate`), the prompt read once, then
+  one character per step with explicit states; the sampling loop is one `tf.while_loop`
+  (models/samplers.py).
 - `ours, sampled`: the same at temperature 1.0 (adds the sampling ops).
 - `SavedModel generate`: the exported `generate` signature, reloaded.
 - `naive, seeds' loop`: the lecture notes' loop: for every new character, `model.predict` on
@@ -37,13 +38,13 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from seqlab.data.text import CharVocabulary, load_default_text  # noqa: E402
+from seqlab.models.char_lm import NEVER  # noqa: E402
 from seqlab.pipelines.charrnn import (  # noqa: E402
-    NEVER,
+    PIPELINE,
     CharRNNConfig,
+    TextGenerator,
     build_model,
     export_saved_model,
-    load_run,
-    make_generator,
 )
 from seqlab.pipelines.common import format_table  # noqa: E402
 
@@ -72,7 +73,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     if args.run:
-        _, config, vocabulary, model = load_run(args.run)
+        run = PIPELINE.load_run(args.run)
+        config, vocabulary, model = run.config, run.artifacts["vocabulary"], run.model
         if config.stateful:
             raise SystemExit("--run: the naive loop needs a stateless run (any length, batch 1)")
     else:
@@ -80,7 +82,7 @@ def main(argv=None):
                                embedding_dim=args.embedding_dim)
         vocabulary = CharVocabulary.from_text(load_default_text()[0])
         model = build_model(config, vocabulary.size)
-    generator = make_generator(config, model, vocabulary)
+    generator = TextGenerator(model, vocabulary)
     export_dir = tempfile.mkdtemp(prefix="seqlab-generation-")
     export_saved_model(generator, os.path.join(export_dir, "saved_model"))
     exported = tf.saved_model.load(os.path.join(export_dir, "saved_model"))

@@ -713,3 +713,22 @@ def estimate_season(values, max_lag=None):
     if not peaks:
         return 1
     return int(max(peaks, key=lambda lag: acf[lag]))
+
+
+def future_times(time, horizon):
+    """The `horizon` time stamps after the end of `time` (dates or numbers), or None.
+
+    Dates continue with the frequency pandas infers (monthly stays on month starts); irregular
+    dates and numbers continue with their most common step.
+    """
+    if time is None:
+        return None
+    if pd.api.types.is_datetime64_any_dtype(time):
+        frequency = pd.infer_freq(time) if len(time) >= 3 else None
+        if frequency is not None:
+            return pd.date_range(time.iloc[-1], periods=horizon + 1, freq=frequency)[1:]
+        step = time.diff().mode().iloc[0]
+        return pd.DatetimeIndex([time.iloc[-1] + step * k for k in range(1, horizon + 1)])
+    step = time.diff().mode().iloc[0]
+    values = time.iloc[-1] + step * np.arange(1, horizon + 1)
+    return values.astype(int) if np.all(values == np.round(values)) else values

@@ -241,10 +241,15 @@ class TransformerDecoderLayer(_TransformerLayer):
             defaults to the Keras mask of `encoder_outputs`.
         decoder_mask: optional boolean `[B, T]`, True for real target tokens;
             defaults to the Keras mask of `decoder_inputs`.
+        return_attention_scores: whether to also return the cross-attention
+            weights (as `keras.layers.MultiHeadAttention` does).
         training: whether dropout is active.
 
     Returns:
-        `[B, T, d_model]`.
+        `[B, T, d_model]`; with `return_attention_scores=True`, the tuple
+        `(outputs [B, T, d_model], weights [B, num_heads, T, S])`, where
+        `weights[b, h, t]` is head h's attention of target position t over
+        the encoder's positions (before dropout; zero at masked positions).
 
     Example:
 
@@ -256,6 +261,9 @@ class TransformerDecoderLayer(_TransformerLayer):
     >>> first, cache = decoder.decode_step(target[:, :1], cache, index=0)
     >>> full.shape, first.shape
     (TensorShape([2, 5, 16]), TensorShape([2, 1, 16]))
+    >>> _, scores = decoder(target, source, return_attention_scores=True)
+    >>> scores.shape  # [batch, heads, target positions, source positions]
+    TensorShape([2, 2, 5, 7])
     """
     )
 
@@ -274,6 +282,7 @@ class TransformerDecoderLayer(_TransformerLayer):
         encoder_outputs,
         encoder_mask=None,
         decoder_mask=None,
+        return_attention_scores=False,
         training=None,
     ):
         # Masks left as None are filled by MultiHeadAttention from the Keras masks.
@@ -290,11 +299,20 @@ class TransformerDecoderLayer(_TransformerLayer):
             decoder_inputs, y, self.self_attention_norm, self.self_attention_dropout, training
         )
         h = self._sublayer_input(x, self.cross_attention_norm)
-        y = self.cross_attention(h, encoder_outputs, value_mask=encoder_mask, training=training)
+        y, weights = self.cross_attention(
+            h,
+            encoder_outputs,
+            value_mask=encoder_mask,
+            return_attention_scores=True,
+            training=training,
+        )
         x = self._sublayer_output(
             x, y, self.cross_attention_norm, self.cross_attention_dropout, training
         )
-        return self._feedforward(x, training)
+        outputs = self._feedforward(x, training)
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
 
     def init_cache(self, encoder_outputs, max_length):
         """The cache `decode_step` starts from.

@@ -8,12 +8,24 @@ beam) live beside them in `seqlab.models.samplers`.
 Imports `seqlab.layers`; never `seqlab.pipelines` or `seqlab.data`.
 """
 
+from seqlab.models.char_lm import CharLanguageModel
+from seqlab.models.forecaster import Forecaster
 from seqlab.models.samplers import BeamSampler, GreedySampler, RandomSampler, Sampler, get_sampler
+from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
+from seqlab.models.text_classifier import TextClassifier, TextClassifierEnsemble
+from seqlab.models.translator import Translator
 
 __all__ = [
     "BeamSampler",
+    "CharLanguageModel",
+    "Forecaster",
     "GreedySampler",
     "RandomSampler",
     "Sampler",
+    "SequenceTagger",
+    "TextClassifier",
+    "TextClassifierEnsemble",
+    "Translator",
+    "bio_transition_constraints",
     "get_sampler",
 ]

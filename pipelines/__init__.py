@@ -1,8 +1,10 @@
-"""One module per task: config, model building, train / evaluate / predict / export.
+"""One module per task on one shared run lifecycle (`seqlab.pipelines.lifecycle`).
 
-`TASKS` maps each task's command-line name to its module and a one-line summary. A task module
-defines `TASK = pipelines.common.Task(...)`; adding a task is that module plus one line here.
-Modules are imported only when their task is used, so `seqlab --help` stays fast.
+A task module defines a `lifecycle.Pipeline` subclass (its config, data, model from
+`seqlab.models`, scoring, files and serving signature) and `TASK = PIPELINE.task()`. `TASKS`
+maps each task's command-line name to its module and a one-line summary; adding a task is that
+module plus one line here. Modules are imported only when their task is used, so
+`seqlab --help` stays fast.
 """
 
 import importlib

@@ -1,7 +1,8 @@
 """What every task pipeline shares: configs, the run directory, training callbacks, reports.
 
-A task module (`pipelines/<task>.py`) uses these pieces and exposes one `Task` object; `cli.py`
-turns that object into `seqlab <task> train|evaluate|predict|export`.
+The run lifecycle built from these pieces is `pipelines/lifecycle.py`; a task module
+(`pipelines/<task>.py`) subclasses its `Pipeline` and exposes one `Task` object, which `cli.py`
+turns into `seqlab <task> train|evaluate|predict|export`.
 
 - Configs: a task's settings are a dataclass derived from `TrainConfig`. Each field is a command
   line flag (`batch_size` -> `--batch-size`) and a key of `--config FILE` (JSON or TOML); flags win
@@ -11,6 +12,8 @@ turns that object into `seqlab <task> train|evaluate|predict|export`.
   interrupted run leaves `<out>.partial` (with `checkpoints/`); the same command resumes it.
 - `training_callbacks`: `history.csv` kept across resumes, `BackupAndRestore` under
   `checkpoints/`.
+- Shared config checks: `check_at_least`, `check_positive`, `check_rate`,
+  `check_split_fractions`.
 - `set_seed`, `library_versions`, `format_table`, `save_history_plot`, `pyplot`.
 
 Errors the user can fix by changing the command (a bad flag value, a refused `--out`) are
@@ -74,10 +77,51 @@ class TrainConfig:
     )
 
     def __post_init__(self):
-        for name in ("epochs", "batch_size"):
-            value = getattr(self, name)
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+        check_at_least(self, 1, "epochs", "batch_size")
+        if hasattr(self, "learning_rate"):
+            check_positive(self, "learning_rate")
+        if hasattr(self, "clipnorm"):
+            check_positive(self, "clipnorm")
+
+
+# The checks task configs share in `__post_init__`. Each raises `ValueError("<name> must ...
+# Received: <name>=<value>")`, which `make_config` turns into a one-line `UsageError`.
+
+
+def check_at_least(config, minimum, *names):
+    """Each named setting is at least `minimum` (None counts as unset and passes)."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and value < minimum:
+            raise ValueError(f"{name} must be at least {minimum}. Received: {name}={value}")
+
+
+def check_positive(config, *names):
+    """Each named number is above 0 (None passes). NaN is refused."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be positive. Received: {name}={value}")
+
+
+def check_rate(config, *names):
+    """Each named rate lies in [0, 1)."""
+    for name in names:
+        value = getattr(config, name)
+        if not 0 <= value < 1:
+            raise ValueError(f"{name} must lie in [0, 1). Received: {name}={value}")
+
+
+def check_split_fractions(config, validation_may_be_zero=True):
+    """`val_fraction` in [0, 1) (or (0, 1)), `test_fraction` in (0, 1), their sum below 1."""
+    val, test = config.val_fraction, config.test_fraction
+    val_ok = 0 <= val < 1 if validation_may_be_zero else 0 < val < 1
+    if not (val_ok and 0 < test < 1 and val + test < 1):
+        interval = "[0, 1)" if validation_may_be_zero else "(0, 1)"
+        raise ValueError(
+            f"val_fraction must lie in {interval}, test_fraction in (0, 1), their sum below 1. "
+            f"Received: val_fraction={val}, test_fraction={test}"
+        )
 
 
 def _field_type(field):
@@ -612,6 +656,10 @@ __all__ = [
     "TrainConfig",
     "UsageError",
     "add_config_arguments",
+    "check_at_least",
+    "check_positive",
+    "check_rate",
+    "check_split_fractions",
     "default_out",
     "format_table",
     "library_versions",

@@ -2,7 +2,8 @@
 
 `train` reads CoNLL files (a `--data` directory with train / dev / test files, explicit files, or
 the smoke-test sample shipped in `data/samples/ner_sample.conll`), converts their tags to BIO,
-builds word and character vocabularies on the training split, and fits
+builds word and character vocabularies on the training split, and fits a
+`seqlab.models.SequenceTagger`:
 
     word embedding (+) character encoder (BiLSTM or CNN over each word's characters)
       -> BiLSTM (seqlab's LSTM) -> per-token softmax, or (`--crf`) potentials -> CRF
@@ -12,7 +13,7 @@ figures are entity-level precision, recall and F1, overall (micro) and per type,
 strict IOB2 mode; the conlleval-compatible figures (seqeval's default mode, which reads an I-X
 after O as the start of an entity, as conlleval does) are reported beside them.
 
-The run directory holds, besides the common files (pipelines/common.py): `vocabulary.json`
+The run directory holds, besides the common files (pipelines/lifecycle.py): `vocabulary.json`
 (words, characters and tags, id = index), `test_predictions.conll` (token, gold tag, predicted
 tag: the input of conlleval), `plots/loss.png`, and `saved_model/` with
 `serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}` (rows padded with
@@ -20,7 +21,6 @@ empty strings; the tag at padding is the empty string; lookups inside the graph)
 """
 
 import dataclasses
-import time
 from pathlib import Path
 
 import keras
@@ -40,28 +40,26 @@ from seqlab.data.conll import (
     read_token_lines,
 )
 from seqlab.data.errors import DataError
-from seqlab.layers import CRF, LSTM, CharacterEncoder, CRFModel
 from seqlab.layers.char_encoder import CHAR_ENCODERS
+from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
     ActionResult,
-    Task,
     TrainConfig,
     UsageError,
+    check_at_least,
+    check_rate,
+    check_split_fractions,
     format_table,
-    open_run,
     option,
-    progress_verbosity,
     read_json,
-    save_history_plot,
-    training_callbacks,
     write_export_archive,
-    write_json_atomic,
     write_text_atomic,
 )
-from seqlab.pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.lifecycle import Pipeline, write_figures
 
 TASK_NAME = "ner"
 INPUT_FORMATS = ("auto", "conll", "lines")
+SPLITS = ("train", "validation", "test")
 # Sentences shown on the terminal when predictions go to a file.
 _SENTENCES_SHOWN = 5
 
@@ -70,21 +68,14 @@ _SENTENCES_SHOWN = 5
 class NerConfig(TrainConfig):
     """Every setting of a tagging run; the defaults suit the embedded sample and WNUT-17."""
 
-    data: str | None = option(
-        None,
-        "directory of CoNLL files (names with train / valid or dev / test), or the training "
-        "file (default: the smoke-test sample shipped with seqlab)",
-    )
-    validation_data: str | None = option(
-        None,
-        "validation CoNLL file (default: the --data directory's, else --val-fraction of the "
-        "training sentences)",
-    )
-    test_data: str | None = option(
-        None,
-        "test CoNLL file (default: the --data directory's, else --test-fraction of the "
-        "training sentences)",
-    )
+    data: str | None = option(None, "directory of CoNLL files (names with train / valid or "
+                              "dev / test), or the training file (default: the smoke-test "
+                              "sample shipped with seqlab)")
+    validation_data: str | None = option(None, "validation CoNLL file (default: the --data "
+                                         "directory's, else --val-fraction of the training "
+                                         "sentences)")
+    test_data: str | None = option(None, "test CoNLL file (default: the --data directory's, "
+                                   "else --test-fraction of the training sentences)")
     epochs: int = option(
         40, "maximum number of epochs (early stopping on validation F1 usually ends sooner)"
     )
@@ -95,12 +86,9 @@ class NerConfig(TrainConfig):
         "auto", "tag scheme of the files, converted to BIO (default: auto, detected)",
         ("auto",) + SCHEMES,
     )
-    repair: bool = option(
-        False,
-        "repair invalid tag sequences (an I-X that continues no X entity becomes B-X, as "
-        "conlleval reads it) instead of refusing the file",
-    )
-    min_freq: int = option(2, "minimum count of a training word to get its own id")
+    repair: bool = option(False, "repair invalid tag sequences (an I-X that continues no X "
+                          "entity becomes B-X, as conlleval reads it) instead of refusing the file")
+    min_count: int = option(2, "minimum count of a training word to get its own id")
     max_word_chars: int = option(20, "characters of each word the character encoder sees")
     word_dim: int = option(100, "word embedding size")
     char_encoder: str = option("lstm", "character encoder: BiLSTM or CNN", CHAR_ENCODERS)
@@ -109,44 +97,28 @@ class NerConfig(TrainConfig):
     char_kernel: int = option(3, "CNN kernel width in characters")
     units: int = option(100, "units per direction of the word BiLSTM")
     dropout: float = option(0.5, "dropout rate before and after the word BiLSTM")
-    crf: bool = option(
-        False, "decode with a CRF trained on the sentence log-likelihood (default: softmax)"
-    )
-    crf_constraints: bool = option(
-        True,
-        "with --crf, forbid the transitions that make invalid BIO (O -> I-X, B-X or I-X -> "
-        "I-Y, a sentence starting with I-X), so every decoded sequence is valid",
-    )
+    crf: bool = option(False, "decode with a CRF trained on the sentence log-likelihood "
+                       "(default: softmax)")
+    crf_constraints: bool = option(True, "with --crf, forbid the transitions that make invalid "
+                                   "BIO (O -> I-X, B-X or I-X -> I-Y, a sentence starting with "
+                                   "I-X), so every decoded sequence is valid")
     learning_rate: float = option(1e-3, "Adam learning rate")
     clipnorm: float | None = option(5.0, "gradient norm clipping of Adam")
     patience: int = option(
         5, "epochs without a better validation entity F1 or loss before stopping; the weights "
         "of the epoch with the best F1 are restored"
     )
-    val_fraction: float = option(
-        0.1, "share of training sentences held out for validation when there is no such file"
-    )
-    test_fraction: float = option(
-        0.1, "share of training sentences held out for test when there is no such file"
-    )
+    val_fraction: float = option(0.1, "share of training sentences held out for validation "
+                                 "when there is no such file")
+    test_fraction: float = option(0.1, "share of training sentences held out for test when "
+                                  "there is no such file")
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("min_freq", "max_word_chars", "word_dim", "char_dim", "char_units",
-                     "char_kernel", "units", "patience"):
-            value = getattr(self, name)
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must lie in [0, 1). Received: dropout={self.dropout}")
-        if self.clipnorm is not None and self.clipnorm <= 0:
-            raise ValueError(f"clipnorm must be positive. Received: clipnorm={self.clipnorm}")
-        if not (0 < self.val_fraction < 1 and 0 < self.test_fraction < 1
-                and self.val_fraction + self.test_fraction < 1):
-            raise ValueError(
-                "val_fraction and test_fraction must lie in (0, 1), their sum below 1. "
-                f"Received: val_fraction={self.val_fraction}, test_fraction={self.test_fraction}"
-            )
+        check_at_least(self, 1, "min_count", "max_word_chars", "word_dim", "char_dim",
+                       "char_units", "char_kernel", "units", "patience")
+        check_rate(self, "dropout")
+        check_split_fractions(self, validation_may_be_zero=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,13 +127,9 @@ class NerConfig(TrainConfig):
 
 @dataclasses.dataclass
 class TaggingSplits:
-    """Train / validation / test sentences and where each came from.
-
-    Attributes:
-        train, validation, test: lists of `data.conll.Sentence`.
-        sources: per split, the file it was read from or how it was held out.
-        files: per file read, its description and repairs.
-    """
+    """Train / validation / test sentences (`data.conll.Sentence` lists), per split the file it
+    was read from or how it was held out (`sources`), and per file read its description and
+    repairs (`files`)."""
 
     train: list
     validation: list
@@ -171,13 +139,9 @@ class TaggingSplits:
 
 
 def _read_tagged(config, path):
-    return read_conll(
-        path,
-        token_column=config.token_column,
-        tag_column=config.tag_column,
-        scheme=None if config.scheme == "auto" else config.scheme,
-        repair=config.repair,
-    )
+    return read_conll(path, token_column=config.token_column, tag_column=config.tag_column,
+                      scheme=None if config.scheme == "auto" else config.scheme,
+                      repair=config.repair)
 
 
 def split_files(config):
@@ -245,101 +209,46 @@ def fit_inputs(dataset):
     return dataset.map(lambda words, chars, tags: ((words, chars), tags))
 
 
+@dataclasses.dataclass
+class PreparedTagging:
+    """What `train` works from: the sentences, the vocabulary and the encoded splits."""
+
+    splits: TaggingSplits
+    vocabulary: TaggingVocabulary
+    encoded: dict
+
+
 # ---------------------------------------------------------------------------------------------
 # Model
 
 
-def bio_transition_constraints(tags):
-    """`(forbidden_transitions, forbidden_start_tags)` of a BIO tag list, as `CRF` takes them.
-
-    I-X may only follow B-X or I-X, so O -> I-X, B-Y -> I-X and I-Y -> I-X (Y != X) are
-    forbidden, and so is a sequence starting with I-X.
-    """
-    ids = {tag: i for i, tag in enumerate(tags)}
-    forbidden, starts = [], []
-    for tag, to_id in ids.items():
-        if not tag.startswith("I-"):
-            continue
-        starts.append(to_id)
-        kind = tag[2:]
-        forbidden += [[from_id, to_id] for previous, from_id in ids.items()
-                      if previous not in (f"B-{kind}", f"I-{kind}")]
-    return forbidden, starts
-
-
 def build_model(config, vocabulary):
-    """The tagger, compiled.
-
-    Inputs `[token_ids[batch, time], char_ids[batch, time, chars]]`. The softmax model outputs
-    tag probabilities `[batch, time, tags]` (loss: cross-entropy averaged over the real tokens
-    of a batch); the CRF model (`layers.CRFModel`) outputs Viterbi tag ids `[batch, time]`
-    (loss: negative log-likelihood per sentence). This is the one place that creates the model
-    and its optimizer, so that a distribution strategy's `scope()` can wrap it.
-    """
-    num_tags = len(vocabulary.tags)
-    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
-    char_ids = keras.Input((None, None), dtype="int32", name="char_ids")
-    words = keras.layers.Embedding(
-        len(vocabulary.words), config.word_dim, mask_zero=True, name="word_embedding",
-        embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1, seed=config.seed),
-    )(token_ids)
-    chars = CharacterEncoder(
-        len(vocabulary.chars), config.char_dim, config.char_units, kind=config.char_encoder,
-        kernel_size=config.char_kernel, seed=config.seed + 1, name="char_encoder",
-    )(char_ids)
-    hidden = keras.layers.Concatenate(name="word_features")([words, chars])
-    hidden = keras.layers.Dropout(config.dropout, seed=config.seed, name="input_dropout")(hidden)
-    hidden = keras.layers.Bidirectional(
-        LSTM(config.units, return_sequences=True, seed=config.seed + 2,
-             kernel_initializer=keras.initializers.GlorotUniform(seed=config.seed + 2)),
-        name="word_bilstm",
-    )(hidden)
-    hidden = keras.layers.Dropout(config.dropout, seed=config.seed + 3, name="output_dropout")(
-        hidden
+    """The compiled `SequenceTagger` of a config: softmax, or CRF with BIO constraints."""
+    forbidden, forbidden_starts = (
+        bio_transition_constraints(vocabulary.tags) if config.crf and config.crf_constraints
+        else (None, None)
     )
-    optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
-    head_initializer = keras.initializers.GlorotUniform(seed=config.seed + 4)
-    if config.crf:
-        potentials = keras.layers.Dense(
-            num_tags, kernel_initializer=head_initializer, name="potentials"
-        )(hidden)
-        encoder = keras.Model([token_ids, char_ids], potentials, name="encoder")
-        forbidden, forbidden_starts = (
-            bio_transition_constraints(vocabulary.tags) if config.crf_constraints else ([], [])
-        )
-        crf = CRF(num_tags, forbidden_transitions=forbidden,
-                  forbidden_start_tags=forbidden_starts, name="crf")
-        model = CRFModel(encoder, crf=crf, name="bilstm_crf_tagger")
-        model.compile(optimizer=optimizer)
-    else:
-        probabilities = keras.layers.Dense(
-            num_tags, activation="softmax", kernel_initializer=head_initializer,
-            name="tag_probabilities",
-        )(hidden)
-        model = keras.Model([token_ids, char_ids], probabilities, name="bilstm_softmax_tagger")
-        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
+    model = SequenceTagger(
+        word_vocabulary_size=len(vocabulary.words), char_vocabulary_size=len(vocabulary.chars),
+        num_tags=len(vocabulary.tags), word_dim=config.word_dim, char_dim=config.char_dim,
+        char_units=config.char_units, char_encoder_kind=config.char_encoder,
+        char_kernel_size=config.char_kernel, units=config.units, dropout=config.dropout,
+        use_crf=config.crf, forbidden_transitions=forbidden,
+        forbidden_start_tags=forbidden_starts, seed=config.seed,
+        name=f"bilstm_{'crf' if config.crf else 'softmax'}_tagger",
+    )
+    model.compile(keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm))
     return model
 
 
 def make_tag_decoder(model):
-    """A traced function `(token_ids, char_ids) -> tag ids int32 [batch, time]`.
-
-    Softmax models give the most probable tag per token, CRF models the Viterbi sequence.
-    """
-    is_crf = isinstance(model, CRFModel)
-
-    @tf.function(
+    """`model.decode` traced once: `(token_ids, char_ids) -> tag ids int32 [batch, time]`."""
+    return tf.function(
+        lambda token_ids, char_ids: model.decode((token_ids, char_ids)),
         input_signature=[
             tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None, None], tf.int32)
-        ]
+        ],
     )
-    def decode(token_ids, char_ids):
-        outputs = model([token_ids, char_ids], training=False)
-        if is_crf:
-            return tf.cast(outputs, tf.int32)
-        return tf.argmax(outputs, axis=-1, output_type=tf.int32)
-
-    return decode
 
 
 def predict_tags(model, vocabulary, sentences, batch_size=64, decoder=None):
@@ -428,14 +337,14 @@ def conll_text(sentences, *tag_columns):
 class EntityF1EarlyStopping(keras.callbacks.Callback):
     """Scores the validation entity F1 every epoch, stops when learning stalls, keeps the best.
 
-    Adds `val_f1` (strict IOB2) to every epoch's logs; put it before `EpochHistory` so that
-    history.csv has the column. Training stops when for `patience` epochs neither the F1 nor
-    the validation loss has improved, and the weights of the epoch with the best F1 are
-    restored. The F1 chooses the epoch because it is the figure the run reports, and the loss
-    does not track it well (with nearly every token O, the loss keeps improving on O tokens
-    while the entity F1 stalls, or the reverse). The loss keeps training going while the F1
-    cannot show progress yet: a tagger first predicts O nearly everywhere, with an F1 of 0 or
-    of a few lucky guesses, for a number of epochs that depends on the data's size.
+    Adds `val_f1` (strict IOB2) to every epoch's logs (callbacks after it see it). Training
+    stops when for `patience` epochs neither the F1 nor the validation loss has improved, and
+    the weights of the epoch with the best F1 (`best_epoch`) are restored. The F1 chooses the
+    epoch because it is the figure the run reports, and the loss does not track it well (with
+    nearly every token O, the loss keeps improving on O tokens while the entity F1 stalls, or
+    the reverse). The loss keeps training going while the F1 cannot show progress yet: a tagger
+    first predicts O nearly everywhere, with an F1 of 0 or of a few lucky guesses, for a number
+    of epochs that depends on the data's size.
 
     Args:
         vocabulary: the run's `TaggingVocabulary`.
@@ -453,6 +362,7 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.best_f1, self.best_loss, self.best_weights, self.wait = -1.0, np.inf, None, 0
+        self.best_epoch = None
 
     def on_epoch_end(self, epoch, logs=None):
         logs = {} if logs is None else logs
@@ -467,6 +377,7 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
             self.best_loss, self.wait = loss, 0
         if f1 > self.best_f1:
             self.best_f1, self.best_weights, self.wait = f1, self.model.get_weights(), 0
+            self.best_epoch = epoch + 1
         if self.wait >= self.patience:
             self.model.stop_training = True
 
@@ -485,9 +396,7 @@ def export_saved_model(model, vocabulary, path):
     `serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}`: rows are
     padded with empty strings and get the empty tag there. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
-    Written to a temporary directory, then renamed.
     """
-    path = Path(path)
     word_lookup = keras.layers.StringLookup(
         vocabulary=vocabulary.words[2:], mask_token="", num_oov_indices=1, name="word_lookup"
     )
@@ -516,159 +425,7 @@ def export_saved_model(model, vocabulary, path):
         "serving_default", serve,
         input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")],
     )
-    return write_export_archive(archive, path)
-
-
-# ---------------------------------------------------------------------------------------------
-# Actions
-
-
-def train(config, overwrite=False, callbacks=()):
-    """Trains a tagger and writes its run directory.
-
-    Args:
-        config: a `NerConfig`.
-        overwrite: replace a finished run at `config.out`.
-        callbacks: extra Keras callbacks for `fit` (after the run directory's own).
-
-    Returns:
-        An `ActionResult` with the run directory and the test metrics.
-
-    Raises:
-        DataError: unreadable or invalid data.
-        UsageError: a refused `--out`.
-    """
-    config, distribution, run = begin_run(
-        config, TASK_NAME, overwrite, data_paths=("data", "validation_data", "test_data")
-    )
-    splits = load_splits(config)
-    vocabulary = TaggingVocabulary.build(splits.train, config.min_freq, config.max_word_chars)
-    encoded = {
-        split: encode_sentences(getattr(splits, split), vocabulary, path=splits.sources[split])
-        for split in ("train", "validation", "test")
-    }
-    start_run(run, config)
-    run.write_json("vocabulary.json", vocabulary.to_dict())
-
-    with distribution.scope():
-        model = build_model(config, vocabulary)
-    batch_size = distribution.global_batch_size(config.batch_size)
-    fit_callbacks = [EntityF1EarlyStopping(vocabulary, splits.validation, config.patience)]
-    fit_callbacks += training_callbacks(run) + list(callbacks)
-    started = time.perf_counter()
-    model.fit(
-        distribution.shard(fit_inputs(make_tagging_dataset(
-            encoded["train"], batch_size, shuffle=True, seed=config.seed
-        ))),
-        validation_data=distribution.shard(
-            fit_inputs(make_tagging_dataset(encoded["validation"], batch_size))
-        ),
-        epochs=config.epochs,
-        callbacks=fit_callbacks,
-        shuffle=False,  # the training dataset shuffles itself, with the run's seed
-        verbose=progress_verbosity(),
-    )
-    train_seconds = time.perf_counter() - started
-    history = fit_callbacks[1].history
-    model = distribution.local_model(model, run.path("model.keras"))
-
-    decoder = make_tag_decoder(model)
-    predicted = predict_tags(model, vocabulary, splits.test, decoder=decoder)
-    metrics = entity_scores([s.tags for s in splits.test], predicted)
-    validation_scores = entity_scores(
-        [s.tags for s in splits.validation],
-        predict_tags(model, vocabulary, splits.validation, decoder=decoder),
-    )
-    metrics.update(
-        split="test",
-        decoder="crf" if config.crf else "softmax",
-        validation={k: validation_scores[k] for k in ("precision", "recall", "f1", "support")},
-        epochs_run=len(history),
-        best_epoch=int(np.argmax([row["val_f1"] for row in history])) + 1 if history else None,
-        train_seconds_this_session=round(train_seconds, 2),
-        distribution=distribution.report(config.batch_size),
-        data={
-            "sources": splits.sources,
-            "sentences": {split: len(getattr(splits, split))
-                          for split in ("train", "validation", "test")},
-            "files": splits.files,
-            "vocabulary": {"words": len(vocabulary.words), "chars": len(vocabulary.chars),
-                           "tags": vocabulary.tags},
-            "unknown_word_rate_test": float(np.mean(encoded["test"].word_ids == 1)),
-        },
-    )
-    run.write_json("metrics.json", metrics)
-    run.write_text("test_predictions.conll",
-                   conll_text(splits.test, [s.tags for s in splits.test], predicted))
-    save_history_plot(history, run.path("plots", "loss.png"),
-                      title=f"BiLSTM-{metrics['decoder']}: loss")
-    export_saved_model(model, vocabulary, run.path("saved_model"))
-    final = run.finish()
-
-    notes = []
-    if distribution.kind != "none":
-        notes.append(
-            f"{distribution.kind}: {distribution.replicas} replicas, global batch {batch_size} "
-            f"= {config.batch_size} per replica"
-        )
-    repairs = sum(len(f["repairs"]) for f in splits.files)
-    if repairs:
-        notes.append(f"{repairs} invalid tags repaired (listed in metrics.json)")
-    summary = "\n".join(
-        [
-            f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
-            f"encoder; test split: {splits.sources['test']}, {len(splits.test)} sentences",
-            scores_table(metrics),
-            *notes,
-            f"run directory: {final}",
-        ]
-    )
-    return ActionResult(summary=summary, path=final, metrics=metrics)
-
-
-def load_run(run):
-    """`(record, config, vocabulary, model)` of the finished run directory `run`."""
-    record = open_run(run, TASK_NAME)
-    config = NerConfig(**record.settings)
-    vocabulary = TaggingVocabulary.from_dict(read_json(record.file("vocabulary.json")))
-    model = keras.saving.load_model(record.file("model.keras"), compile=False)
-    return record, config, vocabulary, model
-
-
-def evaluate(run, data=None, output=None):
-    """Scores a trained run on its test split, or on another CoNLL file.
-
-    Args:
-        run: the run directory.
-        data: a CoNLL file read with the run's columns, scheme and repair settings; None
-            re-scores the run's test split (the figures of metrics.json).
-        output: a JSON file to write the figures to (optional).
-
-    Raises:
-        DataError: an unreadable file, or a tag the model was not trained on.
-    """
-    record, config, vocabulary, model = load_run(run)
-    if data is None:
-        splits = load_splits(config)
-        sentences, source = splits.test, splits.sources["test"]
-    else:
-        conll = _read_tagged(config, data)
-        sentences, source = conll.sentences, conll.describe()
-        for sentence in sentences:
-            vocabulary.tag_ids(sentence, path=data)
-    metrics = entity_scores(
-        [s.tags for s in sentences], predict_tags(model, vocabulary, sentences)
-    )
-    metrics.update(source=source)
-    path = None
-    if output:
-        path = Path(output)
-        write_json_atomic(path, metrics)
-    summary = "\n".join(
-        [f"{TASK_NAME}: {source}, {len(sentences)} sentences", scores_table(metrics)]
-        + ([f"figures written to {path}"] if path else [])
-    )
-    return ActionResult(summary=summary, path=path, metrics=metrics)
+    return write_export_archive(archive, Path(path))
 
 
 def read_prediction_input(path, input_format, token_column):
@@ -680,75 +437,27 @@ def read_prediction_input(path, input_format, token_column):
     return read_token_lines(path)
 
 
-def predict(run, data=None, output=None, text=None, input=None, input_format="auto"):
-    """Tags whitespace-tokenised text, or the sentences of a file.
-
-    Args:
-        run: the run directory.
-        data, input: a file to tag (the same option; give one): CoNLL (the run's token column
-            is read; other columns are ignored) or one sentence per line, chosen by
-            `input_format` ("auto" looks for tabs, `-DOCSTART-` or blank-line separated
-            blocks).
-        output: a CoNLL file (token TAB tag) to write; the default for file input is
-            `<run>/predictions.conll`, and text input is only printed.
-        text: a sentence, or a list of strings joined with spaces, tokenised at whitespace.
-
-    Returns:
-        An `ActionResult` whose summary holds the token / tag pairs.
-    """
-    if isinstance(text, (list, tuple)):
-        text = " ".join(text)
-    tokens = text.split() if text else []
-    if data is not None and input is not None:
-        raise UsageError("give the file to tag with --input or --data, not both")
-    source_file = input if input is not None else data
-    if (source_file is None) == (not tokens):
-        raise UsageError(
-            'give either a sentence (predict --run DIR "Einstein was born in Ulm") or a file '
-            "(--input FILE)"
-        )
-    record, config, vocabulary, model = load_run(run)
-    if source_file is not None:
-        sentences = read_prediction_input(source_file, input_format, config.token_column).sentences
-    else:
-        sentences = [Sentence(tokens, None, [1] * len(tokens))]
-    tags = predict_tags(model, vocabulary, sentences)
-    path = Path(output) if output else (record.file("predictions.conll") if source_file else None)
-    if path is not None:
-        write_text_atomic(path, conll_text(sentences, tags))
-    shown = sentences if path is None else sentences[:_SENTENCES_SHOWN]
-    lines = [conll_text(shown, tags).rstrip("\n")]
-    if len(shown) < len(sentences):
-        lines.append(f"... ({len(sentences)} sentences in all)")
-    if path is not None:
-        lines.append(f"written to {path}")
-    return ActionResult(summary="\n".join(lines), path=path)
+# ---------------------------------------------------------------------------------------------
+# The task
 
 
-def export(run, out=None):
-    """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
-    record, config, vocabulary, model = load_run(run)
-    path = export_saved_model(
-        model, vocabulary, Path(out) if out else record.file("saved_model")
-    )
-    summary = (
-        f"SavedModel written to {path}\n"
-        "serving_default(tokens: string[None, None]) -> {'tags': string[None, None]} "
-        f"(rows padded with empty strings; tags: {', '.join(vocabulary.tags)})"
-    )
-    return ActionResult(summary=summary, path=path)
+class NerPipeline(Pipeline):
+    """Named-entity tagging on the shared run lifecycle (pipelines/lifecycle.py)."""
 
-
-TASK = Task(
-    name=TASK_NAME,
-    description=(
+    name = TASK_NAME
+    config_class = NerConfig
+    model_class = SequenceTagger
+    data_paths = ("data", "validation_data", "test_data")
+    renamed_settings = {"min_freq": "min_count"}
+    monitor_metric, monitor_mode = "f1", "max"
+    description = (
         "Tag named entities in tokenised text with a BiLSTM over word embeddings and "
         "character features (BiLSTM or CNN over characters), decoded per token (softmax) or "
         "by a CRF (--crf). Reads CoNLL column files (BIO, IOB1 or IOBES, converted to BIO) and "
         "scores entity-level precision, recall and F1 per type (seqeval, strict IOB2). Without "
         "--data it trains on a small smoke-test sample shipped with seqlab."
-    ),
-    examples={
+    )
+    examples = {
         "train": [
             "seqlab ner train",
             "seqlab ner train --data ../shared/data/wnut17 --repair --crf --out runs/wnut-crf",
@@ -763,16 +472,9 @@ TASK = Task(
             'seqlab ner predict --run runs/wnut-crf "Einstein was born in Ulm"',
             "seqlab ner predict --run runs/wnut-crf --input tweets.txt --output tagged.conll",
         ],
-        "export": [
-            "seqlab ner export --run runs/wnut-crf --out serving/ner/1",
-        ],
-    },
-    config_class=NerConfig,
-    train=train,
-    evaluate=evaluate,
-    predict=predict,
-    export=export,
-    extra_arguments={
+        "export": ["seqlab ner export --run runs/wnut-crf --out serving/ner/1"],
+    }
+    extra_arguments = {
         "predict": [
             (("text",), {"nargs": "*", "metavar": "TEXT",
                          "help": "a sentence to tag, split at whitespace"}),
@@ -781,5 +483,171 @@ TASK = Task(
             (("--input-format",), {"choices": INPUT_FORMATS,
                                    "help": "format of --input (default: auto)"}),
         ],
-    },
-)
+    }
+
+    def prepare(self, config, distribution):
+        splits = load_splits(config)
+        vocabulary = TaggingVocabulary.build(splits.train, config.min_count,
+                                             config.max_word_chars)
+        encoded = {
+            split: encode_sentences(getattr(splits, split), vocabulary,
+                                    path=splits.sources[split])
+            for split in SPLITS
+        }
+        return PreparedTagging(splits, vocabulary, encoded)
+
+    def build_model(self, config, prepared):
+        return build_model(config, prepared.vocabulary)
+
+    def datasets(self, config, prepared, batch_size):
+        return (
+            fit_inputs(make_tagging_dataset(prepared.encoded["train"], batch_size,
+                                            shuffle=True, seed=config.seed)),
+            fit_inputs(make_tagging_dataset(prepared.encoded["validation"], batch_size)),
+        )
+
+    def callbacks(self, config, prepared, monitor):
+        # Kept for the best epoch, which the scoring reports.
+        prepared.early_stopping = EntityF1EarlyStopping(
+            prepared.vocabulary, prepared.splits.validation, config.patience
+        )
+        return [prepared.early_stopping]
+
+    def score(self, config, model, prepared):
+        splits, vocabulary = prepared.splits, prepared.vocabulary
+        decoder = make_tag_decoder(model)
+        # Kept for test_predictions.conll, which the artifacts hook writes.
+        prepared.test_predicted = predict_tags(model, vocabulary, splits.test, decoder=decoder)
+        metrics = entity_scores([s.tags for s in splits.test], prepared.test_predicted)
+        validation_scores = entity_scores(
+            [s.tags for s in splits.validation],
+            predict_tags(model, vocabulary, splits.validation, decoder=decoder),
+        )
+        metrics.update(
+            split="test",
+            decoder="crf" if config.crf else "softmax",
+            validation={k: validation_scores[k] for k in ("precision", "recall", "f1", "support")},
+            best_epoch=prepared.early_stopping.best_epoch,
+            data={
+                "sources": splits.sources,
+                "sentences": {split: len(getattr(splits, split)) for split in SPLITS},
+                "files": splits.files,
+                "vocabulary": {"words": len(vocabulary.words), "chars": len(vocabulary.chars),
+                               "tags": vocabulary.tags},
+                "unknown_word_rate_test": float(np.mean(prepared.encoded["test"].word_ids == 1)),
+            },
+        )
+        return metrics
+
+    def artifacts(self, config, prepared):
+        test = prepared.splits.test
+        return {
+            "vocabulary": prepared.vocabulary,
+            "test_predictions": conll_text(test, [s.tags for s in test], prepared.test_predicted),
+        }
+
+    def write_artifacts(self, run, artifacts):
+        run.write_json("vocabulary.json", artifacts["vocabulary"].to_dict())
+        run.write_text("test_predictions.conll", artifacts["test_predictions"])
+
+    def read_artifacts(self, path, config):
+        # test_predictions.conll is a report for conlleval; a finished run needs no part of it.
+        return {"vocabulary": TaggingVocabulary.from_dict(read_json(path / "vocabulary.json"))}
+
+    def summary_lines(self, config, prepared, metrics):
+        splits = prepared.splits
+        repairs = sum(len(f["repairs"]) for f in splits.files)
+        return [
+            f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
+            f"encoder; test split: {splits.sources['test']}, {len(splits.test)} sentences",
+            scores_table(metrics),
+            *([f"{repairs} invalid tags repaired (listed in metrics.json)"] if repairs else []),
+        ]
+
+    def model_for_run(self, config, artifacts):
+        return build_model(config, artifacts["vocabulary"])
+
+    def export_model(self, model, config, artifacts, path):
+        vocabulary = artifacts["vocabulary"]
+        export_saved_model(model, vocabulary, path)
+        return (
+            "serving_default(tokens: string[None, None]) -> {'tags': string[None, None]} "
+            f"(rows padded with empty strings; tags: {', '.join(vocabulary.tags)})"
+        )
+
+    def evaluate(self, run, data=None, output=None):
+        """Scores a trained run on its test split (`data` None: the figures of metrics.json), or
+        on a CoNLL file read with the run's columns, scheme and repair settings; writes the
+        figures as JSON to `output` if given.
+
+        Raises:
+            DataError: an unreadable file, or a tag the model was not trained on.
+        """
+        loaded = self.load_run(run)
+        config, vocabulary = loaded.config, loaded.artifacts["vocabulary"]
+        if data is None:
+            splits = load_splits(config)
+            sentences, source = splits.test, splits.sources["test"]
+        else:
+            conll = _read_tagged(config, data)
+            sentences, source = conll.sentences, conll.describe()
+            for sentence in sentences:
+                vocabulary.tag_ids(sentence, path=data)
+        metrics = entity_scores(
+            [s.tags for s in sentences], predict_tags(loaded.model, vocabulary, sentences)
+        )
+        metrics.update(source=source)
+        summary = [f"{TASK_NAME}: {source}, {len(sentences)} sentences", scores_table(metrics),
+                   *write_figures(output, metrics)]
+        return ActionResult(summary="\n".join(summary), path=output and Path(output),
+                            metrics=metrics)
+
+    def predict(self, run, data=None, output=None, text=None, input=None, input_format="auto"):
+        """Tags whitespace-tokenised text, or the sentences of a file.
+
+        Args:
+            run: the run directory.
+            data, input: a file to tag (the same option; give one): CoNLL (the run's token
+                column is read) or one sentence per line, chosen by `input_format` ("auto"
+                looks for tabs, `-DOCSTART-` or blank-line separated blocks).
+            output: a CoNLL file (token TAB tag) to write; the default for file input is
+                `<run>/predictions.conll`, and text input is only printed.
+            text: a sentence, or a list of strings joined with spaces, tokenised at whitespace.
+        """
+        if isinstance(text, (list, tuple)):
+            text = " ".join(text)
+        tokens = text.split() if text else []
+        if data is not None and input is not None:
+            raise UsageError("give the file to tag with --input or --data, not both")
+        source_file = input if input is not None else data
+        if (source_file is None) == (not tokens):
+            raise UsageError(
+                'give either a sentence (predict --run DIR "Einstein was born in Ulm") or a '
+                "file (--input FILE)"
+            )
+        loaded = self.load_run(run)
+        if source_file is not None:
+            sentences = read_prediction_input(
+                source_file, input_format, loaded.config.token_column
+            ).sentences
+        else:
+            sentences = [Sentence(tokens, None, [1] * len(tokens))]
+        tags = predict_tags(loaded.model, loaded.artifacts["vocabulary"], sentences)
+        path = Path(output) if output else (
+            loaded.file("predictions.conll") if source_file else None
+        )
+        if path is not None:
+            write_text_atomic(path, conll_text(sentences, tags))
+        shown = sentences if path is None else sentences[:_SENTENCES_SHOWN]
+        lines = [conll_text(shown, tags).rstrip("\n")]
+        if len(shown) < len(sentences):
+            lines.append(f"... ({len(sentences)} sentences in all)")
+        if path is not None:
+            lines.append(f"written to {path}")
+        return ActionResult(summary="\n".join(lines), path=path)
+
+
+PIPELINE = NerPipeline()
+TASK = PIPELINE.task()
+# The actions as functions, for use from Python: `train(NerConfig(...))`.
+train, evaluate, predict, export = TASK.train, TASK.evaluate, TASK.predict, TASK.export

@@ -12,7 +12,6 @@ CSV's columns become model inputs), `scaler.json`, `plots/forecast.png`, `plots/
 """
 
 import dataclasses
-import time
 from pathlib import Path
 
 import keras
@@ -30,31 +29,29 @@ from seqlab.data.timeseries import (
     SeriesSchema,
     WindowGenerator,
     estimate_season,
+    future_times,
     load_sunspots,
     read_csv,
 )
-from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
+from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
+from seqlab.models.forecaster import KINDS as MODEL_KINDS
+from seqlab.models.forecaster import Forecaster
 from seqlab.pipelines.common import (
     ActionResult,
-    Task,
     TrainConfig,
+    check_at_least,
+    check_rate,
+    check_split_fractions,
     format_table,
-    open_run,
     option,
-    progress_verbosity,
     pyplot,
     read_json,
-    save_history_plot,
-    training_callbacks,
     write_export_archive,
-    write_json_atomic,
     write_text_atomic,
 )
-from seqlab.pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.lifecycle import Pipeline, write_figures
 
 TASK_NAME = "timeseries"
-MODEL_KINDS = ("lstm", "gru", "rnn", "transformer")
-RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 
 
 @dataclasses.dataclass
@@ -100,23 +97,10 @@ class TimeseriesConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("lookback", "horizon", "stride", "units", "layers", "patience", "num_heads",
-                     "ff_dim"):
-            value = getattr(self, name)
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must lie in [0, 1). Received: dropout={self.dropout}")
-        if self.season is not None and self.season < 1:
-            raise ValueError(f"season must be at least 1. Received: season={self.season}")
-        if self.clipnorm is not None and self.clipnorm <= 0:
-            raise ValueError(f"clipnorm must be positive. Received: clipnorm={self.clipnorm}")
-        if not (0 <= self.val_fraction < 1 and 0 < self.test_fraction < 1
-                and self.val_fraction + self.test_fraction < 1):
-            raise ValueError(
-                "val_fraction must lie in [0, 1), test_fraction in (0, 1), their sum below 1. "
-                f"Received: val_fraction={self.val_fraction}, test_fraction={self.test_fraction}"
-            )
+        check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
+                       "num_heads", "ff_dim", "season")
+        check_rate(self, "dropout")
+        check_split_fractions(self)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,44 +156,19 @@ def make_windows(config, series, schema, scaler=None, batch_size=None):
 
 
 def build_model(config, n_features, n_targets):
-    """The forecasting model, compiled: `[batch, lookback, n_features] -> [batch, horizon,
-    n_targets]` in scaled units.
-
-    This is the one place that creates the model and its optimizer, so that a distribution
-    strategy's `scope()` can wrap it.
-    """
-    inputs = keras.Input((config.lookback, n_features), name="window")
-    hidden = inputs
-    if config.model == "transformer":
-        hidden = keras.layers.Dense(config.units, name="input_projection")(hidden)
-        hidden = PositionalEncoding(name="positions")(hidden)
-        for index in range(config.layers):
-            hidden = TransformerEncoderLayer(
-                num_heads=config.num_heads,
-                ff_dim=config.ff_dim,
-                dropout=config.dropout,
-                name=f"encoder_{index}",
-            )(hidden)
-        # The head reads every position (the window has a fixed length), not just a pooled summary.
-        hidden = keras.layers.Flatten(name="positions_flat")(hidden)
-    else:
-        recurrent_layer = RECURRENT_LAYERS[config.model]
-        for index in range(config.layers):
-            hidden = recurrent_layer(
-                config.units,
-                return_sequences=index < config.layers - 1,
-                dropout=config.dropout,
-                seed=config.seed + index,
-                name=f"{config.model}_{index}",
-            )(hidden)
-    outputs = keras.layers.Dense(config.horizon * n_targets, name="head")(hidden)
-    outputs = keras.layers.Reshape((config.horizon, n_targets), name="forecast")(outputs)
-    model = keras.Model(inputs, outputs, name=f"forecast_{config.model}")
+    """The compiled `Forecaster` of a config (in scaled units)."""
+    model = Forecaster(
+        lookback=config.lookback, n_features=n_features, horizon=config.horizon,
+        n_targets=n_targets, kind=config.model, units=config.units, layers=config.layers,
+        dropout=config.dropout, num_heads=config.num_heads, ff_dim=config.ff_dim,
+        seed=config.seed,
+    )
     model.compile(
         optimizer=keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm),
         loss="mse",
         metrics=["mae"],
     )
+    model.build((None, config.lookback, n_features))
     return model
 
 
@@ -220,16 +179,6 @@ def build_model(config, n_features, n_targets):
 def _errors(forecast, actual):
     error = forecast - actual
     return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error)))}
-
-
-def seasonal_naive_rows(last_rows, horizon, season):
-    """Rows of the seasonal-naive forecast: step h repeats the value one season before it.
-
-    For a window whose last observed row is `t`, step `h` (1-based) takes row
-    `t + h - season * ceil(h / season)`, the latest row of the same phase that is observed.
-    """
-    steps = np.arange(1, horizon + 1)
-    return last_rows[:, None] + steps - season * np.ceil(steps / season).astype(int)
 
 
 def forecast_windows(model, scaler, schema, values, starts, lookback):
@@ -260,12 +209,12 @@ def score_windows(model, scaler, schema, values, starts, lookback, horizon, seas
     actual = targets[last_rows[:, None] + np.arange(1, horizon + 1)]
     forecasts = {
         "model": forecast_windows(model, scaler, schema, values, starts, lookback),
-        "naive": np.repeat(targets[last_rows][:, None, :], horizon, axis=1),
+        "naive": naive_forecast(targets, last_rows, horizon),
     }
-    seasonal_rows = seasonal_naive_rows(last_rows, horizon, season)
     # The earliest windows may have less than a season of history; they are scored without it.
-    scored = (seasonal_rows >= 0).all(axis=1)
-    forecasts["seasonal_naive"] = targets[np.clip(seasonal_rows, 0, None)]
+    forecasts["seasonal_naive"], scored = seasonal_naive_forecast(
+        targets, last_rows, horizon, season
+    )
     metrics = {
         name: _errors(forecast[scored], actual[scored]) for name, forecast in forecasts.items()
     }
@@ -357,120 +306,19 @@ def export_saved_model(model, scaler, schema, lookback, path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Actions
+# The task
 
 
-def train(config, overwrite=False, callbacks=()):
-    """Trains a forecaster and writes its run directory.
+@dataclasses.dataclass
+class PreparedSeries:
+    """What `train` works from: the series, how its columns are used, and its windows."""
 
-    Args:
-        config: a `TimeseriesConfig`.
-        overwrite: replace a finished run at `config.out`.
-        callbacks: extra Keras callbacks for `fit` (after the run directory's own).
-
-    Returns:
-        An `ActionResult` with the run directory and the test metrics.
-
-    Raises:
-        DataError: unreadable or unsuitable data.
-        UsageError: a refused `--out`.
-    """
-    config, distribution, run = begin_run(config, TASK_NAME, overwrite, data_paths=("data",))
-    frame, source = load_table(config.data)
-    schema = infer_schema(config, frame, source)
-    series = schema.prepare(frame, source)
-    windows = make_windows(
-        config, series, schema, batch_size=distribution.global_batch_size(config.batch_size)
-    )
-    start_run(run, config)
-
-    train_start, train_end = windows.bounds["train"]
-    if config.season is not None:
-        season, season_source = config.season, "--season"
-    else:
-        season = estimate_season(series.values[schema.targets[0]].iloc[train_start:train_end])
-        season_source = f"estimated from the autocorrelation of {schema.targets[0]} (train split)"
-
-    with distribution.scope():
-        model = build_model(config, len(schema.input_columns), len(schema.targets))
-    has_validation = len(windows.window_starts("val")) > 0
-    monitor = "val_loss" if has_validation else "loss"
-    fit_callbacks = training_callbacks(run) + [
-        keras.callbacks.EarlyStopping(
-            monitor=monitor, patience=config.patience, restore_best_weights=True
-        ),
-        *callbacks,
-    ]
-    started = time.perf_counter()
-    model.fit(
-        distribution.shard(windows.train),
-        validation_data=distribution.shard(windows.val) if has_validation else None,
-        epochs=config.epochs,
-        callbacks=fit_callbacks,
-        shuffle=False,  # the training dataset shuffles itself, with the run's seed
-        verbose=progress_verbosity(),
-    )
-    train_seconds = time.perf_counter() - started
-    history = fit_callbacks[0].history
-    model = distribution.local_model(model, run.path("model.keras"))
-
-    test_starts = windows.window_starts("test")
-    metrics, forecast, actual = score_windows(
-        model, windows.scaler, schema, series.values, test_starts, config.lookback,
-        config.horizon, season,
-    )
-    metrics.update(
-        split="test",
-        season_source=season_source,
-        targets=schema.targets,
-        epochs_run=len(history),
-        best_epoch=int(np.argmin([row[monitor] for row in history])) + 1 if history else None,
-        train_seconds_this_session=round(train_seconds, 2),
-        distribution=distribution.report(config.batch_size),
-        data={
-            "source": source,
-            "rows": len(series.values),
-            "split_rows": {split: b - a for split, (a, b) in windows.bounds.items()},
-            "time_column": schema.time_column,
-            "input_columns": schema.input_columns,
-            "skipped_columns": schema.skipped_columns,
-            "fill": series.fill_report,
-        },
-    )
-
-    run.write_json("schema.json", schema.to_dict())
-    run.write_json("scaler.json", windows.scaler.to_dict())
-    run.write_json("metrics.json", metrics)
-    plot_times = _time_labels(series, test_starts + config.lookback)
-    save_forecast_plot(
-        run.path("plots", "forecast.png"), plot_times, actual, forecast, schema.targets[0],
-        config.horizon,
-    )
-    save_history_plot(history, run.path("plots", "loss.png"), title=f"{config.model}: loss")
-    export_saved_model(model, windows.scaler, schema, config.lookback, run.path("saved_model"))
-    final = run.finish()
-
-    notes = []
-    if distribution.kind != "none":
-        notes.append(
-            f"{distribution.kind}: {distribution.replicas} replicas, global batch "
-            f"{distribution.global_batch_size(config.batch_size)} = {config.batch_size} per replica"
-        )
-    if schema.skipped_columns:
-        notes.append(f"non-numeric columns left out: {', '.join(schema.skipped_columns)}")
-    if series.fill_report:
-        notes.append(f"filled with {series.fill}: {series.fill_report['filled_values']}")
-    summary = "\n".join(
-        [
-            f"{TASK_NAME}: {source}, test split, {metrics['windows']} windows, "
-            f"horizon {config.horizon}, target {', '.join(schema.targets)}",
-            metrics_table(metrics, config.model),
-            f"season {season}: {season_source}",
-            *notes,
-            f"run directory: {final}",
-        ]
-    )
-    return ActionResult(summary=summary, path=final, metrics=metrics)
+    source: str
+    schema: SeriesSchema
+    series: object
+    windows: WindowGenerator
+    season: int
+    season_source: str
 
 
 def _time_labels(series, rows):
@@ -480,178 +328,223 @@ def _time_labels(series, rows):
     return series.time.iloc[np.asarray(rows)].to_numpy()
 
 
-def load_run(run):
-    """`(config, schema, scaler, model)` of the finished run directory `run`."""
-    record = open_run(run, TASK_NAME)
-    config = TimeseriesConfig(**record.settings)
-    schema = SeriesSchema.from_dict(read_json(record.file("schema.json")))
-    scaler = Scaler.from_dict(read_json(record.file("scaler.json")))
-    model = keras.saving.load_model(record.file("model.keras"), compile=False)
-    return record, config, schema, scaler, model
+class TimeseriesPipeline(Pipeline):
+    """Forecasting on the shared run lifecycle (pipelines/lifecycle.py)."""
 
-
-def _read_series(config, schema, data):
-    frame, source = load_table(data if data is not None else config.data)
-    return schema.prepare(frame, source)
-
-
-def evaluate(run, data=None, output=None):
-    """Scores a trained run: on its test split, or on every window of another CSV.
-
-    Args:
-        run: the run directory.
-        data: a CSV with the training data's columns; None re-scores the training data's test
-            split (the figures of metrics.json).
-        output: a JSON file to write the figures to (optional).
-
-    Returns:
-        An `ActionResult` with the figures.
-    """
-    record, config, schema, scaler, model = load_run(run)
-    series = _read_series(config, schema, data)
-    season = read_json(record.file("metrics.json"))["season"]
-    if data is None:
-        windows = make_windows(config, series, schema, scaler=scaler)
-        starts, split = windows.window_starts("test"), "test split"
-    else:
-        needed = config.lookback + config.horizon
-        if len(series.values) < needed:
-            raise DataError(
-                f"the series is too short: it has {len(series.values)} rows, but one window "
-                f"needs lookback + horizon = {config.lookback} + {config.horizon} = {needed} rows",
-                path=series.source,
-            )
-        starts, split = np.arange(len(series.values) - needed + 1), "every window"
-    metrics, _, _ = score_windows(
-        model, scaler, schema, series.values, starts, config.lookback, config.horizon, season
-    )
-    metrics.update(split=split, source=series.source)
-    path = None
-    if output:
-        path = Path(output)
-        write_json_atomic(path, metrics)
-    summary = "\n".join(
-        [
-            f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} windows, "
-            f"horizon {config.horizon}",
-            metrics_table(metrics, config.model),
-        ]
-        + ([f"figures written to {path}"] if path else [])
-    )
-    return ActionResult(summary=summary, path=path, metrics=metrics)
-
-
-def future_times(time, horizon):
-    """The `horizon` time stamps after the end of `time` (dates or numbers), or None.
-
-    Dates continue with the frequency pandas infers (monthly stays on month starts); irregular
-    dates and numbers continue with their most common step.
-    """
-    if time is None:
-        return None
-    if pd.api.types.is_datetime64_any_dtype(time):
-        frequency = pd.infer_freq(time) if len(time) >= 3 else None
-        if frequency is not None:
-            return pd.date_range(time.iloc[-1], periods=horizon + 1, freq=frequency)[1:]
-        step = time.diff().mode().iloc[0]
-        return pd.DatetimeIndex([time.iloc[-1] + step * k for k in range(1, horizon + 1)])
-    step = time.diff().mode().iloc[0]
-    values = time.iloc[-1] + step * np.arange(1, horizon + 1)
-    return values.astype(int) if np.all(values == np.round(values)) else values
-
-
-def predict(run, data=None, output=None):
-    """Forecasts the `horizon` rows after the end of the data.
-
-    Args:
-        run: the run directory.
-        data: a CSV with the training data's columns; None uses the training data.
-        output: the CSV to write (default: `<run>/forecast.csv`).
-
-    Returns:
-        An `ActionResult` whose summary holds the forecast table.
-    """
-    record, config, schema, scaler, model = load_run(run)
-    series = _read_series(config, schema, data)
-    if len(series.values) < config.lookback:
-        raise DataError(
-            f"the series is too short: a forecast needs the last lookback = {config.lookback} "
-            f"rows, and the data has {len(series.values)}",
-            path=series.source,
-        )
-    start = np.array([len(series.values) - config.lookback])
-    forecast = forecast_windows(model, scaler, schema, series.values, start, config.lookback)[0]
-    table = pd.DataFrame(forecast, columns=schema.targets)
-    table.insert(0, "step", np.arange(1, config.horizon + 1))
-    times = future_times(series.time, config.horizon)
-    if isinstance(times, pd.DatetimeIndex):
-        dates_only = bool((times.normalize() == times).all())
-        times = times.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S")
-    if times is not None:
-        table.insert(1, schema.time_column, list(times))
-    path = Path(output) if output else record.file("forecast.csv")
-    write_text_atomic(path, table.to_csv(index=False))
-    summary = "\n".join(
-        [
-            f"{TASK_NAME}: forecast of the {config.horizon} rows after the end of "
-            f"{series.source}",
-            format_table(list(table.columns), table.astype(object).values.tolist()),
-            f"written to {path}",
-        ]
-    )
-    return ActionResult(summary=summary, path=path)
-
-
-def export(run, out=None):
-    """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
-    record, config, schema, scaler, model = load_run(run)
-    path = export_saved_model(
-        model, scaler, schema, config.lookback, Path(out) if out else record.file("saved_model")
-    )
-    summary = (
-        f"SavedModel written to {path}\n"
-        f"serving_default(window: float32[None, {config.lookback}, "
-        f"{len(schema.input_columns)}]) -> "
-        f"{{'forecast': float32[None, {config.horizon}, {len(schema.targets)}]}} "
-        f"(original units; inputs: {', '.join(schema.input_columns)}; "
-        f"targets: {', '.join(schema.targets)})"
-    )
-    return ActionResult(summary=summary, path=path)
-
-
-TASK = Task(
-    name=TASK_NAME,
-    description=(
+    name = TASK_NAME
+    config_class = TimeseriesConfig
+    model_class = Forecaster
+    description = (
         "Forecast the next --horizon rows of one or more numeric columns from the last "
         "--lookback rows, with an LSTM, GRU, SimpleRNN or Transformer built from seqlab's "
         "layers. Scored on the test split (the last rows) in original units beside the naive "
         "(last value) and seasonal-naive forecasts. Without --data it uses the yearly sunspot "
         "numbers 1700-2008 shipped with statsmodels."
-    ),
-    examples={
-        "train": [
-            "seqlab timeseries train",
-            "seqlab timeseries train --data temps.csv --time-column Date --target Temp "
-            "--lookback 30 --out runs/temps",
-            "seqlab timeseries train --data sales.csv --target sales --features sales price "
-            "--categorical weekday --fill interpolate --horizon 7 --model gru",
-            "seqlab timeseries train --config settings.toml --epochs 50",
-        ],
-        "evaluate": [
-            "seqlab timeseries evaluate --run runs/temps",
-            "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
-        ],
-        "predict": [
-            "seqlab timeseries predict --run runs/temps",
-            "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
-        ],
-        "export": [
-            "seqlab timeseries export --run runs/temps --out serving/temps/1",
-        ],
-    },
-    config_class=TimeseriesConfig,
-    train=train,
-    evaluate=evaluate,
-    predict=predict,
-    export=export,
-)
+    )
+    examples = {
+            "train": [
+                "seqlab timeseries train",
+                "seqlab timeseries train --data temps.csv --time-column Date --target Temp "
+                "--lookback 30 --out runs/temps",
+                "seqlab timeseries train --data sales.csv --target sales --features sales price "
+                "--categorical weekday --fill interpolate --horizon 7 --model gru",
+                "seqlab timeseries train --config settings.toml --epochs 50",
+            ],
+            "evaluate": [
+                "seqlab timeseries evaluate --run runs/temps",
+                "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
+            ],
+            "predict": [
+                "seqlab timeseries predict --run runs/temps",
+                "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
+            ],
+            "export": [
+                "seqlab timeseries export --run runs/temps --out serving/temps/1",
+            ],
+        }
+
+    def prepare(self, config, distribution):
+        frame, source = load_table(config.data)
+        schema = infer_schema(config, frame, source)
+        series = schema.prepare(frame, source)
+        windows = make_windows(
+            config, series, schema,
+            batch_size=distribution.global_batch_size(config.batch_size),
+        )
+        train_start, train_end = windows.bounds["train"]
+        if config.season is not None:
+            season, season_source = config.season, "--season"
+        else:
+            season = estimate_season(series.values[schema.targets[0]].iloc[train_start:train_end])
+            season_source = (
+                f"estimated from the autocorrelation of {schema.targets[0]} (train split)"
+            )
+        return PreparedSeries(source, schema, series, windows, season, season_source)
+
+    def build_model(self, config, prepared):
+        return build_model(
+            config, len(prepared.schema.input_columns), len(prepared.schema.targets)
+        )
+
+    def datasets(self, config, prepared, batch_size):
+        windows = prepared.windows
+        has_validation = len(windows.window_starts("val")) > 0
+        return windows.train, windows.val if has_validation else None
+
+    def score(self, config, model, prepared):
+        schema, series, windows = prepared.schema, prepared.series, prepared.windows
+        metrics, forecast, actual = score_windows(
+            model, windows.scaler, schema, series.values, windows.window_starts("test"),
+            config.lookback, config.horizon, prepared.season,
+        )
+        # Kept for the plot, which the lifecycle asks for after scoring.
+        prepared.test_forecast, prepared.test_actual = forecast, actual
+        metrics.update(
+            split="test",
+            season_source=prepared.season_source,
+            targets=schema.targets,
+            data={
+                "source": prepared.source,
+                "rows": len(series.values),
+                "split_rows": {split: b - a for split, (a, b) in windows.bounds.items()},
+                "time_column": schema.time_column,
+                "input_columns": schema.input_columns,
+                "skipped_columns": schema.skipped_columns,
+                "fill": series.fill_report,
+            },
+        )
+        return metrics
+
+    def artifacts(self, config, prepared):
+        return {"schema": prepared.schema, "scaler": prepared.windows.scaler}
+
+    def write_artifacts(self, run, artifacts):
+        run.write_json("schema.json", artifacts["schema"].to_dict())
+        run.write_json("scaler.json", artifacts["scaler"].to_dict())
+
+    def read_artifacts(self, path, config):
+        return {
+            "schema": SeriesSchema.from_dict(read_json(path / "schema.json")),
+            "scaler": Scaler.from_dict(read_json(path / "scaler.json")),
+        }
+
+    def save_plots(self, run, config, prepared, model, metrics, history):
+        starts = prepared.windows.window_starts("test")
+        save_forecast_plot(
+            run.path("plots", "forecast.png"),
+            _time_labels(prepared.series, starts + config.lookback),
+            prepared.test_actual, prepared.test_forecast, prepared.schema.targets[0],
+            config.horizon,
+        )
+
+    def summary_lines(self, config, prepared, metrics):
+        schema, series = prepared.schema, prepared.series
+        return [
+            f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} windows, "
+            f"horizon {config.horizon}, target {', '.join(schema.targets)}",
+            metrics_table(metrics, config.model),
+            f"season {prepared.season}: {prepared.season_source}",
+            *([f"non-numeric columns left out: {', '.join(schema.skipped_columns)}"]
+              if schema.skipped_columns else []),
+            *([f"filled with {config.fill}: {series.fill_report['filled_values']}"]
+              if series.fill_report else []),
+        ]
+
+    def model_for_run(self, config, artifacts):
+        schema = artifacts["schema"]
+        return build_model(config, len(schema.input_columns), len(schema.targets))
+
+    def export_model(self, model, config, artifacts, path):
+        schema = artifacts["schema"]
+        export_saved_model(model, artifacts["scaler"], schema, config.lookback, path)
+        return (
+            f"serving_default(window: float32[None, {config.lookback}, "
+            f"{len(schema.input_columns)}]) -> "
+            f"{{'forecast': float32[None, {config.horizon}, {len(schema.targets)}]}} "
+            f"(original units; inputs: {', '.join(schema.input_columns)}; "
+            f"targets: {', '.join(schema.targets)})"
+        )
+
+    def _read_series(self, loaded, data):
+        frame, source = load_table(data if data is not None else loaded.config.data)
+        return loaded.artifacts["schema"].prepare(frame, source)
+
+    def evaluate(self, run, data=None, output=None):
+        """Scores a trained run: on its test split, or on every window of another CSV.
+
+        Args:
+            run: the run directory.
+            data: a CSV with the training data's columns; None re-scores the training data's
+                test split (the figures of metrics.json).
+            output: a JSON file to write the figures to (optional).
+        """
+        loaded = self.load_run(run)
+        config, schema, scaler = loaded.config, loaded.artifacts["schema"], loaded.artifacts["scaler"]
+        series = self._read_series(loaded, data)
+        if data is None:
+            windows = make_windows(config, series, schema, scaler=scaler)
+            starts, split = windows.window_starts("test"), "test split"
+        else:
+            needed = config.lookback + config.horizon
+            if len(series.values) < needed:
+                raise DataError(
+                    f"the series is too short: it has {len(series.values)} rows, but one window "
+                    f"needs lookback + horizon = {config.lookback} + {config.horizon} = "
+                    f"{needed} rows",
+                    path=series.source,
+                )
+            starts, split = np.arange(len(series.values) - needed + 1), "every window"
+        metrics, _, _ = score_windows(
+            loaded.model, scaler, schema, series.values, starts, config.lookback,
+            config.horizon, loaded.metrics["season"],
+        )
+        metrics.update(split=split, source=series.source)
+        summary = [
+            f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} windows, "
+            f"horizon {config.horizon}",
+            metrics_table(metrics, config.model),
+            *write_figures(output, metrics),
+        ]
+        return ActionResult(summary="\n".join(summary), path=output and Path(output),
+                            metrics=metrics)
+
+    def predict(self, run, data=None, output=None):
+        """Forecasts the `horizon` rows after the end of the data (default: the training data)
+        into a CSV (default: `<run>/forecast.csv`)."""
+        loaded = self.load_run(run)
+        config, schema = loaded.config, loaded.artifacts["schema"]
+        series = self._read_series(loaded, data)
+        if len(series.values) < config.lookback:
+            raise DataError(
+                f"the series is too short: a forecast needs the last lookback = "
+                f"{config.lookback} rows, and the data has {len(series.values)}",
+                path=series.source,
+            )
+        start = np.array([len(series.values) - config.lookback])
+        forecast = forecast_windows(
+            loaded.model, loaded.artifacts["scaler"], schema, series.values, start,
+            config.lookback,
+        )[0]
+        table = pd.DataFrame(forecast, columns=schema.targets)
+        table.insert(0, "step", np.arange(1, config.horizon + 1))
+        times = future_times(series.time, config.horizon)
+        if isinstance(times, pd.DatetimeIndex):
+            dates_only = bool((times.normalize() == times).all())
+            times = times.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S")
+        if times is not None:
+            table.insert(1, schema.time_column, list(times))
+        path = Path(output) if output else loaded.file("forecast.csv")
+        write_text_atomic(path, table.to_csv(index=False))
+        summary = [
+            f"{TASK_NAME}: forecast of the {config.horizon} rows after the end of "
+            f"{series.source}",
+            format_table(list(table.columns), table.astype(object).values.tolist()),
+            f"written to {path}",
+        ]
+        return ActionResult(summary="\n".join(summary), path=path)
+
+
+PIPELINE = TimeseriesPipeline()
+TASK = PIPELINE.task()
+# The actions as functions, for use from Python: `train(TimeseriesConfig(...))`.
+train, evaluate, predict, export = TASK.train, TASK.evaluate, TASK.predict, TASK.export

@@ -2,24 +2,12 @@
 
 `train` reads sentence pairs (aligned files, a folder of aligned split files, a TSV of pairs, or
 without data the embedded English -> German smoke-test sample), builds a vocabulary of reversible
-tokens per language on the training split (data/translation.py), and fits with teacher forcing:
-the decoder reads [START] + target and predicts target + [END]; padding carries no loss. Models:
+tokens per language on the training split (data/translation.py), and fits a
+`seqlab.models.Translator` with teacher forcing (padding carries no loss). The test split is
+scored with sacrebleu (BLEU with its signature, and chrF) on detokenised output against the raw
+reference lines, greedy and beam. Text <-> ids is `TextTranslator`; decoding, the model's.
 
-- `gru-attention`: embedding -> bidirectional GRU encoder; its last states (both directions,
-  through a tanh layer) start a GRU decoder; at every step additive (Bahdanau) attention, with
-  the decoder's new state as the query, reads the encoder outputs, and [state; context] -> tanh
-  layer -> logits (the attention sits after the recurrent step, as in Luong et al.'s
-  arrangement, so training runs the decoder GRU over the whole target at once).
-- `transformer`: token + sinusoidal position embeddings, `layers` encoder and decoder layers
-  (seqlab's `TransformerEncoderLayer` / `TransformerDecoderLayer`), a dense layer to logits.
-
-Decoding (`Translator`) is TensorFlow ops around one step function `(token_ids, state) ->
-(logits, state)`: the GRU decoder's cell with attention, or the Transformer decoder's key/value
-cache (`init_cache` / `decode_step`), driven by the greedy sampler of models/samplers.py or
-by its beam search. The test split is scored with sacrebleu (BLEU with
-its signature, and chrF) on detokenised output against the raw reference lines, greedy and beam.
-
-The run directory holds, besides the common files (pipelines/common.py):
+The run directory holds, besides the common files (pipelines/lifecycle.py):
 `source_vocabulary.txt` and `target_vocabulary.txt` (one token per line; ids 0-3 are padding,
 [UNK], [START], [END] and are not written), `plots/loss.png`, `plots/attention_<n>.png` (the
 attention of a few validation sentences), and `saved_model/` with `serving_default(text:
@@ -38,58 +26,19 @@ import tensorflow as tf
 
 from seqlab.data.errors import DataError
 from seqlab.data.translation import (
-    END_ID,
-    PAD_ID,
-    START_ID,
-    VALIDATION_STEMS,
-    SentencePairs,
-    Vocabulary,
-    detokenize,
-    encode_pairs,
-    find_split_files,
-    load_sample,
-    make_dataset,
-    read_aligned,
-    read_lines,
-    read_tsv_pairs,
-    split_pairs,
-    strip_after_end,
-    token_text,
-    tokenize,
+    END_ID, PAD_ID, START_ID, VALIDATION_STEMS, Vocabulary, detokenize, encode_pairs,
+    find_split_files, load_sample, make_dataset, read_aligned, read_lines, read_tsv_pairs,
+    split_pairs, strip_after_end, token_text, tokenize,
 )
-from seqlab.layers import (
-    GRU,
-    AdditiveAttention,
-    TokenAndPositionEmbedding,
-    TransformerDecoderLayer,
-    TransformerEncoderLayer,
-)
+from seqlab.models import BeamSampler, Translator
+from seqlab.models.translator import KINDS as MODEL_KINDS
 from seqlab.pipelines.common import (
-    ActionResult,
-    Task,
-    TrainConfig,
-    UsageError,
-    format_table,
-    open_run,
-    option,
-    progress_verbosity,
-    pyplot,
-    save_history_plot,
-    training_callbacks,
-    write_export_archive,
-    write_json_atomic,
-    write_text_atomic,
+    ActionResult, TrainConfig, UsageError, check_at_least, check_rate, check_split_fractions,
+    format_table, option, pyplot, write_export_archive, write_text_atomic,
 )
-from seqlab.models.samplers import BeamSampler, GreedySampler
-from seqlab.pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.lifecycle import Pipeline, write_figures
 
 TASK_NAME = "translate"
-MODEL_KINDS = ("gru-attention", "transformer")
-# Added to the logits of padding and [START], which the decoder must never choose. Finite, so
-# that log-softmax stays finite.
-NEVER = -1e9
-# Outputs stop at 2 x the source's tokens + 10 (and at max_length - 1).
-OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
 TRAIN_BUCKET_WIDTH = 4
 
 
@@ -108,12 +57,10 @@ class TranslateConfig(TrainConfig):
     src_lang: str | None = option(None, "source-language suffix of the --data folder's files")
     tgt_lang: str | None = option(None, "target-language suffix of the --data folder's files")
     tsv_columns: list[int] = option([1, 2], "1-based source and target columns of a TSV")
-    val_fraction: float = option(
-        0.1, "share of pairs held out for validation when the data has no val split"
-    )
-    test_fraction: float = option(
-        0.1, "share of pairs held out for the test split when the data has no test split"
-    )
+    val_fraction: float = option(0.1, "share of pairs held out for validation when the data "
+                                      "has no val split")
+    test_fraction: float = option(0.1, "share of pairs held out for the test split when the "
+                                       "data has no test split")
     epochs: int = option(40, "maximum number of epochs (early stopping may end sooner)")
     batch_size: int = option(64, "sentence pairs per batch (also per decoding batch)")
     model: str = option("transformer", "model kind", MODEL_KINDS)
@@ -123,13 +70,12 @@ class TranslateConfig(TrainConfig):
     num_heads: int = option(4, "transformer: attention heads")
     ff_dim: int = option(256, "transformer: feed-forward width")
     dropout: float = option(0.1, "dropout rate")
-    max_length: int = option(
-        64, "most tokens of a training sentence (longer pairs are skipped and counted) and of "
-        "an output"
-    )
+    max_length: int = option(64, "most tokens of a training sentence (longer pairs are "
+                                 "skipped and counted) and of an output")
     min_count: int = option(1, "tokens seen fewer times in the training split become [UNK]")
     max_vocabulary: int = option(32000, "most ids per language (most frequent tokens kept)")
-    learning_rate: float = option(1e-3, "peak Adam learning rate (then cosine decay to a tenth of it)")
+    learning_rate: float = option(1e-3, "peak Adam learning rate (then cosine decay to a tenth "
+                                        "of it)")
     warmup_steps: int = option(0, "batches of linear learning-rate warmup from 0")
     clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
     patience: int = option(5, "early-stopping patience in epochs (best weights restored)")
@@ -139,48 +85,20 @@ class TranslateConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("embedding_dim", "units", "layers", "num_heads", "ff_dim", "min_count",
-                     "patience", "beam_width"):
-            value = getattr(self, name)
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
-        for name in ("warmup_steps", "attention_plots"):
-            value = getattr(self, name)
-            if value < 0:
-                raise ValueError(f"{name} must be at least 0. Received: {name}={value}")
-        if self.max_length < 2:
-            raise ValueError(
-                f"max_length must be at least 2. Received: max_length={self.max_length}"
-            )
-        if self.max_vocabulary < 5:
-            raise ValueError(
-                f"max_vocabulary must be at least 5. Received: max_vocabulary={self.max_vocabulary}"
-            )
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must lie in [0, 1). Received: dropout={self.dropout}")
-        if self.length_penalty < 0:
-            raise ValueError(
-                f"length_penalty must be >= 0. Received: length_penalty={self.length_penalty}"
-            )
-        if self.clipnorm is not None and self.clipnorm <= 0:
-            raise ValueError(f"clipnorm must be positive. Received: clipnorm={self.clipnorm}")
-        if not (0 <= self.val_fraction < 1 and 0 < self.test_fraction < 1
-                and self.val_fraction + self.test_fraction < 1):
-            raise ValueError(
-                "val_fraction must lie in [0, 1), test_fraction in (0, 1), their sum below 1. "
-                f"Received: val_fraction={self.val_fraction}, test_fraction={self.test_fraction}"
-            )
-        if len(self.tsv_columns) != 2 or min(self.tsv_columns) < 1 or (
-            self.tsv_columns[0] == self.tsv_columns[1]
-        ):
+        check_at_least(self, 1, "embedding_dim", "units", "layers", "num_heads", "ff_dim",
+                       "min_count", "patience", "beam_width")
+        check_at_least(self, 0, "warmup_steps", "attention_plots", "length_penalty")
+        check_at_least(self, 2, "max_length")
+        check_at_least(self, 5, "max_vocabulary")
+        check_rate(self, "dropout")
+        check_split_fractions(self)
+        columns = self.tsv_columns
+        if len(columns) != 2 or len(set(columns)) != 2 or min(columns) < 1:
             raise ValueError(
                 "tsv_columns must be two different 1-based column numbers. Received: "
                 f"tsv_columns={self.tsv_columns}"
             )
-        if (self.src is None) != (self.tgt is None):
-            raise ValueError("--src and --tgt go together: give both aligned files, or neither")
-        if self.src is not None and self.data is not None:
-            raise ValueError("give either --data or --src/--tgt, not both")
+        _check_sources(self.data, self.src, self.tgt, ValueError)
         if self.model == "transformer" and self.embedding_dim % self.num_heads:
             raise ValueError(
                 "embedding_dim must be divisible by num_heads for the transformer. Received: "
@@ -188,57 +106,69 @@ class TranslateConfig(TrainConfig):
             )
 
 
+def _check_sources(data, src, tgt, error):
+    if (src is None) != (tgt is None):
+        raise error("--src and --tgt go together: give both aligned files, or neither")
+    if src is not None and data is not None:
+        raise error("give either --data or --src/--tgt, not both")
+
+
 # ---------------------------------------------------------------------------------------------
 # Data
 
 
-@dataclasses.dataclass
-class TranslationData:
-    """The splits of a run's data.
+def read_pairs(config, data, src, tgt, split):
+    """`({split name: SentencePairs}, source)` of aligned files, a split folder or a TSV.
 
-    Attributes:
-        train, val: `SentencePairs` (val may be empty).
-        tests: `{test set name: SentencePairs}`, scored after training.
-        source: what was read, for reports.
-        notes: how the splits were made.
+    Aligned files and a TSV are one split, named `split`; a folder gives its split files (in
+    the config's languages), `train.*` required when `split` is "train".
     """
+    if src is not None:
+        return {split: read_aligned(src, tgt)}, f"{src} + {tgt}"
+    if Path(data).is_dir():
+        if not (config.src_lang and config.tgt_lang):
+            raise UsageError(
+                f"--data {data} is a folder: name the languages of its aligned files with "
+                "--src-lang and --tgt-lang (train.<src-lang>, train.<tgt-lang>, ...) when "
+                "training, or score aligned files with --src and --tgt"
+            )
+        files = find_split_files(data, config.src_lang, config.tgt_lang,
+                                 require_train=split == "train")
+        return {name: read_aligned(*paths) for name, paths in files.items()}, str(data)
+    return {split: read_tsv_pairs(data, tuple(config.tsv_columns))}, str(data)
 
-    train: SentencePairs
-    val: SentencePairs
+
+@dataclasses.dataclass
+class PreparedPairs:
+    """The splits (`SentencePairs`; `tests` by name), what was read and how it was split;
+    for `train` also the vocabularies, the `EncodedPairs`, the training batches per epoch and
+    (after scoring) the test translations for the summary."""
+
+    train: object
+    val: object
     tests: dict
     source: str
     notes: list
+    source_vocabulary: Vocabulary = None
+    target_vocabulary: Vocabulary = None
+    train_ids: object = None
+    val_ids: object = None
+    batches: int = 0
+    examples: dict = None
 
 
 def load_data(config):
-    """The `TranslationData` the config names (`--src/--tgt`, `--data`, or the sample).
+    """The splits the config names (`--src/--tgt`, `--data`, or the sample), unencoded.
 
     Data without given splits is split at random (seeded) into train / val / test with
     `val_fraction` and `test_fraction`; a folder's missing val or test split is taken from its
     training pairs the same way.
-
-    Raises:
-        DataError: unreadable or misaligned data.
-        UsageError: a `--data` folder without `--src-lang` / `--tgt-lang`.
     """
-    if config.src is not None:
-        given = {"train": read_aligned(config.src, config.tgt)}
-        source = f"{config.src} + {config.tgt}"
-    elif config.data is not None and Path(config.data).is_dir():
-        if not (config.src_lang and config.tgt_lang):
-            raise UsageError(
-                f"--data {config.data} is a folder: name the languages of its aligned files "
-                "with --src-lang and --tgt-lang (train.<src-lang>, train.<tgt-lang>, ...)"
-            )
-        files = find_split_files(config.data, config.src_lang, config.tgt_lang)
-        given = {name: read_aligned(*paths) for name, paths in files.items()}
-        source = str(config.data)
-    elif config.data is not None:
-        given = {"train": read_tsv_pairs(config.data, tuple(config.tsv_columns))}
-        source = str(config.data)
-    else:
+    if config.src is None and config.data is None:
         given = {"train": load_sample()}
         source = given["train"].name
+    else:
+        given, source = read_pairs(config, config.data, config.src, config.tgt, "train")
     val = next((pairs for name, pairs in given.items() if name in VALIDATION_STEMS), None)
     tests = {name: pairs for name, pairs in given.items() if name.startswith("test")}
     val_fraction = config.val_fraction if val is None else 0.0
@@ -254,141 +184,32 @@ def load_data(config):
         tests = {"test": held_test}
         notes.append(f"test: {len(held_test)} pairs held out of the training data "
                      f"({test_fraction:.0%}, seeded)")
-    return TranslationData(train=train, val=val, tests=tests, source=source, notes=notes)
+    return PreparedPairs(train=train, val=val, tests=tests, source=source, notes=notes)
+
+
+def planned_batches(lengths, batch_size):
+    """Batches per epoch of `make_dataset(..., bucket_width=TRAIN_BUCKET_WIDTH)`."""
+    boundaries = np.arange(TRAIN_BUCKET_WIDTH + 1, int(lengths.max()) + 1, TRAIN_BUCKET_WIDTH)
+    per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
+    return int(np.sum(np.ceil(per_bucket / batch_size)))
 
 
 # ---------------------------------------------------------------------------------------------
-# Models
+# Text in, text out
 
 
-def _masked_loss():
-    # ignore_class=0: padded target positions carry no loss, and the mean is over real tokens.
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=PAD_ID)
+class TextTranslator:
+    """Text in, text out around a `Translator` and the run's source and target `Vocabulary`s.
 
-
-def _learning_rate(config, total_steps):
-    """Linear warmup to `learning_rate` over `warmup_steps`, then cosine decay to 10 %."""
-    warmup = min(config.warmup_steps, max(total_steps - 1, 0))
-    return keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0 if warmup else config.learning_rate,
-        decay_steps=max(total_steps - warmup, 1),
-        alpha=0.1,
-        warmup_target=config.learning_rate if warmup else None,
-        warmup_steps=warmup,
-    )
-
-
-def build_model(config, source_vocabulary_size, target_vocabulary_size, total_steps=1):
-    """The teacher-forced training model, compiled: `[source_ids, target_in_ids] -> logits`.
-
-    Layers have fixed names ("source_embedding", "attention", "decoder_0", "logits", ...) that
-    `Translator` uses to build the step function from the same weights.
-
-    Args:
-        config: a `TranslateConfig`.
-        source_vocabulary_size, target_vocabulary_size: ids per language.
-        total_steps: the planned number of training batches (for the learning-rate schedule).
-    """
-    source_ids = keras.Input((None,), dtype="int32", name="source_ids")
-    target_in_ids = keras.Input((None,), dtype="int32", name="target_in_ids")
-    source_mask = keras.ops.not_equal(source_ids, PAD_ID)
-    if config.model == "gru-attention":
-        logits = _gru_attention(config, source_ids, target_in_ids, source_mask,
-                                source_vocabulary_size, target_vocabulary_size)
-    else:
-        logits = _transformer(config, source_ids, target_in_ids, source_mask,
-                              source_vocabulary_size, target_vocabulary_size)
-    model = keras.Model([source_ids, target_in_ids], logits, name=f"translate_{config.model}")
-    model.compile(
-        optimizer=keras.optimizers.Adam(_learning_rate(config, total_steps),
-                                        clipnorm=config.clipnorm),
-        loss=_masked_loss(),
-    )
-    return model
-
-
-def _gru_attention(config, source_ids, target_in_ids, source_mask, source_size, target_size):
-    units = config.units
-    embedded = keras.layers.Embedding(
-        source_size, config.embedding_dim, mask_zero=True, name="source_embedding"
-    )(source_ids)
-    embedded = keras.layers.Dropout(config.dropout, name="source_dropout")(embedded)
-    memory, forward_state, backward_state = keras.layers.Bidirectional(
-        GRU(units, return_sequences=True, return_state=True, seed=config.seed), name="encoder"
-    )(embedded)
-    initial_state = keras.layers.Dense(units, activation="tanh", name="bridge")(
-        keras.layers.Concatenate(name="encoder_state")([forward_state, backward_state])
-    )
-    target = keras.layers.Embedding(
-        target_size, config.embedding_dim, mask_zero=True, name="target_embedding"
-    )(target_in_ids)
-    target = keras.layers.Dropout(config.dropout, name="target_dropout")(target)
-    states = GRU(units, return_sequences=True, seed=config.seed + 1, name="decoder")(
-        target, initial_state=[initial_state]
-    )
-    context, _ = AdditiveAttention(units, name="attention")(
-        states, memory, values_mask=source_mask
-    )
-    hidden = keras.layers.Dense(units, activation="tanh", name="attention_output")(
-        keras.layers.Concatenate(name="state_and_context")([states, context])
-    )
-    hidden = keras.layers.Dropout(config.dropout, name="output_dropout")(hidden)
-    return keras.layers.Dense(target_size, name="logits")(hidden)
-
-
-def _transformer(config, source_ids, target_in_ids, source_mask, source_size, target_size):
-    width = config.embedding_dim
-    layer_args = dict(num_heads=config.num_heads, ff_dim=config.ff_dim, dropout=config.dropout)
-    encoded = TokenAndPositionEmbedding(
-        source_size, config.max_length, width, mask_zero=True, name="source_embedding"
-    )(source_ids)
-    encoded = keras.layers.Dropout(config.dropout, name="source_dropout")(encoded)
-    for index in range(config.layers):
-        encoded = TransformerEncoderLayer(**layer_args, name=f"encoder_{index}")(encoded)
-    decoded = TokenAndPositionEmbedding(
-        target_size, config.max_length, width, mask_zero=True, name="target_embedding"
-    )(target_in_ids)
-    decoded = keras.layers.Dropout(config.dropout, name="target_dropout")(decoded)
-    for index in range(config.layers):
-        decoded = TransformerDecoderLayer(**layer_args, name=f"decoder_{index}")(
-            decoded, encoded, encoder_mask=source_mask
-        )
-    return keras.layers.Dense(target_size, name="logits")(decoded)
-
-
-# ---------------------------------------------------------------------------------------------
-# Decoding
-
-
-class Translator:
-    """Translates text with a trained model: tokens in, greedy or beam search, text out.
-
-    Everything is TensorFlow ops, so the same methods run eagerly, in `tf.function` and inside
-    the exported SavedModel. The step function reuses the training model's layers:
-
-    - gru-attention: state `{"h": [B, units], "memory": [B, S, 2 units], "memory_mask": [B, S]}`;
-      one step is the decoder GRU's cell, then attention with the new state as the query.
-    - transformer: state `{"decoder_<i>": key/value cache of decoder layer i (from
-      `init_cache`), "memory_mask": [B, S], "position": [B]}`; one step is `decode_step` of
-      every decoder layer at the current position (nothing earlier is recomputed).
-
-    Args:
-        model: the model `build_model` made (trained, or loaded from `model.keras`).
-        config: the run's `TranslateConfig`.
-        source_vocabulary, target_vocabulary: the run's `Vocabulary`s.
+    TensorFlow ops throughout: the same methods run eagerly, in `tf.function` and in the
+    exported SavedModel.
     """
 
-    def __init__(self, model, config, source_vocabulary, target_vocabulary):
+    def __init__(self, model, source_vocabulary, target_vocabulary):
         self.model = model
-        self.config = config
         self.source_lookup = source_vocabulary.lookup_layer()
         self.target_tokens = target_vocabulary.lookup_layer(invert=True)
-        never = np.zeros(len(target_vocabulary), "float32")
-        never[[PAD_ID, START_ID]] = NEVER
-        self.never = tf.constant(never)
         self._functions = {}
-
-    # Tokens and text.
 
     def source_ids(self, texts):
         """Padded source ids `[B, S]` (S at least 1) of a string tensor `[B]`."""
@@ -399,98 +220,18 @@ class Translator:
         """Detokenised text `[B]` of output ids `[B, steps]` (cut at the first [END])."""
         return detokenize(strip_after_end(self.target_tokens(token_ids)))
 
-    # The step function.
-
-    def start(self, source_ids):
-        """Encodes the sources and feeds [START]: `(logits of the first token, state)`."""
-        mask = tf.not_equal(source_ids, PAD_ID)
-        layer = self.model.get_layer
-        if self.config.model == "gru-attention":
-            embedded = layer("source_embedding")(source_ids)
-            memory, forward_state, backward_state = layer("encoder")(embedded, mask=mask)
-            h = layer("bridge")(tf.concat([forward_state, backward_state], axis=-1))
-            state = {"h": h, "memory": memory, "memory_mask": mask}
-        else:
-            encoded = layer("source_embedding")(source_ids)
-            for index in range(self.config.layers):
-                encoded = layer(f"encoder_{index}")(encoded, mask=mask)
-            state = {
-                f"decoder_{index}": layer(f"decoder_{index}").init_cache(
-                    encoded, self.config.max_length
-                )
-                for index in range(self.config.layers)
-            }
-            state.update(memory_mask=mask, position=tf.zeros_like(source_ids[:, 0]))
-        start = tf.fill([tf.shape(source_ids)[0]], START_ID)
-        return self.step(start, state)
-
-    def step(self, token_ids, state):
-        """`(token_ids [B], state) -> (logits [B, vocab], state)`: one decoder step."""
-        layer = self.model.get_layer
-        if self.config.model == "gru-attention":
-            # The embedding rows themselves: the layer would attach a padding mask, and every
-            # decoding step is a real token.
-            embedded = tf.gather(layer("target_embedding").embeddings, token_ids)
-            h, _ = layer("decoder").cell(embedded, [state["h"]])
-            context, _ = layer("attention")(h, state["memory"], values_mask=state["memory_mask"])
-            hidden = layer("attention_output")(tf.concat([h, context], axis=-1))
-            state = {**state, "h": h}
-        else:
-            # Every row is at the same position; the state keeps one copy per row so that beam
-            # search can reorder it like the rest.
-            position = state["position"][0]
-            hidden = layer("target_embedding")(token_ids[:, None], start_index=position)
-            state = dict(state)
-            for index in range(self.config.layers):
-                name = f"decoder_{index}"
-                hidden, state[name] = layer(name).decode_step(
-                    hidden, state[name], position, encoder_mask=state["memory_mask"]
-                )
-            hidden = hidden[:, 0]
-            state["position"] = state["position"] + 1
-        return layer("logits")(hidden) + self.never, state
-
-    def max_output_length(self, source_ids):
-        source_length = tf.shape(source_ids)[1]
-        return tf.minimum(
-            OUTPUT_LENGTH_FACTOR * source_length + OUTPUT_LENGTH_MARGIN,
-            self.config.max_length - 1,
-        )
-
-    # Decoding.
-
-    def greedy_ids(self, source_ids):
-        """Greedy output ids `[B, steps]` ([END] after the end)."""
-        logits, state = self.start(source_ids)
-        tokens, _, _ = GreedySampler()(
-            self.step, logits, state, self.max_output_length(source_ids), end_token_id=END_ID
-        )
-        return tokens
-
-    def beam_search(self, source_ids, beam_width, length_penalty, num_return=1):
-        """The `BeamSearchOutput` of the sources: `num_return` hypotheses per row."""
-        logits, state = self.start(source_ids)
-        sampler = BeamSampler(beam_width, length_penalty, num_return)
-        return sampler(
-            self.step, logits, state, self.max_output_length(source_ids), end_token_id=END_ID
-        )
-
     def decode_texts(self, texts, beam_width=None, length_penalty=0.6, num_return=1):
-        """Translations of a string tensor `[B]`, greedy when `beam_width` is None.
-
-        A text without tokens (empty or blank) translates to the empty string.
-
-        Returns:
-            `(translations string[B, num_return], scores float32[B, num_return])`; the scores
-            are beam search's (log-probability / length penalty), zeros for greedy decoding.
-        """
+        """`(translations string[B, num_return], scores float32[B, num_return])` of texts
+        `[B]`: greedy (scores 0) when `beam_width` is None, else beam search (its scores). A
+        text without tokens translates to the empty string."""
         source_ids = self.source_ids(texts)
         batch = tf.shape(source_ids)[0]
         if beam_width is None:
-            translations = self.to_text(self.greedy_ids(source_ids))[:, None]
+            translations = self.to_text(self.model.generate(source_ids))[:, None]
             scores = tf.zeros([batch, 1])
         else:
-            output = self.beam_search(source_ids, beam_width, length_penalty, num_return)
+            sampler = BeamSampler(beam_width, length_penalty, num_return)
+            output = self.model.generate(source_ids, sampler)
             flat = tf.reshape(output.tokens, [batch * num_return, -1])
             translations = tf.reshape(self.to_text(flat), [batch, num_return])
             scores = output.scores
@@ -498,12 +239,7 @@ class Translator:
         return tf.where(empty, tf.constant(""), translations), scores
 
     def function(self, beam_width=None, length_penalty=0.6, num_return=1):
-        """`decode_texts` with these settings as a `tf.function` (one per setting, traced once).
-
-        Returns:
-            A function `texts string[B] -> (translations string[B, num_return], scores
-            float32[B, num_return])`.
-        """
+        """`decode_texts` with these settings as a `tf.function` (one per setting, traced once)."""
         key = (beam_width, float(length_penalty), num_return)
         if key not in self._functions:
             # Every loop is an explicit tf.while_loop: autograph would only add tracing time.
@@ -516,14 +252,8 @@ class Translator:
 
     def translate(self, texts, beam_width=None, length_penalty=0.6, num_return=1,
                   batch_size=64):
-        """Translates a list of str: greedy when `beam_width` is None, else beam search.
-
-        Sentences are decoded in batches of similar length (then put back in order).
-
-        Returns:
-            A list of str; with `num_return > 1` a list of `[(translation, score), ...]` per
-            sentence, best first.
-        """
+        """Translations of a list of str (decoded in batches of similar length): str each, or
+        with `num_return > 1` `[(translation, score), ...]` best first."""
         decode = self.function(beam_width, length_penalty, num_return)
         lengths = tokenize(list(texts)).row_lengths().numpy() if len(texts) else []
         order = np.argsort(lengths, kind="stable")
@@ -538,57 +268,51 @@ class Translator:
                 )
         return results
 
+    def export(self, path, beam_width, length_penalty):
+        """Writes a SavedModel: `serving_default(text: string[None]) -> {"translation":
+        string[None]}`, beam search with these settings (atomically, see common.py)."""
+        translate = self.function(beam_width, length_penalty)  # the one `translate` uses
+
+        def serve(text):
+            return {"translation": translate(text)[0][:, 0]}
+
+        archive = keras.export.ExportArchive()
+        archive.track(self.model)
+        # Called inside `translate`, the lookup layers are not seen by `add_endpoint`.
+        archive.track(self.source_lookup.lookup_table)
+        archive.track(self.target_tokens.lookup_table)
+        archive.add_endpoint("serving_default", serve,
+                             input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        return write_export_archive(archive, Path(path))
+
 
 # ---------------------------------------------------------------------------------------------
-# Scoring
+# Scoring, plots and export
 
 
 def corpus_scores(hypotheses, references):
-    """sacreBLEU's corpus BLEU and chrF of detokenised hypotheses.
-
-    Args:
-        hypotheses: one str per sentence.
-        references: a list of reference streams, each one str per sentence (sacrebleu's
-            layout: `[[ref_1 of every sentence], [ref_2 of every sentence], ...]`).
-
-    Returns:
-        `{"bleu", "bleu_details", "bleu_signature", "chrf", "chrf_signature"}` (scores 0-100).
-    """
+    """sacreBLEU's corpus BLEU and chrF (0-100, with details and signatures) of detokenised
+    hypotheses (one str per sentence) against reference streams (sacrebleu's layout:
+    `[[ref_1 of every sentence], [ref_2 of every sentence], ...]`)."""
     bleu, chrf = sacrebleu.BLEU(), sacrebleu.CHRF()
     bleu_score = bleu.corpus_score(hypotheses, references)
     chrf_score = chrf.corpus_score(hypotheses, references)
-    return {
-        "bleu": float(bleu_score.score),
-        "bleu_details": str(bleu_score),
-        "bleu_signature": str(bleu.get_signature()),
-        "chrf": float(chrf_score.score),
-        "chrf_signature": str(chrf.get_signature()),
-    }
+    return {"bleu": float(bleu_score.score), "bleu_details": str(bleu_score),
+            "bleu_signature": str(bleu.get_signature()), "chrf": float(chrf_score.score),
+            "chrf_signature": str(chrf.get_signature())}
 
 
 def score_pairs(translator, pairs, beam_width, length_penalty, batch_size):
     """Greedy and beam-search figures of one set of pairs, and its translations."""
-    references = [pairs.targets]
-    started = time.perf_counter()
-    greedy = translator.translate(pairs.sources, batch_size=batch_size)
-    greedy_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    beam = translator.translate(
-        pairs.sources, beam_width=beam_width, length_penalty=length_penalty,
-        batch_size=batch_size,
-    )
-    beam_seconds = time.perf_counter() - started
-    figures = {
-        "sentences": len(pairs),
-        "greedy": {**corpus_scores(greedy, references), "seconds": round(greedy_seconds, 2)},
-        "beam": {
-            **corpus_scores(beam, references),
-            "beam_width": beam_width,
-            "length_penalty": length_penalty,
-            "seconds": round(beam_seconds, 2),
-        },
-    }
-    return figures, {"greedy": greedy, "beam": beam}
+    figures, translations = {"sentences": len(pairs)}, {}
+    for decoding, settings in (("greedy", {}), ("beam", {"beam_width": beam_width,
+                                                         "length_penalty": length_penalty})):
+        started = time.perf_counter()
+        translations[decoding] = translator.translate(pairs.sources, batch_size=batch_size,
+                                                      **settings)
+        figures[decoding] = {**corpus_scores(translations[decoding], [pairs.targets]),
+                             **settings, "seconds": round(time.perf_counter() - started, 2)}
+    return figures, translations
 
 
 def metrics_table(test_figures):
@@ -598,293 +322,54 @@ def metrics_table(test_figures):
         rows.append([name, "greedy", figures["greedy"]["bleu"], figures["greedy"]["chrf"]])
         rows.append([name, f"beam (width {beam['beam_width']}, alpha {beam['length_penalty']})",
                      beam["bleu"], beam["chrf"]])
-    table = format_table(["test set", "decoding", "BLEU", "chrF"], rows)
     first = next(iter(test_figures.values()))
     return "\n".join([
-        table,
+        format_table(["test set", "decoding", "BLEU", "chrF"], rows),
         f"BLEU signature: {first['greedy']['bleu_signature']}",
         f"chrF signature: {first['greedy']['chrf_signature']}",
     ])
 
 
-def examples_text(pairs, translations, count=3):
-    lines = []
-    for index in range(min(count, len(pairs))):
-        lines += [
-            f"  source:    {pairs.sources[index]}",
-            f"  reference: {pairs.targets[index]}",
-            f"  greedy:    {translations['greedy'][index]}",
-            f"  beam:      {translations['beam'][index]}",
-        ]
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# Attention plots
-
-
-def attention_weights(translator, source_ids, output_ids):
+def attention_weights(model, source_ids, output_ids):
     """Attention of each output token over the source tokens, `[B, T, S]`.
 
     The model reads [START] + output (teacher forcing on its own output); row t is the
-    attention when it predicted output token t. gru-attention: the additive attention's
-    weights; transformer: the last decoder layer's cross-attention, averaged over heads.
+    attention when it predicted output token t (`Translator`'s `return_attention_scores`).
     """
-    model = translator.model
-    target_in = tf.concat([tf.fill([tf.shape(output_ids)[0], 1], START_ID),
-                           output_ids[:, :-1]], axis=1)
-    if translator.config.model == "gru-attention":
-        probe = keras.Model(model.inputs, model.get_layer("attention").output[1])
-        return probe([source_ids, target_in])
-    layers = translator.config.layers
-    last = model.get_layer(f"decoder_{layers - 1}")
-    decoder_inputs = model.get_layer(
-        f"decoder_{layers - 2}" if layers > 1 else "target_dropout"
-    ).output
-    encoder_outputs = model.get_layer(f"encoder_{layers - 1}").output
-    probe = keras.Model(model.inputs, [decoder_inputs, encoder_outputs])
-    x, memory = probe([source_ids, target_in])
-    return _cross_attention_weights(last, x, memory, tf.not_equal(source_ids, PAD_ID))
-
-
-def _cross_attention_weights(layer, x, memory, memory_mask):
-    """The cross-attention weights of a `TransformerDecoderLayer`, head-averaged `[B, T, S]`.
-
-    Recomputes the layer's first sublayer (causal self-attention with its residual and norm,
-    post- or pre-norm, no dropout) to get the cross-attention's queries.
-    """
-    h = layer.self_attention_norm(x) if layer.norm_first else x
-    y = layer.self_attention(h, h, use_causal_mask=True)
-    x = x + y if layer.norm_first else layer.self_attention_norm(x + y)
-    h = layer.cross_attention_norm(x) if layer.norm_first else x
-    _, weights = layer.cross_attention(
-        h, memory, value_mask=memory_mask, return_attention_scores=True
-    )
-    return tf.reduce_mean(weights, axis=1)
+    starts = tf.fill([tf.shape(output_ids)[0], 1], START_ID)
+    target_in = tf.concat([starts, output_ids[:, :-1]], axis=1)
+    _, weights = model([source_ids, target_in], return_attention_scores=True)
+    return weights
 
 
 def save_attention_plots(translator, pairs, count, folder):
     """Heatmaps of the greedy translation's attention for the first `count` pairs."""
     plt = pyplot()
-    paths = []
     for index in range(min(count, len(pairs))):
         source_ids = translator.source_ids(tf.constant([pairs.sources[index]]))
-        output_ids = translator.greedy_ids(source_ids)
+        output_ids = translator.model.generate(source_ids)
         tokens = [t.decode("utf-8") for t in translator.target_tokens(output_ids)[0].numpy()]
         length = tokens.index("[END]") + 1 if "[END]" in tokens else len(tokens)
-        output_ids = output_ids[:, :length]
-        weights = attention_weights(translator, source_ids, output_ids)[0].numpy()
-        source_tokens = [t.decode("utf-8") for t in tokenize([pairs.sources[index]])[0].numpy()]
-        source_tokens = [token_text(t) for t in source_tokens] or ["(empty)"]
+        weights = attention_weights(translator.model, source_ids, output_ids[:, :length])
+        source_tokens = [token_text(t.decode("utf-8"))
+                         for t in tokenize([pairs.sources[index]])[0].numpy()] or ["(empty)"]
         output_tokens = [token_text(t) for t in tokens[:length]]
         figure, axis = plt.subplots(
             figsize=(1.0 + 0.45 * len(source_tokens), 1.2 + 0.4 * len(output_tokens))
         )
-        axis.imshow(weights[:, : len(source_tokens)], cmap="viridis", vmin=0.0, vmax=1.0,
-                    aspect="auto")
+        axis.imshow(weights[0].numpy()[:, : len(source_tokens)], cmap="viridis", vmin=0.0,
+                    vmax=1.0, aspect="auto")
         axis.set_xticks(range(len(source_tokens)), source_tokens, rotation=60, ha="right")
         axis.set_yticks(range(len(output_tokens)), output_tokens)
-        axis.set_xlabel("source")
-        axis.set_ylabel("output (greedy)")
+        axis.set(xlabel="source", ylabel="output (greedy)")
         axis.set_title(f"attention, validation sentence {index + 1}", fontsize=9)
         figure.tight_layout()
-        path = Path(folder) / f"attention_{index + 1}.png"
-        figure.savefig(path, dpi=100)
+        figure.savefig(Path(folder) / f"attention_{index + 1}.png", dpi=100)
         plt.close(figure)
-        paths.append(path)
-    return paths
 
 
 # ---------------------------------------------------------------------------------------------
-# Export
-
-
-def export_saved_model(translator, path):
-    """Writes a SavedModel whose `serving_default` translates raw text with beam search.
-
-    `serving_default(text: string[None]) -> {"translation": string[None]}`: tokenising, beam
-    search with the run's `beam_width` and `length_penalty`, and detokenising run in the graph.
-    Written to a temporary directory, then renamed.
-    """
-    path = Path(path)
-    config = translator.config
-    # The same traced function as `Translator.translate` with the run's settings.
-    translate = translator.function(config.beam_width, config.length_penalty)
-
-    def serve(text):
-        translations, _ = translate(text)
-        return {"translation": translations[:, 0]}
-
-    archive = keras.export.ExportArchive()
-    archive.track(translator.model)
-    # Called inside `translate`, the lookup layers are not seen by `add_endpoint`: their
-    # tables are tracked here.
-    archive.track(translator.source_lookup.lookup_table)
-    archive.track(translator.target_tokens.lookup_table)
-    archive.add_endpoint(
-        "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
-    )
-    return write_export_archive(archive, path)
-
-
-# ---------------------------------------------------------------------------------------------
-# Actions
-
-
-def _planned_batches(lengths, batch_size):
-    """Batches per epoch of `make_dataset(..., bucket_width=TRAIN_BUCKET_WIDTH)`."""
-    longest = int(lengths.max())
-    boundaries = np.arange(TRAIN_BUCKET_WIDTH + 1, longest + 1, TRAIN_BUCKET_WIDTH)
-    per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
-    return int(np.sum(np.ceil(per_bucket / batch_size)))
-
-
-def train(config, overwrite=False, callbacks=()):
-    """Trains a translation model and writes its run directory.
-
-    Args:
-        config: a `TranslateConfig`.
-        overwrite: replace a finished run at `config.out`.
-        callbacks: extra Keras callbacks for `fit` (after the run directory's own).
-
-    Returns:
-        An `ActionResult` with the run directory and the test figures.
-
-    Raises:
-        DataError: unreadable, misaligned or unsuitable data.
-        UsageError: a refused `--out`, or a data folder without languages.
-    """
-    config, distribution, run = begin_run(
-        config, TASK_NAME, overwrite, data_paths=("data", "src", "tgt")
-    )
-    data = load_data(config)
-    if len(data.val) == 0:
-        raise DataError("no validation pairs: set --val-fraction above 0", path=data.source)
-
-    source_vocabulary = Vocabulary.build(
-        tokenize(data.train.sources), config.min_count, config.max_vocabulary
-    )
-    target_vocabulary = Vocabulary.build(
-        tokenize(data.train.targets), config.min_count, config.max_vocabulary
-    )
-    source_lookup, target_lookup = (
-        source_vocabulary.lookup_layer(), target_vocabulary.lookup_layer()
-    )
-    train_ids = encode_pairs(data.train, source_lookup, target_lookup, config.max_length)
-    val_ids = encode_pairs(data.val, source_lookup, target_lookup, config.max_length)
-    if train_ids.skipped == len(data.train):
-        raise DataError(
-            f"every training pair is longer than max_length={config.max_length} tokens",
-            path=data.source,
-        )
-    lengths = np.maximum(train_ids.source_ids.row_lengths().numpy(),
-                         train_ids.target_ids.row_lengths().numpy() + 1)
-    batch_size = distribution.global_batch_size(config.batch_size)
-    batches = _planned_batches(lengths, batch_size)
-    # Bucketing hides the number of batches from Keras; it is known, and asserted.
-    train_set = make_dataset(
-        train_ids.source_ids, train_ids.target_ids, batch_size,
-        shuffle_seed=config.seed, bucket_width=TRAIN_BUCKET_WIDTH,
-    ).apply(tf.data.experimental.assert_cardinality(batches))
-    val_set = make_dataset(val_ids.source_ids, val_ids.target_ids, batch_size)
-    total_steps = batches * config.epochs
-
-    start_run(run, config)
-    source_vocabulary.save(run.path("source_vocabulary.txt"))
-    target_vocabulary.save(run.path("target_vocabulary.txt"))
-
-    with distribution.scope():
-        model = build_model(config, len(source_vocabulary), len(target_vocabulary),
-                            total_steps)
-    fit_callbacks = training_callbacks(run) + [
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=config.patience, restore_best_weights=True
-        ),
-        *callbacks,
-    ]
-    started = time.perf_counter()
-    model.fit(
-        distribution.shard(train_set),
-        validation_data=distribution.shard(val_set),
-        epochs=config.epochs,
-        callbacks=fit_callbacks,
-        shuffle=False,  # the training dataset shuffles itself, with the run's seed
-        verbose=progress_verbosity(),
-    )
-    train_seconds = time.perf_counter() - started
-    history = fit_callbacks[0].history
-    model = distribution.local_model(model, run.path("model.keras"))
-
-    translator = Translator(model, config, source_vocabulary, target_vocabulary)
-    test_figures, examples = {}, {}
-    for name, pairs in data.tests.items():
-        test_figures[name], examples[name] = score_pairs(
-            translator, pairs, config.beam_width, config.length_penalty, config.batch_size
-        )
-    val_losses = [row["val_loss"] for row in history]
-    metrics = {
-        "test": test_figures,
-        "validation_loss": float(min(val_losses)) if val_losses else None,
-        "epochs_run": len(history),
-        "best_epoch": int(np.argmin(val_losses)) + 1 if val_losses else None,
-        "train_seconds_this_session": round(train_seconds, 2),
-        "distribution": distribution.report(config.batch_size),
-        "data": {
-            "source": data.source,
-            "pairs": {"train": len(data.train), "val": len(data.val),
-                      **{name: len(pairs) for name, pairs in data.tests.items()}},
-            "skipped_longer_than_max_length": {"train": train_ids.skipped,
-                                               "val": val_ids.skipped},
-            "splits": data.notes,
-            "vocabulary": {"source": len(source_vocabulary), "target": len(target_vocabulary)},
-        },
-    }
-    run.write_json("metrics.json", metrics)
-    save_history_plot(history, run.path("plots", "loss.png"), title=f"{config.model}: loss")
-    save_attention_plots(translator, data.val, config.attention_plots, run.path("plots"))
-    export_saved_model(translator, run.path("saved_model"))
-    final = run.finish()
-
-    first_test = next(iter(data.tests))
-    skipped = metrics["data"]["skipped_longer_than_max_length"]
-    notes = list(data.notes)
-    if distribution.kind != "none":
-        notes.append(
-            f"{distribution.kind}: {distribution.replicas} replicas, global batch "
-            f"{batch_size} = {config.batch_size} per replica"
-        )
-    if skipped["train"] or skipped["val"]:
-        notes.append(
-            f"left out (longer than max_length={config.max_length} tokens): "
-            f"{skipped['train']} training and {skipped['val']} validation pairs"
-        )
-    summary = "\n".join(
-        [
-            f"{TASK_NAME}: {data.source}, {config.model}, {len(data.train)} training pairs, "
-            f"vocabularies {len(source_vocabulary)} / {len(target_vocabulary)}, "
-            f"{len(history)} epochs ({train_seconds:.0f} s)",
-            metrics_table(test_figures),
-            *notes,
-            f"examples ({first_test}):",
-            examples_text(data.tests[first_test], examples[first_test]),
-            f"run directory: {final}",
-        ]
-    )
-    return ActionResult(summary=summary, path=final, metrics=metrics)
-
-
-def load_run(run):
-    """`(record, config, translator)` of the finished run directory `run`."""
-    record = open_run(run, TASK_NAME)
-    config = TranslateConfig(**record.settings)
-    model = keras.saving.load_model(record.file("model.keras"), compile=False)
-    translator = Translator(
-        model,
-        config,
-        Vocabulary.load(record.file("source_vocabulary.txt")),
-        Vocabulary.load(record.file("target_vocabulary.txt")),
-    )
-    return record, config, translator
+# The task
 
 
 def _decoding_settings(config, beam_width, length_penalty):
@@ -897,124 +382,6 @@ def _decoding_settings(config, beam_width, length_penalty):
     return beam_width, length_penalty
 
 
-def evaluate(run, data=None, output=None, src=None, tgt=None, beam_width=None,
-             length_penalty=None):
-    """Scores a trained run with sacreBLEU, greedy and beam: its test split(s), or other pairs.
-
-    Args:
-        run: the run directory.
-        data: a TSV of pairs (the run's `tsv_columns`), or a folder whose `test*` files (in the
-            run's languages) are scored; None re-scores the run's own test split(s).
-        output: a JSON file to write the figures to (optional).
-        src, tgt: aligned files to score instead of `data`.
-        beam_width, length_penalty: beam-search settings (default: the run's).
-
-    Returns:
-        An `ActionResult` with the figures.
-    """
-    record, config, translator = load_run(run)
-    beam_width, length_penalty = _decoding_settings(config, beam_width, length_penalty)
-    if (src is None) != (tgt is None):
-        raise UsageError("--src and --tgt go together: give both aligned files, or neither")
-    if src is not None and data is not None:
-        raise UsageError("give either --data or --src/--tgt, not both")
-    if src is not None:
-        tests = {"test": read_aligned(src, tgt)}
-    elif data is not None and Path(data).is_dir():
-        if not (config.src_lang and config.tgt_lang):
-            raise UsageError(
-                f"--data {data} is a folder, but the run was not trained on a folder: score "
-                "aligned files with --src and --tgt"
-            )
-        files = find_split_files(data, config.src_lang, config.tgt_lang, require_train=False)
-        tests = {n: read_aligned(*p) for n, p in files.items() if n.startswith("test")}
-        if not tests:
-            raise DataError(
-                f"no aligned test*.{config.src_lang} / test*.{config.tgt_lang} files",
-                path=data,
-            )
-    elif data is not None:
-        tests = {"test": read_tsv_pairs(data, tuple(config.tsv_columns))}
-    else:
-        tests = load_data(config).tests
-    figures = {
-        name: score_pairs(translator, pairs, beam_width, length_penalty, config.batch_size)[0]
-        for name, pairs in tests.items()
-    }
-    path = None
-    if output:
-        path = Path(output)
-        write_json_atomic(path, {"test": figures})
-    source = src or data or "the run's test split"
-    summary = "\n".join(
-        [f"{TASK_NAME}: {source}", metrics_table(figures)]
-        + ([f"figures written to {path}"] if path else [])
-    )
-    return ActionResult(summary=summary, path=path, metrics={"test": figures})
-
-
-def predict(run, data=None, output=None, texts=(), input=None, beam_width=None,
-            length_penalty=None, n_best=1):
-    """Translates sentences given on the command line or one per line of a file.
-
-    Args:
-        run: the run directory.
-        data: same as `input` (the common flag of every task's predict).
-        output: also write the translations to this file, one per line.
-        texts: sentences to translate.
-        input: a UTF-8 file with one sentence per line (an empty line gives an empty line).
-        beam_width, length_penalty: beam-search settings (default: the run's).
-        n_best: print this many hypotheses per sentence, with their scores.
-
-    Returns:
-        An `ActionResult` whose summary holds the translations.
-    """
-    record, config, translator = load_run(run)
-    beam_width, length_penalty = _decoding_settings(config, beam_width, length_penalty)
-    if input is not None and data is not None:
-        raise UsageError("give the sentences file with --input (or --data), not both")
-    if not 1 <= n_best <= beam_width:
-        raise UsageError(f"--n-best must lie between 1 and --beam-width={beam_width}. "
-                         f"Received: {n_best}")
-    input = input if input is not None else data
-    sentences = list(texts or [])
-    if input is not None:
-        sentences += read_lines(input)
-    if not sentences:
-        raise UsageError('nothing to translate: give sentences ("A man is riding a bike.") or '
-                         "--input FILE")
-    results = translator.translate(
-        sentences, beam_width=beam_width, length_penalty=length_penalty, num_return=n_best,
-        batch_size=config.batch_size,
-    )
-    if n_best == 1:
-        lines = list(results)
-    else:
-        lines = [
-            f"{index + 1}\t{rank + 1}\t{score:.4f}\t{translation}"
-            for index, hypotheses in enumerate(results)
-            for rank, (translation, score) in enumerate(hypotheses)
-        ]
-    path = None
-    if output:
-        path = Path(output)
-        write_text_atomic(path, "".join(line + "\n" for line in lines))
-    summary = "\n".join(lines + ([f"written to {path}"] if path else []))
-    return ActionResult(summary=summary, path=path)
-
-
-def export(run, out=None):
-    """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
-    record, config, translator = load_run(run)
-    path = export_saved_model(translator, Path(out) if out else record.file("saved_model"))
-    summary = (
-        f"SavedModel written to {path}\n"
-        "serving_default(text: string[None]) -> {'translation': string[None]} "
-        f"(beam search, width {config.beam_width}, length penalty {config.length_penalty})"
-    )
-    return ActionResult(summary=summary, path=path)
-
-
 _DECODING_ARGUMENTS = [
     (["--beam-width"], {"type": int, "metavar": "K",
                         "help": "beam width (default: the run's beam_width)"}),
@@ -1022,9 +389,15 @@ _DECODING_ARGUMENTS = [
                             "help": "GNMT length penalty alpha (default: the run's)"}),
 ]
 
-TASK = Task(
-    name=TASK_NAME,
-    description=(
+
+class TranslatePipeline(Pipeline):
+    """Translation on the shared run lifecycle (pipelines/lifecycle.py)."""
+
+    name = TASK_NAME
+    config_class = TranslateConfig
+    model_class = Translator
+    data_paths = ("data", "src", "tgt")
+    description = (
         "Translate sentences with a GRU encoder-decoder with additive attention "
         "(--model gru-attention) or a Transformer (--model transformer) built from seqlab's "
         "layers, trained with teacher forcing on aligned files (--src/--tgt), a folder of "
@@ -1032,8 +405,8 @@ TASK = Task(
         "Scored on the test split with sacreBLEU (BLEU with its signature, and chrF), greedy "
         "and beam search. Without data it trains on a small English -> German smoke-test "
         "sample shipped with seqlab."
-    ),
-    examples={
+    )
+    examples = {
         "train": [
             "seqlab translate train",
             "seqlab translate train --data multi30k --src-lang en --tgt-lang de --min-count 2 "
@@ -1053,13 +426,8 @@ TASK = Task(
             'play."',
         ],
         "export": ["seqlab translate export --run runs/multi30k --out serving/translate/1"],
-    },
-    config_class=TranslateConfig,
-    train=train,
-    evaluate=evaluate,
-    predict=predict,
-    export=export,
-    extra_arguments={
+    }
+    extra_arguments = {
         "predict": [
             (["texts"], {"nargs": "*", "metavar": "TEXT", "help": "sentences to translate"}),
             (["--input"], {"metavar": "FILE",
@@ -1073,5 +441,208 @@ TASK = Task(
             (["--tgt"], {"metavar": "FILE", "help": "aligned reference file to score"}),
             *_DECODING_ARGUMENTS,
         ],
-    },
-)
+    }
+
+    def prepare(self, config, distribution):
+        prepared = load_data(config)
+        if len(prepared.val) == 0:
+            raise DataError("no validation pairs: set --val-fraction above 0",
+                            path=prepared.source)
+        prepared.source_vocabulary, prepared.target_vocabulary = (
+            Vocabulary.build(tokenize(texts), config.min_count, config.max_vocabulary)
+            for texts in (prepared.train.sources, prepared.train.targets)
+        )
+        lookups = (prepared.source_vocabulary.lookup_layer(),
+                   prepared.target_vocabulary.lookup_layer())
+        prepared.train_ids = encode_pairs(prepared.train, *lookups, config.max_length)
+        prepared.val_ids = encode_pairs(prepared.val, *lookups, config.max_length)
+        if prepared.train_ids.skipped == len(prepared.train):
+            raise DataError(
+                f"every training pair is longer than max_length={config.max_length} tokens",
+                path=prepared.source,
+            )
+        lengths = np.maximum(prepared.train_ids.source_ids.row_lengths().numpy(),
+                             prepared.train_ids.target_ids.row_lengths().numpy() + 1)
+        prepared.batches = planned_batches(
+            lengths, distribution.global_batch_size(config.batch_size)
+        )
+        return prepared
+
+    def model_for_run(self, config, artifacts):
+        return Translator(
+            len(artifacts["source_vocabulary"]), len(artifacts["target_vocabulary"]),
+            kind=config.model, embedding_dim=config.embedding_dim, units=config.units,
+            layers=config.layers, num_heads=config.num_heads, ff_dim=config.ff_dim,
+            dropout=config.dropout, max_length=config.max_length, start_token_id=START_ID,
+            end_token_id=END_ID, seed=config.seed,
+        )
+
+    def build_model(self, config, prepared):
+        model = self.model_for_run(config, self.artifacts(config, prepared))
+        total_steps = prepared.batches * config.epochs
+        # Linear warmup to `learning_rate` over `warmup_steps`, then cosine decay to 10 %.
+        warmup = min(config.warmup_steps, max(total_steps - 1, 0))
+        schedule = keras.optimizers.schedules.CosineDecay(
+            initial_learning_rate=0.0 if warmup else config.learning_rate,
+            decay_steps=max(total_steps - warmup, 1), alpha=0.1,
+            warmup_target=config.learning_rate if warmup else None, warmup_steps=warmup,
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(schedule, clipnorm=config.clipnorm),
+            # ignore_class: padded target positions carry no loss; the mean is over real tokens.
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                            ignore_class=PAD_ID),
+        )
+        return model
+
+    def datasets(self, config, prepared, batch_size):
+        train_ids, val_ids = prepared.train_ids, prepared.val_ids
+        # Bucketing hides the number of batches from Keras; it is known, and asserted.
+        train = make_dataset(
+            train_ids.source_ids, train_ids.target_ids, batch_size,
+            shuffle_seed=config.seed, bucket_width=TRAIN_BUCKET_WIDTH,
+        ).apply(tf.data.experimental.assert_cardinality(prepared.batches))
+        return train, make_dataset(val_ids.source_ids, val_ids.target_ids, batch_size)
+
+    def score(self, config, model, prepared):
+        translator = TextTranslator(model, prepared.source_vocabulary,
+                                    prepared.target_vocabulary)
+        test_figures, prepared.examples = {}, {}
+        for name, pairs in prepared.tests.items():
+            test_figures[name], prepared.examples[name] = score_pairs(
+                translator, pairs, config.beam_width, config.length_penalty, config.batch_size
+            )
+        val_set = make_dataset(prepared.val_ids.source_ids, prepared.val_ids.target_ids,
+                               config.batch_size)
+        return {
+            "test": test_figures,
+            # Of the weights kept (early stopping restores the best epoch's).
+            "validation_loss": float(model.evaluate(val_set, verbose=0)),
+            "data": {
+                "source": prepared.source,
+                "pairs": {"train": len(prepared.train), "val": len(prepared.val),
+                          **{name: len(pairs) for name, pairs in prepared.tests.items()}},
+                "skipped_longer_than_max_length": {"train": prepared.train_ids.skipped,
+                                                   "val": prepared.val_ids.skipped},
+                "splits": prepared.notes,
+                "vocabulary": {"source": len(prepared.source_vocabulary),
+                               "target": len(prepared.target_vocabulary)},
+            },
+        }
+
+    def artifacts(self, config, prepared):
+        return {"source_vocabulary": prepared.source_vocabulary,
+                "target_vocabulary": prepared.target_vocabulary}
+
+    def write_artifacts(self, run, artifacts):
+        for name, vocabulary in artifacts.items():
+            vocabulary.save(run.path(f"{name}.txt"))
+
+    def read_artifacts(self, path, config):
+        return {name: Vocabulary.load(path / f"{name}.txt")
+                for name in ("source_vocabulary", "target_vocabulary")}
+
+    def save_plots(self, run, config, prepared, model, metrics, history):
+        translator = TextTranslator(model, prepared.source_vocabulary,
+                                    prepared.target_vocabulary)
+        save_attention_plots(translator, prepared.val, config.attention_plots, run.path("plots"))
+
+    def export_model(self, model, config, artifacts, path):
+        TextTranslator(model, **artifacts).export(path, config.beam_width,
+                                                  config.length_penalty)
+        return (
+            "serving_default(text: string[None]) -> {'translation': string[None]} "
+            f"(beam search, width {config.beam_width}, length penalty {config.length_penalty})"
+        )
+
+    def summary_lines(self, config, prepared, metrics):
+        data, first_test = metrics["data"], next(iter(prepared.tests))
+        skipped = data["skipped_longer_than_max_length"]
+        examples, pairs = prepared.examples[first_test], prepared.tests[first_test]
+        lines = [f"{TASK_NAME}: {prepared.source}, {config.model}, {len(prepared.train)} "
+                 f"training pairs, vocabularies {data['vocabulary']['source']} / "
+                 f"{data['vocabulary']['target']}, {metrics['epochs_run']} epochs "
+                 f"({metrics['train_seconds_this_session']:.0f} s)",
+                 metrics_table(metrics["test"]), *prepared.notes]
+        if skipped["train"] or skipped["val"]:
+            lines.append(f"left out (longer than max_length={config.max_length} tokens): "
+                         f"{skipped['train']} training and {skipped['val']} validation pairs")
+        lines.append(f"examples ({first_test}):")
+        for index in range(min(3, len(pairs))):
+            lines += [f"  source:    {pairs.sources[index]}",
+                      f"  reference: {pairs.targets[index]}",
+                      f"  greedy:    {examples['greedy'][index]}",
+                      f"  beam:      {examples['beam'][index]}"]
+        return lines
+
+    def _load(self, run, beam_width, length_penalty):
+        loaded = self.load_run(run)
+        settings = _decoding_settings(loaded.config, beam_width, length_penalty)
+        return loaded, TextTranslator(loaded.model, **loaded.artifacts), settings
+
+    def evaluate(self, run, data=None, output=None, src=None, tgt=None, beam_width=None,
+                 length_penalty=None):
+        """Scores a run with sacreBLEU, greedy and beam (`beam_width`, `length_penalty`: default
+        the run's), on aligned files `src` / `tgt`, a TSV of pairs (the run's `tsv_columns`), a
+        folder's `test*` files (the run's languages), or by default the run's test split(s);
+        the figures also go to the JSON file `output` when given."""
+        loaded, translator, (beam_width, length_penalty) = self._load(run, beam_width,
+                                                                      length_penalty)
+        config = loaded.config
+        _check_sources(data, src, tgt, UsageError)
+        if src is None and data is None:
+            tests = load_data(config).tests
+        else:
+            given, _ = read_pairs(config, data, src, tgt, "test")
+            tests = {name: pairs for name, pairs in given.items() if name.startswith("test")}
+            if not tests:
+                raise DataError(f"no aligned test*.{config.src_lang} / test*.{config.tgt_lang} "
+                                "files", path=data)
+        figures = {
+            name: score_pairs(translator, pairs, beam_width, length_penalty,
+                              config.batch_size)[0]
+            for name, pairs in tests.items()
+        }
+        source = src or data or "the run's test split"
+        summary = [f"{TASK_NAME}: {source}", metrics_table(figures),
+                   *write_figures(output, {"test": figures})]
+        return ActionResult(summary="\n".join(summary), path=output and Path(output),
+                            metrics={"test": figures})
+
+    def predict(self, run, data=None, output=None, texts=(), input=None, beam_width=None,
+                length_penalty=None, n_best=1):
+        """Translates `texts` and the lines of the UTF-8 file `input` (or `data`, every task's
+        flag), with beam search (default: the run's settings); `n_best` > 1 prints that many
+        hypotheses per sentence with their scores. `output`: also write them there."""
+        loaded, translator, (beam_width, length_penalty) = self._load(run, beam_width,
+                                                                      length_penalty)
+        if input is not None and data is not None:
+            raise UsageError("give the sentences file with --input (or --data), not both")
+        if not 1 <= n_best <= beam_width:
+            raise UsageError(f"--n-best must lie between 1 and --beam-width={beam_width}. "
+                             f"Received: {n_best}")
+        input = input if input is not None else data
+        sentences = list(texts or []) + (read_lines(input) if input is not None else [])
+        if not sentences:
+            raise UsageError('nothing to translate: give sentences ("A man is riding a bike.") '
+                             "or --input FILE")
+        results = translator.translate(
+            sentences, beam_width=beam_width, length_penalty=length_penalty, num_return=n_best,
+            batch_size=loaded.config.batch_size,
+        )
+        lines = results if n_best == 1 else [
+            f"{index + 1}\t{rank + 1}\t{score:.4f}\t{translation}"
+            for index, hypotheses in enumerate(results)
+            for rank, (translation, score) in enumerate(hypotheses)
+        ]
+        path = Path(output) if output else None
+        if path:
+            write_text_atomic(path, "".join(line + "\n" for line in lines))
+        return ActionResult(summary="\n".join(lines + ([f"written to {path}"] if path else [])),
+                            path=path)
+
+
+PIPELINE = TranslatePipeline()
+TASK = PIPELINE.task()
+# The actions as functions, for use from Python: `train(TranslateConfig(...))`.
+train, evaluate, predict, export = TASK.train, TASK.evaluate, TASK.predict, TASK.export

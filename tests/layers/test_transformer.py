@@ -127,6 +127,47 @@ def test_decoder_follows_the_equations_post_and_pre_norm():
         np.testing.assert_allclose(outputs, reference_decoder(layer, y, z, SOURCE_MASK), atol=1e-5)
 
 
+def reference_cross_attention_weights(layer, y, z, encoder_mask):
+    """The cross-attention weights computed by hand from the layer's sublayers and weights."""
+    if layer.norm_first:
+        h = layer.self_attention_norm(y)
+        h = layer.cross_attention_norm(y + layer.self_attention(h, h, use_causal_mask=True))
+    else:
+        h = layer.self_attention_norm(y + layer.self_attention(y, y, use_causal_mask=True))
+    attention = layer.cross_attention
+    queries = np.einsum("btd,dnh->bnth", h, attention.query_kernel) + attention.query_bias[:, None]
+    keys = np.einsum("bsd,dnh->bnsh", z, attention.key_kernel) + attention.key_bias[:, None]
+    scores = np.einsum("bnth,bnsh->bnts", queries, keys) / np.sqrt(attention.key_dim)
+    scores = np.where(encoder_mask[:, None, None, :], scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def test_decoder_returns_its_cross_attention_scores():
+    y, z = normal(2, 4, 8), normal(2, 5, 6)
+    for norm_first in (False, True):
+        layer = TransformerDecoderLayer(num_heads=2, ff_dim=16, norm_first=norm_first)
+        layer.build(y.shape, z.shape)
+        # Random norms and biases too, so that a sublayer taken for another shows.
+        layer.set_weights([normal(*w.shape) for w in layer.get_weights()])
+        outputs = layer(y, z, encoder_mask=SOURCE_MASK)
+        scored, weights = layer(y, z, encoder_mask=SOURCE_MASK, return_attention_scores=True)
+        np.testing.assert_allclose(scored, outputs, atol=1e-6)
+        assert weights.shape == (2, 2, 4, 5)
+        np.testing.assert_allclose(
+            weights, reference_cross_attention_weights(layer, y, z, SOURCE_MASK), atol=1e-5
+        )
+        assert (np.asarray(weights)[1, :, :, 3:] == 0).all()  # padding gets no attention
+
+    # In a functional model, the scores are a second output.
+    target, source = keras.Input((None, 8)), keras.Input((None, 6))
+    probe = keras.Model([target, source], layer(target, source, return_attention_scores=True))
+    _, probed = probe([y, z])
+    np.testing.assert_allclose(
+        probed, reference_cross_attention_weights(layer, y, z, np.ones((2, 5), bool)), atol=1e-5
+    )
+
+
 def test_decoder_causal_mask_never_leaks_the_future():
     layer = TransformerDecoderLayer(num_heads=2, ff_dim=16)
     y, z = normal(2, 6, 8), normal(2, 5, 8)

@@ -12,19 +12,16 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.data.errors import DataError
+from seqlab.layers import reset_states
+from seqlab.models.char_lm import NEVER, suppress_ids
 from seqlab.pipelines.charrnn import (
-    NEVER,
+    PIPELINE,
     CharRNNConfig,
-    ResetStatesAtEpochStart,
+    TextGenerator,
     build_model,
-    build_step_model,
-    copy_weights,
     evaluate,
     export,
-    load_run,
-    make_generator,
     predict,
-    state_names,
     train,
 )
 from seqlab.pipelines.common import UsageError
@@ -73,8 +70,9 @@ def stateful(tmp_path_factory):
 @pytest.fixture(scope="module")
 def loaded(stateless):
     """The stateless run's `(config, vocabulary, model, generator)`."""
-    _, config, vocabulary, model = load_run(stateless[1])
-    return config, vocabulary, model, make_generator(config, model, vocabulary)
+    run = PIPELINE.load_run(stateless[1])
+    vocabulary = run.artifacts["vocabulary"]
+    return run.config, vocabulary, run.model, TextGenerator(run.model, vocabulary)
 
 
 def test_train_writes_a_complete_run_directory_and_reports_the_figures(stateless):
@@ -110,8 +108,8 @@ def test_stateful_training_end_to_end(stateful):
     )
     assert np.isfinite(metrics["model"]["nats_per_char"])
     assert len(metrics["samples"]) == 3
-    _, _, _, model = load_run(result.path)
-    assert model.get_layer("lstm_0").stateful and model.input_shape == (4, 16)
+    model = PIPELINE.load_run(result.path).model
+    assert model.stateful and model.batch_size == 4 and model.get_layer("lstm_1").stateful
     # evaluate reads the validation part again, streams reset first: the same figure.
     again = evaluate(result.path).metrics
     assert again["model"]["nats_per_char"] == pytest.approx(
@@ -119,34 +117,27 @@ def test_stateful_training_end_to_end(stateful):
     )
 
 
-def test_reset_callback_zeroes_the_states_at_epoch_start():
-    config = CharRNNConfig(stateful=True, units=4, window=5, batch_size=2, embedding_dim=3)
+def test_build_model_follows_the_config():
+    config = CharRNNConfig(stateful=True, model="lstm", layers=2, units=4, window=5,
+                           batch_size=2, embedding_dim=0, dropout=0.25)
     model = build_model(config, vocab_size=6)
-    model(np.ones((2, 5), "int32"))
-    layer = model.get_layer("gru_0")
-    assert np.abs(layer.states[0].numpy()).sum() > 0
-    callback = ResetStatesAtEpochStart()
-    callback.set_model(model)
-    callback.on_epoch_begin(0)
-    assert np.abs(layer.states[0].numpy()).sum() == 0
+    assert model.built and model.stateful and model.batch_size == 2
+    assert [layer.name for layer in model.layers] == ["embedding", "lstm_0", "lstm_1", "logits"]
+    assert model.embedding.output_dim == 6 and not model.embedding.trainable  # one-hot
+    assert model.get_layer("lstm_1").dropout == 0.25 and model.get_layer("lstm_1").seed == 43
+    assert model.optimizer.learning_rate.numpy() == pytest.approx(2e-3)
 
 
-def test_batch_size_one_step_model_carries_the_stateful_models_weights(stateful):
-    config, result = stateful
-    _, _, vocabulary, model = load_run(result.path)
-    step_model = build_step_model(config, vocabulary.size)
-    copy_weights(model, step_model)
-    windows = tf.constant(np.random.default_rng(0).integers(2, vocabulary.size, size=(4, 16)),
-                          tf.int32)
-    model.get_layer("lstm_0").reset_state()
-    model.get_layer("lstm_1").reset_state()
+def test_a_batch_of_one_reads_on_from_the_stateful_models_states(stateful):
+    _, result = stateful
+    model = PIPELINE.load_run(result.path).model
+    windows = tf.constant(np.random.default_rng(0).integers(2, model.vocabulary_size,
+                                                            size=(4, 16)), tf.int32)
+    reset_states(model)
     expected = model(windows)
-    zeros = [tf.zeros((4, 12))] * len(state_names(config))
-    logits, *_ = step_model([windows, *zeros])
-    np.testing.assert_allclose(logits, expected, atol=1e-5)
     # One row at a time, then the second window of that row from the carried state.
-    row_logits, *states = step_model([windows[:1, :7], *[z[:1] for z in zeros]])
-    rest_logits, *_ = step_model([windows[:1, 7:], *states])
+    row_logits, states = model.call_with_states(windows[:1, :7], model.initial_states(1))
+    rest_logits, _ = model.call_with_states(windows[:1, 7:], states)
     np.testing.assert_allclose(
         np.concatenate([row_logits, rest_logits], axis=1), expected[:1], atol=1e-5
     )
@@ -170,17 +161,18 @@ def test_generation_with_carried_state_equals_refeeding_the_whole_text(loaded):
     assert generator.generate("bob: the", 20, temperature=0.0) == expected
     # The step-by-step logits equal the full passes (up to float rounding).
     ids = vocabulary.encode(expected)[0]
-    logits, states = generator.step(ids[None, :8], generator.zero_states(1))
+    logits, states = model.call_with_states(ids[None, :8], model.initial_states(1))
     stepped = [logits[0, -1].numpy()]
     for token in ids[8:-1]:
-        logits, states = generator.step(np.array([[token]], "int32"), states)
-        stepped.append(logits[0, -1].numpy())
-    np.testing.assert_allclose(np.array(stepped), expected_logits, atol=1e-4)
+        logits, states = model.step(np.array([token], "int32"), states)
+        stepped.append(logits[0].numpy())
+    stepped = suppress_ids(np.array(stepped), (0, 1))
+    np.testing.assert_allclose(stepped, expected_logits, atol=1e-4)
 
 
 def test_saved_model_generate_equals_the_python_path(stateless, loaded, tmp_path):
     _, run, _ = stateless
-    _, vocabulary, _, generator = loaded
+    _, vocabulary, model, generator = loaded
     summary = export(run, out=str(tmp_path / "exported")).summary
     assert "generate(prompt: string[None]" in summary
     reloaded = tf.saved_model.load(str(tmp_path / "exported"))
@@ -204,8 +196,9 @@ def test_saved_model_generate_equals_the_python_path(stateless, loaded, tmp_path
     for token in ids:
         outputs = serve(char_ids=tf.constant([[token]], tf.int32), **states)
         states = {"gru_0_h": outputs["gru_0_h"]}
-    full, _ = generator.step(ids[None], generator.zero_states(1))
-    np.testing.assert_allclose(outputs["logits"][0, -1], full[0, -1], atol=1e-5)
+    full, _ = model.call_with_states(ids[None], model.initial_states(1))
+    np.testing.assert_allclose(outputs["logits"][0, -1], suppress_ids(full[0, -1], (0, 1)),
+                               atol=1e-5)
     assert int(np.argmax(outputs["logits"][0, -1])) >= 2  # padding and [UNK] are never chosen
 
 

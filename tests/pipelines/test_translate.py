@@ -3,21 +3,21 @@
 import itertools
 import json
 
+import keras
 import numpy as np
 import pytest
 import sacrebleu
 import tensorflow as tf
 
 from seqlab import cli
-from seqlab.data.translation import PAD_ID, START_ID, Vocabulary
-from seqlab.layers import TransformerDecoderLayer
+from seqlab.data.translation import Vocabulary
+from seqlab.models import Translator
 from seqlab.pipelines.translate import (
+    PIPELINE,
+    TextTranslator,
     TranslateConfig,
-    Translator,
     attention_weights,
-    build_model,
     corpus_scores,
-    load_run,
 )
 
 ADJECTIVES = {"red": "rote", "small": "kleine", "old": "alte", "happy": "frohe"}
@@ -33,25 +33,16 @@ def toy_pairs():
     ]
 
 
-def tiny_config(kind, **overrides):
-    settings = dict(model=kind, embedding_dim=8, units=8, layers=2, num_heads=2, ff_dim=8,
-                    dropout=0.0, max_length=12)
-    settings.update(overrides)
-    return TranslateConfig(**settings)
-
-
 def tiny_translator(kind):
-    """An untrained model of `kind` and its translator (vocabularies of 12 and 14 ids)."""
-    config = tiny_config(kind)
-    source, target = Vocabulary([f"s{i}" for i in range(8)]), Vocabulary(
-        [f"t{i}" for i in range(10)]
-    )
-    model = build_model(config, len(source), len(target))
-    return Translator(model, config, source, target)
+    """An untrained model of `kind` and its text translator (vocabularies of 12 and 14 ids)."""
+    config = TranslateConfig(model=kind, embedding_dim=8, units=8, layers=2, num_heads=2,
+                             ff_dim=8, dropout=0.0, max_length=12)
+    vocabularies = {"source_vocabulary": Vocabulary([f"s{i}" for i in range(8)]),
+                    "target_vocabulary": Vocabulary([f"t{i}" for i in range(10)])}
+    return TextTranslator(PIPELINE.model_for_run(config, vocabularies), **vocabularies)
 
 
 SOURCE_IDS = np.array([[4, 5, 6, 7, 8], [9, 4, 11, 0, 0]], dtype="int32")
-TARGET_IN = np.array([[START_ID, 4, 5, 6, 7, 8], [START_ID, 13, 12, 11, 0, 0]], dtype="int32")
 
 
 # Settings
@@ -68,81 +59,38 @@ def test_config_refuses_contradictory_or_bad_settings():
         TranslateConfig(embedding_dim=10, num_heads=4)
     with pytest.raises(ValueError, match="tsv_columns must be two different 1-based column"):
         TranslateConfig(tsv_columns=[2, 2])
+    with pytest.raises(ValueError, match="max_length must be at least 2. Received: max_length=1"):
+        TranslateConfig(max_length=1)
+    with pytest.raises(ValueError, match="dropout must lie in \\[0, 1\\). Received: dropout=1"):
+        TranslateConfig(dropout=1)
 
 
-# Models and decoding
-
-
-@pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
-def test_padding_changes_neither_outputs_nor_loss(kind):
-    translator = tiny_translator(kind)
-    model = translator.model
-    target_out = np.concatenate([TARGET_IN[:, 1:], [[3], [0]]], axis=1)
-    target_out[1, 3] = 3  # row 1: three tokens, then [END], then padding
-    logits = model([SOURCE_IDS, TARGET_IN])
-    padded = [np.pad(SOURCE_IDS, [[0, 0], [0, 3]]), np.pad(TARGET_IN, [[0, 0], [0, 2]])]
-    padded_logits = model(padded)
-    np.testing.assert_allclose(padded_logits[:, :6], logits, atol=1e-5)
-    loss = model.loss(target_out, logits)
-    assert float(model.loss(np.pad(target_out, [[0, 0], [0, 2]]), padded_logits)) == (
-        pytest.approx(float(loss), rel=1e-5)
-    )
-    # Logits at padded target positions carry no loss.
-    noisy = logits.numpy()
-    noisy[1, 4:] = 100.0 * np.random.default_rng(0).normal(size=noisy[1, 4:].shape)
-    assert float(model.loss(target_out, noisy)) == pytest.approx(float(loss), rel=1e-5)
+# Text in, text out
 
 
 @pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
-def test_the_step_function_equals_the_teacher_forced_model(kind):
-    translator = tiny_translator(kind)
-    full = translator.model([SOURCE_IDS, TARGET_IN]).numpy()
-    logits, state = translator.start(tf.constant(SOURCE_IDS))
-    never = [PAD_ID, START_ID]  # the decoder may never choose these; the step masks them
-    allowed = [i for i in range(full.shape[-1]) if i not in never]
-    np.testing.assert_allclose(logits.numpy()[:, allowed], full[:, 0, allowed], atol=1e-4)
-    assert (logits.numpy()[:, never] < -1e8).all()
-    for position in range(1, 4):  # row 1 has three target tokens
-        logits, state = translator.step(tf.constant(TARGET_IN[:, position]), state)
-        np.testing.assert_allclose(
-            logits.numpy()[:, allowed], full[:, position, allowed], atol=1e-4
-        )
-    if kind == "transformer":
-        assert set(state["decoder_0"]) == {"self_key", "self_value", "cross_key", "cross_value"}
-        assert state["position"].numpy().tolist() == [4, 4]
-
-
-def test_transformer_decoding_runs_on_the_key_value_cache_only(monkeypatch):
-    translator = tiny_translator("transformer")
-    expected = translator.greedy_ids(tf.constant(SOURCE_IDS))
-
-    def full_pass(*args, **kwargs):
-        raise AssertionError("decoding ran the decoder over the whole prefix")
-
-    monkeypatch.setattr(TransformerDecoderLayer, "call", full_pass)
-    np.testing.assert_array_equal(translator.greedy_ids(tf.constant(SOURCE_IDS)), expected)
-    output = translator.beam_search(tf.constant(SOURCE_IDS), beam_width=2, length_penalty=0.6)
-    assert output.tokens.shape[:2] == (2, 1)
-
-
-@pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
-def test_model_beam_width_one_is_greedy_and_attention_rows_sum_to_one(kind):
-    translator = tiny_translator(kind)
-    source = tf.constant(SOURCE_IDS)
-    greedy = translator.greedy_ids(source)
-    beam = translator.beam_search(source, beam_width=1, length_penalty=0.0)
-    np.testing.assert_array_equal(beam.tokens[:, 0].numpy(), greedy.numpy())
-    weights = attention_weights(translator, source, tf.constant(TARGET_IN[:, 1:5])).numpy()
+def test_attention_plot_weights_are_the_models_and_rows_sum_to_one(kind):
+    model = tiny_translator(kind).model
+    output_ids = tf.constant([[5, 6, 7, 3], [4, 3, 3, 3]])
+    weights = attention_weights(model, tf.constant(SOURCE_IDS), output_ids).numpy()
     assert weights.shape == (2, 4, 5)
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
     assert (weights[1, :, 3:] == 0).all()  # padding gets no attention
+    target_in = np.array([[2, 5, 6, 7], [2, 4, 3, 3]])
+    _, expected = model([SOURCE_IDS, target_in], return_attention_scores=True)
+    np.testing.assert_allclose(weights, expected, atol=1e-6)
 
 
-def test_empty_text_translates_to_empty_text():
+def test_text_goes_through_the_vocabularies_and_empty_text_translates_to_empty_text():
     translator = tiny_translator("gru-attention")
+    ids = translator.source_ids(tf.constant(["s1 s2", "", "unseen"])).numpy()
+    assert ids.shape == (3, 2) and ids[1].tolist() == [0, 0] and ids[2, 0] == 1  # [UNK]
+    assert translator.to_text(tf.constant([[5, 6, 3, 7]])).numpy().tolist() == [b"t1t2"]
     translations, scores = translator.decode_texts(tf.constant(["", "  ", "s1 s2"]), 2, 0.6)
     assert translations.shape == (3, 1) and scores.shape == (3, 1)
     assert translations.numpy()[:2, 0].tolist() == [b"", b""]
+    greedy = translator.translate(["s1 s2", "s3"])
+    assert greedy == translator.translate(["s1 s2", "s3"], beam_width=1, length_penalty=0.0)
 
 
 # Scores
@@ -195,6 +143,10 @@ def test_train_writes_a_complete_run_directory_with_bleu_and_chrf(trained, capsy
         assert (run / name).is_file(), name
     assert not (run / "checkpoints").exists()
     metrics = json.loads((run / "metrics.json").read_text())
+    assert set(metrics) == {"test", "validation_loss", "epochs_run", "best_epoch",
+                            "train_seconds_this_session", "distribution", "data"}
+    assert metrics["epochs_run"] == 2 and metrics["best_epoch"] in (1, 2)
+    assert isinstance(keras.saving.load_model(run / "model.keras"), Translator)
     figures = metrics["test"]["test"]
     assert figures["sentences"] == 5
     for decoding in ("greedy", "beam"):
@@ -206,11 +158,16 @@ def test_train_writes_a_complete_run_directory_with_bleu_and_chrf(trained, capsy
     history = [line.split(",") for line in (run / "history.csv").read_text().splitlines()]
     loss = history[0].index("loss")
     assert len(history) == 3 and float(history[2][loss]) < float(history[1][loss])
+    # The kept weights are the best epoch's (early stopping restores them).
+    best_val_loss = float(history[metrics["best_epoch"]][history[0].index("val_loss")])
+    assert metrics["validation_loss"] == pytest.approx(best_val_loss, rel=1e-4)
 
 
 def test_saved_model_beam_search_equals_the_python_path(trained):
     _, run, pairs = trained
-    _, config, translator = load_run(run)
+    loaded = PIPELINE.load_run(run)
+    config = loaded.config
+    translator = TextTranslator(loaded.model, **loaded.artifacts)
     texts = [pairs[0][0], "The happy cat sings.", "", "A word it has never seen!"]
     expected = translator.translate(texts, beam_width=config.beam_width,
                                     length_penalty=config.length_penalty)

@@ -1,0 +1,263 @@
+"""`CharLanguageModel`: char ids in, next-char logits out, and generation with carried state."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from seqlab.layers import GRU, LSTM, reset_states
+from seqlab.models.samplers import BeamSampler, get_sampler
+
+RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
+PADDING_ID = 0
+# Added to the logits of the ids that generation must never choose. Finite, so that servers
+# can put the logits in JSON.
+NEVER = -1e9
+
+
+def suppress_ids(logits, ids):
+    """`logits [..., vocab]` with `NEVER` added at `ids` (Python ints): no sampler picks them."""
+    if not ids:
+        return logits
+    bias = np.zeros(logits.shape[-1], np.float32)
+    bias[list(ids)] = NEVER
+    return logits + bias
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class CharLanguageModel(keras.Model):
+    """A character language model: embedding, stacked seqlab GRU or LSTM layers, dense logits.
+
+    `char_ids [batch, time] -> logits [batch, time, vocabulary_size]`: at every position the
+    scores of the next character. The model works on ids (the character vocabulary, with id 0
+    for padding, is the caller's); `call` reads every id as a character, which suits training
+    windows (they hold no padding).
+
+    Generation never re-reads the text: `call_with_states` reads a prompt from explicit states
+    (id 0 is padding there: masked, the state carried over), `step` feeds one id per row, and
+    `generate` runs a sampler (`seqlab.models.samplers`) over `step` in one `tf.while_loop`.
+    These three use the recurrent layers' cells and time loop directly, so they work the same
+    on a stateful model (any batch size, its stored states untouched).
+
+    With `stateful=True` the recurrent layers carry their states from batch to batch (Keras's
+    stateful RNNs): every batch must hold `batch_size` rows, and the states are reset where the
+    streams start again (`ResetStatesAtEpochStart` in `fit`, or `seqlab.layers.reset_states`).
+
+    The sublayers' names (`embedding`, `gru_0` or `lstm_0` ..., `logits`) are those of seqlab
+    0.1.0's functional char-RNN, so the weights of runs it wrote copy over by name.
+
+    Args:
+        vocabulary_size: number of ids, padding included.
+        kind: "gru" or "lstm".
+        units: units per recurrent layer.
+        layers: stacked recurrent layers.
+        embedding_dim: size of the character embedding; 0 feeds one-hot vectors (a fixed
+            identity embedding of size `vocabulary_size`).
+        dropout: dropout rate of each recurrent layer's inputs (training only).
+        stateful: carry the recurrent states from batch to batch.
+        batch_size: rows per batch; required with `stateful=True`, ignored otherwise.
+        seed: seed of the dropout masks (layer i uses `seed + i`).
+
+    Example:
+
+    ```python
+    model = CharLanguageModel(vocabulary_size=40, units=64)
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(dataset, epochs=2)  # (ids[:, :-1], ids[:, 1:]) windows, int32
+    tokens = model.generate([[5, 9, 12]], num_steps=20, sampler="greedy")  # int32 [1, 20]
+    ```
+    """
+
+    def __init__(self, vocabulary_size, kind="gru", units=256, layers=1, embedding_dim=64,
+                 dropout=0.0, stateful=False, batch_size=None, seed=None, **kwargs):
+        if kind not in RECURRENT_LAYERS:
+            raise ValueError(
+                f"kind must be one of {', '.join(RECURRENT_LAYERS)}. Received: kind={kind!r}"
+            )
+        for name, value, least in (("vocabulary_size", vocabulary_size, 2), ("units", units, 1),
+                                   ("layers", layers, 1), ("embedding_dim", embedding_dim, 0)):
+            if value < least:
+                raise ValueError(f"{name} must be at least {least}. Received: {name}={value}")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1). Received: dropout={dropout}")
+        if stateful and (batch_size is None or batch_size < 1):
+            raise ValueError(
+                "a stateful model needs its batch size (at least 1). Received: "
+                f"batch_size={batch_size}"
+            )
+        kwargs.setdefault("name", f"charrnn_{kind}")
+        super().__init__(**kwargs)
+        self.vocabulary_size, self.kind, self.units = vocabulary_size, kind, units
+        self.num_layers, self.embedding_dim, self.dropout = layers, embedding_dim, dropout
+        self.stateful, self.batch_size, self.seed = stateful, batch_size, seed
+        if embedding_dim == 0:
+            # One-hot inputs, as in the seeds: a fixed identity embedding.
+            self.embedding = keras.layers.Embedding(
+                vocabulary_size, vocabulary_size, embeddings_initializer="identity",
+                trainable=False, name="embedding",
+            )
+        else:
+            self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim,
+                                                    name="embedding")
+        self.recurrent = [
+            RECURRENT_LAYERS[kind](
+                units,
+                return_sequences=True,
+                dropout=dropout,
+                stateful=stateful,
+                seed=None if seed is None else seed + index,
+                name=f"{kind}_{index}",
+            )
+            for index in range(layers)
+        ]
+        self.head = keras.layers.Dense(vocabulary_size, name="logits")
+
+    def build(self, input_shape=None):
+        # Built explicitly (not by a call), so that a stateful model's stored states are not
+        # advanced by building it.
+        batch = self.batch_size if self.stateful else None
+        self.embedding.build((batch, None))
+        width = self.embedding.output_dim
+        for layer in self.recurrent:
+            layer.build((batch, None, width))
+            width = self.units
+        self.head.build((batch, None, self.units))
+
+    def call(self, char_ids, training=False):
+        hidden = self.embedding(char_ids)
+        for layer in self.recurrent:
+            hidden = layer(hidden, training=training)
+        return self.head(hidden)
+
+    # Generation. The states are a flat list, layer by layer: [h] per GRU, [h, c] per LSTM.
+
+    @property
+    def state_names(self):
+        """The names of the states, layer by layer: `gru_0_h`, or `lstm_0_h, lstm_0_c`."""
+        suffixes = ("h", "c") if self.kind == "lstm" else ("h",)
+        return [f"{layer.name}_{suffix}" for layer in self.recurrent for suffix in suffixes]
+
+    def initial_states(self, batch_size):
+        """Zero states for `batch_size` rows: a list of float32 `[batch_size, units]`."""
+        return [tf.zeros([batch_size, self.units]) for _ in self.state_names]
+
+    def call_with_states(self, char_ids, states):
+        """Reads `char_ids` from `states`; id 0 is padding (masked: the state carried over).
+
+        Args:
+            char_ids: int `[batch, time]`.
+            states: the list of `initial_states`' structure.
+
+        Returns:
+            `(logits [batch, time, vocabulary_size], new states)`.
+        """
+        self._build_once()
+        char_ids = tf.convert_to_tensor(char_ids, tf.int32)
+        mask = tf.not_equal(char_ids, PADDING_ID)
+        hidden = self.embedding(char_ids)
+        new_states, used = [], 0
+        for layer in self.recurrent:
+            count = self._state_count(layer)
+            # The layer's own loop without `RNN.__call__`, which would write the states of a
+            # stateful layer.
+            _, hidden, layer_states = layer.inner_loop(
+                hidden, list(states[used:used + count]), mask, training=False
+            )
+            new_states.extend(layer_states)
+            used += count
+        return self.head(hidden), new_states
+
+    def step(self, char_ids, states):
+        """Feeds one id per row: `char_ids` int `[batch]` -> `(logits [batch, vocab], states)`.
+
+        The same function as `call_with_states` on one time step, computed by the cells
+        directly (no time loop, no mask).
+        """
+        self._build_once()
+        hidden = self.embedding(tf.convert_to_tensor(char_ids, tf.int32))
+        new_states, used = [], 0
+        for layer in self.recurrent:
+            count = self._state_count(layer)
+            hidden, layer_states = layer.cell(hidden, list(states[used:used + count]),
+                                              training=False)
+            new_states.extend(layer_states)
+            used += count
+        return self.head(hidden), new_states
+
+    def generate(self, prompt_ids, num_steps, sampler="greedy", suppressed_ids=(PADDING_ID,)):
+        """Reads each prompt once, then chooses `num_steps` ids per row with `sampler`.
+
+        Works eagerly and inside a `tf.function` or SavedModel alike.
+
+        Args:
+            prompt_ids: the prompts: a list of lists of ids, a `tf.RaggedTensor`, or an int
+                `[batch, time]` array right-padded with 0. Every prompt needs at least one id.
+            num_steps: ids to choose per row (int or scalar int32 tensor).
+            sampler: a `seqlab.models.samplers.Sampler` or a name for `get_sampler`; not
+                a `BeamSampler` (it returns hypotheses, not one sequence per prompt).
+            suppressed_ids: ids never chosen (padding by default; a vocabulary may add its
+                unknown-character id).
+
+        Returns:
+            int32 `[batch, num_steps]`, the chosen ids.
+        """
+        if isinstance(sampler, str):
+            sampler = get_sampler(sampler)
+        if isinstance(sampler, BeamSampler):
+            raise ValueError("generate chooses one sequence per prompt; BeamSampler returns "
+                             "hypotheses. Received: sampler=" + repr(sampler))
+        if isinstance(prompt_ids, (list, tuple)):
+            prompt_ids = tf.ragged.constant(prompt_ids, dtype=tf.int32)
+        if isinstance(prompt_ids, tf.RaggedTensor):
+            prompt_ids = prompt_ids.to_tensor(PADDING_ID)
+        prompt_ids = tf.convert_to_tensor(prompt_ids, tf.int32)
+        lengths = tf.reduce_sum(tf.cast(tf.not_equal(prompt_ids, PADDING_ID), tf.int32), axis=1)
+        tf.debugging.assert_positive(lengths, message="every prompt needs at least one id")
+        logits, states = self.call_with_states(
+            prompt_ids, self.initial_states(tf.shape(prompt_ids)[0])
+        )
+        last = tf.gather(suppress_ids(logits, suppressed_ids), lengths - 1, batch_dims=1)
+
+        def step_fn(char_ids, states):
+            logits, states = self.step(char_ids, states)
+            return suppress_ids(logits, suppressed_ids), states
+
+        tokens, _, _ = sampler(step_fn, last, states, num_steps)
+        return tokens
+
+    def _build_once(self):
+        if not self.built:
+            self.build()
+
+    @staticmethod
+    def _state_count(layer):
+        sizes = layer.cell.state_size
+        return len(sizes) if isinstance(sizes, (list, tuple)) else 1
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocabulary_size": self.vocabulary_size,
+            "kind": self.kind,
+            "units": self.units,
+            "layers": self.num_layers,
+            "embedding_dim": self.embedding_dim,
+            "dropout": self.dropout,
+            "stateful": self.stateful,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+        }
+
+
+class ResetStatesAtEpochStart(keras.callbacks.Callback):
+    """Zeroes a stateful model's states when an epoch starts and before each validation.
+
+    Each epoch then reads every stream from its beginning, and validation streams do not
+    inherit the state of the training streams.
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        reset_states(self.model)
+
+    def on_test_begin(self, logs=None):
+        reset_states(self.model)

@@ -1,0 +1,522 @@
+"""`TextClassifier` and `TextClassifierEnsemble`: texts in, class probabilities out.
+
+    raw strings -> TextVectorization -> token ids -> token dropout -> embedding -> dropout
+      -> recurrent or Transformer encoder layers -> masked pooling -> dropout -> softmax
+
+Token id 0 is padding: the mask `ids != 0` reaches every layer and the pooling, so padding
+changes no output. The `ngrams` kind is the baseline beside these: a logistic regression on which
+word n-grams occur in a text. An ensemble averages the probabilities of classifiers built alike
+from different seeds, each member trained on its own (`MemberEarlyStopping` stops each at its own
+best epoch).
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from seqlab.layers import (
+    GRU,
+    LSTM,
+    MaskedMaxPooling,
+    MaskedMeanPooling,
+    TokenAndPositionEmbedding,
+    TokenDropout,
+    TransformerEncoderLayer,
+)
+from seqlab.layers._checks import check_positive_int, check_rate
+
+RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
+KINDS = (*RECURRENT_LAYERS, "transformer", "ngrams")
+POOLINGS = ("mean", "max", "last")
+STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", None)
+# Seed offset between ensemble members (a member's layers use seed + 0, 1, ... per layer).
+MEMBER_SEED_STRIDE = 1000
+
+
+def _derived_seed(seed, offset):
+    return None if seed is None else seed + offset
+
+
+def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_length=64,
+                    standardize="lower_and_strip_punctuation", ngrams=2):
+    """The `TextVectorization` layer of a classifier of `kind`, splitting on whitespace.
+
+    Word-sequence kinds: token ids `int64[B, sequence_length]` padded with id 0 (id 1 is
+    `[UNK]`). The ngrams kind: which of the vocabulary's 1..`ngrams`-grams occur in each text,
+    a sparse `float32[B, len(vocabulary)]` of 0/1 (column 0: any n-gram outside it).
+
+    Args:
+        kind: the classifier kind (see `TextClassifier`).
+        vocabulary: the tokens, as `get_vocabulary()` lists them; None for a layer to `adapt`.
+        max_tokens: the most tokens `adapt` keeps (None: all).
+        sequence_length: tokens per text (word-sequence kinds); longer texts are truncated.
+        standardize: Keras's standardization before splitting, or None.
+        ngrams: the longest n-gram of the ngrams kind.
+    """
+    if kind == "ngrams":
+        return keras.layers.TextVectorization(
+            max_tokens=max_tokens, standardize=standardize, split="whitespace", ngrams=ngrams,
+            output_mode="multi_hot", sparse=True, vocabulary=vocabulary, name="vectorizer",
+        )
+    return keras.layers.TextVectorization(
+        max_tokens=max_tokens, standardize=standardize, split="whitespace", output_mode="int",
+        output_sequence_length=sequence_length, vocabulary=vocabulary, name="vectorizer",
+    )
+
+
+def adapt_vocabulary(texts, kind="bilstm", max_tokens=None,
+                     standardize="lower_and_strip_punctuation", ngrams=2):
+    """The vocabulary a classifier of `kind` learns from `texts`, most frequent first.
+
+    Word-sequence kinds: `["", "[UNK]", tokens...]`; the ngrams kind: `["[UNK]", n-grams...]`.
+    Pass it as `vocabulary` to `TextClassifier` (with the same `standardize` and `ngrams`).
+
+    Args:
+        texts: the training texts (a list of strings or a string tensor).
+        kind: the classifier kind.
+        max_tokens: the most tokens kept, padding and `[UNK]` included (None: all).
+        standardize: Keras's standardization before splitting, or None.
+        ngrams: the longest n-gram of the ngrams kind.
+    """
+    vectorizer = text_vectorizer(kind, max_tokens=max_tokens, standardize=standardize,
+                                 ngrams=ngrams)
+    vectorizer.adapt(ops.convert_to_tensor(list(texts), dtype="string"), batch_size=1024)
+    return [str(token) for token in vectorizer.get_vocabulary(include_special_tokens=True)]
+
+
+def _check_vocabulary(vocabulary, vocabulary_size):
+    """The number of token ids (or n-gram columns) that `vocabulary` or `vocabulary_size` give."""
+    if vocabulary is None:
+        if vocabulary_size is None:
+            raise ValueError(
+                "Give the vocabulary (raw strings in) or vocabulary_size (token ids in). "
+                "Received: vocabulary=None, vocabulary_size=None"
+            )
+        check_positive_int("vocabulary_size", vocabulary_size)
+        return vocabulary_size
+    if vocabulary_size is not None and vocabulary_size != len(vocabulary):
+        raise ValueError(
+            "vocabulary_size must be the vocabulary's length when both are given. Received: "
+            f"vocabulary_size={vocabulary_size}, len(vocabulary)={len(vocabulary)}"
+        )
+    return len(vocabulary)
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class TextClassifier(keras.Model):
+    """A text classifier: recurrent or Transformer layers over masked token embeddings, or a
+    logistic regression on word n-grams.
+
+    `kind` "gru", "lstm" or "bilstm": `layers` stacked seqlab recurrent layers (bilstm: each
+    bidirectional, `units` per direction) over the token embeddings; "transformer": the
+    embeddings scaled by sqrt(embedding_dim) plus sinusoidal positions, then `layers`
+    Transformer encoder layers. The sequence is summarised by a masked mean or maximum over the
+    real tokens, or (recurrent kinds) by the last layer's last unmasked state, and
+
+        probabilities = softmax(Dropout(summary) W + b)
+
+    While training, `token_dropout` of the real tokens become `[UNK]` (id 1) and dropout acts
+    on the embeddings and the summary. Padding (id 0) is masked from the embedding on: it
+    changes no output, and an empty text gets a defined one. `kind="ngrams"` is
+    `softmax(x W + b)` with x the 0/1 presence of each 1..`ngrams`-gram, from zero weights.
+
+    With `vocabulary` the model takes raw strings (`string[B]`): the `TextVectorization`
+    travels inside it (and inside its `.keras` file and SavedModels). Without, it takes token
+    ids `int[B, T]` (ngrams kind: the presence vectors `float32[B, vocabulary_size]`).
+
+    The sublayers carry the names of seqlab 0.1.0's functional classifier (`embedding`,
+    `<kind>_<i>` or `bidirectional_<i>`, `encoder_<i>`, `probabilities`), so weights copy from
+    a 0.1.0 `model.keras` layer by layer by name.
+
+    Args:
+        num_classes: the number of classes.
+        vocabulary: the tokens, as `adapt_vocabulary` returns them (padding "" and `[UNK]`
+            first; ngrams kind: `[UNK]` first), or None for token-id inputs.
+        vocabulary_size: the number of token ids (or n-gram columns) when `vocabulary` is None.
+        kind: "gru", "lstm", "bilstm", "transformer" or "ngrams".
+        pooling: "mean", "max" or "last" (recurrent kinds only).
+        sequence_length: tokens per text (raw strings are padded or truncated to it); the
+            transformer's longest input.
+        standardize: Keras's `TextVectorization` standardization, or None.
+        ngrams: the ngrams kind's longest n-gram.
+        embedding_dim: the token embedding size (transformer: the model width).
+        units: units per recurrent layer (bilstm: per direction).
+        layers: stacked recurrent or encoder layers.
+        num_heads: the transformer's attention heads.
+        ff_dim: the transformer's feed-forward width.
+        dropout: dropout rate on the embeddings and on the summary (and inside the encoder
+            layers).
+        token_dropout: the share of real tokens replaced by `[UNK]` while training.
+        seed: seed of the dropout draws (None: unseeded).
+
+    Call arguments:
+        inputs: `string[B]`, or token ids `int[B, T]` padded with 0.
+        training: whether the dropouts act.
+
+    Returns:
+        float32 `[B, num_classes]`, rows summing to 1.
+
+    Example:
+
+    ```python
+    vocabulary = adapt_vocabulary(texts, max_tokens=20000)
+    model = TextClassifier(num_classes=2, vocabulary=vocabulary, kind="gru", units=32)
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(tf.data.Dataset.from_tensor_slices((texts, labels)).batch(32), epochs=3)
+    model.predict(tf.constant(["a gripping, tender film"]))
+    ```
+    """
+
+    def __init__(self, num_classes, vocabulary=None, vocabulary_size=None, kind="bilstm",
+                 pooling="mean", sequence_length=64, standardize="lower_and_strip_punctuation",
+                 ngrams=2, embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128,
+                 dropout=0.5, token_dropout=0.5, seed=None, **kwargs):
+        size = _check_hyperparameters(
+            num_classes=num_classes, vocabulary=vocabulary, vocabulary_size=vocabulary_size,
+            kind=kind, pooling=pooling, sequence_length=sequence_length,
+            standardize=standardize, ngrams=ngrams, embedding_dim=embedding_dim, units=units,
+            layers=layers, num_heads=num_heads, ff_dim=ff_dim, dropout=dropout,
+            token_dropout=token_dropout,
+        )
+        kwargs.setdefault("name", f"text_classifier_{kind}")
+        super().__init__(**kwargs)
+        self.num_classes = num_classes
+        self.vocabulary = None if vocabulary is None else [str(token) for token in vocabulary]
+        self.vocabulary_size = size
+        self.kind, self.pooling, self.sequence_length = kind, pooling, sequence_length
+        self.standardize, self.ngrams = standardize, ngrams
+        self.embedding_dim, self.units, self.num_layers = embedding_dim, units, layers
+        self.num_heads, self.ff_dim = num_heads, ff_dim
+        self.dropout, self.token_dropout, self.seed = dropout, token_dropout, seed
+
+        self.vectorizer = None if vocabulary is None else text_vectorizer(
+            kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
+            ngrams=ngrams,
+        )
+        self.token_dropper = self.embedding = self.embedding_dropout = None
+        self.sequence_layers, self.pooler, self.pooled_dropout = [], None, None
+        if kind != "ngrams":
+            self.token_dropper = TokenDropout(token_dropout, seed=seed, name="token_dropout")
+            if kind == "transformer":
+                self.embedding = TokenAndPositionEmbedding(
+                    size, sequence_length, embedding_dim, mask_zero=True, name="embedding"
+                )
+                self.sequence_layers = [
+                    TransformerEncoderLayer(num_heads=num_heads, ff_dim=ff_dim, dropout=dropout,
+                                            name=f"encoder_{index}")
+                    for index in range(layers)
+                ]
+            else:
+                self.embedding = keras.layers.Embedding(
+                    size, embedding_dim, mask_zero=True, name="embedding"
+                )
+                self.sequence_layers = [self._recurrent_layer(index) for index in range(layers)]
+            self.embedding_dropout = keras.layers.Dropout(
+                dropout, seed=seed, name="embedding_dropout"
+            )
+            if pooling != "last":
+                pooler = MaskedMeanPooling if pooling == "mean" else MaskedMaxPooling
+                self.pooler = pooler(name=f"masked_{pooling}")
+            self.pooled_dropout = keras.layers.Dropout(
+                dropout, seed=_derived_seed(seed, 1), name="pooled_dropout"
+            )
+        # The ngrams kind starts from zero weights: the same fit from every seed (early
+        # stopping regularises it).
+        self.output_layer = keras.layers.Dense(
+            num_classes, activation="softmax", name="probabilities",
+            kernel_initializer="zeros" if kind == "ngrams" else "glorot_uniform",
+        )
+        # Every weight's shape follows from the constructor arguments: built now, the model
+        # takes weights (set_weights, BackupAndRestore, a 0.1.0 run's) before its first call.
+        self.build()
+
+    def _recurrent_layer(self, index):
+        last = index == self.num_layers - 1
+        layer = RECURRENT_LAYERS[self.kind](
+            self.units,
+            return_sequences=not (last and self.pooling == "last"),
+            seed=_derived_seed(self.seed, index),
+            name=f"{self.kind}_{index}",
+        )
+        if self.kind == "bilstm":
+            layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index}")
+        return layer
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        if self.kind == "ngrams":
+            self.output_layer.build((None, self.vocabulary_size))
+            self.built = True
+            return
+        self.embedding.build((None, None))
+        width = self.embedding_dim
+        for layer in self.sequence_layers:
+            layer.build((None, None, width))
+            if self.kind != "transformer":
+                width = self.units * (2 if self.kind == "bilstm" else 1)
+        self.output_layer.build((None, width))
+        self.built = True
+
+    def call(self, inputs, training=False):
+        features = inputs if self.vectorizer is None else self.vectorizer(inputs)
+        if self.kind == "ngrams":
+            return self.output_layer(features)
+        mask = ops.not_equal(features, 0)
+        tokens = self.token_dropper(features, training=training)
+        hidden = self.embedding_dropout(self.embedding(tokens), training=training)
+        for layer in self.sequence_layers:
+            hidden = layer(hidden, mask=mask, training=training)
+        if self.pooler is not None:
+            hidden = self.pooler(hidden, mask=mask)
+        return self.output_layer(self.pooled_dropout(hidden, training=training))
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+            "vocabulary_size": self.vocabulary_size,
+            "kind": self.kind,
+            "pooling": self.pooling,
+            "sequence_length": self.sequence_length,
+            "standardize": self.standardize,
+            "ngrams": self.ngrams,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "ff_dim": self.ff_dim,
+            "dropout": self.dropout,
+            "token_dropout": self.token_dropout,
+            "seed": self.seed,
+        }
+
+
+def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooling,
+                           sequence_length, standardize, ngrams, embedding_dim, units, layers,
+                           num_heads, ff_dim, dropout, token_dropout):
+    """Raises `ValueError` for settings no classifier can have; returns the vocabulary size."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}. Received: kind={kind!r}")
+    if pooling not in POOLINGS:
+        raise ValueError(
+            f"pooling must be one of {', '.join(POOLINGS)}. Received: pooling={pooling!r}"
+        )
+    if standardize not in STANDARDIZE:
+        raise ValueError(
+            f"standardize must be one of {', '.join(map(str, STANDARDIZE))}. Received: "
+            f"standardize={standardize!r}"
+        )
+    for name, value in (("num_classes", num_classes), ("sequence_length", sequence_length),
+                        ("ngrams", ngrams), ("embedding_dim", embedding_dim),
+                        ("units", units), ("layers", layers), ("num_heads", num_heads),
+                        ("ff_dim", ff_dim)):
+        check_positive_int(name, value)
+    check_rate("dropout", dropout)
+    check_rate("token_dropout", token_dropout)
+    if kind == "transformer" and pooling == "last":
+        raise ValueError(
+            "The transformer kind has no last state; pool with the masked mean or max. "
+            f"Received: kind={kind!r}, pooling={pooling!r}"
+        )
+    if kind == "transformer" and embedding_dim % num_heads:
+        raise ValueError(
+            "embedding_dim must be a multiple of num_heads for the transformer kind. "
+            f"Received: embedding_dim={embedding_dim}, num_heads={num_heads}"
+        )
+    return _check_vocabulary(vocabulary, vocabulary_size)
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class TextClassifierEnsemble(keras.Model):
+    """The mean of the probabilities of `num_members` `TextClassifier`s built alike, each
+    trained on its own.
+
+        probabilities = (1 / N) sum_k member_k(ids)
+
+    Member k (`members[k]`, named `member_<k>`) is a token-id `TextClassifier` with the
+    ensemble's hyperparameters and seed `seed + 1000 k`; with `vocabulary`, one
+    `TextVectorization` in front of them all lets the ensemble take raw strings.
+
+    `fit` minimises the mean of the members' own cross-entropies (`member_losses`), so each
+    member learns as if it were trained alone: training the averaged probabilities instead
+    would fit the members to each other. Compile it with an optimizer only. It logs `loss`,
+    `accuracy` (of the averaged probabilities) and every member's `member_<k>_loss` and
+    `member_<k>_accuracy`, which `MemberEarlyStopping` watches.
+
+    Args:
+        num_members: the number of members.
+        All others: as `TextClassifier`'s.
+
+    Call arguments:
+        inputs: `string[B]`, or token ids `int[B, T]` padded with 0.
+        training: whether the members' dropouts act.
+
+    Returns:
+        float32 `[B, num_classes]`.
+
+    Example:
+
+    ```python
+    ensemble = TextClassifierEnsemble(num_members=3, num_classes=2, vocabulary=vocabulary,
+                                      kind="gru", seed=0)
+    ensemble.compile(keras.optimizers.Adam(1e-3))
+    ensemble.fit(dataset, validation_data=validation, epochs=10,
+                 callbacks=[MemberEarlyStopping("loss", patience=2)])
+    ensemble.predict(tf.constant(["a gripping, tender film"]))
+    ```
+    """
+
+    def __init__(self, num_members, num_classes, vocabulary=None, vocabulary_size=None,
+                 kind="bilstm", pooling="mean", sequence_length=64,
+                 standardize="lower_and_strip_punctuation", ngrams=2, embedding_dim=64,
+                 units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5, token_dropout=0.5,
+                 seed=None, **kwargs):
+        check_positive_int("num_members", num_members)
+        size = _check_vocabulary(vocabulary, vocabulary_size)
+        kwargs.setdefault("name", f"text_classifier_ensemble_{kind}")
+        super().__init__(**kwargs)
+        self.num_members = num_members
+        self.vocabulary = None if vocabulary is None else [str(token) for token in vocabulary]
+        self.vocabulary_size = size
+        self.seed = seed
+        self.member_config = dict(
+            num_classes=num_classes, kind=kind, pooling=pooling,
+            sequence_length=sequence_length, standardize=standardize, ngrams=ngrams,
+            embedding_dim=embedding_dim, units=units, layers=layers, num_heads=num_heads,
+            ff_dim=ff_dim, dropout=dropout, token_dropout=token_dropout,
+        )
+        self.vectorizer = None if vocabulary is None else text_vectorizer(
+            kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
+            ngrams=ngrams,
+        )
+        self.members = [
+            TextClassifier(vocabulary_size=size, seed=_derived_seed(seed, MEMBER_SEED_STRIDE * k),
+                           name=f"member_{k}", **self.member_config)
+            for k in range(num_members)
+        ]
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.accuracy_tracker = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        self.member_trackers = [
+            (keras.metrics.Mean(name=f"member_{k}_loss"),
+             keras.metrics.SparseCategoricalAccuracy(name=f"member_{k}_accuracy"))
+            for k in range(num_members)
+        ]
+        self.built = True  # the members built themselves
+
+    def member_probabilities(self, inputs, training=False):
+        """Every member's probabilities, float32 `[B, num_members, num_classes]`."""
+        features = inputs if self.vectorizer is None else self.vectorizer(inputs)
+        return ops.stack([member(features, training=training) for member in self.members],
+                         axis=1)
+
+    def call(self, inputs, training=False):
+        return ops.mean(self.member_probabilities(inputs, training=training), axis=1)
+
+    def member_losses(self, labels, member_probabilities, sample_weight=None):
+        """Each member's cross-entropy, averaged over the batch: `[B], [B, N, C] -> [N]`.
+
+        With `sample_weight`, the sum of the weighted losses over the batch size (Keras's
+        "sum_over_batch_size").
+        """
+        labels = ops.reshape(ops.cast(labels, "int32"), (-1, 1))
+        labels = ops.repeat(labels, self.num_members, axis=1)
+        losses = keras.losses.sparse_categorical_crossentropy(labels, member_probabilities)
+        if sample_weight is not None:
+            losses *= ops.cast(ops.reshape(sample_weight, (-1, 1)), losses.dtype)
+        return ops.mean(losses, axis=0)
+
+    def _loss_and_figures(self, data, training):
+        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        probabilities = self.member_probabilities(inputs, training=training)
+        losses = self.member_losses(labels, probabilities, sample_weight)
+        loss = ops.mean(losses)
+        if self.losses:
+            loss += ops.sum(self.losses)
+        batch_size = ops.shape(probabilities)[0]
+        self.loss_tracker.update_state(loss, sample_weight=batch_size)
+        self.accuracy_tracker.update_state(labels, ops.mean(probabilities, axis=1),
+                                           sample_weight=sample_weight)
+        for k, (member_loss, member_accuracy) in enumerate(self.member_trackers):
+            member_loss.update_state(losses[k], sample_weight=batch_size)
+            member_accuracy.update_state(labels, probabilities[:, k],
+                                         sample_weight=sample_weight)
+        return loss
+
+    def train_step(self, data):
+        # Under a tf.distribute strategy the replicas' gradients are summed: each replica
+        # contributes its share of the global mean, as Keras's own train_step does.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            replica_share = self._loss_and_figures(data, training=True) / replicas
+        gradients = tape.gradient(replica_share, self.trainable_variables)
+        self.optimizer.apply(gradients, self.trainable_variables)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+    def test_step(self, data):
+        self._loss_and_figures(data, training=False)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.accuracy_tracker,
+                *(tracker for pair in self.member_trackers for tracker in pair)]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_members": self.num_members,
+            "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+            "vocabulary_size": self.vocabulary_size,
+            **self.member_config,
+            "seed": self.seed,
+        }
+
+
+class MemberEarlyStopping(keras.callbacks.Callback):
+    """Early stopping for every member of a `TextClassifierEnsemble` on its own figure, as if
+    each were trained alone.
+
+    After each epoch, a member whose `<prefix>member_<k>_<figure>` improved keeps a copy of its
+    weights; training stops when no member has improved for `patience` epochs, and each member
+    gets back the weights of its own best epoch.
+
+    Args:
+        figure: "loss" (lower is better) or "accuracy".
+        patience: epochs without improvement before a member is done.
+        prefix: "val_" to watch the validation figures, "" for the training ones.
+
+    Attributes:
+        best_epochs: each member's best epoch (1-based) in this `fit`; None for a member
+            before its first epoch.
+    """
+
+    def __init__(self, figure, patience, prefix="val_"):
+        super().__init__()
+        self.figure, self.patience, self.prefix = figure, patience, prefix
+        self.lower_is_better = figure == "loss"
+        self.best, self.best_epochs, self.best_weights, self.waits = [], [], [], []
+
+    def on_train_begin(self, logs=None):
+        count = len(self.model.members)
+        self.best, self.best_epochs = [None] * count, [None] * count
+        self.best_weights, self.waits = [None] * count, [0] * count
+
+    def on_epoch_end(self, epoch, logs=None):
+        for k, member in enumerate(self.model.members):
+            value = float(logs[f"{self.prefix}member_{k}_{self.figure}"])
+            best = self.best[k]
+            if best is None or (value < best if self.lower_is_better else value > best):
+                self.best[k], self.best_epochs[k] = value, epoch + 1
+                self.best_weights[k] = member.get_weights()
+                self.waits[k] = 0
+            else:
+                self.waits[k] += 1
+        if min(self.waits) >= self.patience:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        for member, weights in zip(self.model.members, self.best_weights):
+            if weights is not None:
+                member.set_weights(weights)

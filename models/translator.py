@@ -1,0 +1,377 @@
+"""`Translator`: a seq2seq model, source ids and teacher-forced target ids in, logits out."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from seqlab.layers import (
+    GRU,
+    AdditiveAttention,
+    TokenAndPositionEmbedding,
+    TransformerDecoderLayer,
+    TransformerEncoderLayer,
+)
+from seqlab.models.samplers import BeamSampler, get_sampler
+
+KINDS = ("gru-attention", "transformer")
+PADDING_ID = 0
+# Added to the logits of padding and the start token, which generation must never choose.
+# Finite, so that log-softmax stays finite.
+NEVER = -1e9
+# Generated outputs stop at 2 x the source's tokens + 10 unless told otherwise.
+OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class Translator(keras.Model):
+    """An encoder-decoder translation model: a GRU with additive attention, or a Transformer.
+
+    `[source_ids [batch, S], target_in_ids [batch, T]] -> logits [batch, T,
+    target_vocabulary_size]`, trained with teacher forcing: the decoder reads the start token
+    and the target, and predicts the target and the end token. Id 0 is padding in both
+    languages; padded positions change no other position's logits.
+
+    - `"gru-attention"`: embedding -> bidirectional GRU encoder; its last states (both
+      directions, through the tanh layer `bridge`) start a GRU decoder; additive (Bahdanau)
+      attention, with the decoder's new state as the query, reads the encoder outputs; then
+      [state; context] -> tanh layer `attention_output` -> logits. The attention sits after the
+      recurrent step (Luong et al.'s arrangement), so training runs the decoder GRU over the
+      whole target at once.
+    - `"transformer"`: token + sinusoidal position embeddings, `layers` seqlab
+      `TransformerEncoderLayer`s and `TransformerDecoderLayer`s, a dense layer to logits.
+
+    Generation runs one decoder step at a time from a state: `encode` makes the state,
+    `decode_step` feeds one token per row (the GRU decoder's cell with attention, or the
+    Transformer decoder layers' key/value caches, so nothing earlier is recomputed), and
+    `generate` drives them with a sampler of `seqlab.models.samplers` (greedy, random, beam).
+    Text and vocabularies stay outside the model.
+
+    The parts are attributes: `source_embedding`, `target_embedding`, `output_projection` (and
+    the weightless `source_dropout`, `target_dropout`); gru-attention adds `encoder` (a
+    `Bidirectional` GRU), `bridge`, `decoder` (a GRU), `attention`, `attention_output` and
+    `output_dropout`; transformer adds `encoder_layers` and `decoder_layers` (lists). Their
+    layer names are those of seqlab 0.1.0's functional translation model ("source_embedding",
+    "encoder_0", "decoder_0", "logits", ...), so the weights of runs it wrote copy by name.
+    The weights exist as soon as the model is constructed.
+
+    Args:
+        source_vocabulary_size: source ids (0 is padding).
+        target_vocabulary_size: target ids (0 is padding).
+        kind: "gru-attention" or "transformer".
+        embedding_dim: token embedding size (transformer: the model width).
+        units: gru-attention: GRU units per direction and attention units.
+        layers: transformer: encoder layers and decoder layers.
+        num_heads: transformer: attention heads (must divide `embedding_dim`).
+        ff_dim: transformer: feed-forward width.
+        dropout: dropout rate.
+        max_length: the most target positions (the Transformer's position range and key/value
+            cache); `generate` chooses at most `max_length - 1` tokens.
+        start_token_id: the id the decoder reads first.
+        end_token_id: the id that ends an output.
+        seed: seed of the GRUs' dropout masks (the decoder's is `seed + 1`).
+        **kwargs: base model arguments (`name`, ...).
+
+    Example:
+
+    ```python
+    model = Translator(source_vocabulary_size=100, target_vocabulary_size=120,
+                       kind="transformer", embedding_dim=32, layers=2, num_heads=4, ff_dim=64)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, ignore_class=0))
+    model.fit(dataset, epochs=5)  # ((source_ids, target_in_ids), target_out_ids) batches
+    tokens = model.generate(source_ids, sampler="greedy")  # int32 [batch, steps]
+    best = model.generate(source_ids, sampler=BeamSampler(beam_width=4)).tokens[:, 0]
+    ```
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        kind="transformer",
+        embedding_dim=128,
+        units=128,
+        layers=2,
+        num_heads=4,
+        ff_dim=256,
+        dropout=0.1,
+        max_length=64,
+        start_token_id=2,
+        end_token_id=3,
+        seed=0,
+        **kwargs,
+    ):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}. Received: kind={kind!r}")
+        for name, value in (
+            ("source_vocabulary_size", source_vocabulary_size),
+            ("target_vocabulary_size", target_vocabulary_size),
+            ("embedding_dim", embedding_dim),
+            ("units", units),
+            ("layers", layers),
+            ("num_heads", num_heads),
+            ("ff_dim", ff_dim),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+        if max_length < 2:
+            raise ValueError(f"max_length must be at least 2. Received: max_length={max_length}")
+        if kind == "transformer" and embedding_dim % num_heads:
+            raise ValueError(
+                "embedding_dim must be divisible by num_heads for the transformer. Received: "
+                f"embedding_dim={embedding_dim}, num_heads={num_heads}"
+            )
+        for name, value in (("start_token_id", start_token_id), ("end_token_id", end_token_id)):
+            if not 0 < value < target_vocabulary_size:
+                raise ValueError(
+                    f"{name} must be a target id other than padding (1 to "
+                    f"{target_vocabulary_size - 1}). Received: {name}={value}"
+                )
+        kwargs.setdefault("name", f"translate_{kind}")
+        super().__init__(**kwargs)
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.kind = kind
+        self.embedding_dim, self.units, self.num_layers = embedding_dim, units, layers
+        self.num_heads, self.ff_dim, self.dropout = num_heads, ff_dim, dropout
+        self.max_length = max_length
+        self.start_token_id, self.end_token_id = start_token_id, end_token_id
+        self.seed = seed
+
+        if kind == "gru-attention":
+            self.source_embedding = keras.layers.Embedding(
+                source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
+            )
+            self.encoder = keras.layers.Bidirectional(
+                GRU(units, return_sequences=True, return_state=True, seed=seed), name="encoder"
+            )
+            self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
+            self.target_embedding = keras.layers.Embedding(
+                target_vocabulary_size, embedding_dim, mask_zero=True, name="target_embedding"
+            )
+            self.decoder = GRU(units, return_sequences=True, seed=seed + 1, name="decoder")
+            self.attention = AdditiveAttention(units, name="attention")
+            self.attention_output = keras.layers.Dense(
+                units, activation="tanh", name="attention_output"
+            )
+            self.output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
+        else:
+            sublayer_args = dict(num_heads=num_heads, ff_dim=ff_dim, dropout=dropout)
+            self.source_embedding = TokenAndPositionEmbedding(
+                source_vocabulary_size, max_length, embedding_dim, mask_zero=True,
+                name="source_embedding",
+            )
+            self.encoder_layers = [
+                TransformerEncoderLayer(**sublayer_args, name=f"encoder_{index}")
+                for index in range(layers)
+            ]
+            self.target_embedding = TokenAndPositionEmbedding(
+                target_vocabulary_size, max_length, embedding_dim, mask_zero=True,
+                name="target_embedding",
+            )
+            self.decoder_layers = [
+                TransformerDecoderLayer(**sublayer_args, name=f"decoder_{index}")
+                for index in range(layers)
+            ]
+        self.source_dropout = keras.layers.Dropout(dropout, name="source_dropout")
+        self.target_dropout = keras.layers.Dropout(dropout, name="target_dropout")
+        self.output_projection = keras.layers.Dense(target_vocabulary_size, name="logits")
+        # Every size is known: the weights exist from here on (weights copy into the model by
+        # layer name, and BackupAndRestore restores into it, before any call).
+        self.build()
+
+    def build(self, input_shape=None):
+        """Creates every weight; the sizes come from the constructor, not `input_shape`."""
+        source, target = (None, None), (None, None)
+        self.source_embedding.build(source)
+        self.target_embedding.build(target)
+        width = self.embedding_dim
+        if self.kind == "gru-attention":
+            self.encoder.build((None, None, width))
+            self.bridge.build((None, 2 * self.units))
+            self.decoder.build((None, None, width))
+            self.attention.build((None, None, self.units), (None, None, 2 * self.units))
+            self.attention_output.build((None, None, 3 * self.units))
+            self.output_projection.build((None, None, self.units))
+        else:
+            for encoder in self.encoder_layers:
+                encoder.build((None, None, width))
+            for decoder in self.decoder_layers:
+                decoder.build((None, None, width), (None, None, width))
+            self.output_projection.build((None, None, width))
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        """Teacher-forced logits of `[source_ids, target_in_ids]`.
+
+        Args:
+            inputs: `[source_ids int [B, S], target_in_ids int [B, T]]`, 0-padded.
+            training: whether dropout is active.
+            return_attention_scores: also return the attention of each target position over
+                the source positions, `[B, T, S]` (rows sum to 1, zero at source padding):
+                gru-attention's additive attention, or the last Transformer decoder layer's
+                cross-attention averaged over its heads.
+
+        Returns:
+            logits `[B, T, target_vocabulary_size]`, or `(logits, attention)`.
+        """
+        source_ids, target_in_ids = inputs
+        source_mask = ops.not_equal(source_ids, PADDING_ID)
+        target_mask = ops.not_equal(target_in_ids, PADDING_ID)
+        target = self.target_dropout(self.target_embedding(target_in_ids), training=training)
+        if self.kind == "gru-attention":
+            memory, initial_state = self._encode_gru(source_ids, source_mask, training)
+            states = self.decoder(
+                target, initial_state=[initial_state], mask=target_mask, training=training
+            )
+            context, attention = self.attention(states, memory, values_mask=source_mask)
+            hidden = self.attention_output(ops.concatenate([states, context], axis=-1))
+            hidden = self.output_dropout(hidden, training=training)
+        else:
+            memory = self._encode_transformer(source_ids, source_mask, training)
+            hidden = target
+            for decoder in self.decoder_layers:
+                hidden, attention = decoder(
+                    hidden, memory, encoder_mask=source_mask, decoder_mask=target_mask,
+                    return_attention_scores=True, training=training,
+                )
+            attention = ops.mean(attention, axis=1)
+        logits = self.output_projection(hidden)
+        if return_attention_scores:
+            return logits, attention
+        return logits
+
+    def _encode_gru(self, source_ids, source_mask, training):
+        """The encoder outputs `[B, S, 2 units]` and the decoder's initial state `[B, units]`."""
+        embedded = self.source_dropout(self.source_embedding(source_ids), training=training)
+        memory, forward_state, backward_state = self.encoder(
+            embedded, mask=source_mask, training=training
+        )
+        initial_state = self.bridge(ops.concatenate([forward_state, backward_state], axis=-1))
+        return memory, initial_state
+
+    def _encode_transformer(self, source_ids, source_mask, training):
+        """The last encoder layer's outputs `[B, S, embedding_dim]`."""
+        encoded = self.source_dropout(self.source_embedding(source_ids), training=training)
+        for encoder in self.encoder_layers:
+            encoded = encoder(encoded, mask=source_mask, training=training)
+        return encoded
+
+    # Step-by-step decoding.
+
+    def encode(self, source_ids):
+        """Encodes the sources: the decoding state before the first target token.
+
+        Args:
+            source_ids: int `[B, S]`, 0-padded.
+
+        Returns:
+            A dict of tensors with a leading batch dimension (so samplers can repeat and
+            reorder it): gru-attention `{"h": [B, units], "memory": [B, S, 2 units],
+            "memory_mask": [B, S]}`; transformer `{"caches": [key/value cache of each decoder
+            layer (`TransformerDecoderLayer.init_cache`)], "memory_mask": [B, S], "position":
+            [B]}` (the next target position, the same in every row).
+        """
+        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        mask = tf.not_equal(source_ids, PADDING_ID)
+        if self.kind == "gru-attention":
+            memory, h = self._encode_gru(source_ids, mask, training=False)
+            return {"h": h, "memory": memory, "memory_mask": mask}
+        memory = self._encode_transformer(source_ids, mask, training=False)
+        return {
+            "caches": [decoder.init_cache(memory, self.max_length)
+                       for decoder in self.decoder_layers],
+            "memory_mask": mask,
+            "position": tf.zeros_like(source_ids[:, 0]),
+        }
+
+    def decode_step(self, token_ids, state):
+        """Feeds one target token per row: `(logits [B, target_vocabulary_size], new state)`.
+
+        Feeding `target_in_ids[:, t]` for t = 0, 1, ... from `encode(source_ids)` gives the
+        logits of `call([source_ids, target_in_ids])[:, t]`, computing only the new position.
+
+        Args:
+            token_ids: int `[B]`, real tokens (not padding).
+            state: from `encode` or the previous `decode_step`.
+        """
+        token_ids = tf.convert_to_tensor(token_ids, tf.int32)
+        if self.kind == "gru-attention":
+            # The embedding rows themselves: the layer would attach a padding mask, and every
+            # decoding step is a real token.
+            embedded = tf.gather(self.target_embedding.embeddings, token_ids)
+            h, _ = self.decoder.cell(embedded, [state["h"]])
+            context, _ = self.attention(h, state["memory"], values_mask=state["memory_mask"])
+            hidden = self.attention_output(tf.concat([h, context], axis=-1))
+            state = {**state, "h": h}
+        else:
+            # Every row is at the same position; the state keeps one copy per row so that beam
+            # search can reorder it like the rest.
+            position = state["position"][0]
+            hidden = self.target_embedding(token_ids[:, None], start_index=position)
+            caches = []
+            for decoder, cache in zip(self.decoder_layers, state["caches"]):
+                hidden, cache = decoder.decode_step(
+                    hidden, cache, position, encoder_mask=state["memory_mask"]
+                )
+                caches.append(cache)
+            hidden = hidden[:, 0]
+            state = {**state, "caches": caches, "position": state["position"] + 1}
+        return self.output_projection(hidden), state
+
+    def generate(self, source_ids, sampler="greedy", max_length=None):
+        """Translates source ids: the start token, then tokens chosen by `sampler`.
+
+        Padding and the start token are never chosen. Works eagerly and inside a
+        `tf.function` or SavedModel alike.
+
+        Args:
+            source_ids: int `[B, S]`, 0-padded, at least one position.
+            sampler: a `seqlab.models.samplers.Sampler` (`BeamSampler` included) or a name
+                for `get_sampler` ("greedy", "random", "beam").
+            max_length: the most tokens to choose per row (int or scalar int tensor);
+                default `2 * S + 10`. Never more than the model's `max_length - 1`.
+
+        Returns:
+            int32 `[B, steps]`, the chosen tokens (the end token again after a row's end);
+            with a `BeamSampler`, its `BeamSearchOutput` (the n best hypotheses per row with
+            their scores).
+        """
+        if isinstance(sampler, str):
+            sampler = get_sampler(sampler)
+        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        if max_length is None:
+            max_length = OUTPUT_LENGTH_FACTOR * tf.shape(source_ids)[1] + OUTPUT_LENGTH_MARGIN
+        num_steps = tf.minimum(tf.cast(max_length, tf.int32), self.max_length - 1)
+        never_chosen = np.zeros(self.target_vocabulary_size, np.float32)
+        never_chosen[[PADDING_ID, self.start_token_id]] = NEVER
+
+        def step_fn(token_ids, state):
+            logits, state = self.decode_step(token_ids, state)
+            return logits + never_chosen, state
+
+        start = tf.fill([tf.shape(source_ids)[0]], self.start_token_id)
+        logits, state = step_fn(start, self.encode(source_ids))
+        output = sampler(step_fn, logits, state, num_steps, end_token_id=self.end_token_id)
+        if isinstance(sampler, BeamSampler):
+            return output
+        tokens, _, _ = output
+        return tokens
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "source_vocabulary_size": self.source_vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
+            "kind": self.kind,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "ff_dim": self.ff_dim,
+            "dropout": self.dropout,
+            "max_length": self.max_length,
+            "start_token_id": self.start_token_id,
+            "end_token_id": self.end_token_id,
+            "seed": self.seed,
+        }

@@ -1,0 +1,321 @@
+"""The one run lifecycle every task shares: train, evaluate, predict and export.
+
+A task is a `Pipeline` subclass in `pipelines/<task>.py` that supplies what differs between
+tasks, and nothing else:
+
+- reading and splitting its data (`prepare`), the model (`build_model`, from `seqlab.models`),
+  the datasets and callbacks of `fit` (`datasets`, `callbacks`),
+- scoring (`score`), the files beside the model (`artifacts`, `write_artifacts`,
+  `read_artifacts`), plots (`save_plots`), the serving signature (`export_model`) and the
+  summary lines (`summary_lines`),
+- `evaluate` and `predict`, which get a `LoadedRun` (settings, artifacts, model) to work from.
+
+`Pipeline.train` is the lifecycle: open the run directory (seed, default `--out`, one writer)
+-> prepare the data (bad data fails before anything is written) -> start or resume the run ->
+build the model under the distribution strategy -> `fit` with `history.csv`, `BackupAndRestore`
+and the task's callbacks -> the local model -> score -> artifacts, metrics.json, plots ->
+SavedModel -> rename `<out>.partial` to `<out>` -> the terminal summary.
+
+`load_run` reads a finished run back, also one written by seqlab 0.1.0, whose `model.keras` is a
+functional model: its weights are copied by layer name into the task's model class (the classes
+name their sublayers as 0.1.0 did), and renamed settings are mapped (`renamed_settings`).
+"""
+
+import dataclasses
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from seqlab.pipelines.common import (
+    ActionResult,
+    EpochHistory,
+    Task,
+    UsageError,
+    open_run,
+    progress_verbosity,
+    read_json,
+    save_history_plot,
+    training_callbacks,
+    write_json_atomic,
+)
+from seqlab.pipelines.distribute import begin_run, start_run
+
+
+@dataclasses.dataclass
+class LoadedRun:
+    """A finished run read back for evaluate / predict / export.
+
+    Attributes:
+        path: the run directory.
+        config: the task's config dataclass, rebuilt from config.json.
+        artifacts: what `Pipeline.read_artifacts` read (vocabularies, scalers, label names).
+        model: the trained model, an instance of the task's `model_class`.
+        metrics: the run's metrics.json.
+    """
+
+    path: Path
+    config: object
+    artifacts: dict
+    model: keras.Model
+    metrics: dict
+
+    def file(self, *parts):
+        return self.path.joinpath(*parts)
+
+
+def copy_weights_by_layer_name(source, target, origin):
+    """Copies the weights of every weight-carrying layer of `source` into `target`'s layer
+    of the same name.
+
+    Raises:
+        UsageError: a layer of `source` has no namesake in `target`, or other weight shapes.
+    """
+    target_layers = {layer.name: layer for layer in target._flatten_layers(include_self=False)}
+    for layer in source.layers:
+        if not layer.weights:
+            continue
+        namesake = target_layers.get(layer.name)
+        if namesake is None and isinstance(layer, keras.Model):
+            # 0.1.0's CRF tagger wrapped its encoder in a nested functional model.
+            copy_weights_by_layer_name(layer, target, origin)
+            continue
+        shapes = [tuple(w.shape) for w in layer.weights]
+        if namesake is None or [tuple(w.shape) for w in namesake.weights] != shapes:
+            raise UsageError(
+                f"{origin}: cannot read this run's model (layer {layer.name!r} with weights "
+                f"{shapes} has no counterpart in {type(target).__name__}); it was written by "
+                "another seqlab version: retrain it with this one"
+            )
+        namesake.set_weights(layer.get_weights())
+
+
+def best_epoch(history, monitor, mode="min"):
+    """The 1-based epoch whose `monitor` was best, or None without history."""
+    values = [row[monitor] for row in history if monitor in row]
+    if not values:
+        return None
+    return int(np.argmin(values) if mode == "min" else np.argmax(values)) + 1
+
+
+def write_figures(output, metrics):
+    """Writes `metrics` as JSON to `output` when given; returns the summary lines for it."""
+    if not output:
+        return []
+    write_json_atomic(Path(output), metrics)
+    return [f"figures written to {output}"]
+
+
+class Pipeline:
+    """One task's hooks; the lifecycle around them is written once, here.
+
+    Class attributes:
+        name: the task's name on the command line.
+        config_class: its `TrainConfig` subclass.
+        model_class: the `seqlab.models` class its runs hold.
+        description, examples, extra_arguments, aliases: the command line's help and extra
+            flags (see `common.Task`).
+        data_paths: config fields naming files, made absolute so that evaluate and predict find
+            them from any working directory.
+        renamed_settings: settings of older versions' config.json under their new names.
+        monitor_metric, monitor_mode: what early stopping and `best_epoch` watch (with `val_`
+            in front when there is a validation split).
+    """
+
+    name = None
+    config_class = None
+    model_class = None
+    description = ""
+    examples = {}
+    extra_arguments = {}
+    aliases = {}
+    data_paths = ("data",)
+    renamed_settings = {}
+    monitor_metric = "loss"
+    monitor_mode = "min"
+
+    # --- hooks of train ---------------------------------------------------------------------
+
+    def prepare(self, config, distribution):
+        """Reads and splits the data; returns whatever the other hooks need (`prepared`).
+
+        Runs before the run directory is started, so bad data leaves nothing behind.
+        """
+        raise NotImplementedError
+
+    def build_model(self, config, prepared):
+        """The compiled and built model (called inside the distribution strategy's scope).
+
+        Built means with its weights: `BackupAndRestore` restores into them before the first
+        batch. A model whose sizes are all constructor arguments builds with
+        `model.build(input_shape)`.
+        """
+        raise NotImplementedError
+
+    def datasets(self, config, prepared, batch_size):
+        """`(train, validation or None)` datasets of `fit`, batched with `batch_size`."""
+        raise NotImplementedError
+
+    def callbacks(self, config, prepared, monitor):
+        """The task's `fit` callbacks; by default early stopping on `monitor`, best weights
+        restored."""
+        return [keras.callbacks.EarlyStopping(
+            monitor=monitor, mode=self.monitor_mode, patience=config.patience,
+            restore_best_weights=True,
+        )]
+
+    def score(self, config, model, prepared):
+        """The test-split figures of metrics.json (without the common keys added after)."""
+        raise NotImplementedError
+
+    def artifacts(self, config, prepared):
+        """The files a run keeps beside the model, as objects (the same dict `read_artifacts`
+        returns)."""
+        return {}
+
+    def write_artifacts(self, run, artifacts):
+        """Writes `artifacts` into the run directory (plain text or JSON, never pickle)."""
+
+    def save_plots(self, run, config, prepared, model, metrics, history):
+        """Task plots besides `plots/loss.png` (written by the lifecycle)."""
+
+    def summary_lines(self, config, prepared, metrics):
+        """The terminal summary of a finished `train`, without the run directory line."""
+        raise NotImplementedError
+
+    # --- hooks of a finished run ------------------------------------------------------------
+
+    def read_artifacts(self, path, config):
+        """Reads back what `write_artifacts` wrote into the run directory `path`."""
+        return {}
+
+    def model_for_run(self, config, artifacts):
+        """A built (not trained) `model_class` for a run's settings: the target of an older
+        version's weights."""
+        raise NotImplementedError
+
+    def export_model(self, model, config, artifacts, path):
+        """Writes the serving SavedModel at `path`; returns a one-line signature description."""
+        raise NotImplementedError
+
+    def evaluate(self, run, data=None, output=None, **options):
+        raise NotImplementedError
+
+    def predict(self, run, data=None, output=None, **options):
+        raise NotImplementedError
+
+    # --- the lifecycle ----------------------------------------------------------------------
+
+    def train(self, config, overwrite=False, callbacks=()):
+        """Trains the task's model and writes its run directory.
+
+        Args:
+            config: the task's config.
+            overwrite: replace a finished run at `config.out`.
+            callbacks: extra Keras callbacks for `fit` (after the run directory's own).
+
+        Returns:
+            An `ActionResult` with the run directory and the test metrics.
+
+        Raises:
+            DataError: unreadable or unsuitable data.
+            UsageError: a refused `--out` or setting.
+        """
+        config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
+        prepared = self.prepare(config, distribution)
+        start_run(run, config)
+
+        with distribution.scope():
+            model = self.build_model(config, prepared)
+        train_data, val_data = self.datasets(
+            config, prepared, distribution.global_batch_size(config.batch_size)
+        )
+        monitor = ("val_" if val_data is not None else "") + self.monitor_metric
+        # The task's callbacks come first, so that figures they add to the logs (ner's val_f1)
+        # reach history.csv; EpochHistory stays before BackupAndRestore (common.py says why).
+        run_callbacks = training_callbacks(run)
+        history = next(c for c in run_callbacks if isinstance(c, EpochHistory))
+        fit_callbacks = [*self.callbacks(config, prepared, monitor), *run_callbacks, *callbacks]
+        started = time.perf_counter()
+        model.fit(
+            distribution.shard(train_data),
+            validation_data=distribution.shard(val_data),
+            epochs=config.epochs,
+            callbacks=fit_callbacks,
+            shuffle=False,  # the training datasets shuffle themselves, with the run's seed
+            verbose=progress_verbosity(),
+        )
+        train_seconds = time.perf_counter() - started
+        model = distribution.local_model(model, run.path("model.keras"))
+
+        metrics = self.score(config, model, prepared)
+        metrics.update(
+            epochs_run=len(history.history),
+            best_epoch=metrics.get("best_epoch", best_epoch(history.history, monitor,
+                                                            self.monitor_mode)),
+            train_seconds_this_session=round(train_seconds, 2),
+            distribution=distribution.report(config.batch_size),
+        )
+        artifacts = self.artifacts(config, prepared)
+        self.write_artifacts(run, artifacts)
+        run.write_json("metrics.json", metrics)
+        save_history_plot(history.history, run.path("plots", "loss.png"),
+                          title=f"{getattr(config, 'model', self.name)}: loss")
+        self.save_plots(run, config, prepared, model, metrics, history.history)
+        self.export_model(model, config, artifacts, run.path("saved_model"))
+        final = run.finish()
+
+        notes = []
+        if distribution.kind != "none":
+            notes.append(
+                f"{distribution.kind}: {distribution.replicas} replicas, global batch "
+                f"{distribution.global_batch_size(config.batch_size)} = {config.batch_size} "
+                "per replica"
+            )
+        summary = "\n".join(
+            [*self.summary_lines(config, prepared, metrics), *notes, f"run directory: {final}"]
+        )
+        return ActionResult(summary=summary, path=final, metrics=metrics)
+
+    def load_run(self, path):
+        """Reads the finished run at `path` (this version's or seqlab 0.1.0's).
+
+        Raises:
+            UsageError: not a finished run of this task, or a model this version cannot read.
+        """
+        record = open_run(path, self.name)
+        settings = {self.renamed_settings.get(k, k): v for k, v in record.settings.items()}
+        config = self.config_class(**settings)
+        artifacts = self.read_artifacts(record.path, config)
+        model = keras.saving.load_model(record.file("model.keras"), compile=False)
+        if not isinstance(model, self.model_class):
+            # seqlab 0.1.0 saved functional models: move their weights into the task's class.
+            upgraded = self.model_for_run(config, artifacts)
+            copy_weights_by_layer_name(model, upgraded, origin=str(record.path))
+            model = upgraded
+        metrics_path = record.file("metrics.json")
+        metrics = read_json(metrics_path) if metrics_path.is_file() else {}
+        return LoadedRun(record.path, config, artifacts, model, metrics)
+
+    def export(self, run, out=None):
+        """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
+        loaded = self.load_run(run)
+        path = Path(out) if out else loaded.file("saved_model")
+        signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, path)
+        return ActionResult(summary=f"SavedModel written to {path}\n{signature}", path=path)
+
+    def task(self):
+        """The `common.Task` the command line dispatches to."""
+        return Task(
+            name=self.name,
+            description=self.description,
+            examples=self.examples,
+            config_class=self.config_class,
+            train=self.train,
+            evaluate=self.evaluate,
+            predict=self.predict,
+            export=self.export,
+            extra_arguments=self.extra_arguments,
+            aliases=self.aliases,
+        )

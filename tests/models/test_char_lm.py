@@ -1,0 +1,195 @@
+"""Tests of models/char_lm.py: tiny models, against independent references where there is one."""
+
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seqlab.layers import reset_states
+from seqlab.models import CharLanguageModel
+from seqlab.models.char_lm import NEVER, ResetStatesAtEpochStart
+from seqlab.models.samplers import GreedySampler, RandomSampler
+from tests.conftest import constructor_arguments
+
+VOCAB = 9
+OLD_RUN = Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "charrnn"
+
+
+def tiny(**kwargs):
+    arguments = dict(vocabulary_size=VOCAB, units=6, embedding_dim=4, seed=3)
+    return CharLanguageModel(**{**arguments, **kwargs})
+
+
+def random_ids(shape, seed=0):
+    """Ids of characters (2 and up: 0 is padding, 1 is a vocabulary's unknown character)."""
+    return np.random.default_rng(seed).integers(2, VOCAB, size=shape).astype("int32")
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"kind": "lstm", "layers": 2, "embedding_dim": 0, "dropout": 0.1, "stateful": True,
+     "batch_size": 3, "name": "mine"},
+])
+def test_get_config_round_trips(kwargs):
+    model = tiny(**kwargs)
+    config = model.get_config()
+    missing = [a for a in constructor_arguments(CharLanguageModel) if a not in config]
+    assert not missing
+    assert CharLanguageModel.from_config(config).get_config() == config
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"kind": "lstm", "layers": 2, "embedding_dim": 0}])
+def test_keras_save_and_load_give_the_same_outputs(kwargs, tmp_path):
+    model = tiny(**kwargs)
+    ids = random_ids((2, 7))
+    expected = model(ids)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert type(loaded) is CharLanguageModel and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(loaded(ids), expected, atol=1e-6)
+    np.testing.assert_array_equal(loaded.generate(ids[:, :3], 5), model.generate(ids[:, :3], 5))
+
+
+def test_weights_of_a_0_1_0_functional_model_copy_by_layer_name():
+    old = keras.saving.load_model(OLD_RUN / "model.keras")
+    model = CharLanguageModel(old.output_shape[-1], kind="gru", units=8, embedding_dim=4, seed=7)
+    model.build()
+    copied = [layer.name for layer in model.layers if layer.weights]
+    for name in copied:
+        model.get_layer(name).set_weights(old.get_layer(name).get_weights())
+    assert copied == ["embedding", "gru_0", "logits"]
+    ids = random_ids((3, 12))
+    np.testing.assert_allclose(model(ids), old(ids), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+def test_one_step_at_a_time_equals_the_full_sequence_call(kind):
+    model = tiny(kind=kind, layers=2)
+    ids = random_ids((3, 8))
+    expected = model(ids).numpy()
+    states = model.initial_states(3)
+    assert [s.shape for s in states] == [(3, 6)] * (4 if kind == "lstm" else 2)
+    stepped = []
+    for t in range(8):
+        logits, states = model.step(ids[:, t], states)
+        stepped.append(logits)
+    np.testing.assert_allclose(np.stack(stepped, axis=1), expected, atol=1e-5)
+    # Two halves read with the carried states, and right padding, change nothing.
+    first, states = model.call_with_states(ids[:, :5], model.initial_states(3))
+    second, final_states = model.call_with_states(ids[:, 5:], states)
+    np.testing.assert_allclose(np.concatenate([first, second], axis=1), expected, atol=1e-5)
+    padded = np.pad(ids[:, 5:], [(0, 0), (0, 4)])
+    padded_logits, padded_states = model.call_with_states(padded, states)
+    np.testing.assert_allclose(padded_logits[:, :3], second, atol=1e-6)
+    for padded_state, state in zip(padded_states, final_states):
+        np.testing.assert_allclose(padded_state, state, atol=1e-6)
+
+
+def test_state_names_follow_the_layers():
+    assert tiny(kind="lstm", layers=2).state_names == ["lstm_0_h", "lstm_0_c", "lstm_1_h",
+                                                        "lstm_1_c"]
+    assert tiny().state_names == ["gru_0_h"]
+
+
+def argmax_loop(model, prompt, num_steps, suppressed):
+    """Greedy generation by re-reading the whole text for every new id (the seeds' loop)."""
+    ids = list(prompt)
+    for _ in range(num_steps):
+        logits = model(np.array([ids], "int32"))[0, -1].numpy()
+        logits[list(suppressed)] += NEVER
+        ids.append(int(np.argmax(logits)))
+    return ids[len(prompt):]
+
+
+def test_greedy_generation_equals_an_argmax_loop_over_the_whole_text():
+    model = tiny(kind="lstm", layers=2)
+    model.build()
+    # Ids 0 and 1 would win every step unless suppressed; id 4 is a close second of id 1.
+    model.head.bias.assign(np.array([9.0, 8.0, 0, 0, 7.0, 0, 0, 0, 0], "float32"))
+    prompts = [[3, 4, 5, 6], [7], [2, 8]]
+    tokens = model.generate(prompts, 12, sampler=GreedySampler(), suppressed_ids=(0, 1))
+    assert tokens.shape == (3, 12)
+    for prompt, row in zip(prompts, tokens.numpy().tolist()):
+        assert row == argmax_loop(model, prompt, 12, suppressed=(0, 1))
+    assert not np.isin(tokens, [0, 1]).any()
+    # By default only padding is suppressed.
+    assert model.generate(prompts, 3).numpy().tolist() == [[1, 1, 1]] * 3
+
+
+def test_sampled_generation_is_reproducible_and_independent_of_the_batch():
+    model = tiny()
+    prompts = [[3, 4, 5], [6]]
+
+    def sample(prompts, seed):
+        sampler = RandomSampler(temperature=1.5, seed=seed)
+        return model.generate(prompts, 15, sampler=sampler).numpy().tolist()
+
+    together = sample(prompts, seed=4)
+    assert together == sample(prompts, seed=4) and together != sample(prompts, seed=5)
+    # A right-padded row gets the ids it gets alone.
+    assert together == [sample([prompt], seed=4)[0] for prompt in prompts]
+    compiled = tf.function(lambda ids: model.generate(ids, 15, RandomSampler(1.5, seed=4)))
+    assert compiled(tf.ragged.constant(prompts)).numpy().tolist() == together
+
+
+def test_generation_leaves_a_stateful_models_states_alone():
+    model = tiny(stateful=True, batch_size=2)
+    ids = random_ids((2, 6))
+    model(ids)
+    stored = model.recurrent[0].states[0].numpy()
+    assert np.abs(stored).sum() > 0
+    # Any batch size, read from zero states, not from the stored ones.
+    stateless = tiny()
+    stateless.build()
+    stateless.set_weights(model.get_weights())
+    np.testing.assert_array_equal(model.generate([[3, 4], [5], [6]], 6),
+                                  stateless.generate([[3, 4], [5], [6]], 6))
+    np.testing.assert_array_equal(model.recurrent[0].states[0].numpy(), stored)
+
+
+def test_fit_in_user_code_stateless_and_stateful():
+    text = np.tile(np.arange(2, VOCAB, dtype="int32"), 40)  # a cycle through the ids
+    windows = text[: 30 * 9].reshape(30, 9)
+    dataset = tf.data.Dataset.from_tensor_slices((windows[:, :-1], windows[:, 1:])).batch(6)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model = tiny()
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss=loss)
+    history = model.fit(dataset, epochs=4, verbose=0, shuffle=False).history["loss"]
+    assert history[-1] < history[0] - 0.5
+    # The cycle is learned: greedy generation continues it.
+    assert model.generate([[2, 3, 4]], 6).numpy().tolist() == [[5, 6, 7, 8, 2, 3]]
+
+    # Stateful: the callback zeroes the states carried over from the previous epoch.
+    stateful = tiny(stateful=True, batch_size=6, kind="lstm")
+    stateful.compile(optimizer=keras.optimizers.Adam(0.05), loss=loss)
+    state_sums = []
+    probe = keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda epoch, logs: state_sums.append(stored_state_sum(stateful)),
+        on_epoch_end=lambda epoch, logs: state_sums.append(stored_state_sum(stateful)),
+    )
+    history = stateful.fit(dataset, epochs=2, verbose=0, shuffle=False,
+                           callbacks=[ResetStatesAtEpochStart(), probe]).history["loss"]
+    assert np.isfinite(history).all()
+    assert state_sums[0] == state_sums[2] == 0 and state_sums[1] > 0 and state_sums[3] > 0
+    assert reset_states(stateful) == 1 and stored_state_sum(stateful) == 0
+
+
+def stored_state_sum(model):
+    """The sum of the first layer's stored states (0 before the model is built)."""
+    states = model.recurrent[0].states or []
+    return float(sum(np.abs(state.numpy()).sum() for state in states))
+
+
+def test_bad_arguments_are_value_errors():
+    with pytest.raises(ValueError, match="kind must be one of gru, lstm. Received: kind='rnn'"):
+        tiny(kind="rnn")
+    with pytest.raises(ValueError, match="units must be at least 1. Received: units=0"):
+        tiny(units=0)
+    with pytest.raises(ValueError, match="a stateful model needs its batch size"):
+        tiny(stateful=True)
+    with pytest.raises(ValueError, match=r"dropout must lie in \[0, 1\)"):
+        tiny(dropout=1.0)
+    with pytest.raises(ValueError, match="BeamSampler returns hypotheses"):
+        tiny().generate([[2]], 3, sampler="beam")

@@ -1,0 +1,410 @@
+"""Tests of models/text_classifier.py on tiny made-up texts (models of a few units)."""
+
+import inspect
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from sklearn.feature_extraction.text import CountVectorizer
+
+from seqlab.layers import (
+    GRU,
+    LSTM,
+    MaskedMaxPooling,
+    MaskedMeanPooling,
+    TokenAndPositionEmbedding,
+    TokenDropout,
+    TransformerEncoderLayer,
+)
+from seqlab.models import TextClassifier, TextClassifierEnsemble
+from seqlab.models.text_classifier import MemberEarlyStopping, adapt_vocabulary, text_vectorizer
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "sentiment"
+TEXTS = ["a superb film", "so dull and boring", "the chair", "", "great great fun",
+         "Not good, not good at all!", "zzz qqq"]
+TINY = dict(embedding_dim=4, units=3, num_heads=2, ff_dim=4, sequence_length=8)
+KINDS_AND_POOLINGS = [("gru", "last"), ("lstm", "max"), ("bilstm", "mean"), ("bilstm", "last"),
+                      ("transformer", "mean")]
+FILLER = ["the", "a", "film", "was", "really", "quite", "and", "it", "so", "very"]
+
+
+def tiny_classifier(kind="gru", pooling="mean", **overrides):
+    settings = dict(num_classes=3, vocabulary=adapt_vocabulary(TEXTS, kind), kind=kind,
+                    pooling=pooling, seed=3, **TINY)
+    settings.update(overrides)
+    return TextClassifier(**settings)
+
+
+def functional_reference(kind, pooling, vocabulary_size, num_classes, layers, embedding_dim,
+                         units, num_heads, ff_dim, sequence_length, name=None):
+    """The same classifier as a functional model of Keras's graph (masks propagated by Keras),
+    as seqlab 0.1.0 built it (dropout left out: the comparisons are at inference)."""
+    ids = keras.Input((None,), dtype="int64")
+    if kind == "transformer":
+        hidden = TokenAndPositionEmbedding(vocabulary_size, sequence_length, embedding_dim,
+                                           mask_zero=True, name="embedding")(ids)
+        for index in range(layers):
+            hidden = TransformerEncoderLayer(num_heads=num_heads, ff_dim=ff_dim,
+                                             name=f"encoder_{index}")(hidden)
+    else:
+        hidden = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True,
+                                        name="embedding")(ids)
+        for index in range(layers):
+            last = index == layers - 1
+            layer = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}[kind](
+                units, return_sequences=not (last and pooling == "last"), name=f"{kind}_{index}"
+            )
+            if kind == "bilstm":
+                layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index}")
+            hidden = layer(hidden)
+    if pooling == "mean":
+        hidden = MaskedMeanPooling()(hidden)
+    elif pooling == "max":
+        hidden = MaskedMaxPooling()(hidden)
+    probabilities = keras.layers.Dense(num_classes, activation="softmax",
+                                       name="probabilities")(hidden)
+    return keras.Model(ids, probabilities, name=name)
+
+
+def copy_weights_by_name(source, target):
+    """Copies every weight-carrying layer of `source` into `target`'s namesake, descending into
+    the nested models of `source` that `target` has no namesake of (0.1.0's "classifier")."""
+    namesakes = {layer.name: layer for layer in target._flatten_layers(include_self=False)}
+    copied = []
+    for layer in source.layers:
+        if not layer.weights:
+            continue
+        if layer.name not in namesakes and isinstance(layer, keras.Model):
+            copied += copy_weights_by_name(layer, target)
+            continue
+        namesakes[layer.name].set_weights(layer.get_weights())
+        copied.append(layer.name)
+    return copied
+
+
+def padded_ids(model, texts, extra_padding):
+    ids = model.vectorizer(tf.constant(texts)).numpy()
+    return np.pad(ids, [(0, 0), (0, extra_padding)])
+
+
+@pytest.mark.parametrize("kind", ["gru", "bilstm", "transformer", "ngrams"])
+def test_config_holds_every_constructor_argument_and_round_trips(kind):
+    model = tiny_classifier(kind, layers=2)
+    config = model.get_config()
+    arguments = [name for name in inspect.signature(TextClassifier.__init__).parameters
+                 if name not in ("self", "kwargs")]
+    assert set(arguments) <= set(config)
+    special = ["[UNK]"] if kind == "ngrams" else ["", "[UNK]"]
+    assert config["layers"] == 2 and config["vocabulary"][:len(special)] == special
+    again = TextClassifier.from_config(config)
+    assert again.get_config() == config
+    assert [w.shape for w in again.weights] == [w.shape for w in model.weights]
+
+
+def test_ensemble_config_round_trips():
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=2,
+                                      vocabulary=adapt_vocabulary(TEXTS), kind="gru", seed=1,
+                                      **TINY)
+    config = ensemble.get_config()
+    arguments = [name for name in inspect.signature(TextClassifierEnsemble.__init__).parameters
+                 if name not in ("self", "kwargs")]
+    assert set(arguments) <= set(config)
+    assert TextClassifierEnsemble.from_config(config).get_config() == config
+    assert [member.seed for member in ensemble.members] == [1, 1001]
+    assert [member.name for member in ensemble.members] == ["member_0", "member_1"]
+
+
+@pytest.mark.parametrize("kind", ["bilstm", "ngrams"])
+def test_keras_file_round_trip_gives_the_same_outputs(kind, tmp_path):
+    model = tiny_classifier(kind)
+    model.get_layer("probabilities").bias.assign([0.3, -0.2, 0.1])  # ngrams: not all zero
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(loaded, TextClassifier)
+    assert loaded.vectorizer.get_vocabulary() == model.vectorizer.get_vocabulary()
+    texts = tf.constant(TEXTS)
+    np.testing.assert_array_equal(loaded(texts).numpy(), model(texts).numpy())
+
+
+def test_ensemble_keras_file_round_trip_gives_the_same_outputs(tmp_path):
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=3,
+                                      vocabulary=adapt_vocabulary(TEXTS), kind="lstm", **TINY)
+    ensemble.save(tmp_path / "ensemble.keras")
+    loaded = keras.saving.load_model(tmp_path / "ensemble.keras")
+    texts = tf.constant(TEXTS)
+    np.testing.assert_array_equal(loaded(texts).numpy(), ensemble(texts).numpy())
+    np.testing.assert_array_equal(loaded.members[1](padded_ids(loaded, TEXTS, 0)).numpy(),
+                                  ensemble.members[1](padded_ids(ensemble, TEXTS, 0)).numpy())
+
+
+@pytest.mark.parametrize("kind, pooling", KINDS_AND_POOLINGS)
+def test_same_outputs_as_a_functional_model_with_copied_weights(kind, pooling):
+    model = tiny_classifier(kind, pooling, layers=2)
+    reference = functional_reference(kind, pooling, model.vocabulary_size, 3, layers=2,
+                                     **TINY)
+    copied = copy_weights_by_name(reference, model)
+    assert len(copied) == 4 and {"embedding", "probabilities"} <= set(copied)
+    ids = padded_ids(model, TEXTS, 0)
+    np.testing.assert_allclose(model(tf.constant(TEXTS)).numpy(), reference(ids).numpy(),
+                               atol=1e-6)
+    # The token-id model with the same weights gives the same outputs.
+    by_ids = TextClassifier.from_config({**model.get_config(), "vocabulary": None})
+    by_ids.set_weights(model.get_weights())
+    np.testing.assert_allclose(by_ids(ids).numpy(), reference(ids).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind, pooling", KINDS_AND_POOLINGS)
+def test_padding_does_not_change_outputs_and_empty_texts_are_defined(kind, pooling):
+    model = tiny_classifier(kind, pooling, layers=2, vocabulary=None, vocabulary_size=30,
+                            sequence_length=16)
+    ids = np.array([[5, 9, 2, 17, 3]])
+    outputs = [model(np.pad(ids, [(0, 0), (0, padding)])).numpy() for padding in (0, 1, 6, 11)]
+    for other in outputs[1:]:
+        np.testing.assert_allclose(other, outputs[0], atol=1e-6, rtol=0)
+    different = model(np.array([[8, 8, 1, 0, 0]])).numpy()
+    assert np.abs(different - outputs[0]).max() > 1e-6  # the check above is not vacuous
+    # An empty text is all padding (id 0); a text of unknown words is all [UNK] (id 1).
+    defined = model(np.array([[0, 0, 0, 0], [1, 1, 1, 0]])).numpy()
+    assert np.all(np.isfinite(defined))
+    np.testing.assert_allclose(defined.sum(axis=1), 1, atol=1e-6)
+
+
+def test_token_dropout_replaces_real_tokens_only_while_training():
+    model = tiny_classifier("gru", token_dropout=0.5, dropout=0.0, vocabulary=None,
+                            vocabulary_size=20)
+    ids = np.array([[5, 9, 2, 17, 3, 0, 0], [4, 4, 0, 0, 0, 0, 0]])
+    inference = model(ids, training=False).numpy()
+    np.testing.assert_array_equal(model(ids).numpy(), inference)
+    assert np.abs(model(ids, training=True).numpy() - inference).max() > 1e-6
+    assert isinstance(model.token_dropper, TokenDropout) and model.token_dropper.rate == 0.5
+
+
+def test_weights_of_a_0_1_0_run_give_its_probabilities():
+    old = keras.saving.load_model(FIXTURE / "model.keras")
+    config = json.loads((FIXTURE / "config.json").read_text())["settings"]
+    vocabulary = (FIXTURE / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    model = TextClassifier(
+        num_classes=2, vocabulary=vocabulary, kind=config["model"], pooling=config["pooling"],
+        sequence_length=config["sequence_length"], standardize=config["standardize"],
+        embedding_dim=config["embedding_dim"], units=config["units"], layers=config["layers"],
+        dropout=config["dropout"], token_dropout=config["token_dropout"], seed=config["seed"],
+    )
+    assert copy_weights_by_name(old, model) == ["embedding", "bidirectional_0", "probabilities"]
+    texts = tf.constant(["a fine film", "dull and long", "", "zzz"] + TEXTS)
+    np.testing.assert_allclose(model(texts).numpy(), old(texts).numpy(), atol=1e-6)
+    # The figures 0.1.0 printed for two texts (expected_predict.csv).
+    np.testing.assert_allclose(model(texts[:2]).numpy()[:, 0], [0.500814, 0.501662], atol=1e-6)
+
+
+def test_weights_of_a_0_1_0_ensemble_copy_member_by_member():
+    # 0.1.0's ensemble: text -> vectorizer -> "classifier" averaging models named member_<k>.
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=3,
+                                      vocabulary=adapt_vocabulary(TEXTS), kind="bilstm", **TINY)
+    ids = keras.Input((None,), dtype="int64")
+    members = [functional_reference("bilstm", "mean", ensemble.vocabulary_size, 3, layers=1,
+                                    name=f"member_{k}", **TINY) for k in range(2)]
+    classifier = keras.Model(ids, keras.layers.Average()([member(ids) for member in members]),
+                             name="classifier")
+    text = keras.Input((), dtype="string")
+    vectorizer = text_vectorizer("bilstm", ensemble.vocabulary, sequence_length=8)
+    old = keras.Model(text, classifier(vectorizer(text)))
+    assert copy_weights_by_name(old, ensemble) == ["member_0", "member_1"]
+    texts = tf.constant(TEXTS)
+    np.testing.assert_allclose(ensemble(texts).numpy(), old(texts).numpy(), atol=1e-6)
+
+
+def test_ngrams_vectorizer_counts_the_n_grams_present_in_each_text():
+    # The same 1- and 2-gram sets as scikit-learn's binary CountVectorizer (an independent
+    # reference): each n-gram present counts once, however often it occurs.
+    texts = ["a superb superb film", "Not good, not good at all!", "", "film"]
+    vocabulary = adapt_vocabulary(texts, "ngrams", ngrams=2)
+    assert vocabulary[0] == "[UNK]"
+    presence = tf.sparse.to_dense(text_vectorizer("ngrams", vocabulary)(tf.constant(texts)))
+    presence = presence.numpy()
+    assert presence.shape == (4, len(vocabulary)) and set(np.unique(presence)) == {0.0, 1.0}
+    analyzer = CountVectorizer(ngram_range=(1, 2), token_pattern=r"\S+",
+                               preprocessor=lambda t: t.lower().replace(",", "").replace("!", ""),
+                               ).build_analyzer()
+    for text, row in zip(texts, presence):
+        assert {vocabulary[j] for j in np.flatnonzero(row)} == set(analyzer(text)), text
+    unseen = text_vectorizer("ngrams", vocabulary)(tf.constant(["superb plot"]))
+    unseen = tf.sparse.to_dense(unseen).numpy()[0]
+    assert unseen[0] == 1 and unseen[vocabulary.index("superb")] == 1 and unseen.sum() == 2
+
+
+def test_ngrams_kind_is_a_logistic_regression_that_learns_word_order():
+    # The class is told only by the order of two words, so word counts alone cannot tell it.
+    rng = np.random.default_rng(3)
+    texts, labels = [], []
+    for k in range(240):
+        words = list(rng.choice(FILLER, size=rng.integers(0, 4)))
+        pair = ["red", "blue"] if k % 2 else ["blue", "red"]
+        at = rng.integers(0, len(words) + 1)
+        texts.append(" ".join(words[:at] + pair + words[at:]))
+        labels.append(k % 2)
+    labels = np.array(labels)
+    accuracies = {}
+    for n in (1, 2):
+        model = TextClassifier(num_classes=2, kind="ngrams", ngrams=n,
+                               vocabulary=adapt_vocabulary(texts[:160], "ngrams", ngrams=n))
+        assert not np.any(model.output_layer.kernel.numpy())  # zero weights: no seed matters
+        model.compile(keras.optimizers.Adam(0.1), "sparse_categorical_crossentropy")
+        model.fit(tf.constant(texts[:160]), labels[:160], epochs=20, batch_size=16, verbose=0)
+        probabilities = model.predict(tf.constant(texts[160:]), verbose=0)
+        accuracies[n] = np.mean(probabilities.argmax(axis=1) == labels[160:])
+        # softmax(x W + b) of the n-grams present, and an empty text gets softmax(b).
+        kernel, bias = (w.numpy() for w in model.output_layer.weights)
+        present = tf.sparse.to_dense(model.vectorizer(tf.constant(texts[160:] + [""]))).numpy()
+        np.testing.assert_allclose(
+            model.predict(tf.constant(texts[160:] + [""]), verbose=0),
+            keras.ops.softmax(present @ kernel + bias).numpy(), atol=1e-6,
+        )
+    assert accuracies[2] == 1.0
+    assert accuracies[1] < 0.7  # the same bag of words in both classes
+
+
+def keyword_texts(n=60, seed=0):
+    """Texts whose class (0 or 1) is told by one keyword among filler words."""
+    rng = np.random.default_rng(seed)
+    keywords = [["awful", "dull", "poor"], ["great", "superb", "lovely"]]
+    texts, labels = [], []
+    for k in range(n):
+        words = list(rng.choice(FILLER, size=rng.integers(1, 5)))
+        words.insert(rng.integers(0, len(words) + 1), rng.choice(keywords[k % 2]))
+        texts.append(" ".join(words))
+        labels.append(k % 2)
+    return texts, np.array(labels)
+
+
+def test_fit_on_a_dataset_of_raw_strings_learns_a_keyword():
+    texts, labels = keyword_texts()
+    # A transformer: its training step traces in half the time of a recurrent one's.
+    model = TextClassifier(num_classes=2, vocabulary=adapt_vocabulary(texts),
+                           kind="transformer", embedding_dim=8, num_heads=2, ff_dim=8,
+                           sequence_length=8, dropout=0.0, token_dropout=0.0, seed=0)
+    model.compile(keras.optimizers.Adam(0.03), "sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    dataset = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(16)
+    history = model.fit(dataset, epochs=8, shuffle=False, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0]
+    assert model.evaluate(dataset, verbose=0, return_dict=True)["accuracy"] >= 0.9
+
+
+def test_ensemble_outputs_the_mean_of_its_members_probabilities():
+    ensemble = TextClassifierEnsemble(num_members=3, num_classes=3,
+                                      vocabulary=adapt_vocabulary(TEXTS), kind="gru", seed=5,
+                                      **TINY)
+    ids = padded_ids(ensemble, TEXTS, 0)
+    each = np.stack([member(ids).numpy() for member in ensemble.members])
+    np.testing.assert_allclose(ensemble(tf.constant(TEXTS)).numpy(), each.mean(axis=0),
+                               atol=1e-7)
+    np.testing.assert_allclose(ensemble.member_probabilities(tf.constant(TEXTS)).numpy(),
+                               each.transpose(1, 0, 2), atol=1e-7)
+    assert np.abs(each[0] - each[1]).max() > 1e-4  # the members are different models
+
+
+def test_ensemble_fit_trains_each_member_on_its_own():
+    # The training loss is the mean of the members' own cross-entropies: a member's gradient
+    # is its own loss's gradient over N, untouched by the other members (training the
+    # averaged probabilities would couple them).
+    vocabulary = adapt_vocabulary(["good film", "bad film", "a dull plot"])
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=2, vocabulary=vocabulary,
+                                      kind="gru", embedding_dim=4, units=3, sequence_length=6,
+                                      dropout=0.0, token_dropout=0.0)
+    texts = tf.constant(["good film", "a bad plot", "dull"])
+    labels = tf.constant([1, 0, 0])
+    # Member 0 made confident, so that the average differs from member 1's own output.
+    ensemble.members[0].output_layer.bias.assign([5.0, -5.0])
+    member = ensemble.members[1]
+    with tf.GradientTape(persistent=True) as tape:
+        probabilities = ensemble.member_probabilities(texts, training=True)
+        loss = tf.reduce_mean(ensemble.member_losses(labels, probabilities))
+        own = keras.losses.sparse_categorical_crossentropy(
+            labels, member(ensemble.vectorizer(texts), training=True)
+        )
+        own = tf.reduce_mean(own) / 2
+        averaged = tf.reduce_mean(
+            keras.losses.sparse_categorical_crossentropy(labels, ensemble(texts, training=True))
+        )
+
+    def gradients(value):
+        return [tf.convert_to_tensor(g).numpy()
+                for g in tape.gradient(value, member.trainable_weights)]
+
+    for ensemble_grad, own_grad in zip(gradients(loss), gradients(own)):
+        np.testing.assert_allclose(ensemble_grad, own_grad, atol=1e-6)
+    # Not vacuous: training the average would move member 1 otherwise.
+    own_bias, averaged_bias = gradients(own)[-1], gradients(averaged)[-1]
+    assert np.abs(averaged_bias - own_bias).max() > 0.05
+
+
+def test_ensemble_fit_logs_the_figures_of_the_average_and_of_every_member():
+    texts, labels = keyword_texts(n=32)
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=2,
+                                      vocabulary=adapt_vocabulary(texts), kind="transformer",
+                                      dropout=0.0, token_dropout=0.0, **TINY)
+    ensemble.compile(keras.optimizers.Adam(0.03))
+    before = [w.numpy() for w in ensemble.members[1].weights]
+    stopping = MemberEarlyStopping("accuracy", patience=5, prefix="")
+    history = ensemble.fit(tf.constant(texts), labels, epochs=2, batch_size=8, verbose=0,
+                           callbacks=[stopping]).history
+    assert set(history) == {"loss", "accuracy", "member_0_loss", "member_0_accuracy",
+                            "member_1_loss", "member_1_accuracy"}
+    assert all(1 <= epoch <= 2 for epoch in stopping.best_epochs)
+    assert any(np.abs(b - w.numpy()).max() > 0 for b, w in zip(before,
+                                                               ensemble.members[1].weights))
+    figures = ensemble.evaluate(tf.constant(texts), labels, batch_size=32, verbose=0,
+                                return_dict=True)
+    each = ensemble.member_probabilities(tf.constant(texts)).numpy()
+    own_losses = [keras.losses.sparse_categorical_crossentropy(labels, each[:, k]).numpy()
+                  for k in range(2)]
+    np.testing.assert_allclose(figures["member_0_loss"], own_losses[0].mean(), rtol=1e-5)
+    np.testing.assert_allclose(figures["loss"], np.mean(own_losses), rtol=1e-5)
+    np.testing.assert_allclose(figures["accuracy"],
+                               np.mean(each.mean(axis=1).argmax(axis=1) == labels))
+
+
+def test_member_early_stopping_gives_each_member_its_own_best_epoch():
+    class Host(keras.Sequential):
+        members = [keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+                   for _ in range(2)]
+
+    host = Host([keras.Input((1,)), keras.layers.Dense(1)])
+    host.stop_training = False  # as `fit` sets it
+    members = host.members
+    stopping = MemberEarlyStopping("loss", patience=2)
+    stopping.set_model(host)
+    stopping.on_train_begin()
+    # Member 0 is best at epoch 2, member 1 at epoch 3; neither improves after that.
+    losses = [(0.9, 0.8), (0.5, 0.7), (0.6, 0.4), (0.7, 0.5), (0.8, 0.6), (0.9, 0.9)]
+    stopped_after = None
+    for epoch, (first, second) in enumerate(losses):
+        for member in members:  # weights that tell the epochs apart
+            member.set_weights([np.full((1, 1), epoch, "float32"), np.zeros(1, "float32")])
+        stopping.on_epoch_end(epoch, {"val_member_0_loss": first, "val_member_1_loss": second})
+        if host.stop_training:
+            stopped_after = epoch + 1
+            break
+    assert stopped_after == 5  # member 1's patience ran out last, two epochs after epoch 3
+    stopping.on_train_end()
+    assert stopping.best_epochs == [2, 3]
+    assert [member.get_weights()[0][0, 0] for member in members] == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(kind="cnn"), "kind must be one of gru, lstm, bilstm, transformer, ngrams"),
+    (dict(kind="transformer", pooling="last"), "The transformer kind has no last state"),
+    (dict(kind="transformer", embedding_dim=6, num_heads=4),
+     "embedding_dim must be a multiple of num_heads"),
+    (dict(pooling="sum"), "pooling must be one of mean, max, last"),
+    (dict(units=0), "Received: units=0"),
+    (dict(dropout=1.0), "Received: dropout=1.0"),
+    (dict(vocabulary=None), "Give the vocabulary .* or vocabulary_size"),
+    (dict(vocabulary_size=5), "vocabulary_size must be the vocabulary's length"),
+])
+def test_constructor_refuses_settings_that_cannot_work(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_classifier(**overrides)

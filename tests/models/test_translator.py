@@ -1,0 +1,248 @@
+"""`Translator`: the function it computes, cached decoding, generation, config and `.keras`."""
+
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seqlab.layers import (
+    GRU,
+    AdditiveAttention,
+    TokenAndPositionEmbedding,
+    TransformerDecoderLayer,
+    TransformerEncoderLayer,
+)
+from seqlab.models import BeamSampler, GreedySampler, Translator
+
+KINDS = ["gru-attention", "transformer"]
+START, END = 2, 3
+SOURCE_IDS = np.array([[4, 5, 6, 7, 8], [9, 4, 11, 0, 0]], dtype="int32")
+TARGET_IN = np.array([[START, 4, 5, 6, 7, 8], [START, 13, 12, 11, 0, 0]], dtype="int32")
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "translate"
+
+
+def tiny_translator(kind, **overrides):
+    """An untrained model of `kind`: 12 source ids, 14 target ids."""
+    settings = dict(kind=kind, embedding_dim=8, units=8, layers=2, num_heads=2, ff_dim=8,
+                    dropout=0.0, max_length=12)
+    settings.update(overrides)
+    return Translator(12, 14, **settings)
+
+
+def masked_loss():
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+
+
+def functional_reference(model):
+    """The same function wired as a functional model from seqlab layers, weights copied by name.
+
+    Outputs `[logits, attention]` (the attention of the additive layer, or the last decoder
+    layer's cross-attention averaged over heads).
+    """
+    source_ids = keras.Input((None,), dtype="int32")
+    target_in_ids = keras.Input((None,), dtype="int32")
+    source_mask = keras.ops.not_equal(source_ids, 0)
+    units, width = model.units, model.embedding_dim
+    if model.kind == "gru-attention":
+        embedded = keras.layers.Embedding(12, width, mask_zero=True, name="source_embedding")(
+            source_ids
+        )
+        memory, forward, backward = keras.layers.Bidirectional(
+            GRU(units, return_sequences=True, return_state=True), name="encoder"
+        )(embedded)
+        state = keras.layers.Dense(units, activation="tanh", name="bridge")(
+            keras.layers.Concatenate()([forward, backward])
+        )
+        target = keras.layers.Embedding(14, width, mask_zero=True, name="target_embedding")(
+            target_in_ids
+        )
+        states = GRU(units, return_sequences=True, name="decoder")(target, initial_state=[state])
+        context, attention = AdditiveAttention(units, name="attention")(
+            states, memory, values_mask=source_mask
+        )
+        hidden = keras.layers.Dense(units, activation="tanh", name="attention_output")(
+            keras.layers.Concatenate()([states, context])
+        )
+    else:
+        layer_args = dict(num_heads=model.num_heads, ff_dim=model.ff_dim)
+        encoded = TokenAndPositionEmbedding(12, model.max_length, width, mask_zero=True,
+                                            name="source_embedding")(source_ids)
+        for index in range(model.num_layers):
+            encoded = TransformerEncoderLayer(**layer_args, name=f"encoder_{index}")(encoded)
+        hidden = TokenAndPositionEmbedding(14, model.max_length, width, mask_zero=True,
+                                           name="target_embedding")(target_in_ids)
+        for index in range(model.num_layers):
+            hidden, attention = TransformerDecoderLayer(**layer_args, name=f"decoder_{index}")(
+                hidden, encoded, encoder_mask=source_mask, return_attention_scores=True
+            )
+        attention = keras.ops.mean(attention, axis=1)
+    logits = keras.layers.Dense(14, name="logits")(hidden)
+    reference = keras.Model([source_ids, target_in_ids], [logits, attention])
+    for layer in reference.layers:
+        if layer.weights:
+            layer.set_weights(model.get_layer(layer.name).get_weights())
+    return reference
+
+
+# The function
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_equals_a_functional_model_of_the_same_layers_with_copied_weights(kind):
+    model = tiny_translator(kind)
+    for weight in model.weights:  # random biases and norms too
+        weight.assign(np.random.default_rng(1).normal(size=weight.shape) * 0.3)
+    logits, attention = model([SOURCE_IDS, TARGET_IN], return_attention_scores=True)
+    expected_logits, expected_attention = functional_reference(model)([SOURCE_IDS, TARGET_IN])
+    real = TARGET_IN != 0
+    np.testing.assert_allclose(logits.numpy()[real], expected_logits.numpy()[real], atol=1e-5)
+    np.testing.assert_allclose(attention.numpy()[real], expected_attention.numpy()[real],
+                               atol=1e-5)
+    assert attention.shape == (2, 6, 5)
+    np.testing.assert_allclose(attention.numpy()[real].sum(axis=-1), 1.0, atol=1e-5)
+    assert (attention.numpy()[1, :, 3:] == 0).all()  # source padding gets no attention
+
+
+def test_weights_of_a_0_1_0_run_copy_by_layer_name_and_give_its_logits():
+    settings = json.loads((FIXTURE / "config.json").read_text())["settings"]
+    old = keras.saving.load_model(FIXTURE / "model.keras", compile=False)
+    model = Translator(
+        old.get_layer("source_embedding").vocabulary_size,
+        old.get_layer("target_embedding").vocabulary_size,
+        kind=settings["model"], embedding_dim=settings["embedding_dim"],
+        layers=settings["layers"], num_heads=settings["num_heads"], ff_dim=settings["ff_dim"],
+        dropout=settings["dropout"], max_length=settings["max_length"],
+    )
+    weighted = [layer for layer in old.layers if layer.weights]
+    assert {layer.name for layer in weighted} <= {layer.name for layer in model.layers}
+    for layer in weighted:
+        model.get_layer(layer.name).set_weights(layer.get_weights())
+    source = np.array([[5, 9, 1, 4], [7, 0, 0, 0]], "int32")
+    target_in = np.array([[START, 6, 8], [START, 5, 0]], "int32")
+    real = target_in != 0
+    np.testing.assert_allclose(model([source, target_in]).numpy()[real],
+                               old([source, target_in]).numpy()[real], atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_padding_changes_neither_logits_nor_loss(kind):
+    model = tiny_translator(kind)
+    target_out = np.concatenate([TARGET_IN[:, 1:], [[END], [0]]], axis=1)
+    target_out[1, 3] = END  # row 1: three tokens, then the end token, then padding
+    logits = model([SOURCE_IDS, TARGET_IN])
+    padded_logits = model([np.pad(SOURCE_IDS, [[0, 0], [0, 3]]),
+                           np.pad(TARGET_IN, [[0, 0], [0, 2]])])
+    np.testing.assert_allclose(padded_logits[:, :6], logits, atol=1e-5)
+    loss = float(masked_loss()(target_out, logits))
+    padded_loss = float(masked_loss()(np.pad(target_out, [[0, 0], [0, 2]]), padded_logits))
+    assert padded_loss == pytest.approx(loss, rel=1e-5)
+
+
+# Step-by-step decoding and generation
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cached_decode_steps_equal_the_teacher_forced_call(kind):
+    model = tiny_translator(kind)
+    full = model([SOURCE_IDS, TARGET_IN]).numpy()
+    state = model.encode(SOURCE_IDS)
+    for position in range(4):  # row 1 has the start token and three target tokens
+        logits, state = model.decode_step(TARGET_IN[:, position], state)
+        np.testing.assert_allclose(logits.numpy(), full[:, position], atol=1e-5)
+    if kind == "transformer":
+        assert state["position"].numpy().tolist() == [4, 4]
+        assert set(state["caches"][0]) == {"self_key", "self_value", "cross_key", "cross_value"}
+
+
+def test_transformer_generation_runs_on_the_key_value_cache_only(monkeypatch):
+    model = tiny_translator("transformer")
+    expected = model.generate(SOURCE_IDS)
+
+    def full_pass(*args, **kwargs):
+        raise AssertionError("generation ran the decoder over the whole prefix")
+
+    monkeypatch.setattr(TransformerDecoderLayer, "call", full_pass)
+    np.testing.assert_array_equal(model.generate(SOURCE_IDS), expected)
+    assert model.generate(SOURCE_IDS, BeamSampler(beam_width=2)).tokens.shape[:2] == (2, 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_beam_width_one_is_greedy(kind):
+    model = tiny_translator(kind)
+    # A bias towards the end token's rivals keeps the outputs long enough to compare.
+    model.output_projection.bias.assign(np.linspace(0.0, 1.0, 14).astype("float32"))
+    greedy = model.generate(SOURCE_IDS, GreedySampler())
+    beam = model.generate(SOURCE_IDS, BeamSampler(beam_width=1, length_penalty=0.0))
+    assert greedy.shape[1] > 3
+    np.testing.assert_array_equal(beam.tokens[:, 0].numpy(), greedy.numpy())
+    np.testing.assert_array_equal(model.generate(SOURCE_IDS, "greedy"), greedy)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generation_never_chooses_padding_or_start_and_stops_at_max_length(kind):
+    model = tiny_translator(kind)
+    bias = np.zeros(14, "float32")
+    bias[[0, START]] = 100.0  # what an untrained model might prefer
+    model.output_projection.bias.assign(bias)
+    tokens = model.generate(SOURCE_IDS).numpy()
+    assert tokens.shape == (2, 11)  # 2 x 5 + 10 = 20 steps, capped at max_length - 1
+    assert not np.isin(tokens, [0, START]).any()
+    assert model.generate(SOURCE_IDS, max_length=4).shape == (2, 4)
+    beam = model.generate(SOURCE_IDS, BeamSampler(beam_width=2, num_return=2), max_length=3)
+    assert beam.tokens.shape == (2, 2, 3) and not np.isin(beam.tokens, [0, START]).any()
+
+
+def test_generation_inside_a_tf_function_equals_eager():
+    model = tiny_translator("transformer")
+    model.output_projection.bias.assign(np.linspace(0.0, 1.0, 14).astype("float32"))
+    generate = tf.function(model.generate,
+                           input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    np.testing.assert_array_equal(generate(SOURCE_IDS), model.generate(SOURCE_IDS))
+
+
+# Training, config and saving
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_learns_a_copy_task_with_model_fit(kind):
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, 12, size=(64, 4)).astype("int32")
+    target_in = np.concatenate([np.full((64, 1), START), source], axis=1).astype("int32")
+    target_out = np.concatenate([source, np.full((64, 1), END)], axis=1).astype("int32")
+    dataset = tf.data.Dataset.from_tensor_slices(((source, target_in), target_out)).batch(16)
+    model = tiny_translator(kind, embedding_dim=16, units=16, layers=1, ff_dim=16)
+    model.compile(optimizer=keras.optimizers.Adam(0.02), loss=masked_loss())
+    history = model.fit(dataset, epochs=6, verbose=0).history["loss"]
+    assert history[-1] < 0.7 * history[0], history
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_config_round_trip_and_keras_file_give_the_same_outputs(kind, tmp_path):
+    model = tiny_translator(kind, dropout=0.1, seed=5, start_token_id=1, end_token_id=13)
+    rebuilt = Translator.from_config(model.get_config())
+    assert rebuilt.get_config() == model.get_config()
+    rebuilt.set_weights(model.get_weights())
+    expected = model([SOURCE_IDS, TARGET_IN])
+    np.testing.assert_allclose(rebuilt([SOURCE_IDS, TARGET_IN]), expected, atol=1e-6)
+
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(loaded, Translator) and loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(loaded([SOURCE_IDS, TARGET_IN]), expected, atol=1e-6)
+    np.testing.assert_array_equal(loaded.generate(SOURCE_IDS), model.generate(SOURCE_IDS))
+
+
+def test_bad_settings_are_refused_with_the_value():
+    with pytest.raises(ValueError, match="kind must be one of gru-attention, transformer"):
+        Translator(12, 14, kind="lstm")
+    with pytest.raises(ValueError, match="embedding_dim must be divisible by num_heads"):
+        Translator(12, 14, embedding_dim=10, num_heads=4)
+    with pytest.raises(ValueError, match="layers must be at least 1. Received: layers=0"):
+        Translator(12, 14, layers=0)
+    with pytest.raises(ValueError, match="max_length must be at least 2. Received: max_length=1"):
+        Translator(12, 14, max_length=1)
+    with pytest.raises(ValueError, match="end_token_id must be a target id other than padding"):
+        Translator(12, 14, end_token_id=14)
