@@ -23,6 +23,7 @@ PREDICT_CALLS = {
     "charrnn": ({"prompt": "The ", "num_chars": 30, "seed": 3}, "expected_predict.txt"),
     "sentiment": ({"texts": ["a fine film", "dull and long"]}, "expected_predict.csv"),
     "ner": ({"text": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
+    "ner-crf": ({"text": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
     "translate": ({"texts": ["a dog runs .", "two men are talking ."]}, "expected_predict.txt"),
 }
 
@@ -60,18 +61,18 @@ def _as_number(cell):
 
 @pytest.fixture
 def old_run(tmp_path, request):
-    task = request.param
-    run = tmp_path / task
-    shutil.copytree(FIXTURES / task, run)
-    return task, run
+    name = request.param
+    run = tmp_path / name
+    shutil.copytree(FIXTURES / name, run)
+    return name, run
 
 
 @pytest.mark.parametrize("old_run", list(PREDICT_CALLS), indirect=True)
 def test_a_0_1_0_run_evaluates_to_the_same_figures(old_run, tmp_path):
-    task, run = old_run
+    name, run = old_run
     output = tmp_path / "figures.json"
-    result = load_task(task).evaluate(run=str(run), output=str(output))
-    expected = json.loads((FIXTURES / task / "expected_evaluate.json").read_text())
+    result = load_task(name.split("-")[0]).evaluate(run=str(run), output=str(output))
+    expected = json.loads((FIXTURES / name / "expected_evaluate.json").read_text())
     written = json.loads(output.read_text())
     # Paths in the figures name the copy, not the fixture.
     for figures in (expected, written):
@@ -82,11 +83,11 @@ def test_a_0_1_0_run_evaluates_to_the_same_figures(old_run, tmp_path):
 
 @pytest.mark.parametrize("old_run", list(PREDICT_CALLS), indirect=True)
 def test_a_0_1_0_run_predicts_the_same(old_run, tmp_path):
-    task, run = old_run
-    arguments, expected_name = PREDICT_CALLS[task]
+    name, run = old_run
+    arguments, expected_name = PREDICT_CALLS[name]
     output = tmp_path / expected_name
-    load_task(task).predict(run=str(run), output=str(output), **arguments)
-    expected = FIXTURES / task / expected_name
+    load_task(name.split("-")[0]).predict(run=str(run), output=str(output), **arguments)
+    expected = FIXTURES / name / expected_name
     if expected.suffix == ".csv":
         actual_rows, expected_rows = _cells(output), _cells(expected)
         assert actual_rows[0] == expected_rows[0]
