@@ -85,9 +85,8 @@ def _add_action_parsers(task_parser, task):
     parsers["export"].add_argument(
         "--out", metavar="DIR", help="SavedModel directory (default: <run>/saved_model)"
     )
-    for action, arguments in task.extra_arguments.items():
-        for flags, kwargs in arguments:
-            parsers[action].add_argument(*flags, **kwargs)
+    for action, options_class in task.options.items():
+        add_config_arguments(parsers[action], options_class)
     for parser in parsers.values():
         parser.add_argument(
             "--debug", action="store_true", help="show the traceback of data and usage errors"
@@ -135,6 +134,8 @@ def _run_action(task, action, values):
     from seqlab.pipelines.common import default_out, make_config, read_config_file
 
     if action != "train":
+        # Only the flags given are passed: the action fills in and checks the rest through its
+        # options dataclass, so a call from Python is checked the same way.
         return getattr(task, action)(**values)
     config_file = values.pop("config", None)
     overwrite = values.pop("overwrite", False)

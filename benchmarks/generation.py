@@ -38,11 +38,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from seqlab.data.text import CharVocabulary, load_default_text  # noqa: E402
-from seqlab.models.char_lm import NEVER  # noqa: E402
+from seqlab.models.char_lm import NEVER, TextGenerator  # noqa: E402
 from seqlab.pipelines.charrnn import (  # noqa: E402
     PIPELINE,
     CharRNNConfig,
-    TextGenerator,
     build_model,
     export_saved_model,
 )
@@ -82,7 +81,7 @@ def main(argv=None):
                                embedding_dim=args.embedding_dim)
         vocabulary = CharVocabulary.from_text(load_default_text()[0])
         model = build_model(config, vocabulary.size)
-    generator = TextGenerator(model, vocabulary)
+    generator = TextGenerator(model, vocabulary.lookup, vocabulary.inverse)
     export_dir = tempfile.mkdtemp(prefix="seqlab-generation-")
     export_saved_model(generator, os.path.join(export_dir, "saved_model"))
     exported = tf.saved_model.load(os.path.join(export_dir, "saved_model"))

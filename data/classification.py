@@ -22,9 +22,10 @@ Every example remembers where it came from (file and line), so that a bad one, o
 trained model does not know, is reported as a `DataError` that names the place. Texts are decoded
 as UTF-8 (a byte-order mark is allowed).
 
-`stratified_split` makes the seeded, stratified train / held-out split used when no test split is
-given, and `make_dataset` the batches `(text string[batch], label_id int32[batch])`: the raw
-strings, because the models vectorise text with a `TextVectorization` layer of their own.
+`load_training_data` reads the data to train on (or the embedded smoke-test sample), `make_splits`
+makes the train / validation / test splits (a given test split, or a seeded stratified one from
+`stratified_split`), and `make_dataset` the batches `(text string[batch], label_id int32[batch])`:
+the raw strings, because the models vectorise text with a `TextVectorization` layer of their own.
 """
 
 import csv
@@ -404,11 +405,40 @@ def load_sample():
     and places) written for seqlab so that `seqlab sentiment train` runs out of the box. It only
     shows that the pipeline works; it is far too small to measure a model with.
     """
-    resource = resources.files("data").joinpath("samples", "sentiment_sample.tsv")
+    resource = resources.files(__package__).joinpath("samples", "sentiment_sample.tsv")
     with resources.as_file(resource) as path:
         examples = read_table(path)
     examples.source = SAMPLE_SOURCE
     return examples
+
+
+def load_training_data(path=None, text_column="text", label_column="label", classes=None):
+    """The labelled texts to train on: `read_labelled(path, ...)`, or the embedded sample
+    (`load_sample`) when `path` is None, checked to hold at least two classes.
+
+    Raises:
+        DataError: unreadable or unsuitable input, or fewer than two classes.
+    """
+    if path is None:
+        sample = load_sample()
+        if classes is not None:
+            keep = [i for i, label in enumerate(sample.labels) if label in classes]
+            sample = sample.subset(keep)
+        check_several_classes(sample, "label")
+        return LabelledData(train=sample, test=None, layout="table")
+    data = read_labelled(path, text_column, label_column, classes)
+    check_several_classes(data.train, label_column if data.layout == "table" else None)
+    return data
+
+
+def read_scored_examples(path, text_column="text", label_column="label", classes=None):
+    """`(Examples, split)` of labelled texts to score or classify, in any layout: the given test
+    split of a folder with `train/` and `test/` (split "given test split"), or every example
+    (split "every example")."""
+    labelled = read_labelled(path, text_column, label_column, classes)
+    if labelled.test is not None:
+        return labelled.test, "given test split"
+    return labelled.train, "every example"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -468,6 +498,42 @@ def stratified_split(examples, fraction, seed, name="test"):
             path=examples.source,
         ) from None
     return examples.subset(np.sort(kept)), examples.subset(np.sort(held_out))
+
+
+def make_splits(data, test_fraction, val_fraction, seed):
+    """The train, validation and test splits of `LabelledData`, and a report of them.
+
+    A given test split (`data.test`) is used as such; otherwise a seeded stratified
+    `test_fraction` of the examples is held out. Validation is a seeded stratified
+    `val_fraction` of the rest (empty when 0).
+
+    Returns:
+        `({"train", "val", "test"}: Examples, report)`; the report (for metrics.json) holds the
+        method ("given" or "seeded stratified"), the seed, the fractions, and the number of
+        examples and the class counts of each split.
+
+    Raises:
+        DataError: too few examples of some class to split.
+    """
+    if data.test is not None:
+        rest, test, method = data.train, data.test, "given"
+    else:
+        rest, test = stratified_split(data.train, test_fraction, seed)
+        method = "seeded stratified"
+    if val_fraction > 0:
+        train, val = stratified_split(rest, val_fraction, seed, name="validation")
+    else:
+        train, val = rest, rest.subset([])
+    splits = {"train": train, "val": val, "test": test}
+    report = {
+        "method": method,
+        "seed": seed,
+        "test_fraction": None if method == "given" else test_fraction,
+        "val_fraction": val_fraction,
+        "examples": {name: len(examples) for name, examples in splits.items()},
+        "class_counts": {name: examples.class_counts() for name, examples in splits.items()},
+    }
+    return splits, report
 
 
 def make_dataset(texts, labels, batch_size, shuffle_seed=None):

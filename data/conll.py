@@ -12,10 +12,14 @@ The pieces, in the order a tagging run uses them:
   BIO, an `I-X` that does not continue an `X` entity) are a `DataError` naming the line, or,
   with `repair=True`, repaired the way conlleval reads them (`I-X` starts a new `X` entity)
   and listed in `ConllFile.repairs`.
-- `read_token_lines`: one whitespace-tokenised sentence per line, for prediction.
+- `read_token_lines`: one whitespace-tokenised sentence per line, for prediction;
+  `read_sentences_to_tag` reads either format, and `conll_text` writes tags back as CoNLL.
 - `find_split_files`: the train / validation / test files of a data directory.
-- `TaggingVocabulary`: lower-cased word ids with an unknown id and a minimum frequency,
-  character ids per word (case kept), tag ids; saved with a run as JSON.
+- `split_files`, `load_splits`: the train / validation / test sentences of a tagging run, read
+  from its files or held out from the training file with the run's seed.
+- `TaggingVocabulary`: lower-cased word ids with an unknown id and a minimum count, character
+  ids per word (case kept), tag ids; saved with a run as JSON, and as `StringLookup` layers
+  in serving graphs.
 - `make_tagging_dataset`: padded batches `(token_ids[batch, time], char_ids[batch, time,
   chars], tag_ids[batch, time])`, all int32; id 0 is padding everywhere (tag id 0 at padding
   is a placeholder that models mask out).
@@ -26,6 +30,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -44,6 +49,8 @@ OUTSIDE = "O"
 _TAG_PATTERN = re.compile(r"^([BIES])-(.+)$")
 # How many problems a summary lists before it says "and N more".
 _SHOWN = 5
+# Formats of a file to tag (`read_sentences_to_tag`).
+INPUT_FORMATS = ("auto", "conll", "lines")
 
 
 @dataclasses.dataclass
@@ -291,6 +298,40 @@ def looks_like_conll(path):
     return len(runs) > 1 and max(map(len, runs)) > 1
 
 
+def read_sentences_to_tag(path, input_format="auto", token_column=0):
+    """Sentences of a file to tag: CoNLL (token column only) or one sentence per line.
+
+    Args:
+        path: the file.
+        input_format: "conll", "lines", or "auto" (`looks_like_conll` chooses).
+        token_column: the column of the tokens in a CoNLL file.
+
+    Returns:
+        A `ConllFile` whose sentences have no tags.
+    """
+    if input_format == "auto":
+        input_format = "conll" if looks_like_conll(path) else "lines"
+    if input_format == "conll":
+        return read_conll(path, token_column=token_column, tag_column=None)
+    return read_token_lines(path)
+
+
+def conll_text(sentences, *tag_columns):
+    """CoNLL text: token and the given tag columns, tab-separated, a blank line per sentence.
+
+    Args:
+        sentences: `Sentence`s (only their tokens are written).
+        *tag_columns: lists of tag lists, one tag list per sentence.
+    """
+    blocks = []
+    for index, sentence in enumerate(sentences):
+        blocks.append("\n".join(
+            "\t".join([token, *(column[index][i] for column in tag_columns)])
+            for i, token in enumerate(sentence.tokens)
+        ))
+    return "\n\n".join(blocks) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------
 # Tag schemes
 
@@ -483,6 +524,98 @@ def find_split_files(directory):
 
 
 # ---------------------------------------------------------------------------------------------
+# The splits of a tagging run
+
+
+@dataclasses.dataclass
+class TaggingSplits:
+    """Train / validation / test sentences (`Sentence` lists), per split the file it was read
+    from or how it was held out (`sources`), and per file read its description and repairs
+    (`files`)."""
+
+    train: list
+    validation: list
+    test: list
+    sources: dict
+    files: list
+
+
+def split_files(data=None, validation_data=None, test_data=None):
+    """`{split: path}` of the files a run names (train always; validation, test if found).
+
+    Args:
+        data: a data directory (its files found by `find_split_files`), the training file, or
+            None for the smoke-test sample (`SAMPLE_PATH`).
+        validation_data, test_data: files that take the place of the directory's.
+    """
+    if data is None:
+        files = {"train": str(SAMPLE_PATH)}
+    elif Path(data).is_dir():
+        files = find_split_files(data)
+    else:
+        files = {"train": data}
+    if validation_data is not None:
+        files["validation"] = validation_data
+    if test_data is not None:
+        files["test"] = test_data
+    return files
+
+
+def load_splits(files, val_fraction, test_fraction, seed, **read_options):
+    """Reads a run's files; splits without a file are held out from the training file.
+
+    The held-out sentences are drawn with the run's seed (test first, then validation from the
+    rest), so evaluate sees the same test split as train.
+
+    Args:
+        files: `{split: path}` (`split_files`), with "train".
+        val_fraction, test_fraction: the shares of the training sentences held out for a split
+            without a file (at least one sentence).
+        seed: the seed of the held-out draw.
+        **read_options: `read_conll`'s `token_column`, `tag_column`, `scheme` and `repair`.
+
+    Returns:
+        A `TaggingSplits`.
+
+    Raises:
+        DataError: unreadable files, or too few training sentences to hold splits out.
+    """
+    read = {split: read_conll(path, **read_options) for split, path in files.items()}
+    sentences = {split: conll.sentences for split, conll in read.items()}
+    sources = {split: conll.path for split, conll in read.items()}
+    missing = [split for split in ("test", "validation") if split not in read]
+    if missing:
+        train = sentences["train"]
+        order = np.random.default_rng(seed).permutation(len(train))
+        fractions = {"test": test_fraction, "validation": val_fraction}
+        counts = {split: max(1, round(fractions[split] * len(train))) for split in missing}
+        if sum(counts.values()) >= len(train):
+            raise DataError(
+                f"{len(train)} sentences are too few to hold out "
+                + " and ".join(f"{counts[s]} {s}" for s in missing)
+                + " sentences; give --validation-data / --test-data files",
+                path=files["train"],
+            )
+        start = 0
+        for split in missing:
+            chosen = order[start:start + counts[split]]
+            sentences[split] = [train[i] for i in sorted(chosen)]
+            sources[split] = (
+                f"{counts[split]} sentences held out from {files['train']} (seed {seed})"
+            )
+            start += counts[split]
+        kept = sorted(order[start:])
+        sentences["train"] = [train[i] for i in kept]
+        sources["train"] = f"{files['train']} ({len(kept)} of {len(train)} sentences)"
+    return TaggingSplits(
+        sentences["train"], sentences["validation"], sentences["test"], sources,
+        [{"file": c.path, "read": c.describe(), "documents": c.documents,
+          "repairs": c.repairs, "invisible_characters_removed_on_lines": c.invisible_lines}
+         for c in read.values()],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # Vocabularies and datasets
 
 
@@ -491,20 +624,20 @@ class TaggingVocabulary:
     """Word, character and tag ids of a tagging model, built from the training sentences.
 
     Word ids: 0 padding, 1 unknown, then the lower-cased training words seen at least
-    `min_freq` times, most frequent first. Character ids: 0 padding, 1 unknown, then the
+    `min_count` times, most frequent first. Character ids: 0 padding, 1 unknown, then the
     training characters (case kept: it carries the shape of names). Each word contributes its
     first `max_word_chars` characters. Tag ids: "O" first, then the BIO tags by type.
 
     Attributes:
         words, chars, tags: the items; an item's id is its index.
-        min_freq: the minimum count of a word in the training data.
+        min_count: the minimum count of a word in the training data.
         max_word_chars: the characters kept per word.
     """
 
     words: list
     chars: list
     tags: list
-    min_freq: int = 1
+    min_count: int = 1
     max_word_chars: int = 20
 
     def __post_init__(self):
@@ -514,17 +647,17 @@ class TaggingVocabulary:
 
     def __repr__(self):
         return (
-            f"TaggingVocabulary({len(self.words)} words (min_freq={self.min_freq}), "
+            f"TaggingVocabulary({len(self.words)} words (min_count={self.min_count}), "
             f"{len(self.chars)} chars, tags={self.tags})"
         )
 
     @classmethod
-    def build(cls, sentences, min_freq=1, max_word_chars=20):
+    def build(cls, sentences, min_count=1, max_word_chars=20):
         """Builds the vocabularies from training sentences (with tags)."""
-        if min_freq < 1 or max_word_chars < 1:
+        if min_count < 1 or max_word_chars < 1:
             raise ValueError(
-                "min_freq and max_word_chars must be at least 1. "
-                f"Received: min_freq={min_freq}, max_word_chars={max_word_chars}"
+                "min_count and max_word_chars must be at least 1. "
+                f"Received: min_count={min_count}, max_word_chars={max_word_chars}"
             )
         word_counts = collections.Counter(
             normalize_word(token) for s in sentences for token in s.tokens
@@ -533,13 +666,13 @@ class TaggingVocabulary:
             char for s in sentences for token in s.tokens for char in token[:max_word_chars]
         )
         words = [w for w, n in sorted(word_counts.items(), key=lambda i: (-i[1], i[0]))
-                 if n >= min_freq]
+                 if n >= min_count]
         chars = [c for c, _ in sorted(char_counts.items(), key=lambda i: (-i[1], i[0]))]
         tag_set = {tag for s in sentences for tag in s.tags}
         kinds = entity_types(tag_set)
         # Both tags of every type, also an I- tag never seen in training (one-word entities).
         tags = [OUTSIDE] + [f"{prefix}-{kind}" for kind in kinds for prefix in "BI"]
-        return cls([PAD, UNKNOWN] + words, [PAD, UNKNOWN] + chars, tags, min_freq, max_word_chars)
+        return cls([PAD, UNKNOWN] + words, [PAD, UNKNOWN] + chars, tags, min_count, max_word_chars)
 
     def word_ids(self, tokens):
         return [self._word_ids.get(normalize_word(t), 1) for t in tokens]
@@ -563,10 +696,26 @@ class TaggingVocabulary:
             ids.append(self._tag_ids[tag])
         return ids
 
+    def lookup_layers(self):
+        """`(word_lookup, char_lookup)`: built `keras.layers.StringLookup`s that give inside a
+        graph the ids `word_ids` and `char_ids` give (words lower-cased first, with
+        `tf.strings.lower(..., encoding="utf-8")`); the empty string (padding) is id 0."""
+
+        def lookup(items, name):
+            layer = keras.layers.StringLookup(
+                vocabulary=items[2:], mask_token="", num_oov_indices=1, name=name
+            )
+            layer.build((None,))
+            return layer
+
+        return lookup(self.words, "word_lookup"), lookup(self.chars, "char_lookup")
+
+    # vocabulary.json keeps the key `min_freq` of seqlab 0.1.0, so that runs of every version
+    # hold the same file.
     def to_dict(self):
         return {
             "words": self.words, "chars": self.chars, "tags": self.tags,
-            "min_freq": self.min_freq, "max_word_chars": self.max_word_chars,
+            "min_freq": self.min_count, "max_word_chars": self.max_word_chars,
             "lowercase": True, "padding_id": 0, "unknown_id": 1,
         }
 
@@ -654,17 +803,23 @@ __all__ = [
     "SAMPLE_PATH",
     "DOCSTART",
     "EncodedSentences",
+    "INPUT_FORMATS",
     "SCHEMES",
     "Sentence",
+    "TaggingSplits",
     "TaggingVocabulary",
+    "conll_text",
     "detect_scheme",
     "encode_sentences",
     "entity_types",
     "find_split_files",
+    "load_splits",
     "looks_like_conll",
     "make_tagging_dataset",
     "normalize_word",
     "read_conll",
+    "read_sentences_to_tag",
     "read_token_lines",
+    "split_files",
     "to_bio",
 ]

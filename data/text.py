@@ -2,8 +2,9 @@
 
 The pieces, in the order a char-RNN run uses them:
 
-- `read_text` / `load_default_text`: the text of a UTF-8 file or a folder of files, or the
-  embedded default (the source code of a standard-library package, see `load_default_text`).
+- `read_text` / `load_default_text` / `load_corpus`: the text of a UTF-8 file or a folder of
+  files, or the embedded default (the source code of a standard-library package, see
+  `load_default_text`).
 - `split_text`: the first part for training, the last part for validation, in text order.
 - `CharVocabulary`: the characters of the training text, as a `keras.layers.StringLookup`
   (forward) and its inverse. Id 0 is padding (the empty string), id 1 is `[UNK]`, the characters
@@ -11,6 +12,10 @@ The pieces, in the order a char-RNN run uses them:
 - `make_window_dataset`: stateless training, shuffled windows `(x[:-1], x[1:])`.
 - `make_stateful_dataset`: stateful training, `batch_size` contiguous streams, so that row b of
   batch k+1 continues row b of batch k.
+- `make_dataset`: the one or the other, as a stateless or stateful model reads the text;
+  `scored_chars` counts the characters it scores.
+- `prepare_corpus`: all of the above but the datasets: a run's text read, split and encoded
+  with its training part's vocabulary, as a `TextCorpus`.
 
 Characters the vocabulary lacks (seen in validation or new text, never in training) follow an
 explicit policy, `UNSEEN_POLICIES`: `"unknown"` reads them as the `[UNK]` id and counts them in a
@@ -18,6 +23,7 @@ report; `"error"` refuses the text with a `DataError` naming the first one and i
 """
 
 import collections
+import dataclasses
 import importlib.util
 import json
 import pkgutil
@@ -129,6 +135,16 @@ def split_text(text, val_fraction, source=None):
             path=source,
         )
     return train, validation
+
+
+def load_corpus(path=None):
+    """`(text, source)` of a text file or folder (`read_text`), or of the embedded default
+    (`load_default_text`) when `path` is None; `source` describes the text for messages."""
+    if path is None:
+        return load_default_text()
+    text, files = read_text(path)
+    source = str(path) if len(files) == 1 else f"{path} ({len(files)} files)"
+    return text, source
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,6 +372,102 @@ def make_stateful_dataset(ids, batch_size, window, source=None):
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+# ---------------------------------------------------------------------------------------------
+# A run's corpus
+
+
+@dataclasses.dataclass
+class TextCorpus:
+    """A text split in order and encoded with the vocabulary of its training part.
+
+    Attributes:
+        source: where the text came from, for messages and metrics.
+        vocabulary: the `CharVocabulary` the parts are encoded with.
+        train_ids: int32 ids of the training part.
+        val_ids: int32 ids of the validation part.
+        val_text: the validation part (a run's default sample prompt is its first line).
+        total_chars: the length of the whole text.
+        unused_train_chars: the training characters `max_train_chars` left out.
+        unseen: `{character: count}` of the validation characters read as `[UNK]`.
+    """
+
+    source: str
+    vocabulary: CharVocabulary
+    train_ids: np.ndarray
+    val_ids: np.ndarray
+    val_text: str
+    total_chars: int
+    unused_train_chars: int
+    unseen: dict
+
+    def report(self):
+        """The corpus in figures: source, lengths, vocabulary size and unseen characters (a
+        run's metrics.json keeps them under `data`)."""
+        return {
+            "source": self.source,
+            "chars": self.total_chars,
+            "train_chars": len(self.train_ids),
+            "unused_train_chars": self.unused_train_chars,
+            "val_chars": len(self.val_ids),
+            "vocabulary_size": self.vocabulary.size,
+            "unseen_val_chars": self.unseen,
+        }
+
+
+def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unknown",
+                   vocabulary=None):
+    """Reads, splits and encodes a text; builds the vocabulary on the training part unless given.
+
+    Args:
+        path: a text file or folder; None for the embedded default text.
+        val_fraction: the share of the text for validation (its last part, `split_text`).
+        max_train_chars: use only the first N characters of the training part (None: all).
+        unseen_chars: the policy for validation characters the vocabulary lacks
+            (`UNSEEN_POLICIES`).
+        vocabulary: the `CharVocabulary` to encode with (a trained run's); None builds it.
+
+    Returns:
+        A `TextCorpus`.
+
+    Raises:
+        DataError: unreadable or empty text, a text too short to split, or (policy `"error"`)
+            a validation character the vocabulary lacks.
+    """
+    text, source = load_corpus(path)
+    train_text, val_text = split_text(text, val_fraction, source=source)
+    unused = 0
+    if max_train_chars is not None and len(train_text) > max_train_chars:
+        unused = len(train_text) - max_train_chars
+        train_text = train_text[:max_train_chars]
+    vocabulary = vocabulary or CharVocabulary.from_text(train_text)
+    train_ids, _ = vocabulary.encode(train_text)
+    val_ids, unseen = vocabulary.encode(val_text, policy=unseen_chars, source=source)
+    return TextCorpus(source, vocabulary, train_ids, val_ids, val_text, len(text), unused, unseen)
+
+
+def make_dataset(ids, window, batch_size, stateful=False, shuffle=False, seed=None, source=None):
+    """The dataset a stateless or a stateful model reads `ids` from.
+
+    Stateless: `make_window_dataset`, windows of `window` characters (shuffled with `seed` when
+    `shuffle`) in batches of `batch_size`. Stateful: `make_stateful_dataset`, `batch_size`
+    contiguous streams, batch k+1 continuing batch k (never shuffled).
+
+    Raises:
+        DataError: the text is shorter than one window (stateless) or one batch (stateful).
+    """
+    if stateful:
+        return make_stateful_dataset(ids, batch_size, window, source=source)
+    return make_window_dataset(ids, window, batch_size, seed=seed, shuffle=shuffle, source=source)
+
+
+def scored_chars(length, window, batch_size, stateful=False):
+    """How many of `length` ids `make_dataset` scores (it drops an incomplete remainder)."""
+    if stateful:
+        _, stream_length = stateful_layout(length, batch_size, window)
+        return batch_size * stream_length
+    return (length - 1) // window * window
+
+
 __all__ = [
     "DEFAULT_TEXT_PACKAGE",
     "PADDING_ID",
@@ -363,11 +475,16 @@ __all__ = [
     "UNKNOWN_TOKEN",
     "UNSEEN_POLICIES",
     "CharVocabulary",
+    "TextCorpus",
     "describe_chars",
+    "load_corpus",
     "load_default_text",
+    "make_dataset",
     "make_stateful_dataset",
     "make_window_dataset",
+    "prepare_corpus",
     "read_text",
+    "scored_chars",
     "split_text",
     "stateful_layout",
 ]

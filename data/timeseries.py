@@ -170,6 +170,12 @@ class PreparedSeries:
     fill_report: dict | None
     source: str
 
+    def time_labels(self, rows):
+        """The time stamps of `rows` (for plots), or the row numbers without a time column."""
+        if self.time is None:
+            return np.asarray(rows)
+        return self.time.iloc[np.asarray(rows)].to_numpy()
+
 
 @dataclasses.dataclass
 class SeriesSchema:
@@ -732,3 +738,33 @@ def future_times(time, horizon):
     step = time.diff().mode().iloc[0]
     values = time.iloc[-1] + step * np.arange(1, horizon + 1)
     return values.astype(int) if np.all(values == np.round(values)) else values
+
+
+def future_time_labels(time, horizon):
+    """The `horizon` time stamps after the end of `time` as CSV text ("2020-05-01", or with the
+    time of day when the stamps have one; numbers as they are), or None without a time column."""
+    times = future_times(time, horizon)
+    if isinstance(times, pd.DatetimeIndex):
+        dates_only = bool((times.normalize() == times).all())
+        return list(times.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S"))
+    return None if times is None else list(times)
+
+
+def every_window_start(n_rows, lookback, horizon, source=None):
+    """The start row of every window of `lookback` rows followed by `horizon` rows.
+
+    `horizon=0` asks for the windows a forecast can start from (the last one is the forecast
+    of the rows after the end).
+
+    Raises:
+        DataError: the series is shorter than one window.
+    """
+    needed = lookback + horizon
+    if n_rows < needed:
+        what = (
+            f"one window needs lookback + horizon = {lookback} + {horizon} = {needed} rows"
+            if horizon else f"a forecast needs the last lookback = {lookback} rows"
+        )
+        raise DataError(f"the series is too short: {what}, and the data has {n_rows}",
+                        path=source)
+    return np.arange(n_rows - needed + 1)

@@ -1,6 +1,6 @@
 """Translation input: sentence pairs from aligned files or a TSV, reversible tokens, tf.data.
 
-Layouts `read_pairs` and `read_split_folder` read (UTF-8, a byte-order mark is allowed):
+Layouts `read_pairs` reads (UTF-8, a byte-order mark is allowed):
 
 - aligned files: two files with one sentence per line, line n of the target file translating
   line n of the source file (`--src train.en --tgt train.de`). Different line counts and empty
@@ -25,6 +25,10 @@ Vocabularies (`Vocabulary`) are plain text, one token per line; ids 0-3 are rese
 [UNK], [START] and [END]. `make_dataset` builds the batches `((source_ids[batch, S],
 target_in_ids[batch, T]), target_out_ids[batch, T])`, padded with 0, where `target_in` is
 [START] + target and `target_out` is target + [END].
+
+`load_data` reads the pairs to train on (or the embedded sample) and splits them into train /
+val / test (`PreparedPairs`), whose `encode` builds the vocabularies and ids and whose
+`datasets` the training batches; `read_test_pairs` reads the pairs to score a run on.
 """
 
 import collections
@@ -44,6 +48,8 @@ PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/translation_sample.tsv)"
 VALIDATION_STEMS = ("val", "valid", "dev")
+# Training batches hold pairs whose lengths lie in the same bucket this many tokens wide.
+TRAIN_BUCKET_WIDTH = 4
 
 # Letters, digits and combining marks make words; any other visible character is a token.
 _PUNCTUATION = rf"({SPACE_MARK}?)([^\pL\pN\pM\s{SPACE_MARK}])"
@@ -345,11 +351,32 @@ def load_sample():
     translation_sample.md`) so that `seqlab translate train` runs out of the box. It shows that
     the pipeline works end to end; it is far too small to measure a translation model with.
     """
-    resource = resources.files("data").joinpath("samples", "translation_sample.tsv")
+    resource = resources.files(__package__).joinpath("samples", "translation_sample.tsv")
     with resources.as_file(resource) as path:
         pairs = read_tsv_pairs(path)
     pairs.name = SAMPLE_SOURCE
     return pairs
+
+
+def read_pairs(data=None, src=None, tgt=None, split="train", languages=(None, None),
+               columns=(1, 2)):
+    """`({split name: SentencePairs}, source)` of aligned files, a split folder or a TSV.
+
+    Aligned files (`src`, `tgt`) and a TSV (`data`, the 1-based `columns` of source and target)
+    are one split, named `split`; a folder `data` gives its split files in the `languages`
+    `(source suffix, target suffix)`, `train.*` required when `split` is "train". `source`
+    names what was read.
+
+    Raises:
+        DataError: unreadable or misaligned files (see `read_aligned`, `read_tsv_pairs` and
+            `find_split_files`).
+    """
+    if src is not None:
+        return {split: read_aligned(src, tgt)}, f"{src} + {tgt}"
+    if Path(data).is_dir():
+        files = find_split_files(data, *languages, require_train=split == "train")
+        return {name: read_aligned(*paths) for name, paths in files.items()}, str(data)
+    return {split: read_tsv_pairs(data, tuple(columns))}, str(data)
 
 
 def split_pairs(pairs, val_fraction, test_fraction, seed):
@@ -375,6 +402,55 @@ def split_pairs(pairs, val_fraction, test_fraction, seed):
     held_val, held_test = np.sort(order[:n_val]), np.sort(order[n_val : n_val + n_test])
     train = np.sort(order[n_val + n_test :])
     return pairs.subset(train), pairs.subset(held_val), pairs.subset(held_test)
+
+
+def load_data(data=None, src=None, tgt=None, languages=(None, None), columns=(1, 2),
+              val_fraction=0.1, test_fraction=0.1, seed=0):
+    """The pairs to train on, split into train / val / test, unencoded (`PreparedPairs`).
+
+    Reads what `read_pairs` reads, or without `data` and `src` the embedded sample. Data without
+    given splits is split at random (seeded) into train / val / test with `val_fraction` and
+    `test_fraction`; a folder's missing val or test split is taken from its training pairs the
+    same way. The notes say which splits were held out.
+
+    Raises:
+        DataError: unreadable input, or too few pairs to split (`split_pairs`).
+    """
+    if src is None and data is None:
+        given = {"train": load_sample()}
+        source = given["train"].name
+    else:
+        given, source = read_pairs(data, src, tgt, "train", languages, columns)
+    val = next((pairs for name, pairs in given.items() if name in VALIDATION_STEMS), None)
+    tests = {name: pairs for name, pairs in given.items() if name.startswith("test")}
+    val_fraction = val_fraction if val is None else 0.0
+    test_fraction = test_fraction if not tests else 0.0
+    train, held_val, held_test = split_pairs(given["train"], val_fraction, test_fraction, seed)
+    notes = []
+    if val is None:
+        val = held_val
+        notes.append(f"val: {len(held_val)} pairs held out of the training data "
+                     f"({val_fraction:.0%}, seeded)")
+    if not tests:
+        tests = {"test": held_test}
+        notes.append(f"test: {len(held_test)} pairs held out of the training data "
+                     f"({test_fraction:.0%}, seeded)")
+    return PreparedPairs(train=train, val=val, tests=tests, source=source, notes=notes)
+
+
+def read_test_pairs(data=None, src=None, tgt=None, languages=(None, None), columns=(1, 2)):
+    """`{test set name: SentencePairs}` to score a run on: aligned files or a TSV (one set,
+    "test"), or the `test*` files of a folder (in the `languages`).
+
+    Raises:
+        DataError: unreadable input, or a folder without aligned `test*` files.
+    """
+    given, _ = read_pairs(data, src, tgt, "test", languages, columns)
+    tests = {name: pairs for name, pairs in given.items() if name.startswith("test")}
+    if not tests:
+        source_lang, target_lang = languages
+        raise DataError(f"no aligned test*.{source_lang} / test*.{target_lang} files", path=data)
+    return tests
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,35 +539,115 @@ def make_dataset(source_ids, target_ids, batch_size, shuffle_seed=None, bucket_w
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def strip_after_end(tokens):
-    """Blanks each row of target tokens from its first [END] on (padding and [START] too).
+def planned_batches(lengths, batch_size):
+    """Batches per epoch of `make_dataset(..., bucket_width=TRAIN_BUCKET_WIDTH)` of pairs of
+    these lengths (the longer of source and target_out)."""
+    boundaries = np.arange(TRAIN_BUCKET_WIDTH + 1, int(lengths.max()) + 1, TRAIN_BUCKET_WIDTH)
+    per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
+    return int(np.sum(np.ceil(per_bucket / batch_size)))
 
-    Args:
-        tokens: string tokens `[batch, steps]` as the inverted lookup gives them.
 
-    Returns:
-        the same shape, with "" from the first [END] on and in place of reserved tokens.
+@dataclasses.dataclass
+class PreparedPairs:
+    """The splits of a training run and, after `encode`, their vocabularies and ids.
+
+    Attributes:
+        train, val: `SentencePairs`.
+        tests: `{test set name: SentencePairs}`.
+        source: what was read (for reports).
+        notes: how the splits were made (held out, seeded), for reports.
+        source_vocabulary, target_vocabulary: `Vocabulary`s of the training split.
+        train_ids, val_ids: `EncodedPairs` of train and val.
+        batches: training batches per epoch.
     """
-    ended = tf.cast(tf.math.cumsum(tf.cast(tf.equal(tokens, END), tf.int32), axis=-1), tf.bool)
-    reserved = tf.equal(tokens, START) | tf.equal(tokens, PAD)
-    return tf.where(ended | reserved, tf.constant(PAD), tokens)
+
+    train: SentencePairs
+    val: SentencePairs
+    tests: dict
+    source: str
+    notes: list
+    source_vocabulary: Vocabulary = None
+    target_vocabulary: Vocabulary = None
+    train_ids: EncodedPairs = None
+    val_ids: EncodedPairs = None
+    batches: int = 0
+
+    def encode(self, min_count=1, max_vocabulary=None, max_length=None, batch_size=64):
+        """Builds the vocabularies of the training split (`Vocabulary.build`), the ids of train
+        and val (`encode_pairs`, pairs longer than `max_length` left out and counted) and the
+        number of training batches of `batch_size` per epoch; returns self.
+
+        Raises:
+            DataError: no validation pairs, or no training pair within `max_length`.
+        """
+        if len(self.val) == 0:
+            raise DataError("no validation pairs: set --val-fraction above 0", path=self.source)
+        self.source_vocabulary, self.target_vocabulary = (
+            Vocabulary.build(tokenize(texts), min_count, max_vocabulary)
+            for texts in (self.train.sources, self.train.targets)
+        )
+        lookups = (self.source_vocabulary.lookup_layer(), self.target_vocabulary.lookup_layer())
+        self.train_ids = encode_pairs(self.train, *lookups, max_length)
+        self.val_ids = encode_pairs(self.val, *lookups, max_length)
+        if self.train_ids.skipped == len(self.train):
+            raise DataError(
+                f"every training pair is longer than max_length={max_length} tokens",
+                path=self.source,
+            )
+        lengths = np.maximum(self.train_ids.source_ids.row_lengths().numpy(),
+                             self.train_ids.target_ids.row_lengths().numpy() + 1)
+        self.batches = planned_batches(lengths, batch_size)
+        return self
+
+    def datasets(self, batch_size, seed):
+        """`(train, val)` batches (`make_dataset`) of the encoded pairs, `batch_size` as given
+        to `encode`: train reshuffled each epoch (seeded) and bucketed by length, val in order.
+        """
+        train_ids = self.train_ids
+        # Bucketing hides the number of batches from Keras; it is known, and asserted.
+        train = make_dataset(
+            train_ids.source_ids, train_ids.target_ids, batch_size, shuffle_seed=seed,
+            bucket_width=TRAIN_BUCKET_WIDTH,
+        ).apply(tf.data.experimental.assert_cardinality(self.batches))
+        return train, self.val_dataset(batch_size)
+
+    def val_dataset(self, batch_size):
+        """The val batches (`make_dataset`), in order."""
+        return make_dataset(self.val_ids.source_ids, self.val_ids.target_ids, batch_size)
+
+    def report(self):
+        """What was read, how it was split and encoded: metrics.json's "data"."""
+        return {
+            "source": self.source,
+            "pairs": {"train": len(self.train), "val": len(self.val),
+                      **{name: len(pairs) for name, pairs in self.tests.items()}},
+            "skipped_longer_than_max_length": {"train": self.train_ids.skipped,
+                                               "val": self.val_ids.skipped},
+            "splits": self.notes,
+            "vocabulary": {"source": len(self.source_vocabulary),
+                           "target": len(self.target_vocabulary)},
+        }
 
 
 __all__ = [
     "DataError",
     "EncodedPairs",
+    "PreparedPairs",
     "SentencePairs",
     "Vocabulary",
     "detokenize",
     "encode_pairs",
     "find_split_files",
+    "load_data",
     "load_sample",
     "make_dataset",
+    "planned_batches",
     "read_aligned",
     "read_lines",
+    "read_pairs",
+    "read_test_pairs",
     "read_tsv_pairs",
     "split_pairs",
-    "strip_after_end",
     "token_text",
     "tokenize",
 ]

@@ -3,17 +3,18 @@
 Every model takes plain hyperparameters in its constructor, returns them from `get_config`,
 holds its parts as attributes and is registered for `.keras` saving under the package
 "seqlab". The samplers that turn next-token logits into sequences (greedy, random / top-k,
-beam) live beside them in `seqlab.models.samplers`.
+beam) live beside them in `seqlab.models.samplers`; `TextGenerator` and `TextTranslator` wrap
+the character model and the translator with their vocabularies for text in, text out.
 
 Imports `seqlab.layers`; never `seqlab.pipelines` or `seqlab.data`.
 """
 
-from seqlab.models.char_lm import CharLanguageModel
+from seqlab.models.char_lm import CharLanguageModel, TextGenerator
 from seqlab.models.forecaster import Forecaster
 from seqlab.models.samplers import BeamSampler, GreedySampler, RandomSampler, Sampler, get_sampler
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.models.text_classifier import TextClassifier, TextClassifierEnsemble
-from seqlab.models.translator import Translator
+from seqlab.models.translator import TextTranslator, Translator
 
 __all__ = [
     "BeamSampler",
@@ -25,6 +26,8 @@ __all__ = [
     "SequenceTagger",
     "TextClassifier",
     "TextClassifierEnsemble",
+    "TextGenerator",
+    "TextTranslator",
     "Translator",
     "bio_transition_constraints",
     "get_sampler",

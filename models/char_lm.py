@@ -1,4 +1,5 @@
-"""`CharLanguageModel`: char ids in, next-char logits out, and generation with carried state."""
+"""`CharLanguageModel`: char ids in, next-char logits out, and generation with carried state;
+`TextGenerator`: the same generation from strings to strings, in the graph."""
 
 import keras
 import numpy as np
@@ -8,7 +9,10 @@ from seqlab.layers import GRU, LSTM, reset_states
 from seqlab.models.samplers import BeamSampler, get_sampler
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
-PADDING_ID = 0
+# The ids a `keras.layers.StringLookup` with a mask token and one OOV token gives them.
+PADDING_ID, UNKNOWN_ID = 0, 1
+# The prompt an empty prompt is read as: the model needs one character to start from.
+EMPTY_PROMPT = "\n"
 # Added to the logits of the ids that generation must never choose. Finite, so that servers
 # can put the logits in JSON.
 NEVER = -1e9
@@ -247,6 +251,87 @@ class CharLanguageModel(keras.Model):
             "batch_size": self.batch_size,
             "seed": self.seed,
         }
+
+
+# The input signature of `TextGenerator.generate_strings` as a graph (and of the SavedModel
+# signature `generate` of `seqlab charrnn`): one value of each per prompt.
+GENERATE_SIGNATURE = [
+    tf.TensorSpec([None], tf.string, name="prompt"),
+    tf.TensorSpec([None], tf.int32, name="num_chars"),
+    tf.TensorSpec([None], tf.float32, name="temperature"),
+    tf.TensorSpec([None], tf.int32, name="seed"),
+]
+
+
+class TextGenerator:
+    """Text in, text out: a `CharLanguageModel` with the lookup layers of its characters.
+
+    Strings become ids with `lookup`, `CharLanguageModel.generate` continues them with a
+    random / top-k sampler (temperature 0 is greedy), and `inverse` turns the ids back into
+    characters; all of it TensorFlow ops, so `generate_strings` also serves in a SavedModel.
+
+    Args:
+        model: a `CharLanguageModel`.
+        lookup: a `keras.layers.StringLookup` from characters to the model's ids.
+        inverse: the inverse `StringLookup` (`invert=True`), ids to characters.
+        suppressed_ids: ids never generated: padding and the unknown character by default
+            (ids 0 and 1 of a `StringLookup` with `mask_token=""` and one OOV token).
+
+    Example:
+
+    ```python
+    vocabulary = seqlab.data.text.CharVocabulary(chars)
+    generator = TextGenerator(model, vocabulary.lookup, vocabulary.inverse)
+    generator.generate("ROMEO:", 100, temperature=0.8, seed=1)  # "ROMEO:" + 100 characters
+    ```
+    """
+
+    def __init__(self, model, lookup, inverse, suppressed_ids=(PADDING_ID, UNKNOWN_ID)):
+        self.model, self.lookup, self.inverse = model, lookup, inverse
+        self.suppressed_ids = tuple(suppressed_ids)
+        self._compiled = {}  # generate_strings as a tf.function, per top_k
+
+    def generate_strings(self, prompt, num_chars, temperature, seed, top_k=None):
+        """Prompts and their continuations, in TensorFlow ops.
+
+        Args:
+            prompt: string `[batch]`; an empty prompt is read as a line break.
+            num_chars: int32 `[batch]`, characters to add to each prompt (negative: 0).
+            temperature: float32 `[batch]`; 0 is greedy (argmax).
+            seed: int32 `[batch]`, the sampling seed of each row.
+            top_k: optional Python int: sample among the k most probable characters.
+
+        Returns:
+            string `[batch]`: each prompt followed by its continuation.
+        """
+        read = tf.where(tf.strings.length(prompt) > 0, prompt, EMPTY_PROMPT)
+        ids = tf.cast(self.lookup(tf.strings.unicode_split(read, "UTF-8")), tf.int32)
+        num_chars = tf.maximum(tf.cast(num_chars, tf.int32), 0)
+        num_steps = tf.maximum(tf.reduce_max(num_chars), 0)
+        sampler = get_sampler("random", temperature=temperature, top_k=top_k, seed=seed)
+        tokens = self.model.generate(ids, num_steps, sampler, suppressed_ids=self.suppressed_ids)
+        kept = tf.RaggedTensor.from_tensor(tokens, lengths=tf.minimum(num_chars, num_steps))
+        continuation = tf.strings.reduce_join(self.inverse(tf.cast(kept, tf.int64)), axis=-1)
+        return prompt + continuation
+
+    def generate(self, prompt, num_chars, temperature=1.0, seed=0, top_k=None):
+        """`generate_strings` from Python, as one compiled graph: the prompt (a string or a
+        list of them) followed by its continuation (a list for a list of prompts)."""
+        prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        if top_k not in self._compiled:
+            self._compiled[top_k] = tf.function(
+                lambda *inputs: self.generate_strings(*inputs, top_k=top_k),
+                input_signature=GENERATE_SIGNATURE, autograph=False,
+            )
+        batch = len(prompts)
+        texts = self._compiled[top_k](
+            tf.constant(prompts, tf.string),
+            tf.fill([batch], int(num_chars)),
+            tf.fill([batch], float(temperature)),
+            tf.fill([batch], int(seed)),
+        )
+        texts = [text.decode("utf-8") for text in texts.numpy()]
+        return texts[0] if isinstance(prompt, str) else texts
 
 
 class ResetStatesAtEpochStart(keras.callbacks.Callback):

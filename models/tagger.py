@@ -7,6 +7,7 @@
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -87,7 +88,8 @@ class SequenceTagger(keras.Model):
 
     Returns:
         float `[batch, time, num_tags]`: tag probabilities (softmax) or CRF potentials, with
-        the padding mask attached. `decode` gives the tag ids.
+        the padding mask attached. `decode` gives the tag ids, `predict_tag_ids` each
+        sentence's without its padding.
 
     Example:
 
@@ -220,6 +222,40 @@ class SequenceTagger(keras.Model):
             return self.crf(scores, mask=mask)
         tag_ids = ops.cast(ops.argmax(scores, axis=-1), "int32")
         return ops.where(mask, tag_ids, ops.zeros_like(tag_ids))
+
+    def make_decode_function(self):
+        """`decode` as a `tf.function` traced once for int32 ids of every batch and length:
+        `(token_ids [batch, time], char_ids [batch, time, chars]) -> tag ids int32 [batch, time]`.
+
+        Calling `decode` eagerly runs it op by op; this function runs it as one graph. Make one
+        and reuse it (`predict_tag_ids` takes it), or call it from a SavedModel endpoint.
+        """
+        return tf.function(
+            lambda token_ids, char_ids: self.decode((token_ids, char_ids)),
+            input_signature=[
+                tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None, None], tf.int32)
+            ],
+        )
+
+    def predict_tag_ids(self, batches, decode_function=None):
+        """The decoded tag ids of every sentence of `batches`, without its padding.
+
+        Args:
+            batches: an iterable of `(token_ids, char_ids, ...)` batches, int32 with id 0 at
+                padding (e.g. `seqlab.data.conll.make_tagging_dataset`'s; whatever follows
+                the char ids is ignored).
+            decode_function: a `make_decode_function()` to reuse (default: a new one).
+
+        Returns:
+            One list of tag ids per sentence, in order, as long as the sentence.
+        """
+        decode_function = decode_function or self.make_decode_function()
+        tag_ids = []
+        for token_ids, char_ids, *_ in batches:
+            decoded = decode_function(token_ids, char_ids).numpy()
+            lengths = np.sum(np.asarray(token_ids) != 0, axis=1)
+            tag_ids += [row[:n].tolist() for row, n in zip(decoded, lengths)]
+        return tag_ids
 
     def compile(self, optimizer="adam", loss="auto", **kwargs):
         """Configures training; `loss="auto"` chooses the tagger's own loss.

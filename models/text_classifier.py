@@ -11,6 +11,7 @@ best epoch).
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -102,6 +103,16 @@ def _check_vocabulary(vocabulary, vocabulary_size):
     return len(vocabulary)
 
 
+def _predict_probabilities(model, inputs, batch_size):
+    """`model.predict` of raw strings (any sequence of them) or token ids, quietly; float32
+    `[0, num_classes]` for no inputs, where `predict` fails."""
+    if not len(inputs):
+        return np.zeros((0, model.num_classes), dtype="float32")
+    if model.vectorizer is not None:
+        inputs = tf.constant(list(inputs), dtype=tf.string)
+    return model.predict(inputs, batch_size=batch_size, verbose=0)
+
+
 @keras.saving.register_keras_serializable(package="seqlab")
 class TextClassifier(keras.Model):
     """A text classifier: recurrent or Transformer layers over masked token embeddings, or a
@@ -163,7 +174,7 @@ class TextClassifier(keras.Model):
     model = TextClassifier(num_classes=2, vocabulary=vocabulary, kind="gru", units=32)
     model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(tf.data.Dataset.from_tensor_slices((texts, labels)).batch(32), epochs=3)
-    model.predict(tf.constant(["a gripping, tender film"]))
+    model.predict_probabilities(["a gripping, tender film"])  # float32 [1, 2]
     ```
     """
 
@@ -271,6 +282,18 @@ class TextClassifier(keras.Model):
             hidden = self.pooler(hidden, mask=mask)
         return self.output_layer(self.pooled_dropout(hidden, training=training))
 
+    def predict_probabilities(self, inputs, batch_size=256):
+        """The class probabilities of many inputs, batched as `predict` batches them.
+
+        Args:
+            inputs: raw strings (a list will do), or token ids `int[n, T]` without a vocabulary.
+            batch_size: inputs per batch.
+
+        Returns:
+            float32 numpy `[n, num_classes]`, also for n = 0.
+        """
+        return _predict_probabilities(self, inputs, batch_size)
+
     def get_config(self):
         return {
             **super().get_config(),
@@ -364,7 +387,7 @@ class TextClassifierEnsemble(keras.Model):
     ensemble.compile(keras.optimizers.Adam(1e-3))
     ensemble.fit(dataset, validation_data=validation, epochs=10,
                  callbacks=[MemberEarlyStopping("loss", patience=2)])
-    ensemble.predict(tf.constant(["a gripping, tender film"]))
+    ensemble.predict_probabilities(["a gripping, tender film"], return_members=True)
     ```
     """
 
@@ -377,7 +400,7 @@ class TextClassifierEnsemble(keras.Model):
         size = _check_vocabulary(vocabulary, vocabulary_size)
         kwargs.setdefault("name", f"text_classifier_ensemble_{kind}")
         super().__init__(**kwargs)
-        self.num_members = num_members
+        self.num_members, self.num_classes = num_members, num_classes
         self.vocabulary = None if vocabulary is None else [str(token) for token in vocabulary]
         self.vocabulary_size = size
         self.seed = seed
@@ -413,6 +436,30 @@ class TextClassifierEnsemble(keras.Model):
 
     def call(self, inputs, training=False):
         return ops.mean(self.member_probabilities(inputs, training=training), axis=1)
+
+    def predict_probabilities(self, inputs, batch_size=256, return_members=False):
+        """The ensemble's class probabilities of many inputs, batched as `predict` batches them,
+        and optionally every member's.
+
+        Args:
+            inputs: raw strings (a list will do), or token ids `int[n, T]` without a vocabulary.
+            batch_size: inputs per batch.
+            return_members: also return each member's probabilities.
+
+        Returns:
+            float32 numpy `[n, num_classes]` (also for n = 0); with `return_members`, a pair of
+            it and a list of `num_members` such arrays, `members[k]`'s.
+        """
+        probabilities = _predict_probabilities(self, inputs, batch_size)
+        if not return_members:
+            return probabilities
+        if not len(inputs):
+            return probabilities, [probabilities] * self.num_members
+        features = inputs if self.vectorizer is None else self.vectorizer(
+            tf.constant(list(inputs), dtype=tf.string)
+        )
+        return probabilities, [member.predict(features, batch_size=batch_size, verbose=0)
+                               for member in self.members]
 
     def member_losses(self, labels, member_probabilities, sample_weight=None):
         """Each member's cross-entropy, averaged over the batch: `[B], [B, N, C] -> [N]`.
@@ -490,6 +537,8 @@ class MemberEarlyStopping(keras.callbacks.Callback):
     Attributes:
         best_epochs: each member's best epoch (1-based) in this `fit`; None for a member
             before its first epoch.
+        best_epoch: the latest of the members' best epochs (the last epoch whose weights the
+            ensemble keeps); None while a member has none.
     """
 
     def __init__(self, figure, patience, prefix="val_"):
@@ -497,6 +546,12 @@ class MemberEarlyStopping(keras.callbacks.Callback):
         self.figure, self.patience, self.prefix = figure, patience, prefix
         self.lower_is_better = figure == "loss"
         self.best, self.best_epochs, self.best_weights, self.waits = [], [], [], []
+
+    @property
+    def best_epoch(self):
+        if not self.best_epochs or None in self.best_epochs:
+            return None
+        return max(self.best_epochs)
 
     def on_train_begin(self, logs=None):
         count = len(self.model.members)

@@ -1,4 +1,9 @@
-"""`Translator`: a seq2seq model, source ids and teacher-forced target ids in, logits out."""
+"""`Translator`: a seq2seq model, source ids and teacher-forced target ids in, logits out.
+
+`TextTranslator` puts text around it: the source vocabulary and tokenizer make the ids, a
+sampler (greedy or beam search) the output, the target vocabulary the text; it also gives the
+data of attention plots and the serving SavedModel.
+"""
 
 import keras
 import numpy as np
@@ -45,7 +50,7 @@ class Translator(keras.Model):
     `decode_step` feeds one token per row (the GRU decoder's cell with attention, or the
     Transformer decoder layers' key/value caches, so nothing earlier is recomputed), and
     `generate` drives them with a sampler of `seqlab.models.samplers` (greedy, random, beam).
-    Text and vocabularies stay outside the model.
+    Text and vocabularies stay outside the model (`TextTranslator` adds them).
 
     The parts are attributes: `source_embedding`, `target_embedding`, `output_projection` (and
     the weightless `source_dropout`, `target_dropout`); gru-attention adds `encoder` (a
@@ -358,6 +363,25 @@ class Translator(keras.Model):
         tokens, _, _ = output
         return tokens
 
+    def attention_weights(self, source_ids, output_ids):
+        """The attention of each output token over the source when the model chose it.
+
+        The model reads the start token and `output_ids` (teacher forcing on its own output),
+        so row t is the attention with which it predicted output token t.
+
+        Args:
+            source_ids: int `[B, S]`, 0-padded.
+            output_ids: int `[B, T]`, as `generate` returns them.
+
+        Returns:
+            float `[B, T, S]` (`call`'s `return_attention_scores`).
+        """
+        output_ids = tf.convert_to_tensor(output_ids, tf.int32)
+        starts = tf.fill([tf.shape(output_ids)[0], 1], self.start_token_id)
+        target_in = tf.concat([starts, output_ids[:, :-1]], axis=1)
+        _, weights = self([source_ids, target_in], return_attention_scores=True)
+        return weights
+
     def get_config(self):
         return {
             **super().get_config(),
@@ -375,3 +399,165 @@ class Translator(keras.Model):
             "end_token_id": self.end_token_id,
             "seed": self.seed,
         }
+
+
+class TextTranslator:
+    """Text in, text out around a `Translator`: tokens to ids, decoding, ids to text.
+
+    The vocabularies are plain lists of tokens by id, as the model's ids index them: id 0 is
+    padding (its entry, usually "", is the text of padding) and id 1 the token that unknown
+    tokens map to; the model's `start_token_id` and `end_token_id` index the target list. The
+    tokenizer that made the vocabularies is passed in: `tokenize` (string tensor `[B]` ->
+    ragged string tokens `[B, (tokens)]`) and its inverse `detokenize` (string tokens `[B,
+    steps]`, "" at padding -> string tensor `[B]`), both TensorFlow ops, such as
+    `seqlab.data.translation.tokenize` and `detokenize`.
+
+    TensorFlow ops throughout: the same methods run eagerly, in `tf.function` and in the
+    exported SavedModel.
+
+    Args:
+        model: a `Translator`.
+        source_vocabulary, target_vocabulary: the tokens by id (lists of str), one per id of
+            the model's source and target vocabularies.
+        tokenize, detokenize: the tokenizer of the vocabularies, as above.
+
+    Example:
+
+    ```python
+    from seqlab.data.translation import detokenize, tokenize
+    translator = TextTranslator(model, source_tokens, target_tokens, tokenize, detokenize)
+    translator.translate(["A dog runs."])                    # greedy: ["Ein Hund rennt."]
+    translator.translate(["A dog runs."], beam_width=4, num_return=2)  # [[(text, score), ...]]
+    translator.export_archive(beam_width=4, length_penalty=0.6).write_out("serving/1")
+    ```
+    """
+
+    def __init__(self, model, source_vocabulary, target_vocabulary, tokenize, detokenize):
+        for name, tokens, size in (
+            ("source_vocabulary", source_vocabulary, model.source_vocabulary_size),
+            ("target_vocabulary", target_vocabulary, model.target_vocabulary_size),
+        ):
+            if len(tokens) != size:
+                raise ValueError(
+                    f"{name} must hold one token per id of the model ({size}). Received: "
+                    f"{len(tokens)} tokens"
+                )
+        self.model = model
+        self.tokenize, self.detokenize = tokenize, detokenize
+        # Tokens to ids, and target ids back to tokens.
+        self.source_lookup = keras.layers.StringLookup(
+            vocabulary=list(source_vocabulary[2:]), mask_token=source_vocabulary[PADDING_ID],
+            oov_token=source_vocabulary[1],
+        )
+        self.target_lookup = keras.layers.StringLookup(
+            vocabulary=list(target_vocabulary[2:]), mask_token=target_vocabulary[PADDING_ID],
+            oov_token=target_vocabulary[1], invert=True,
+        )
+        self._functions = {}
+
+    def source_ids(self, texts):
+        """Padded source ids `[B, S]` of a string tensor `[B]`; S is at least 1, so that a batch
+        of texts without tokens still has a (padding) column."""
+        ids = tf.cast(self.source_lookup(self.tokenize(texts)), tf.int32).to_tensor()
+        return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
+
+    def to_text(self, token_ids):
+        """Detokenised text `[B]` of output ids `[B, steps]`, each row cut at its first end
+        token (padding and start tokens left out)."""
+        token_ids = tf.convert_to_tensor(token_ids, tf.int32)
+        ended = tf.cast(tf.cumsum(tf.cast(tf.equal(token_ids, self.model.end_token_id),
+                                          tf.int32), axis=-1), tf.bool)
+        left_out = ended | tf.equal(token_ids, self.model.start_token_id)
+        return self.detokenize(self.target_lookup(tf.where(left_out, PADDING_ID, token_ids)))
+
+    def decode_texts(self, texts, beam_width=None, length_penalty=0.6, num_return=1):
+        """`(translations string[B, num_return], scores float32[B, num_return])` of texts
+        `[B]`: greedy (scores 0) when `beam_width` is None, else beam search (its scores). A
+        text without tokens translates to the empty string."""
+        source_ids = self.source_ids(texts)
+        batch = tf.shape(source_ids)[0]
+        if beam_width is None:
+            translations = self.to_text(self.model.generate(source_ids))[:, None]
+            scores = tf.zeros([batch, 1])
+        else:
+            sampler = BeamSampler(beam_width, length_penalty, num_return)
+            output = self.model.generate(source_ids, sampler)
+            flat = tf.reshape(output.tokens, [batch * num_return, -1])
+            translations = tf.reshape(self.to_text(flat), [batch, num_return])
+            scores = output.scores
+        empty = tf.equal(source_ids[:, :1], PADDING_ID)
+        return tf.where(empty, tf.constant(""), translations), scores
+
+    def function(self, beam_width=None, length_penalty=0.6, num_return=1):
+        """`decode_texts` with these settings as a `tf.function` (one per setting, traced once)."""
+        key = (beam_width, float(length_penalty), num_return)
+        if key not in self._functions:
+            # Every loop is an explicit tf.while_loop: autograph would only add tracing time.
+            self._functions[key] = tf.function(
+                lambda texts: self.decode_texts(texts, *key),
+                input_signature=[tf.TensorSpec([None], tf.string)],
+                autograph=False,
+            )
+        return self._functions[key]
+
+    def batches_by_length(self, texts, batch_size):
+        """The indices of `texts` (a list of str) in batches of at most `batch_size` texts of
+        similar token counts, shortest first (ties in the given order): they decode with little
+        padding."""
+        lengths = self.tokenize(list(texts)).row_lengths().numpy() if len(texts) else []
+        order = np.argsort(lengths, kind="stable")
+        return [order[begin : begin + batch_size] for begin in range(0, len(texts), batch_size)]
+
+    def translate(self, texts, beam_width=None, length_penalty=0.6, num_return=1,
+                  batch_size=64):
+        """Translations of a list of str (decoded in batches of similar length): str each, or
+        with `num_return > 1` `[(translation, score), ...]` best first."""
+        decode = self.function(beam_width, length_penalty, num_return)
+        results = [None] * len(texts)
+        for chosen in self.batches_by_length(texts, batch_size):
+            translations, scores = decode(tf.constant([texts[i] for i in chosen]))
+            for i, row, row_scores in zip(chosen, translations.numpy(), scores.numpy()):
+                decoded = [t.decode("utf-8") for t in row]
+                results[i] = decoded[0] if num_return == 1 else list(
+                    zip(decoded, row_scores.tolist())
+                )
+        return results
+
+    def attention(self, text):
+        """What an attention plot shows of the greedy translation of one text.
+
+        Returns:
+            `(source_tokens, output_tokens, weights)`: the text's tokens (list of str, empty
+            for a text without tokens), the output tokens up to and including the end token
+            (list of str, as the target vocabulary spells them) and the attention of each output
+            token over the source positions, float32 numpy `[len(output_tokens), S]` (S: the
+            source tokens, or 1 padding position for a text without any).
+        """
+        source_ids = self.source_ids(tf.constant([text]))
+        output_ids = self.model.generate(source_ids)
+        ids = output_ids[0].numpy().tolist()
+        end = self.model.end_token_id
+        length = ids.index(end) + 1 if end in ids else len(ids)
+        weights = self.model.attention_weights(source_ids, output_ids[:, :length])
+        output_tokens = self.target_lookup(output_ids[0, :length]).numpy()
+        source_tokens = self.tokenize([text])[0].numpy()
+        return ([t.decode("utf-8") for t in source_tokens],
+                [t.decode("utf-8") for t in output_tokens], weights[0].numpy())
+
+    def export_archive(self, beam_width, length_penalty):
+        """A `keras.export.ExportArchive` of `serving_default(text: string[None]) ->
+        {"translation": string[None]}`: tokenising, beam search with these settings and
+        detokenising, all inside the graph; `write_out(path)` writes the SavedModel."""
+        translate = self.function(beam_width, length_penalty)  # the one `translate` uses
+
+        def serve(text):
+            return {"translation": translate(text)[0][:, 0]}
+
+        archive = keras.export.ExportArchive()
+        archive.track(self.model)
+        # Called inside `translate`, the lookup layers are not seen by `add_endpoint`.
+        archive.track(self.source_lookup.lookup_table)
+        archive.track(self.target_lookup.lookup_table)
+        archive.add_endpoint("serving_default", serve,
+                             input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        return archive

@@ -31,6 +31,7 @@ import os
 import platform
 import shutil
 import sys
+import time
 import tomllib
 import types
 import typing
@@ -45,12 +46,19 @@ from seqlab.pipelines.errors import UsageError
 # Configs
 
 
-def option(default, help, choices=None):
+def option(default, help, choices=None, positional=False, metavar=None):
     """A config field with its command-line help (and allowed values).
 
-    Mutable defaults (lists) are copied per instance.
+    Args:
+        default: the value when neither a flag nor the config file sets it. Mutable defaults
+            (lists) are copied per instance.
+        help: the flag's help line.
+        choices: the allowed values, if only some are.
+        positional: a positional argument (`seqlab sentiment predict TEXT ...`) instead of a
+            `--flag`; a list field takes any number of values.
+        metavar: the value's name in the help (default: the field name in capitals).
     """
-    metadata = {"help": help, "choices": choices}
+    metadata = {"help": help, "choices": choices, "positional": positional, "metavar": metavar}
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -159,6 +167,11 @@ def add_config_arguments(parser, config_class):
         if "default" not in help:
             help = f"{help} (default: {shown})"
         kwargs = {"help": help}
+        metavar = field.metadata.get("metavar") or field.name.upper()
+        if field.metadata.get("positional"):
+            parser.add_argument(field.name, nargs="*" if is_list else "?", type=base,
+                                metavar=metavar, **kwargs)
+            continue
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
@@ -166,7 +179,7 @@ def add_config_arguments(parser, config_class):
             if field.metadata.get("choices"):
                 kwargs["choices"] = field.metadata["choices"]
             else:
-                kwargs["metavar"] = field.name.upper()
+                kwargs["metavar"] = metavar
             if is_list:
                 kwargs["nargs"] = "+"
         parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
@@ -516,6 +529,27 @@ class EpochHistory(keras.callbacks.Callback):
         return [self.rows[k] for k in sorted(self.rows)]
 
 
+class StopAfterMinutes(keras.callbacks.Callback):
+    """Stops training at the end of the first epoch that ends past `minutes` of training.
+
+    A time box for CPU runs: the last epoch is always finished, so the run keeps whole epochs.
+    """
+
+    def __init__(self, minutes):
+        super().__init__()
+        self.seconds = minutes * 60
+        self.stopped_epoch = None
+
+    def on_train_begin(self, logs=None):
+        self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        last = epoch + 1 >= self.params["epochs"]
+        if not last and time.perf_counter() - self.started >= self.seconds:
+            self.model.stop_training = True
+            self.stopped_epoch = epoch + 1
+
+
 def training_callbacks(run):
     """`[EpochHistory, BackupAndRestore]` for fitting inside `run` (a `RunDirectory`).
 
@@ -619,7 +653,7 @@ class Task:
     The action functions take keyword arguments named as their flags:
     - `train(config, overwrite=False) -> ActionResult`
     - `evaluate(run, data=None, output=None) -> ActionResult`
-    - `predict(run, data=None, output=None, **extra) -> ActionResult`
+    - `predict(run, data=None, output=None, **options) -> ActionResult`
     - `export(run, out=None) -> ActionResult`
 
     Attributes:
@@ -628,9 +662,11 @@ class Task:
         examples: example command lines for `seqlab <task> <action> --help`, by action.
         config_class: the `TrainConfig` subclass of `train`.
         train, evaluate, predict, export: the actions.
-        extra_arguments: per action, more `(flags, argparse keyword arguments)` pairs beyond the
-            common ones (for example a charrnn `predict --temperature`); their values reach the
-            action as keyword arguments.
+        options: per action ("evaluate", "predict"), a dataclass of its settings beyond
+            `--run`, `--data` and `--output`, declared with `option()` as `train`'s config is
+            (for example charrnn's `predict --temperature`). The command line turns its fields
+            into flags and passes the ones given to the action as keyword arguments; the action
+            completes and checks them with `make_config(options_class, flag_values=...)`.
         aliases: per action, other names it answers to on the command line (for example
             charrnn `generate` for `predict`).
     """
@@ -643,7 +679,7 @@ class Task:
     evaluate: typing.Callable
     predict: typing.Callable
     export: typing.Callable
-    extra_arguments: dict = dataclasses.field(default_factory=dict)
+    options: dict = dataclasses.field(default_factory=dict)
     aliases: dict = dataclasses.field(default_factory=dict)
 
 
@@ -652,6 +688,7 @@ __all__ = [
     "EpochHistory",
     "RunDirectory",
     "RunRecord",
+    "StopAfterMinutes",
     "Task",
     "TrainConfig",
     "UsageError",

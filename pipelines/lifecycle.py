@@ -114,8 +114,11 @@ class Pipeline:
         name: the task's name on the command line.
         config_class: its `TrainConfig` subclass.
         model_class: the `seqlab.models` class its runs hold.
-        description, examples, extra_arguments, aliases: the command line's help and extra
-            flags (see `common.Task`).
+        description, examples, aliases: the command line's help and action aliases (see
+            `common.Task`).
+        evaluate_options, predict_options: dataclasses of the settings `evaluate` and
+            `predict` take beyond `run`, `data` and `output`, declared with `common.option`
+            (or None).
         data_paths: config fields naming files, made absolute so that evaluate and predict find
             them from any working directory.
         renamed_settings: settings of older versions' config.json under their new names.
@@ -128,8 +131,9 @@ class Pipeline:
     model_class = None
     description = ""
     examples = {}
-    extra_arguments = {}
     aliases = {}
+    evaluate_options = None
+    predict_options = None
     data_paths = ("data",)
     renamed_settings = {}
     monitor_metric = "loss"
@@ -316,6 +320,8 @@ class Pipeline:
             evaluate=self.evaluate,
             predict=self.predict,
             export=self.export,
-            extra_arguments=self.extra_arguments,
+            options={action: options for action, options in
+                     (("evaluate", self.evaluate_options), ("predict", self.predict_options))
+                     if options is not None},
             aliases=self.aliases,
         )

@@ -28,18 +28,19 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.conll import (
-    SAMPLE_PATH,
+    INPUT_FORMATS,
     SCHEMES,
     Sentence,
+    TaggingSplits,
     TaggingVocabulary,
+    conll_text,
     encode_sentences,
-    find_split_files,
-    looks_like_conll,
+    load_splits,
     make_tagging_dataset,
     read_conll,
-    read_token_lines,
+    read_sentences_to_tag,
+    split_files,
 )
-from seqlab.data.errors import DataError
 from seqlab.layers.char_encoder import CHAR_ENCODERS
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
@@ -49,16 +50,16 @@ from seqlab.pipelines.common import (
     check_at_least,
     check_rate,
     check_split_fractions,
-    format_table,
+    make_config,
     option,
     read_json,
     write_export_archive,
     write_text_atomic,
 )
 from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.metrics import entity_scores, entity_scores_table
 
 TASK_NAME = "ner"
-INPUT_FORMATS = ("auto", "conll", "lines")
 SPLITS = ("train", "validation", "test")
 # Sentences shown on the terminal when predictions go to a file.
 _SENTENCES_SHOWN = 5
@@ -93,7 +94,8 @@ class NerConfig(TrainConfig):
     word_dim: int = option(100, "word embedding size")
     char_encoder: str = option("lstm", "character encoder: BiLSTM or CNN", CHAR_ENCODERS)
     char_dim: int = option(25, "character embedding size")
-    char_units: int = option(25, "character BiLSTM units per direction, or CNN filters")
+    char_units: int = option(25, "units per direction of the character BiLSTM, or filters of "
+                             "the character CNN")
     char_kernel: int = option(3, "CNN kernel width in characters")
     units: int = option(100, "units per direction of the word BiLSTM")
     dropout: float = option(0.5, "dropout rate before and after the word BiLSTM")
@@ -125,82 +127,22 @@ class NerConfig(TrainConfig):
 # Data
 
 
-@dataclasses.dataclass
-class TaggingSplits:
-    """Train / validation / test sentences (`data.conll.Sentence` lists), per split the file it
-    was read from or how it was held out (`sources`), and per file read its description and
-    repairs (`files`)."""
-
-    train: list
-    validation: list
-    test: list
-    sources: dict
-    files: list
+def _read_options(config):
+    """`read_conll`'s settings of a config: columns, scheme (None: detect) and repair."""
+    return {"token_column": config.token_column, "tag_column": config.tag_column,
+            "scheme": None if config.scheme == "auto" else config.scheme,
+            "repair": config.repair}
 
 
-def _read_tagged(config, path):
-    return read_conll(path, token_column=config.token_column, tag_column=config.tag_column,
-                      scheme=None if config.scheme == "auto" else config.scheme,
-                      repair=config.repair)
-
-
-def split_files(config):
-    """`{split: path}` of the files a config names (train always; validation, test if found)."""
-    if config.data is None:
-        files = {"train": str(SAMPLE_PATH)}
-    elif Path(config.data).is_dir():
-        files = find_split_files(config.data)
-    else:
-        files = {"train": config.data}
-    if config.validation_data is not None:
-        files["validation"] = config.validation_data
-    if config.test_data is not None:
-        files["test"] = config.test_data
-    return files
-
-
-def load_splits(config):
-    """Reads the config's files; splits without a file are held out from the training file.
-
-    The held-out sentences are drawn with the run's seed (test first, then validation from the
-    rest), so evaluate sees the same test split as train.
+def read_splits(config):
+    """The train / validation / test sentences of a config's files (`data.conll.load_splits`).
 
     Raises:
         DataError: unreadable files, or too few training sentences to hold splits out.
     """
-    files = split_files(config)
-    read = {split: _read_tagged(config, path) for split, path in files.items()}
-    sentences = {split: conll.sentences for split, conll in read.items()}
-    sources = {split: conll.path for split, conll in read.items()}
-    missing = [split for split in ("test", "validation") if split not in read]
-    if missing:
-        train = sentences["train"]
-        order = np.random.default_rng(config.seed).permutation(len(train))
-        fractions = {"test": config.test_fraction, "validation": config.val_fraction}
-        counts = {split: max(1, round(fractions[split] * len(train))) for split in missing}
-        if sum(counts.values()) >= len(train):
-            raise DataError(
-                f"{len(train)} sentences are too few to hold out "
-                + " and ".join(f"{counts[s]} {s}" for s in missing)
-                + " sentences; give --validation-data / --test-data files",
-                path=files["train"],
-            )
-        start = 0
-        for split in missing:
-            chosen = order[start:start + counts[split]]
-            sentences[split] = [train[i] for i in sorted(chosen)]
-            sources[split] = (
-                f"{counts[split]} sentences held out from {files['train']} (seed {config.seed})"
-            )
-            start += counts[split]
-        kept = sorted(order[start:])
-        sentences["train"] = [train[i] for i in kept]
-        sources["train"] = f"{files['train']} ({len(kept)} of {len(train)} sentences)"
-    return TaggingSplits(
-        sentences["train"], sentences["validation"], sentences["test"], sources,
-        [{"file": c.path, "read": c.describe(), "documents": c.documents,
-          "repairs": c.repairs, "invisible_characters_removed_on_lines": c.invisible_lines}
-         for c in read.values()],
+    return load_splits(
+        split_files(config.data, config.validation_data, config.test_data),
+        config.val_fraction, config.test_fraction, config.seed, **_read_options(config),
     )
 
 
@@ -241,97 +183,16 @@ def build_model(config, vocabulary):
     return model
 
 
-def make_tag_decoder(model):
-    """`model.decode` traced once: `(token_ids, char_ids) -> tag ids int32 [batch, time]`."""
-    return tf.function(
-        lambda token_ids, char_ids: model.decode((token_ids, char_ids)),
-        input_signature=[
-            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None, None], tf.int32)
-        ],
-    )
-
-
-def predict_tags(model, vocabulary, sentences, batch_size=64, decoder=None):
-    """The predicted BIO tags of `sentences`, one list per sentence (padding never included)."""
-    decoder = decoder or make_tag_decoder(model)
-    encoded = encode_sentences(
-        [dataclasses.replace(s, tags=None) for s in sentences], vocabulary
-    )
-    tags = []
-    for token_ids, char_ids, _ in make_tagging_dataset(encoded, batch_size):
-        tag_ids = decoder(token_ids, char_ids).numpy()
-        lengths = np.sum(token_ids.numpy() != 0, axis=1)
-        tags += [[vocabulary.tags[i] for i in row[:n]] for row, n in zip(tag_ids, lengths)]
-    return tags
+def predict_tags(model, vocabulary, sentences, batch_size=64, decode_function=None):
+    """The predicted BIO tags of `sentences`, one list per sentence (padding never included);
+    `decode_function`: the model's `make_decode_function()` to reuse."""
+    encoded = encode_sentences([dataclasses.replace(s, tags=None) for s in sentences], vocabulary)
+    tag_ids = model.predict_tag_ids(make_tagging_dataset(encoded, batch_size), decode_function)
+    return [[vocabulary.tags[i] for i in row] for row in tag_ids]
 
 
 # ---------------------------------------------------------------------------------------------
-# Scoring
-
-
-def entity_scores(gold, predicted):
-    """Entity-level precision, recall and F1 of BIO tag sequences (seqeval).
-
-    Returns:
-        A dict: `precision`, `recall`, `f1` and `support` (gold entities) overall (micro
-        average, strict IOB2: an entity counts only if its predicted B-/I- tags are a valid
-        chunk of the right type and extent), `per_type` (the same per entity type),
-        `macro_f1`, `conlleval` (overall figures in seqeval's default mode, which matches
-        conlleval: an I-X after O or another type starts an entity), and `sentences`, `tokens`.
-    """
-    from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
-    from seqeval.scheme import IOB2
-
-    report = classification_report(
-        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0
-    )
-    summary_rows = {"micro avg", "macro avg", "weighted avg"}
-
-    def figures(row):
-        return {
-            "precision": float(row["precision"]), "recall": float(row["recall"]),
-            "f1": float(row["f1-score"]), "support": int(row["support"]),
-        }
-
-    scores = figures(report["micro avg"])
-    scores.update(
-        macro_f1=float(report["macro avg"]["f1-score"]),
-        per_type={kind: figures(row) for kind, row in sorted(report.items())
-                  if kind not in summary_rows},
-        conlleval={
-            "precision": float(precision_score(gold, predicted, zero_division=0)),
-            "recall": float(recall_score(gold, predicted, zero_division=0)),
-            "f1": float(f1_score(gold, predicted, zero_division=0)),
-        },
-        sentences=len(gold),
-        tokens=sum(len(tags) for tags in gold),
-    )
-    return scores
-
-
-def scores_table(scores):
-    """The terminal table of `entity_scores`: one row per type, then the overall row."""
-    rows = [[kind, row["precision"], row["recall"], row["f1"], row["support"]]
-            for kind, row in scores["per_type"].items()]
-    rows.append(["overall (micro)", scores["precision"], scores["recall"], scores["f1"],
-                 scores["support"]])
-    table = format_table(["entity type", "precision", "recall", "F1", "support"], rows)
-    conlleval = scores["conlleval"]
-    return (
-        f"{table}\nseqeval strict IOB2; conlleval-compatible (seqeval default mode): precision "
-        f"{conlleval['precision']:.4f}, recall {conlleval['recall']:.4f}, F1 {conlleval['f1']:.4f}"
-    )
-
-
-def conll_text(sentences, *tag_columns):
-    """CoNLL text: token and the given tag columns, tab-separated, a blank line per sentence."""
-    blocks = []
-    for index, sentence in enumerate(sentences):
-        blocks.append("\n".join(
-            "\t".join([token, *(column[index][i] for column in tag_columns)])
-            for i, token in enumerate(sentence.tokens)
-        ))
-    return "\n\n".join(blocks) + "\n"
+# Early stopping
 
 
 class EntityF1EarlyStopping(keras.callbacks.Callback):
@@ -358,7 +219,7 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         self.sentences = sentences
         self.gold = [s.tags for s in sentences]
         self.patience = patience
-        self._decoder = None
+        self._decode_function = None
 
     def on_train_begin(self, logs=None):
         self.best_f1, self.best_loss, self.best_weights, self.wait = -1.0, np.inf, None, 0
@@ -366,10 +227,10 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logs = {} if logs is None else logs
-        if self._decoder is None:
-            self._decoder = make_tag_decoder(self.model)
+        if self._decode_function is None:
+            self._decode_function = self.model.make_decode_function()
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
-                                 decoder=self._decoder)
+                                 decode_function=self._decode_function)
         f1 = logs["val_f1"] = entity_scores(self.gold, predicted)["f1"]
         loss = logs.get("val_loss", np.inf)
         self.wait += 1
@@ -397,16 +258,9 @@ def export_saved_model(model, vocabulary, path):
     padded with empty strings and get the empty tag there. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
     """
-    word_lookup = keras.layers.StringLookup(
-        vocabulary=vocabulary.words[2:], mask_token="", num_oov_indices=1, name="word_lookup"
-    )
-    char_lookup = keras.layers.StringLookup(
-        vocabulary=vocabulary.chars[2:], mask_token="", num_oov_indices=1, name="char_lookup"
-    )
-    for lookup in (word_lookup, char_lookup):
-        lookup.build((None,))
+    word_lookup, char_lookup = vocabulary.lookup_layers()
     tag_names = tf.constant(vocabulary.tags)
-    decoder = make_tag_decoder(model)
+    decode_function = model.make_decode_function()
     max_word_chars = vocabulary.max_word_chars
 
     def serve(tokens):
@@ -414,7 +268,7 @@ def export_saved_model(model, vocabulary, path):
         token_ids = tf.cast(word_lookup(tf.strings.lower(tokens, encoding="utf-8")), tf.int32)
         chars = tf.strings.unicode_split(tokens, "UTF-8")[:, :, :max_word_chars]
         char_ids = tf.cast(char_lookup(chars), tf.int32).to_tensor(0)
-        tags = tf.gather(tag_names, decoder(token_ids, char_ids))
+        tags = tf.gather(tag_names, decode_function(token_ids, char_ids))
         return {"tags": tf.where(real, tags, "")}
 
     archive = keras.export.ExportArchive()
@@ -428,17 +282,19 @@ def export_saved_model(model, vocabulary, path):
     return write_export_archive(archive, Path(path))
 
 
-def read_prediction_input(path, input_format, token_column):
-    """Sentences of a file to tag: CoNLL (token column only) or one sentence per line."""
-    if input_format == "auto":
-        input_format = "conll" if looks_like_conll(path) else "lines"
-    if input_format == "conll":
-        return read_conll(path, token_column=token_column, tag_column=None)
-    return read_token_lines(path)
-
-
 # ---------------------------------------------------------------------------------------------
 # The task
+
+
+@dataclasses.dataclass
+class PredictOptions:
+    """The settings of `seqlab ner predict` besides --run, --data and --output."""
+
+    sentence: list[str] = option([], "a sentence to tag, split at whitespace", positional=True,
+                                 metavar="WORD")
+    input: str | None = option(None, "a file to tag: CoNLL, or one sentence per line",
+                               metavar="FILE")
+    input_format: str = option("auto", "format of --input", INPUT_FORMATS)
 
 
 class NerPipeline(Pipeline):
@@ -474,19 +330,10 @@ class NerPipeline(Pipeline):
         ],
         "export": ["seqlab ner export --run runs/wnut-crf --out serving/ner/1"],
     }
-    extra_arguments = {
-        "predict": [
-            (("text",), {"nargs": "*", "metavar": "TEXT",
-                         "help": "a sentence to tag, split at whitespace"}),
-            (("--input",), {"metavar": "FILE",
-                            "help": "a file to tag: CoNLL, or one sentence per line"}),
-            (("--input-format",), {"choices": INPUT_FORMATS,
-                                   "help": "format of --input (default: auto)"}),
-        ],
-    }
+    predict_options = PredictOptions
 
     def prepare(self, config, distribution):
-        splits = load_splits(config)
+        splits = read_splits(config)
         vocabulary = TaggingVocabulary.build(splits.train, config.min_count,
                                              config.max_word_chars)
         encoded = {
@@ -515,13 +362,14 @@ class NerPipeline(Pipeline):
 
     def score(self, config, model, prepared):
         splits, vocabulary = prepared.splits, prepared.vocabulary
-        decoder = make_tag_decoder(model)
+        decode_function = model.make_decode_function()
         # Kept for test_predictions.conll, which the artifacts hook writes.
-        prepared.test_predicted = predict_tags(model, vocabulary, splits.test, decoder=decoder)
+        prepared.test_predicted = predict_tags(model, vocabulary, splits.test,
+                                               decode_function=decode_function)
         metrics = entity_scores([s.tags for s in splits.test], prepared.test_predicted)
         validation_scores = entity_scores(
             [s.tags for s in splits.validation],
-            predict_tags(model, vocabulary, splits.validation, decoder=decoder),
+            predict_tags(model, vocabulary, splits.validation, decode_function=decode_function),
         )
         metrics.update(
             split="test",
@@ -560,7 +408,7 @@ class NerPipeline(Pipeline):
         return [
             f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
             f"encoder; test split: {splits.sources['test']}, {len(splits.test)} sentences",
-            scores_table(metrics),
+            entity_scores_table(metrics),
             *([f"{repairs} invalid tags repaired (listed in metrics.json)"] if repairs else []),
         ]
 
@@ -586,10 +434,10 @@ class NerPipeline(Pipeline):
         loaded = self.load_run(run)
         config, vocabulary = loaded.config, loaded.artifacts["vocabulary"]
         if data is None:
-            splits = load_splits(config)
+            splits = read_splits(config)
             sentences, source = splits.test, splits.sources["test"]
         else:
-            conll = _read_tagged(config, data)
+            conll = read_conll(data, **_read_options(config))
             sentences, source = conll.sentences, conll.describe()
             for sentence in sentences:
                 vocabulary.tag_ids(sentence, path=data)
@@ -597,26 +445,28 @@ class NerPipeline(Pipeline):
             [s.tags for s in sentences], predict_tags(loaded.model, vocabulary, sentences)
         )
         metrics.update(source=source)
-        summary = [f"{TASK_NAME}: {source}, {len(sentences)} sentences", scores_table(metrics),
+        summary = [f"{TASK_NAME}: {source}, {len(sentences)} sentences",
+                   entity_scores_table(metrics),
                    *write_figures(output, metrics)]
         return ActionResult(summary="\n".join(summary), path=output and Path(output),
                             metrics=metrics)
 
-    def predict(self, run, data=None, output=None, text=None, input=None, input_format="auto"):
-        """Tags whitespace-tokenised text, or the sentences of a file.
+    def predict(self, run, data=None, output=None, **options):
+        """Tags a sentence, or the sentences of a file.
 
         Args:
             run: the run directory.
-            data, input: a file to tag (the same option; give one): CoNLL (the run's token
-                column is read) or one sentence per line, chosen by `input_format` ("auto"
-                looks for tabs, `-DOCSTART-` or blank-line separated blocks).
+            data: a file to tag, as `input` (give one of the two).
             output: a CoNLL file (token TAB tag) to write; the default for file input is
-                `<run>/predictions.conll`, and text input is only printed.
-            text: a sentence, or a list of strings joined with spaces, tokenised at whitespace.
+                `<run>/predictions.conll`, and a sentence is only printed.
+            **options: the fields of `PredictOptions`: `sentence` (words, each split again at
+                whitespace), `input` (a file: CoNLL, the run's token column, or one sentence per
+                line, as `input_format` says; "auto" looks for tabs, `-DOCSTART-` or blank-line
+                separated blocks).
         """
-        if isinstance(text, (list, tuple)):
-            text = " ".join(text)
-        tokens = text.split() if text else []
+        options = make_config(PredictOptions, flag_values=options)
+        input, input_format = options.input, options.input_format
+        tokens = " ".join(options.sentence).split()
         if data is not None and input is not None:
             raise UsageError("give the file to tag with --input or --data, not both")
         source_file = input if input is not None else data
@@ -627,7 +477,7 @@ class NerPipeline(Pipeline):
             )
         loaded = self.load_run(run)
         if source_file is not None:
-            sentences = read_prediction_input(
+            sentences = read_sentences_to_tag(
                 source_file, input_format, loaded.config.token_column
             ).sentences
         else:

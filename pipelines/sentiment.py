@@ -27,14 +27,13 @@ import tensorflow as tf
 from seqlab.data.classification import (
     SAMPLE_SOURCE,
     LabelledData,
-    check_several_classes,
     label_ids,
-    load_sample,
+    load_training_data,
     make_dataset,
+    make_splits,
     read_examples,
-    read_labelled,
     read_lines,
-    stratified_split,
+    read_scored_examples,
 )
 from seqlab.models.text_classifier import KINDS as MODEL_KINDS
 from seqlab.models.text_classifier import POOLINGS
@@ -52,14 +51,19 @@ from seqlab.pipelines.common import (
     check_positive,
     check_rate,
     format_table,
+    make_config,
     option,
-    pyplot,
     read_json,
     rows_to_csv,
     write_export_archive,
     write_text_atomic,
 )
 from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.metrics import (
+    classification_tables,
+    save_confusion_plot,
+    score_classification,
+)
 
 TASK_NAME = "sentiment"
 MONITORED = ("loss", "accuracy")
@@ -76,10 +80,9 @@ class SentimentConfig(TrainConfig):
     """Every setting of a text-classification run; the defaults suit short review sentences."""
 
     data: str | None = option(
-        None,
-        "CSV/TSV file, folder of line files (rt-polarity.pos, rt-polarity.neg) or of class "
-        "sub-folders (aclImdb; train/ and test/ used as given splits) (default: the embedded "
-        "150-sentence smoke-test sample)",
+        None, "CSV/TSV file, folder of line files (rt-polarity.pos, rt-polarity.neg) or of "
+        "class sub-folders (aclImdb; train/ and test/ used as given splits) (default: the "
+        "embedded 150-sentence smoke-test sample)",
     )
     test_data: str | None = option(
         None, "test split in the same layout as --data (default: a seeded stratified split)"
@@ -165,54 +168,17 @@ class SentimentConfig(TrainConfig):
 
 def load_data(config):
     """The `LabelledData` the config names: `--data` (and `--test-data`), or the sample."""
-    if config.data is None:
-        if config.test_data is not None:
-            raise UsageError("--test-data needs --data (the embedded sample has no test file)")
-        sample = load_sample()
-        if config.classes is not None:
-            keep = [i for i, label in enumerate(sample.labels) if label in config.classes]
-            sample = sample.subset(keep)
-        check_several_classes(sample, "label")
-        return LabelledData(train=sample, test=None, layout="table")
-    data = read_labelled(config.data, config.text_column, config.label_column, config.classes)
-    check_several_classes(data.train, config.label_column if data.layout == "table" else None)
+    if config.data is None and config.test_data is not None:
+        raise UsageError("--test-data needs --data (the embedded sample has no test file)")
+    columns = config.text_column, config.label_column
+    data = load_training_data(config.data, *columns, config.classes)
     if config.test_data is not None:
         if data.test is not None:
             raise UsageError(
                 f"--test-data was given, but {config.data} holds its own test/ split"
             )
-        data.test, _ = read_examples(
-            config.test_data, config.text_column, config.label_column, config.classes
-        )
+        data.test, _ = read_examples(config.test_data, *columns, config.classes)
     return data
-
-
-def make_splits(config, data):
-    """`({"train", "val", "test"}: Examples, split report)` as the config asks.
-
-    A given test split is used as such; otherwise a seeded stratified `test_fraction` of the
-    examples is held out. Validation is a seeded stratified `val_fraction` of the rest (empty
-    when 0).
-    """
-    if data.test is not None:
-        rest, test, method = data.train, data.test, "given"
-    else:
-        rest, test = stratified_split(data.train, config.test_fraction, config.seed)
-        method = "seeded stratified"
-    if config.val_fraction > 0:
-        train, val = stratified_split(rest, config.val_fraction, config.seed, name="validation")
-    else:
-        train, val = rest, rest.subset([])
-    splits = {"train": train, "val": val, "test": test}
-    report = {
-        "method": method,
-        "seed": config.seed,
-        "test_fraction": None if method == "given" else config.test_fraction,
-        "val_fraction": config.val_fraction,
-        "examples": {name: len(examples) for name, examples in splits.items()},
-        "class_counts": {name: examples.class_counts() for name, examples in splits.items()},
-    }
-    return splits, report
 
 
 def _standardize(config):
@@ -236,125 +202,15 @@ def make_model(config, vocabulary, n_classes):
 
 
 # ---------------------------------------------------------------------------------------------
-# Scoring
+# Predictions and the SavedModel
 
 
-def predict_probabilities(model, texts, batch_size=256):
+def predict_probabilities(model, texts):
     """`float32[len(texts), n_classes]` probabilities of raw texts, and each ensemble member's
     (`[]` for one model)."""
-    if not len(texts):
-        return np.zeros((0, model.get_config()["num_classes"]), dtype="float32"), []
-    texts = tf.constant(list(texts), dtype=tf.string)
-    probabilities = model.predict(texts, batch_size=batch_size, verbose=0)
-    if not isinstance(model, TextClassifierEnsemble):
-        return probabilities, []
-    ids = model.vectorizer(texts)
-    return probabilities, [member.predict(ids, batch_size=batch_size, verbose=0)
-                           for member in model.members]
-
-
-def score(probabilities, true_ids, classes, train_ids):
-    """Accuracy, macro F1, per-class figures and the confusion matrix (rows: true classes) of
-    `[n, n_classes]` probabilities, beside the training split's (`train_ids`) majority class.
-
-    Macro F1 averages over the classes in the true or predicted labels (scikit-learn's
-    default); per-class figures cover every class (0 when undefined).
-    """
-    from sklearn.metrics import (accuracy_score, confusion_matrix, f1_score,
-                                 precision_recall_fscore_support)
-
-    true_ids, predicted = np.asarray(true_ids), np.argmax(probabilities, axis=-1)
-    # The most frequent training class; the lowest id among equals, as scikit-learn's dummy.
-    majority_id = int(np.argmax(np.bincount(train_ids, minlength=len(classes))))
-    majority, majority_class = np.full(len(true_ids), majority_id), classes[majority_id]
-    everything = list(range(len(classes)))
-    precision, recall, f1, support = precision_recall_fscore_support(
-        true_ids, predicted, labels=everything, zero_division=0
-    )
-
-    def figures(guess):
-        return {
-            "accuracy": float(accuracy_score(true_ids, guess)),
-            "macro_f1": float(f1_score(true_ids, guess, average="macro", zero_division=0)),
-        }
-
-    return {
-        "examples": int(len(true_ids)),
-        "model": figures(predicted),
-        "majority_class": {"class": majority_class, **figures(majority)},
-        "per_class": {
-            name: {"precision": float(precision[i]), "recall": float(recall[i]),
-                   "f1": float(f1[i]), "support": int(support[i])}
-            for i, name in enumerate(classes)
-        },
-        "confusion_matrix": {
-            "classes": list(classes),
-            "rows_true_columns_predicted": confusion_matrix(
-                true_ids, predicted, labels=everything
-            ).tolist(),
-        },
-    }
-
-
-def score_model(model, texts, true_ids, classes, train_ids):
-    """`score` of the model's predictions on `texts`; for an ensemble, with the accuracy and
-    macro F1 of every member under `"members"`."""
-    probabilities, members = predict_probabilities(model, texts)
-    metrics = score(probabilities, true_ids, classes, train_ids)
-    if members:
-        metrics["members"] = [score(member, true_ids, classes, train_ids)["model"]
-                              for member in members]
-    return metrics
-
-
-def metrics_tables(metrics, model_kind):
-    """The terminal summary of `score`'s figures: overall, per class, confusion matrix."""
-    members = metrics.get("members", [])
-    overall = format_table(
-        ["classifier", "accuracy", "macro F1"],
-        [
-            [f"ensemble of {len(members)} ({model_kind})" if members else f"model ({model_kind})",
-             metrics["model"]["accuracy"], metrics["model"]["macro_f1"]],
-            *[[f"  member {k}", member["accuracy"], member["macro_f1"]]
-              for k, member in enumerate(members)],
-            [f"majority class ({metrics['majority_class']['class']})",
-             metrics["majority_class"]["accuracy"], metrics["majority_class"]["macro_f1"]],
-        ],
-    )
-    per_class = format_table(
-        ["class", "precision", "recall", "F1", "support"],
-        [[name, v["precision"], v["recall"], v["f1"], v["support"]]
-         for name, v in metrics["per_class"].items()],
-    )
-    matrix = metrics["confusion_matrix"]
-    confusion = format_table(
-        ["true \\ predicted", *matrix["classes"]],
-        [[name, *row] for name, row in zip(matrix["classes"],
-                                           matrix["rows_true_columns_predicted"])],
-    )
-    return "\n\n".join([overall, per_class, "confusion matrix (rows: true class)\n" + confusion])
-
-
-def save_confusion_plot(path, metrics, title):
-    """The confusion matrix as a heat map with the counts written in."""
-    plt = pyplot()
-    matrix = np.asarray(metrics["confusion_matrix"]["rows_true_columns_predicted"])
-    classes = metrics["confusion_matrix"]["classes"]
-    size = 2.5 + 0.6 * len(classes)
-    figure, axis = plt.subplots(figsize=(size, size))
-    axis.imshow(matrix, cmap="Blues")
-    ticks = np.arange(len(classes))
-    axis.set_xticks(ticks, classes, rotation=45, ha="right")
-    axis.set_yticks(ticks, classes)
-    for (row, column), count in np.ndenumerate(matrix):
-        axis.text(column, row, str(count), ha="center", va="center",
-                  color="white" if count > matrix.max() / 2 else "black")
-    axis.set_xlabel("predicted")
-    axis.set_ylabel("true")
-    axis.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    if isinstance(model, TextClassifierEnsemble):
+        return model.predict_probabilities(texts, return_members=True)
+    return model.predict_probabilities(texts), []
 
 
 def export_saved_model(model, classes, path):
@@ -396,6 +252,15 @@ class PreparedTexts:
     member_stopping: MemberEarlyStopping | None = None
 
 
+@dataclasses.dataclass
+class PredictOptions:
+    """The settings of `seqlab sentiment predict` besides --run, --data and --output."""
+
+    texts: list[str] = option([], "texts to classify", positional=True, metavar="TEXT")
+    input: str | None = option(None, "UTF-8 file with one text per line to classify",
+                               metavar="FILE")
+
+
 class SentimentPipeline(Pipeline):
     """Text classification on the shared run lifecycle (pipelines/lifecycle.py)."""
 
@@ -431,20 +296,25 @@ class SentimentPipeline(Pipeline):
         ],
         "export": ["seqlab sentiment export --run runs/polarity --out serving/polarity/1"],
     }
-    extra_arguments = {
-        "predict": [
-            (("texts",), {"nargs": "*", "metavar": "TEXT", "help": "texts to classify"}),
-            (("--input",), {"dest": "input_file", "metavar": "FILE",
-                            "help": "UTF-8 file with one text per line to classify"}),
-        ],
-    }
+    predict_options = PredictOptions
+
+    # Early stopping and the best epoch watch the figure --monitor names: `prepare` keeps it
+    # here for the lifecycle to read, which has no per-run hook for it yet.
+    monitored = "loss"
+
+    @property
+    def monitor_metric(self):
+        return self.monitored
+
+    @property
+    def monitor_mode(self):
+        return "min" if self.monitored == "loss" else "max"
 
     def prepare(self, config, distribution):
-        # Early stopping and the best epoch watch the figure --monitor names.
-        self.monitor_metric = config.monitor
-        self.monitor_mode = "min" if config.monitor == "loss" else "max"
+        self.monitored = config.monitor
         data = load_data(config)
-        splits, report = make_splits(config, data)
+        splits, report = make_splits(data, config.test_fraction, config.val_fraction,
+                                     config.seed)
         classes = sorted(splits["train"].class_counts())
         max_tokens = config.vocabulary_size
         if max_tokens is None and config.model != "ngrams":
@@ -480,14 +350,15 @@ class SentimentPipeline(Pipeline):
         return [prepared.member_stopping]
 
     def score(self, config, model, prepared):
-        metrics = score_model(model, prepared.splits["test"].texts, prepared.ids["test"],
-                              prepared.classes, prepared.ids["train"])
+        probabilities, members = predict_probabilities(model, prepared.splits["test"].texts)
+        metrics = score_classification(probabilities, prepared.ids["test"], prepared.classes,
+                                       prepared.report["class_counts"]["train"], members)
         stopping = prepared.member_stopping
         if stopping is not None:
             for figures, member_best in zip(metrics["members"], stopping.best_epochs):
                 figures["best_epoch"] = member_best
-            if stopping.best_epochs and None not in stopping.best_epochs:
-                metrics["best_epoch"] = max(stopping.best_epochs)
+            if stopping.best_epoch is not None:
+                metrics["best_epoch"] = stopping.best_epoch
         data = prepared.data
         metrics.update(
             split="test",
@@ -531,7 +402,7 @@ class SentimentPipeline(Pipeline):
             f"{prepared.report['method']} split (train {counts['train']}, validation "
             f"{counts['val']}, test {counts['test']}), vocabulary {data['vocabulary_size']} "
             f"{'n-grams' if config.model == 'ngrams' else 'tokens'}",
-            metrics_tables(metrics, config.model),
+            classification_tables(metrics, config.model),
             *([f"skipped: {'; '.join(data['skipped'])}"] if data["skipped"] else []),
             *([f"classes without test examples: {', '.join(untested)}"] if untested else []),
             *(["note: the embedded sample is a smoke test; its figures measure nothing"]
@@ -558,31 +429,27 @@ class SentimentPipeline(Pipeline):
         loaded = self.load_run(run)
         config, classes = loaded.config, loaded.artifacts["classes"]
         train_counts = loaded.metrics["data"]["split"]["class_counts"]["train"]
-        train_ids = np.repeat(np.arange(len(classes)),
-                              [train_counts.get(name, 0) for name in classes])
         if data is None:
-            splits, _ = make_splits(config, load_data(config))
+            splits, _ = make_splits(load_data(config), config.test_fraction,
+                                    config.val_fraction, config.seed)
             examples, split = splits["test"], "test split"
         else:
-            labelled = read_labelled(data, config.text_column, config.label_column,
-                                     config.classes)
-            if labelled.test is not None:
-                examples, split = labelled.test, "given test split"
-            else:
-                examples, split = labelled.train, "every example"
-        metrics = score_model(loaded.model, examples.texts, label_ids(examples, classes),
-                              classes, train_ids)
+            examples, split = read_scored_examples(data, config.text_column,
+                                                   config.label_column, config.classes)
+        true_ids = label_ids(examples, classes)
+        probabilities, members = predict_probabilities(loaded.model, examples.texts)
+        metrics = score_classification(probabilities, true_ids, classes, train_counts, members)
         metrics.update(split=split, source=examples.source, classes=classes)
         summary = [
             f"{TASK_NAME}: {examples.source}, {split}, {len(examples)} examples",
-            metrics_tables(metrics, config.model),
+            classification_tables(metrics, config.model),
             *write_figures(output, metrics),
         ]
         return ActionResult(summary="\n".join(summary), path=output and Path(output),
                             metrics=metrics)
 
-    def predict(self, run, data=None, output=None, texts=(), input_file=None):
-        """Classifies `texts`, the lines of `input_file` (blank ones too, so that output rows
+    def predict(self, run, data=None, output=None, **options):
+        """Classifies `texts`, the lines of the file `input` (blank ones too, so that output rows
         match input lines) and the texts of `data` (any layout `train` reads; `test/` of a
         folder with `train/` and `test/`) into a CSV (default: `<run>/predictions.csv`):
         label, probability, every class's probability, text.
@@ -591,20 +458,20 @@ class SentimentPipeline(Pipeline):
             UsageError: nothing to classify.
             DataError: an unreadable file.
         """
+        options = make_config(PredictOptions, flag_values=options)
         loaded = self.load_run(run)
         config, classes = loaded.config, loaded.artifacts["classes"]
-        texts = list(texts or [])
-        if input_file is not None:
-            texts += read_lines(input_file)
+        texts = list(options.texts)
+        if options.input is not None:
+            texts += read_lines(options.input)
         if data is not None:
-            labelled = read_labelled(data, config.text_column, config.label_column)
-            texts += (labelled.test if labelled.test is not None else labelled.train).texts
+            texts += read_scored_examples(data, config.text_column, config.label_column)[0].texts
         if not texts:
             raise UsageError(
                 "nothing to classify: give texts after the options, --input FILE (one text per "
                 "line) or --data FILE"
             )
-        probabilities = loaded.model.predict(tf.constant(texts), batch_size=256, verbose=0)
+        probabilities = loaded.model.predict_probabilities(texts)
         rows = [
             {"label": classes[k], "probability": round(float(p[k]), 6),
              **{f"p_{name}": round(float(p[i]), 6) for i, name in enumerate(classes)},

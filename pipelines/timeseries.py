@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from seqlab.data.errors import DataError
 from seqlab.data.timeseries import (
     FILL_METHODS,
     SCALER_METHODS,
@@ -29,11 +28,11 @@ from seqlab.data.timeseries import (
     SeriesSchema,
     WindowGenerator,
     estimate_season,
-    future_times,
+    every_window_start,
+    future_time_labels,
     load_sunspots,
     read_csv,
 )
-from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
 from seqlab.models.forecaster import KINDS as MODEL_KINDS
 from seqlab.models.forecaster import Forecaster
 from seqlab.pipelines.common import (
@@ -50,6 +49,7 @@ from seqlab.pipelines.common import (
     write_text_atomic,
 )
 from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.metrics import forecast_scores, forecast_table
 
 TASK_NAME = "timeseries"
 
@@ -176,11 +176,6 @@ def build_model(config, n_features, n_targets):
 # Scoring
 
 
-def _errors(forecast, actual):
-    error = forecast - actual
-    return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error)))}
-
-
 def forecast_windows(model, scaler, schema, values, starts, lookback):
     """Model forecasts in original units for the windows starting at rows `starts`.
 
@@ -194,65 +189,19 @@ def forecast_windows(model, scaler, schema, values, starts, lookback):
 
 
 def score_windows(model, scaler, schema, values, starts, lookback, horizon, season):
-    """RMSE / MAE of the model, the naive and the seasonal-naive forecasts on the same windows.
-
-    All figures are in original units, pooled over the horizon steps and targets, and per
-    target. Baselines read the observed rows before each forecast, which may lie before the
-    window when `season > lookback`.
+    """The model's forecasts from the windows starting at rows `starts`, scored beside the
+    baselines (`metrics.forecast_scores`).
 
     Returns:
         `(metrics dict, model forecasts, actual values)`; the arrays are
-        `[windows, horizon, n_targets]`.
+        `[windows, horizon, n_targets]` in original units.
     """
     targets = values[schema.targets].to_numpy(dtype="float64")
+    forecast = forecast_windows(model, scaler, schema, values, starts, lookback)
     last_rows = starts + lookback - 1
-    actual = targets[last_rows[:, None] + np.arange(1, horizon + 1)]
-    forecasts = {
-        "model": forecast_windows(model, scaler, schema, values, starts, lookback),
-        "naive": naive_forecast(targets, last_rows, horizon),
-    }
-    # The earliest windows may have less than a season of history; they are scored without it.
-    forecasts["seasonal_naive"], scored = seasonal_naive_forecast(
-        targets, last_rows, horizon, season
-    )
-    metrics = {
-        name: _errors(forecast[scored], actual[scored]) for name, forecast in forecasts.items()
-    }
-    best = min(("naive", "seasonal_naive"), key=lambda name: metrics[name]["rmse"])
-    metrics.update(
-        windows=int(scored.sum()),
-        horizon=horizon,
-        season=int(season),
-        best_baseline=best,
-        rmse_ratio_to_best_baseline=(
-            metrics["model"]["rmse"] / metrics[best]["rmse"] if metrics[best]["rmse"] > 0
-            else float("inf")
-        ),
-        per_target={
-            target: {
-                name: _errors(forecast[scored][..., index], actual[scored][..., index])
-                for name, forecast in forecasts.items()
-            }
-            for index, target in enumerate(schema.targets)
-        },
-    )
-    return metrics, forecasts["model"], actual
-
-
-def metrics_table(metrics, model_kind):
-    """The terminal summary of `score_windows` figures."""
-    best = metrics[metrics["best_baseline"]]["rmse"]
-    names = {
-        "model": f"model ({model_kind})",
-        "naive": "naive (last value)",
-        "seasonal_naive": f"seasonal naive (season {metrics['season']})",
-    }
-    rows = [
-        [label, metrics[key]["rmse"], metrics[key]["mae"],
-         metrics[key]["rmse"] / best if best > 0 else float("inf")]
-        for key, label in names.items()
-    ]
-    return format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
+    metrics, actual = forecast_scores(forecast, targets, last_rows, horizon, season,
+                                      schema.targets)
+    return metrics, forecast, actual
 
 
 def save_forecast_plot(path, time_values, actual, forecast, target, horizon):
@@ -321,13 +270,6 @@ class PreparedSeries:
     season_source: str
 
 
-def _time_labels(series, rows):
-    """Time stamps of `rows` for plots and forecasts, or the row numbers without a time column."""
-    if series.time is None:
-        return np.asarray(rows)
-    return series.time.iloc[np.asarray(rows)].to_numpy()
-
-
 class TimeseriesPipeline(Pipeline):
     """Forecasting on the shared run lifecycle (pipelines/lifecycle.py)."""
 
@@ -342,26 +284,26 @@ class TimeseriesPipeline(Pipeline):
         "numbers 1700-2008 shipped with statsmodels."
     )
     examples = {
-            "train": [
-                "seqlab timeseries train",
-                "seqlab timeseries train --data temps.csv --time-column Date --target Temp "
-                "--lookback 30 --out runs/temps",
-                "seqlab timeseries train --data sales.csv --target sales --features sales price "
-                "--categorical weekday --fill interpolate --horizon 7 --model gru",
-                "seqlab timeseries train --config settings.toml --epochs 50",
-            ],
-            "evaluate": [
-                "seqlab timeseries evaluate --run runs/temps",
-                "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
-            ],
-            "predict": [
-                "seqlab timeseries predict --run runs/temps",
-                "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
-            ],
-            "export": [
-                "seqlab timeseries export --run runs/temps --out serving/temps/1",
-            ],
-        }
+        "train": [
+            "seqlab timeseries train",
+            "seqlab timeseries train --data temps.csv --time-column Date --target Temp "
+            "--lookback 30 --out runs/temps",
+            "seqlab timeseries train --data sales.csv --target sales --features sales price "
+            "--categorical weekday --fill interpolate --horizon 7 --model gru",
+            "seqlab timeseries train --config settings.toml --epochs 50",
+        ],
+        "evaluate": [
+            "seqlab timeseries evaluate --run runs/temps",
+            "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
+        ],
+        "predict": [
+            "seqlab timeseries predict --run runs/temps",
+            "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
+        ],
+        "export": [
+            "seqlab timeseries export --run runs/temps --out serving/temps/1",
+        ],
+    }
 
     def prepare(self, config, distribution):
         frame, source = load_table(config.data)
@@ -432,7 +374,7 @@ class TimeseriesPipeline(Pipeline):
         starts = prepared.windows.window_starts("test")
         save_forecast_plot(
             run.path("plots", "forecast.png"),
-            _time_labels(prepared.series, starts + config.lookback),
+            prepared.series.time_labels(starts + config.lookback),
             prepared.test_actual, prepared.test_forecast, prepared.schema.targets[0],
             config.horizon,
         )
@@ -442,7 +384,7 @@ class TimeseriesPipeline(Pipeline):
         return [
             f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} windows, "
             f"horizon {config.horizon}, target {', '.join(schema.targets)}",
-            metrics_table(metrics, config.model),
+            forecast_table(metrics, config.model),
             f"season {prepared.season}: {prepared.season_source}",
             *([f"non-numeric columns left out: {', '.join(schema.skipped_columns)}"]
               if schema.skipped_columns else []),
@@ -485,15 +427,9 @@ class TimeseriesPipeline(Pipeline):
             windows = make_windows(config, series, schema, scaler=scaler)
             starts, split = windows.window_starts("test"), "test split"
         else:
-            needed = config.lookback + config.horizon
-            if len(series.values) < needed:
-                raise DataError(
-                    f"the series is too short: it has {len(series.values)} rows, but one window "
-                    f"needs lookback + horizon = {config.lookback} + {config.horizon} = "
-                    f"{needed} rows",
-                    path=series.source,
-                )
-            starts, split = np.arange(len(series.values) - needed + 1), "every window"
+            starts = every_window_start(len(series.values), config.lookback, config.horizon,
+                                        series.source)
+            split = "every window"
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
             config.horizon, loaded.metrics["season"],
@@ -502,7 +438,7 @@ class TimeseriesPipeline(Pipeline):
         summary = [
             f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} windows, "
             f"horizon {config.horizon}",
-            metrics_table(metrics, config.model),
+            forecast_table(metrics, config.model),
             *write_figures(output, metrics),
         ]
         return ActionResult(summary="\n".join(summary), path=output and Path(output),
@@ -514,25 +450,16 @@ class TimeseriesPipeline(Pipeline):
         loaded = self.load_run(run)
         config, schema = loaded.config, loaded.artifacts["schema"]
         series = self._read_series(loaded, data)
-        if len(series.values) < config.lookback:
-            raise DataError(
-                f"the series is too short: a forecast needs the last lookback = "
-                f"{config.lookback} rows, and the data has {len(series.values)}",
-                path=series.source,
-            )
-        start = np.array([len(series.values) - config.lookback])
+        start = every_window_start(len(series.values), config.lookback, 0, series.source)[-1:]
         forecast = forecast_windows(
             loaded.model, loaded.artifacts["scaler"], schema, series.values, start,
             config.lookback,
         )[0]
         table = pd.DataFrame(forecast, columns=schema.targets)
         table.insert(0, "step", np.arange(1, config.horizon + 1))
-        times = future_times(series.time, config.horizon)
-        if isinstance(times, pd.DatetimeIndex):
-            dates_only = bool((times.normalize() == times).all())
-            times = times.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S")
+        times = future_time_labels(series.time, config.horizon)
         if times is not None:
-            table.insert(1, schema.time_column, list(times))
+            table.insert(1, schema.time_column, times)
         path = Path(output) if output else loaded.file("forecast.csv")
         write_text_atomic(path, table.to_csv(index=False))
         summary = [

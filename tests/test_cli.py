@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,6 +54,23 @@ def test_python_m_seqlab_runs_from_any_folder_without_loading_models(tmp_path):
     )
     assert result.returncode == 0 and "timeseries" in result.stdout
     assert "tensorflow" not in result.stderr.lower()
+
+
+def test_the_embedded_data_loads_outside_the_repository(tmp_path):
+    # From an empty folder, the repository's `data/` is not on sys.path: the samples must be
+    # found inside the installed package.
+    probe = (
+        "from seqlab.data import classification, conll, text, timeseries, translation\n"
+        "print(len(classification.load_sample().texts) > 0,\n"
+        "      conll.SAMPLE_PATH.is_file(), len(text.load_default_text()[0]) > 0,\n"
+        "      len(timeseries.load_sunspots()) > 0, len(translation.load_sample()) > 0)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["True"] * 5
 
 
 def test_only_the_seqlab_name_is_installed(tmp_path):

@@ -22,8 +22,8 @@ PREDICT_CALLS = {
     "timeseries": ({}, "expected_predict.csv"),
     "charrnn": ({"prompt": "The ", "num_chars": 30, "seed": 3}, "expected_predict.txt"),
     "sentiment": ({"texts": ["a fine film", "dull and long"]}, "expected_predict.csv"),
-    "ner": ({"text": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
-    "ner-crf": ({"text": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
+    "ner": ({"sentence": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
+    "ner-crf": ({"sentence": ["John", "lives", "in", "Paris"]}, "expected_predict.txt"),
     "translate": ({"texts": ["a dog runs .", "two men are talking ."]}, "expected_predict.txt"),
 }
 

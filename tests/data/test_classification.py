@@ -7,13 +7,18 @@ import pytest
 import tensorflow as tf
 
 from seqlab.data.classification import (
+    Examples,
+    LabelledData,
     check_several_classes,
     label_ids,
     line_file_classes,
     load_sample,
+    load_training_data,
     make_dataset,
+    make_splits,
     read_labelled,
     read_lines,
+    read_scored_examples,
     read_table,
     stratified_split,
 )
@@ -78,6 +83,17 @@ def test_embedded_sample_is_a_balanced_two_class_table():
     assert "smoke-test sample" in sample.source
 
 
+def test_training_data_is_the_sample_without_a_path_and_needs_two_classes(tmp_path):
+    data = load_training_data()
+    assert data.layout == "table" and data.test is None
+    assert data.train.class_counts() == {"negative": 75, "positive": 75}
+    with pytest.raises(DataError, match=r"the label column 'label' has one class \('positive'\)"):
+        load_training_data(classes=["positive"])
+    path = write(tmp_path / "one.csv", "review,stars\na,5\nb,5\n")
+    with pytest.raises(DataError, match=r"the label column 'stars' has one class \('5'\)"):
+        load_training_data(path, text_column="review", label_column="stars")
+
+
 # ---------------------------------------------------------------------------------------------
 # Line files
 
@@ -130,6 +146,16 @@ def test_class_folders_without_splits(tmp_path):
     assert data.test is None and data.train.class_counts() == {"a": 2, "b": 1, "c": 1}
 
 
+def test_scored_examples_are_the_given_test_split_or_every_example(tmp_path):
+    make_class_folders(tmp_path / "both" / "train", {"pos": ["fun"], "neg": ["dull"]})
+    make_class_folders(tmp_path / "both" / "test", {"pos": ["superb"], "neg": ["awful", "poor"]})
+    examples, split = read_scored_examples(tmp_path / "both")
+    assert split == "given test split" and examples.texts == ["awful", "poor", "superb"]
+    make_class_folders(tmp_path / "one", {"pos": ["fun"], "neg": ["dull"]})
+    examples, split = read_scored_examples(tmp_path / "one")
+    assert split == "every example" and examples.texts == ["dull", "fun"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Splits and datasets
 
@@ -146,6 +172,33 @@ def test_stratified_split_is_seeded_and_keeps_class_shares(tmp_path):
     again, _ = stratified_split(examples, 0.1, seed=7)
     other, _ = stratified_split(examples, 0.1, seed=8)
     assert again.texts == kept.texts and other.texts != kept.texts
+
+
+def _examples(labels):
+    return Examples(texts=[f"t{i}" for i in range(len(labels))], labels=labels,
+                    origins=[("f", i) for i in range(len(labels))], source="f")
+
+
+def test_given_test_split_is_used_as_such_and_validation_comes_from_training():
+    data = LabelledData(train=_examples(["a"] * 10 + ["b"] * 10),
+                        test=_examples(["a", "b", "b"]), layout="class folders")
+    splits, report = make_splits(data, test_fraction=0.1, val_fraction=0.2, seed=42)
+    assert report["method"] == "given" and report["test_fraction"] is None
+    assert report["examples"] == {"train": 16, "val": 4, "test": 3}
+    assert report["class_counts"]["val"] == {"a": 2, "b": 2}
+
+
+def test_seeded_splits_without_validation():
+    data = LabelledData(train=_examples(["a"] * 10 + ["b"] * 10), test=None, layout="table")
+    splits, report = make_splits(data, test_fraction=0.2, val_fraction=0, seed=3)
+    assert report == {
+        "method": "seeded stratified", "seed": 3, "test_fraction": 0.2, "val_fraction": 0,
+        "examples": {"train": 16, "val": 0, "test": 4},
+        "class_counts": {"train": {"a": 8, "b": 8}, "val": {}, "test": {"a": 2, "b": 2}},
+    }
+    assert sorted(splits["train"].texts + splits["test"].texts) == sorted(data.train.texts)
+    again, _ = make_splits(data, test_fraction=0.2, val_fraction=0, seed=3)
+    assert again["test"].texts == splits["test"].texts
 
 
 def test_make_dataset_batches_raw_strings_and_label_ids():

@@ -1,5 +1,5 @@
-"""Tests of data/conll.py: CoNLL reading, tag schemes, repairs, data directories, vocabularies
-and padded batches, on small files written in each test."""
+"""Tests of data/conll.py: CoNLL reading, tag schemes, repairs, data directories, the splits
+of a run, vocabularies and padded batches, on small files written in each test."""
 
 import json
 import re
@@ -12,14 +12,18 @@ from seqlab.data.conll import (
     SAMPLE_PATH,
     Sentence,
     TaggingVocabulary,
+    conll_text,
     detect_scheme,
     encode_sentences,
     find_split_files,
+    load_splits,
     looks_like_conll,
     make_tagging_dataset,
     normalize_word,
     read_conll,
+    read_sentences_to_tag,
     read_token_lines,
+    split_files,
     to_bio,
 )
 from seqlab.data.errors import DataError
@@ -308,6 +312,28 @@ def test_token_lines_and_format_detection(tmp_path):
     assert looks_like_conll(write(tmp_path, "Ada O\nsaid O\n\nhi O\n", name="c.conll"))
 
 
+def test_sentences_to_tag_in_either_format(tmp_path):
+    lines = write(tmp_path, "Ada  lives in Ulm\nhi\n", name="a.txt")
+    conll = write(tmp_path, "1\tAda\tB-PER\n2\tlives\tO\n\n1\thi\tO\n", name="b.conll")
+    expected = [["Ada", "lives", "in", "Ulm"], ["hi"]]
+    assert [s.tokens for s in read_sentences_to_tag(lines).sentences] == expected
+    tagged = read_sentences_to_tag(conll, token_column=1).sentences
+    assert [s.tokens for s in tagged] == [["Ada", "lives"], ["hi"]]
+    assert all(s.tags is None for s in tagged)
+    as_lines = read_sentences_to_tag(conll, input_format="lines").sentences
+    assert as_lines[0].tokens == ["1", "Ada", "B-PER"]
+
+
+def test_conll_text_reads_back(tmp_path):
+    sentences = [Sentence(["Ada", "sings"], None, [1, 2]), Sentence(["hi"], None, [4])]
+    gold, predicted = [["B-PER", "O"], ["O"]], [["B-PER", "B-PER"], ["O"]]
+    text = conll_text(sentences, gold, predicted)
+    assert text == "Ada\tB-PER\tB-PER\nsings\tO\tB-PER\n\nhi\tO\tO\n"
+    read = read_conll(write(tmp_path, text), tag_column=1)
+    assert [s.tokens for s in read.sentences] == [["Ada", "sings"], ["hi"]]
+    assert [s.tags for s in read.sentences] == gold
+
+
 # ---------------------------------------------------------------------------------------------
 # Data directories
 
@@ -349,6 +375,50 @@ def test_find_split_files_errors(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# The splits of a run
+
+
+def numbered_sentences(count, start=0):
+    """`count` distinct tagged sentences in CoNLL text."""
+    return "\n".join(f"w{i}\tO\nRome\tB-LOC\n" for i in range(start, start + count))
+
+
+def test_split_files_of_a_run(tmp_path):
+    assert split_files() == {"train": str(SAMPLE_PATH)}
+    write(tmp_path, "a\tO\n", name="train.conll")
+    write(tmp_path, "a\tO\n", name="dev.conll")
+    assert split_files(str(tmp_path), test_data="t.conll") == {
+        "train": str(tmp_path / "train.conll"), "validation": str(tmp_path / "dev.conll"),
+        "test": "t.conll",
+    }
+    assert split_files("x.conll", validation_data="v.conll") == {
+        "train": "x.conll", "validation": "v.conll"
+    }
+
+
+def test_load_splits_reports_repairs(tmp_path):
+    train = write(tmp_path, numbered_sentences(20) + "\nx\tO\nRome\tI-LOC\n", name="train.conll")
+    splits = load_splits(split_files(str(train)), 0.1, 0.1, seed=42, repair=True)
+    assert splits.files[0]["repairs"][0].endswith("I-LOC after O read as B-LOC")
+    with pytest.raises(DataError, match="I-LOC after O"):
+        load_splits(split_files(str(train)), 0.1, 0.1, seed=42)
+
+
+def test_splits_held_out_from_one_file_are_deterministic(tmp_path):
+    train = str(write(tmp_path, numbered_sentences(48), name="train.conll"))
+    test = str(write(tmp_path, numbered_sentences(12, start=100), name="test.conll"))
+    first, second = (load_splits(split_files(train), 0.1, 0.1, seed=3) for _ in range(2))
+    assert (len(first.train), len(first.validation), len(first.test)) == (38, 5, 5)
+    assert [s.tokens for s in first.test] == [s.tokens for s in second.test]
+    assert "held out from" in first.sources["test"]
+    explicit = load_splits(split_files(train, test_data=test), 0.1, 0.1, seed=3)
+    assert len(explicit.test) == 12 and len(explicit.validation) == 5
+    with pytest.raises(DataError, match="too few to hold out"):
+        load_splits(split_files(str(write(tmp_path, numbered_sentences(1), name="one.txt"))),
+                    0.1, 0.1, seed=3)
+
+
+# ---------------------------------------------------------------------------------------------
 # Vocabulary and batches
 
 
@@ -360,7 +430,7 @@ def sentences_for_vocabulary():
 
 
 def test_vocabulary_ids():
-    vocabulary = TaggingVocabulary.build(sentences_for_vocabulary(), min_freq=2, max_word_chars=3)
+    vocabulary = TaggingVocabulary.build(sentences_for_vocabulary(), min_count=2, max_word_chars=3)
     assert vocabulary.words == ["[PAD]", "[UNK]", "cat", "the"]
     assert vocabulary.word_ids(["THE", "dog", "Cat"]) == [3, 1, 2]
     assert vocabulary.tags == ["O", "B-ANIMAL", "I-ANIMAL", "B-MISC", "I-MISC"]
@@ -371,9 +441,21 @@ def test_vocabulary_ids():
     assert vocabulary.char_ids(["Q"]) == [[1]]
     restored = TaggingVocabulary.from_dict(json.loads(json.dumps(vocabulary.to_dict())))
     assert restored.to_dict() == vocabulary.to_dict()
-    assert "4 words (min_freq=2)" in repr(vocabulary)
-    with pytest.raises(ValueError, match="Received: min_freq=0"):
-        TaggingVocabulary.build(sentences_for_vocabulary(), min_freq=0)
+    assert "4 words (min_count=2)" in repr(vocabulary)
+    with pytest.raises(ValueError, match="Received: min_count=0"):
+        TaggingVocabulary.build(sentences_for_vocabulary(), min_count=0)
+    # vocabulary.json keeps its 0.1.0 key.
+    assert vocabulary.to_dict()["min_freq"] == 2 and restored.min_count == 2
+
+
+def test_graph_lookups_give_the_ids_of_the_vocabulary():
+    vocabulary = TaggingVocabulary.build(sentences_for_vocabulary(), min_count=2)
+    word_lookup, char_lookup = vocabulary.lookup_layers()
+    tokens = ["THE", "dog", "Cat", "Naïve", ""]
+    words = tf.strings.lower(tokens, encoding="utf-8")
+    assert word_lookup(words).numpy().tolist() == vocabulary.word_ids(tokens[:-1]) + [0]
+    chars = char_lookup(tf.strings.unicode_split(tokens, "UTF-8"))
+    assert chars.to_list() == vocabulary.char_ids(tokens)
 
 
 def test_lower_casing_matches_the_exported_graph():

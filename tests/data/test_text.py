@@ -1,4 +1,5 @@
-"""Tests of data/text.py: reading, splitting, the character vocabulary and the datasets."""
+"""Tests of data/text.py: reading, splitting, the character vocabulary, the datasets and a run's
+corpus."""
 
 import numpy as np
 import pytest
@@ -7,10 +8,14 @@ from seqlab.data.errors import DataError
 from seqlab.data.text import (
     UNKNOWN_ID,
     CharVocabulary,
+    load_corpus,
     load_default_text,
+    make_dataset,
     make_stateful_dataset,
     make_window_dataset,
+    prepare_corpus,
     read_text,
+    scored_chars,
     split_text,
 )
 
@@ -180,3 +185,66 @@ def test_datasets_refuse_texts_shorter_than_one_batch():
     with pytest.raises(DataError, match="too short for one window of 10 steps: it has 10 "
                                         "characters and needs at least 11"):
         make_window_dataset(np.arange(10), window=10, batch_size=2)
+
+
+def test_make_dataset_reads_as_a_stateless_or_stateful_model_and_scored_chars_counts_it():
+    ids = np.arange(2, 103)  # 101 ids
+    stateless = batches(make_dataset(ids, window=8, batch_size=4))
+    assert stateless[0][0][:, 0].tolist() == [2, 10, 18, 26]  # in text order unless shuffled
+    shuffled = batches(make_dataset(ids, window=8, batch_size=4, shuffle=True, seed=3))
+    np.testing.assert_array_equal(
+        shuffled[0][0], batches(make_window_dataset(ids, 8, 4, seed=3))[0][0]
+    )
+    stateful = batches(make_dataset(ids, window=8, batch_size=3, stateful=True))
+    assert [x.shape for x, _ in stateful] == [(3, 8)] * 4
+    assert stateful[1][0][:, 0].tolist() == [10, 42, 74]  # 3 streams of 32 ids
+    for stateful_mode, pairs, batch_size in ((False, stateless, 4), (True, stateful, 3)):
+        counted = sum(x.size for x, _ in pairs)
+        assert scored_chars(len(ids), 8, batch_size, stateful=stateful_mode) == counted
+    assert scored_chars(101, 8, 4) == 96 and scored_chars(101, 8, 3, stateful=True) == 96
+    with pytest.raises(DataError, match=r"t\.txt: the text is too short for one window"):
+        make_dataset(np.arange(5), window=8, batch_size=2, source="t.txt")
+
+
+# ---------------------------------------------------------------------------------------------
+# A run's corpus
+
+
+def test_load_corpus_names_a_file_a_folder_or_the_default(tmp_path):
+    (tmp_path / "a.txt").write_text("first\n")
+    assert load_corpus(tmp_path / "a.txt") == ("first\n", str(tmp_path / "a.txt"))
+    (tmp_path / "b.txt").write_text("second\n")
+    assert load_corpus(tmp_path) == ("first\nsecond\n", f"{tmp_path} (2 files)")
+    text, source = load_corpus(None)
+    assert source.startswith("Python standard library") and text == load_default_text()[0]
+    with pytest.raises(DataError, match="file or folder not found"):
+        load_corpus(tmp_path / "missing.txt")
+
+
+def test_prepare_corpus_splits_in_order_and_encodes_with_the_training_vocabulary(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("abcabcabcabcabcabxz!")  # 20 characters: 16 for training, 4 for validation
+    corpus = prepare_corpus(path, val_fraction=0.2)
+    assert corpus.source == str(path) and corpus.total_chars == 20
+    assert corpus.vocabulary.chars == ["a", "b", "c"]
+    assert corpus.vocabulary.decode(corpus.train_ids) == "abcabcabcabcabca"
+    assert corpus.val_text == "bxz!" and corpus.val_ids.tolist()[0] == 3
+    assert corpus.unseen == {"x": 1, "z": 1, "!": 1} and corpus.unused_train_chars == 0
+    assert corpus.report() == {
+        "source": str(path), "chars": 20, "train_chars": 16, "unused_train_chars": 0,
+        "val_chars": 4, "vocabulary_size": 5, "unseen_val_chars": {"x": 1, "z": 1, "!": 1},
+    }
+
+    shorter = prepare_corpus(path, val_fraction=0.2, max_train_chars=5)
+    assert shorter.unused_train_chars == 11 and len(shorter.train_ids) == 5
+    assert shorter.val_text == "bxz!" and shorter.total_chars == 20
+
+    given = CharVocabulary(["a", "b", "x"])
+    again = prepare_corpus(path, val_fraction=0.2, vocabulary=given)
+    assert again.vocabulary is given and again.unseen == {"z": 1, "!": 1}
+
+    with pytest.raises(DataError, match=r"t\.txt, line 1: character 'x' \(offset 1\) is not in "
+                                        r"the training vocabulary"):
+        prepare_corpus(path, val_fraction=0.2, unseen_chars="error")
+    with pytest.raises(DataError, match="the text is too short to split"):
+        prepare_corpus(path, val_fraction=0.01)

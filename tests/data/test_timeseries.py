@@ -12,6 +12,8 @@ from seqlab.data.timeseries import (
     SeriesSchema,
     WindowGenerator,
     estimate_season,
+    every_window_start,
+    future_time_labels,
     load_sunspots,
     read_csv,
     split_bounds,
@@ -239,3 +241,20 @@ def test_schema_round_trips_through_json(tmp_path):
     schema, _ = prepared(tmp_path, "day,y\nmon,1\ntue,2\n", categorical=["day"], targets=["y"])
     restored = SeriesSchema.from_dict(json.loads(json.dumps(schema.to_dict())))
     assert restored == schema
+
+
+def test_every_window_start_counts_windows_and_names_what_one_needs():
+    np.testing.assert_array_equal(every_window_start(10, lookback=4, horizon=2), [0, 1, 2, 3, 4])
+    # horizon 0: the windows a forecast can start from; the last one ends at the last row.
+    assert every_window_start(10, lookback=4, horizon=0)[-1] == 6
+    with pytest.raises(DataError, match=r"s\.csv: the series is too short: one window needs "
+                                        r"lookback \+ horizon = 4 \+ 2 = 6 rows, and the data has 5"):
+        every_window_start(5, lookback=4, horizon=2, source="s.csv")
+
+
+def test_future_time_labels_keep_dates_plain_and_times_of_day():
+    days = pd.Series(pd.to_datetime(["2020-01-01", "2020-01-02", "2020-01-03"]))
+    assert future_time_labels(days, 2) == ["2020-01-04", "2020-01-05"]
+    hours = pd.Series(pd.date_range("2020-01-01 22:00", periods=3, freq="h"))
+    assert future_time_labels(hours, 1) == ["2020-01-02 01:00:00"]
+    assert future_time_labels(None, 3) is None

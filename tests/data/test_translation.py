@@ -11,18 +11,22 @@ from seqlab.data.translation import (
     END_ID,
     START_ID,
     SPACE_MARK,
+    TRAIN_BUCKET_WIDTH,
     UNK_ID,
     SentencePairs,
     Vocabulary,
     detokenize,
     encode_pairs,
     find_split_files,
+    load_data,
     load_sample,
     make_dataset,
+    planned_batches,
     read_aligned,
+    read_pairs,
+    read_test_pairs,
     read_tsv_pairs,
     split_pairs,
-    strip_after_end,
     tokenize,
 )
 
@@ -71,11 +75,6 @@ def test_unknown_words_in_output_are_written_as_words_of_their_own():
     tokens = tf.constant([["Ein", "▁Boston", "[UNK]", "▁läuft", "."],
                           ["[UNK]", "[UNK]", "!", "", ""]])
     assert strings(detokenize(tokens)) == ["Ein Boston [UNK] läuft.", "[UNK] [UNK]!"]
-
-
-def test_strip_after_end_blanks_the_rest_of_each_row():
-    tokens = tf.constant([["Ein", "▁Hund", ".", "[END]", "▁x"], ["[START]", "Ja", "", "", ""]])
-    assert strings(detokenize(strip_after_end(tokens))) == ["Ein Hund.", "Ja"]
 
 
 # Vocabularies
@@ -213,6 +212,54 @@ def test_split_pairs_is_seeded_disjoint_and_complete(tmp_path):
         split_pairs(pairs.subset(range(2)), 0.4, 0.4, seed=0)
 
 
+def test_read_pairs_reads_aligned_files_a_split_folder_or_a_tsv(tmp_path):
+    write(tmp_path / "a.en", "One.\nTwo.\n")
+    write(tmp_path / "a.de", "Eins.\nZwei.\n")
+    given, source = read_pairs(src=tmp_path / "a.en", tgt=tmp_path / "a.de", split="test")
+    assert list(given) == ["test"] and given["test"].targets == ["Eins.", "Zwei."]
+    assert source == f"{tmp_path / 'a.en'} + {tmp_path / 'a.de'}"
+    tsv = write(tmp_path / "pairs.tsv", "x\tOne.\tEins.\n")
+    given, source = read_pairs(tsv, columns=[3, 2])
+    assert given["train"].sources == ["Eins."] and source == str(tsv)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for stem in ("train", "dev", "test_a"):
+        write(folder / f"{stem}.en", "One.\n")
+        write(folder / f"{stem}.de", "Eins.\n")
+    given, _ = read_pairs(folder, languages=("en", "de"))
+    assert list(given) == ["train", "dev", "test_a"]
+
+
+def test_load_data_holds_out_the_splits_the_data_lacks(tmp_path):
+    tsv = write(tmp_path / "pairs.tsv", "".join(f"s{i}\tt{i}\n" for i in range(40)))
+    prepared = load_data(tsv, val_fraction=0.1, test_fraction=0.2, seed=3)
+    assert (len(prepared.train), len(prepared.val), list(prepared.tests)) == (28, 4, ["test"])
+    held_test = split_pairs(read_tsv_pairs(tsv), 0.1, 0.2, seed=3)[2]
+    assert prepared.tests["test"].sources == held_test.sources
+    assert prepared.notes == ["val: 4 pairs held out of the training data (10%, seeded)",
+                              "test: 8 pairs held out of the training data (20%, seeded)"]
+    for stem in ("train", "test_b", "test_a"):
+        write(tmp_path / f"{stem}.en", "".join(f"s{i}\n" for i in range(10)))
+        write(tmp_path / f"{stem}.de", "".join(f"t{i}\n" for i in range(10)))
+    prepared = load_data(tmp_path, languages=("en", "de"), val_fraction=0.2, seed=0)
+    assert (len(prepared.train), len(prepared.val)) == (8, 2)
+    assert list(prepared.tests) == ["test_a", "test_b"] and len(prepared.notes) == 1
+    assert load_data().source == load_sample().name
+
+
+def test_read_test_pairs_takes_a_folders_test_files_and_refuses_a_folder_without(tmp_path):
+    for stem in ("train", "val", "test_a"):
+        write(tmp_path / f"{stem}.en", "One.\n")
+        write(tmp_path / f"{stem}.de", "Eins.\n")
+    assert list(read_test_pairs(tmp_path, languages=("en", "de"))) == ["test_a"]
+    tsv = write(tmp_path / "pairs.tsv", "One.\tEins.\n")
+    assert list(read_test_pairs(tsv)) == ["test"]
+    (tmp_path / "test_a.en").unlink()
+    (tmp_path / "test_a.de").unlink()
+    with pytest.raises(DataError, match=re.escape(f"{tmp_path}: no aligned test*.en / test*.de")):
+        read_test_pairs(tmp_path, languages=("en", "de"))
+
+
 def test_the_embedded_sample_reads_cleanly():
     pairs = load_sample()
     assert len(pairs) > 200
@@ -241,6 +288,38 @@ def test_batches_are_source_target_in_and_target_out_with_start_end_and_padding(
     assert target_out.numpy()[0, :4].tolist() == hund + [END_ID]
     assert target_in.numpy()[0, 4:].tolist() == target_out.numpy()[0, 4:].tolist() == [0, 0]
     assert target_in.shape == target_out.shape == (2, 6)
+
+
+def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_split(tmp_path):
+    rng = np.random.default_rng(1)
+    lines = [f"{' '.join(['w'] * a)}\t{' '.join(['v'] * b)}\n"
+             for a, b in rng.integers(1, 15, (60, 2))]
+    tsv = write(tmp_path / "pairs.tsv", "".join(lines))
+    prepared = load_data(tsv, val_fraction=0.2, test_fraction=0.1, seed=0)
+    assert prepared.encode(max_length=10, batch_size=4) is prepared
+    assert prepared.source_vocabulary.tokens[4:] == ["▁w", "w"]  # the more frequent first
+    assert prepared.train_ids.skipped > 0 and prepared.val_ids.source_ids.nrows() > 0
+    train, val = prepared.datasets(batch_size=4, seed=0)
+    assert prepared.batches == len(list(train)) == int(train.cardinality())
+    report = prepared.report()
+    assert report["pairs"] == {"train": 42, "val": 12, "test": 6}
+    assert report["skipped_longer_than_max_length"]["train"] == prepared.train_ids.skipped
+    assert report["vocabulary"] == {"source": 6, "target": 6}
+    assert sum(int(s.shape[0]) for (s, _), _ in val) == 12 - prepared.val_ids.skipped
+    long_pairs = write(tmp_path / "long.tsv", "".join(f"a b c {i}\tx y z\n" for i in range(9)))
+    with pytest.raises(DataError, match="long.tsv: every training pair is longer than "
+                                        "max_length=3 tokens"):
+        load_data(long_pairs, seed=0).encode(max_length=3)
+    with pytest.raises(DataError, match="no validation pairs: set --val-fraction above 0"):
+        load_data(tsv, val_fraction=0.0, seed=0).encode()
+
+
+def test_planned_batches_count_the_length_buckets_batches():
+    lengths = np.array([2, 3, 4, 5, 5, 6, 9, 13])
+    # Buckets of TRAIN_BUCKET_WIDTH tokens: [.., 5), [5, 9), [9, 13), [13, ..).
+    assert TRAIN_BUCKET_WIDTH == 4
+    assert planned_batches(lengths, batch_size=2) == 2 + 2 + 1 + 1
+    assert planned_batches(lengths, batch_size=8) == 4
 
 
 def test_long_pairs_are_left_out_and_counted_and_buckets_keep_every_pair():

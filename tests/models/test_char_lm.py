@@ -9,7 +9,9 @@ import tensorflow as tf
 
 from seqlab.layers import reset_states
 from seqlab.models import CharLanguageModel
-from seqlab.models.char_lm import NEVER, ResetStatesAtEpochStart
+from seqlab.models.char_lm import (
+    GENERATE_SIGNATURE, NEVER, ResetStatesAtEpochStart, TextGenerator,
+)
 from seqlab.models.samplers import GreedySampler, RandomSampler
 from tests.conftest import constructor_arguments
 
@@ -132,6 +134,61 @@ def test_sampled_generation_is_reproducible_and_independent_of_the_batch():
     assert together == [sample([prompt], seed=4)[0] for prompt in prompts]
     compiled = tf.function(lambda ids: model.generate(ids, 15, RandomSampler(1.5, seed=4)))
     assert compiled(tf.ragged.constant(prompts)).numpy().tolist() == together
+
+
+# The characters of ids 2 to 8 (0 is padding, 1 the unknown character).
+CHARS = ["\n", "a", "b", "c", "d", "e", "f"]
+
+
+def text_generator(model, **kwargs):
+    """A `TextGenerator` with plain `StringLookup` layers over `CHARS`."""
+    lookup = keras.layers.StringLookup(vocabulary=CHARS, mask_token="", oov_token="[UNK]")
+    inverse = keras.layers.StringLookup(vocabulary=CHARS, mask_token="", oov_token="[UNK]",
+                                        invert=True)
+    return TextGenerator(model, lookup, inverse, **kwargs)
+
+
+def test_text_generator_greedy_equals_an_argmax_loop_over_the_whole_text():
+    model = tiny(kind="lstm", layers=2)
+    model.build()
+    model.head.bias.assign(np.array([9.0, 8.0, 0, 0, 7.0, 0, 0, 0, 0], "float32"))
+    generator = text_generator(model)
+    assert generator.suppressed_ids == (0, 1)
+    for prompt in ["abc", "f", "d\nea"]:
+        ids = [CHARS.index(c) + 2 for c in prompt]
+        expected = "".join(CHARS[i - 2] for i in argmax_loop(model, ids, 12, (0, 1)))
+        assert generator.generate(prompt, 12, temperature=0.0) == prompt + expected
+    # A character outside the vocabulary is read as the unknown id; an empty prompt as "\n".
+    unknown = "".join(CHARS[i - 2] for i in argmax_loop(model, [2, 1], 5, (0, 1)))
+    assert generator.generate("\nz", 5, temperature=0.0) == "\nz" + unknown
+    assert generator.generate("", 5, temperature=0.0) == generator.generate("\n", 5, 0.0)[1:]
+    # Only padding suppressed: the unknown character (bias 8) wins every step.
+    assert text_generator(model, suppressed_ids=(0,)).generate("ab", 2, 0.0) == "ab[UNK][UNK]"
+
+
+def test_text_generator_graph_takes_one_length_per_prompt():
+    generator = text_generator(tiny())
+    compiled = tf.function(generator.generate_strings, input_signature=GENERATE_SIGNATURE)
+    texts = compiled(tf.constant(["ab", "c", "", "dd"]), tf.constant([5, 0, 3, -2]),
+                     tf.zeros([4]), tf.zeros([4], tf.int32)).numpy().tolist()
+    assert [t.decode("utf-8") for t in texts] == [
+        generator.generate("ab", 5, temperature=0.0), "c",
+        generator.generate("", 3, temperature=0.0), "dd",
+    ]
+
+
+def test_text_generator_seeds_reproduce_samples_and_temperature_zero_ignores_them():
+    generator = text_generator(tiny())
+    first = generator.generate("abc", 40, temperature=1.5, seed=1)
+    assert len(first) == 43 and first.startswith("abc") and "[UNK]" not in first
+    assert generator.generate("abc", 40, temperature=1.5, seed=1) == first
+    assert generator.generate("abc", 40, temperature=1.5, seed=2) != first
+    greedy = generator.generate("abc", 40, temperature=0.0, seed=1)
+    assert generator.generate("abc", 40, temperature=0.0, seed=2) == greedy
+    assert generator.generate("abc", 40, temperature=1.5, seed=3, top_k=1) == greedy
+    # A padded batch of prompts gives each prompt the text it gets alone.
+    batch = generator.generate(["abc", "d\nfe"], 9, temperature=1.0, seed=4)
+    assert batch == [generator.generate(p, 9, temperature=1.0, seed=4) for p in ["abc", "d\nfe"]]
 
 
 def test_generation_leaves_a_stateful_models_states_alone():

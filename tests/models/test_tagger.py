@@ -137,6 +137,42 @@ def test_padding_changes_no_output_loss_or_tag(use_crf):
 
 
 @pytest.mark.parametrize("use_crf", [False, True])
+def test_predict_tag_ids_gives_each_sentence_its_tags_without_padding(use_crf):
+    model = tiny_tagger(use_crf)
+    randomize(model)
+    token_ids, char_ids, tag_ids = tiny_batch()
+    decoded = model.decode((token_ids, char_ids)).numpy()
+    expected = [row[:n].tolist() for row, n in zip(decoded, LENGTHS)]
+    decode_function = model.make_decode_function()
+    np.testing.assert_array_equal(decode_function(token_ids, char_ids).numpy(), decoded)
+    # Whatever follows the char ids (a dataset's tags) is ignored.
+    in_one_batch = model.predict_tag_ids([(token_ids, char_ids, tag_ids)], decode_function)
+    # Each sentence alone, one padded step kept: see the test below for batches one step long.
+    one_by_one = model.predict_tag_ids(
+        [(token_ids[i:i + 1, :n + 1], char_ids[i:i + 1, :n + 1]) for i, n in enumerate(LENGTHS)],
+        decode_function,
+    )
+    padded = model.predict_tag_ids(
+        [(np.pad(token_ids, [(0, 0), (0, 3)]), np.pad(char_ids, [(0, 0), (0, 3), (0, 2)]))]
+    )
+    assert in_one_batch == one_by_one == padded == expected
+    assert all(isinstance(tag_id, int) for row in in_one_batch for tag_id in row)
+
+
+@pytest.mark.parametrize("use_crf", [
+    False,
+    pytest.param(True, marks=pytest.mark.xfail(
+        strict=True, reason="CRF decoding inside a tf.function fails on a batch one step long "
+        "(tf.scan over no steps in layers/crf.py): `seqlab ner predict` of a one-word sentence")),
+])
+def test_decode_function_tags_a_batch_of_one_word_sentences(use_crf):
+    model = tiny_tagger(use_crf)
+    token_ids, char_ids, _ = tiny_batch(lengths=[1, 1])
+    np.testing.assert_array_equal(model.make_decode_function()(token_ids, char_ids).numpy(),
+                                  model.decode((token_ids, char_ids)).numpy())
+
+
+@pytest.mark.parametrize("use_crf", [False, True])
 def test_config_round_trip(use_crf):
     model = tiny_tagger(use_crf, char_encoder_kind="cnn", char_kernel_size=2, dropout=0.25)
     config = model.get_config()

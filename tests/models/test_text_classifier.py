@@ -306,6 +306,36 @@ def test_ensemble_outputs_the_mean_of_its_members_probabilities():
     assert np.abs(each[0] - each[1]).max() > 1e-4  # the members are different models
 
 
+def test_predict_probabilities_takes_a_list_of_texts_token_ids_or_nothing():
+    model = tiny_classifier("gru")
+    expected = model(tf.constant(TEXTS)).numpy()
+    np.testing.assert_allclose(model.predict_probabilities(TEXTS, batch_size=3), expected,
+                               atol=1e-6)
+    by_ids = TextClassifier.from_config({**model.get_config(), "vocabulary": None})
+    by_ids.set_weights(model.get_weights())
+    np.testing.assert_allclose(by_ids.predict_probabilities(padded_ids(model, TEXTS, 2)),
+                               expected, atol=1e-6)
+    none = model.predict_probabilities([])
+    assert none.shape == (0, 3) and none.dtype == np.float32
+
+
+def test_ensemble_predict_probabilities_gives_every_members_on_request():
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=3,
+                                      vocabulary=adapt_vocabulary(TEXTS), kind="gru", seed=5,
+                                      **TINY)
+    probabilities, members = ensemble.predict_probabilities(TEXTS, batch_size=3,
+                                                            return_members=True)
+    ids = padded_ids(ensemble, TEXTS, 0)
+    assert len(members) == 2
+    for member, predicted in zip(ensemble.members, members):
+        np.testing.assert_allclose(predicted, member(ids).numpy(), atol=1e-6)
+    np.testing.assert_allclose(probabilities, np.mean(members, axis=0), atol=1e-6)
+    np.testing.assert_array_equal(ensemble.predict_probabilities(TEXTS, batch_size=3),
+                                  probabilities)
+    none, none_members = ensemble.predict_probabilities([], return_members=True)
+    assert none.shape == (0, 3) and [m.shape for m in none_members] == [(0, 3)] * 2
+
+
 def test_ensemble_fit_trains_each_member_on_its_own():
     # The training loss is the mean of the members' own cross-entropies: a member's gradient
     # is its own loss's gradient over N, untouched by the other members (training the
@@ -378,6 +408,7 @@ def test_member_early_stopping_gives_each_member_its_own_best_epoch():
     stopping = MemberEarlyStopping("loss", patience=2)
     stopping.set_model(host)
     stopping.on_train_begin()
+    assert stopping.best_epoch is None
     # Member 0 is best at epoch 2, member 1 at epoch 3; neither improves after that.
     losses = [(0.9, 0.8), (0.5, 0.7), (0.6, 0.4), (0.7, 0.5), (0.8, 0.6), (0.9, 0.9)]
     stopped_after = None
@@ -390,7 +421,7 @@ def test_member_early_stopping_gives_each_member_its_own_best_epoch():
             break
     assert stopped_after == 5  # member 1's patience ran out last, two epochs after epoch 3
     stopping.on_train_end()
-    assert stopping.best_epochs == [2, 3]
+    assert stopping.best_epochs == [2, 3] and stopping.best_epoch == 3
     assert [member.get_weights()[0][0, 0] for member in members] == [1.0, 2.0]
 
 

@@ -1,4 +1,5 @@
-"""`Translator`: the function it computes, cached decoding, generation, config and `.keras`."""
+"""`Translator`: the function it computes, cached decoding, generation, config and `.keras`;
+`TextTranslator`: text in, text out around it."""
 
 import json
 from pathlib import Path
@@ -16,6 +17,7 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.models import BeamSampler, GreedySampler, Translator
+from seqlab.models.translator import TextTranslator
 
 KINDS = ["gru-attention", "transformer"]
 START, END = 2, 3
@@ -30,6 +32,27 @@ def tiny_translator(kind, **overrides):
                     dropout=0.0, max_length=12)
     settings.update(overrides)
     return Translator(12, 14, **settings)
+
+
+# Tokens by id, 12 source and 14 target ids: padding, unknown, start, end, then words.
+SOURCE_TOKENS = ["", "[UNK]", "[START]", "[END]"] + [f"s{i}" for i in range(8)]
+TARGET_TOKENS = ["", "[UNK]", "[START]", "[END]"] + [f"t{i}" for i in range(10)]
+
+
+def split_words(texts):
+    return tf.strings.split(texts)
+
+
+def join_words(tokens):
+    """The inverse of `split_words`; "" (padding, or cut after the end) adds no space."""
+    joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+    return tf.strings.strip(tf.strings.regex_replace(joined, " +", " "))
+
+
+def text_translator(kind, **overrides):
+    """A `TextTranslator` of an untrained model of `kind`, words split at spaces."""
+    return TextTranslator(tiny_translator(kind, **overrides), SOURCE_TOKENS, TARGET_TOKENS,
+                          split_words, join_words)
 
 
 def masked_loss():
@@ -201,6 +224,78 @@ def test_generation_inside_a_tf_function_equals_eager():
     generate = tf.function(model.generate,
                            input_signature=[tf.TensorSpec([None, None], tf.int32)])
     np.testing.assert_array_equal(generate(SOURCE_IDS), model.generate(SOURCE_IDS))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_attention_weights_are_the_teacher_forced_calls_and_rows_sum_to_one(kind):
+    model = tiny_translator(kind)
+    output_ids = tf.constant([[5, 6, 7, 3], [4, 3, 3, 3]])
+    weights = model.attention_weights(tf.constant(SOURCE_IDS), output_ids).numpy()
+    assert weights.shape == (2, 4, 5)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    assert (weights[1, :, 3:] == 0).all()  # padding gets no attention
+    target_in = np.array([[2, 5, 6, 7], [2, 4, 3, 3]])
+    _, expected = model([SOURCE_IDS, target_in], return_attention_scores=True)
+    np.testing.assert_allclose(weights, expected, atol=1e-6)
+
+
+# Text in, text out
+
+
+def test_texts_become_padded_source_ids_and_output_ids_become_text():
+    translator = text_translator("transformer")
+    ids = translator.source_ids(tf.constant(["s0 s1 s2", "", "s0 unseen"]))
+    assert ids.dtype == tf.int32 and ids.shape == (3, 3) and ids.numpy()[2, 1] == 1  # unknown
+    assert ids.numpy().tolist() == [[4, 5, 6], [0, 0, 0], [4, 1, 0]]
+    assert translator.source_ids(tf.constant(["", " "])).shape == (2, 1)
+    # Each row is cut at its first end token; start tokens and padding are left out.
+    output = tf.constant([[4, 5, 6, END, 7], [START, 4, 0, 0, 0], [END, 4, 5, 6, 7]])
+    assert translator.to_text(output).numpy().tolist() == [b"t0 t1 t2", b"t0", b""]
+
+
+def test_translations_greedy_and_beam_and_empty_text_to_empty_text():
+    translator = text_translator("gru-attention")
+    translator.model.output_projection.bias.assign(np.linspace(0.0, 1.0, 14).astype("float32"))
+    texts = ["s0 s1 s2", "", "s3", "unseen s4"]
+    greedy = translator.translate(texts, batch_size=2)
+    tokens = translator.model.generate(translator.source_ids(tf.constant(texts[:1])))
+    assert greedy[0] == translator.to_text(tokens).numpy()[0].decode() and greedy[1] == ""
+    assert greedy == translator.translate(texts, beam_width=1, length_penalty=0.0)
+    best = translator.translate(texts, beam_width=3, num_return=2)
+    assert [len(hypotheses) for hypotheses in best] == [2] * 4
+    assert all(first[1] >= second[1] for first, second in best if first[0])
+    assert [first[0] for first, _ in best] == translator.translate(texts, beam_width=3)
+    translations, scores = translator.decode_texts(tf.constant(texts), 3, 0.6, 2)
+    assert translations.shape == (4, 2) and scores.shape == (4, 2)
+
+
+def test_batches_by_length_group_texts_of_similar_length_shortest_first():
+    translator = text_translator("transformer")
+    texts = ["a b c", "a", "a b", "a", ""]
+    assert [b.tolist() for b in translator.batches_by_length(texts, 2)] == [[4, 1], [3, 2], [0]]
+    assert translator.batches_by_length([], 2) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_attention_of_a_text_is_the_greedy_outputs(kind):
+    translator = text_translator(kind)
+    source_tokens, output_tokens, weights = translator.attention("s0 unseen s2")
+    assert source_tokens == ["s0", "unseen", "s2"]
+    tokens = translator.model.generate(translator.source_ids(tf.constant(["s0 unseen s2"])))
+    expected = [TARGET_TOKENS[i] for i in tokens[0].numpy()]
+    assert output_tokens == expected[: expected.index("[END]") + 1 if "[END]" in expected
+                                     else None]
+    assert weights.shape == (len(output_tokens), 3)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    source_tokens, _, weights = translator.attention("")
+    assert source_tokens == [] and weights.shape[1] == 1  # the one padding position
+
+
+def test_vocabularies_must_match_the_models_ids():
+    with pytest.raises(ValueError, match="target_vocabulary must hold one token per id of the "
+                                         "model \\(14\\). Received: 13 tokens"):
+        TextTranslator(tiny_translator("transformer"), SOURCE_TOKENS, TARGET_TOKENS[:-1],
+                       split_words, join_words)
 
 
 # Training, config and saving

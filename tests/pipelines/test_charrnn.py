@@ -17,11 +17,11 @@ from seqlab.models.char_lm import NEVER, suppress_ids
 from seqlab.pipelines.charrnn import (
     PIPELINE,
     CharRNNConfig,
-    TextGenerator,
     build_model,
     evaluate,
     export,
     predict,
+    text_generator,
     train,
 )
 from seqlab.pipelines.common import UsageError
@@ -72,7 +72,7 @@ def loaded(stateless):
     """The stateless run's `(config, vocabulary, model, generator)`."""
     run = PIPELINE.load_run(stateless[1])
     vocabulary = run.artifacts["vocabulary"]
-    return run.config, vocabulary, run.model, TextGenerator(run.model, vocabulary)
+    return run.config, vocabulary, run.model, text_generator(run.model, vocabulary)
 
 
 def test_train_writes_a_complete_run_directory_and_reports_the_figures(stateless):
@@ -202,19 +202,6 @@ def test_saved_model_generate_equals_the_python_path(stateless, loaded, tmp_path
     assert int(np.argmax(outputs["logits"][0, -1])) >= 2  # padding and [UNK] are never chosen
 
 
-def test_seeds_reproduce_samples_and_temperature_zero_ignores_them(loaded):
-    generator = loaded[-1]
-    first = generator.generate("ann", 40, temperature=1.5, seed=1)
-    assert generator.generate("ann", 40, temperature=1.5, seed=1) == first
-    assert generator.generate("ann", 40, temperature=1.5, seed=2) != first
-    greedy = generator.generate("ann", 40, temperature=0.0, seed=1)
-    assert generator.generate("ann", 40, temperature=0.0, seed=2) == greedy
-    assert generator.generate("ann", 40, temperature=1.5, seed=3, top_k=1) == greedy
-    # A padded batch of prompts gives each prompt the text it gets alone.
-    batch = generator.generate(["ann", "bob: the"], 9, temperature=1.0, seed=4)
-    assert batch == [generator.generate(p, 9, temperature=1.0, seed=4) for p in ["ann", "bob: the"]]
-
-
 def test_generate_and_predict_on_the_command_line(stateless, loaded, tmp_path, capsys):
     _, run, _ = stateless
     greedy = loaded[-1].generate("bob:", 12, temperature=0.0)
@@ -229,6 +216,12 @@ def test_generate_and_predict_on_the_command_line(stateless, loaded, tmp_path, c
                      "--num-chars", "12", "--temperature", "0", "--output", str(output)]) == 0
     assert output.read_text() == greedy
     assert f"(written to {output})" in capsys.readouterr().out
+
+    # --top-k, --seed and --temperature reach the sampler (top-k 1 is greedy at any T).
+    assert predict(run, prompt="bob:", num_chars=12, temperature=1.5, top_k=1,
+                   seed=3).summary == greedy
+    sampled = predict(run, prompt="bob:", num_chars=12, temperature=1.5, seed=3).summary
+    assert sampled == loaded[-1].generate("bob:", 12, temperature=1.5, seed=3)
 
     assert cli.main(["charrnn", "generate", "--run", str(run), "--prompt", "a",
                      "--data", str(prompt_file)]) == 2
@@ -273,8 +266,16 @@ def test_bad_text_is_a_data_error(tmp_path, capsys):
 
 def test_bad_settings_are_usage_errors(stateless):
     _, run, _ = stateless
-    with pytest.raises(UsageError, match="temperature must be 0 \\(greedy\\) or positive"):
-        predict(run, prompt="a", temperature=-1.0)
+    for temperature in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="temperature must be 0 \\(greedy\\) or a positive"):
+            predict(run, prompt="a", temperature=temperature)
+    with pytest.raises(UsageError, match="num_chars must be at least 0. Received: num_chars=-1"):
+        predict(run, prompt="a", num_chars=-1)
+    for seed in (-1, 2**32):
+        with pytest.raises(UsageError, match=r"seed must lie in \[0, 2\*\*31\)"):
+            predict(run, prompt="a", seed=seed)
+    # The command line answers the same in one line, exit status 2.
+    assert cli.main(["charrnn", "generate", "--run", str(run), "--seed", "-1"]) == 2
     with pytest.raises(ValueError, match="window must be at least 1. Received: window=0"):
         CharRNNConfig(window=0)
     with pytest.raises(ValueError, match="stateful training runs on one device"):

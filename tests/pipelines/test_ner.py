@@ -1,7 +1,6 @@
 """Tests of pipelines/ner.py on tiny CoNLL files written here (tiny models, 1-2 epochs)."""
 
 import contextlib
-import dataclasses
 import io
 import json
 
@@ -12,16 +11,14 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.data.conll import Sentence, TaggingVocabulary, encode_sentences, make_tagging_dataset
-from seqlab.data.errors import DataError
 from seqlab.models import SequenceTagger
+from seqlab.pipelines.metrics import entity_scores
 from seqlab.pipelines.ner import (
     NerConfig,
     build_model,
-    entity_scores,
     fit_inputs,
-    load_splits,
-    make_tag_decoder,
     predict_tags,
+    read_splits,
     train,
 )
 
@@ -206,7 +203,7 @@ def test_cli_reports_invalid_tags_by_line_and_repairs_them(data_dir, tmp_path):
                                  str(tmp_path / "run"), *TINY_FLAGS])
     assert status == 2
     assert "train.conll, line" in stderr and "I-LOC after O" in stderr
-    splits = load_splits(NerConfig(data=str(broken), repair=True))
+    splits = read_splits(NerConfig(data=str(broken), repair=True))
     assert splits.files[0]["repairs"][0].endswith("I-LOC after O read as B-LOC")
     status, _, stderr = run_cli(["ner", "train", "--dropout", "1.5"])
     assert status == 2 and "dropout=1.5" in stderr
@@ -216,17 +213,18 @@ def test_cli_reports_invalid_tags_by_line_and_repairs_them(data_dir, tmp_path):
     assert exit_info.value.code == 2 and "unrecognized arguments: --min-freq" in err.getvalue()
 
 
-def test_splits_held_out_from_one_file_are_deterministic(data_dir):
-    config = NerConfig(data=str(data_dir / "train.conll"), seed=3)
-    first, second = load_splits(config), load_splits(config)
-    assert (len(first.train), len(first.validation), len(first.test)) == (38, 5, 5)
-    assert [s.tokens for s in first.test] == [s.tokens for s in second.test]
-    assert "held out from" in first.sources["test"]
-    explicit = load_splits(dataclasses.replace(config, test_data=str(data_dir / "test.conll")))
-    assert len(explicit.test) == 12 and len(explicit.validation) == 5
-    with pytest.raises(DataError, match="too few to hold out"):
-        load_splits(NerConfig(data=str(write_conll(data_dir / "one.txt",
-                                                     tiny_sentences(1, seed=0)))))
+def test_read_splits_uses_the_config_files_fractions_seed_and_columns(data_dir, tmp_path):
+    config = NerConfig(data=str(data_dir / "train.conll"), seed=3,
+                       test_data=str(data_dir / "test.conll"))
+    splits = read_splits(config)
+    assert (len(splits.train), len(splits.validation), len(splits.test)) == (43, 5, 12)
+    assert splits.sources["validation"].endswith("(seed 3)")
+    sentences = tiny_sentences(10, seed=5)
+    swapped = write_conll(tmp_path / "swapped.conll",
+                          [(tags, tokens) for tokens, tags in sentences])
+    columns = read_splits(NerConfig(data=str(swapped), token_column=1, tag_column=0))
+    assert sorted(s.tokens for s in columns.train + columns.validation + columns.test) == \
+        sorted(tokens for tokens, _ in sentences)
 
 
 @pytest.mark.parametrize("crf", [False, True])
@@ -254,9 +252,11 @@ def test_padding_changes_neither_loss_nor_metrics(crf):
         assert loss == pytest.approx(-np.mean(np.log(gold[real])), rel=1e-4)
 
     gold_tags = [s.tags for s in sentences]
-    decoder = make_tag_decoder(model)
-    predicted = predict_tags(model, vocabulary, sentences, batch_size=8, decoder=decoder)
-    one_by_one = predict_tags(model, vocabulary, sentences, batch_size=1, decoder=decoder)
+    decode_function = model.make_decode_function()
+    predicted = predict_tags(model, vocabulary, sentences, batch_size=8,
+                             decode_function=decode_function)
+    one_by_one = predict_tags(model, vocabulary, sentences, batch_size=1,
+                              decode_function=decode_function)
     assert predicted == one_by_one
     assert entity_scores(gold_tags, predicted) == entity_scores(gold_tags, one_by_one)
     assert model.use_crf == crf
@@ -264,18 +264,6 @@ def test_padding_changes_neither_loss_nor_metrics(crf):
         for tags in predicted:
             for previous, tag in zip(["O"] + tags, tags):
                 assert not tag.startswith("I-") or previous[2:] == tag[2:]
-
-
-def test_strict_scores_and_conlleval_scores_differ_on_invalid_predictions():
-    gold = [["B-PER", "I-PER", "O", "B-LOC"]]
-    predicted = [["O", "I-PER", "O", "B-LOC"]]
-    scores = entity_scores(gold, predicted)
-    # Strict IOB2: the I-PER after O is no entity; conlleval reads it as one (wrong extent).
-    assert scores["precision"] == 1.0 and scores["recall"] == 0.5
-    assert scores["per_type"]["PER"]["f1"] == 0.0
-    assert scores["conlleval"]["precision"] == 0.5
-    perfect = entity_scores(gold, gold)
-    assert perfect["f1"] == 1.0 and perfect["conlleval"]["f1"] == 1.0
 
 
 def test_fit_inputs_pairs_features_with_tags():
@@ -300,7 +288,7 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     model.stop_training = False  # as fit sets it
     callback = ner.EntityF1EarlyStopping(vocabulary=None, sentences=[], patience=2)
     callback.set_model(model)
-    callback._decoder = "unused"
+    callback._decode_function = "unused"
     callback.on_train_begin()
     logged = []
     for epoch, loss in enumerate(loss_by_epoch):

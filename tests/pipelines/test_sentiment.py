@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from seqlab import cli
-from seqlab.data.classification import Examples, LabelledData
+from seqlab.data.classification import make_splits
 from seqlab.data.errors import DataError
 from seqlab.models import TextClassifier, TextClassifierEnsemble
 from seqlab.pipelines.common import UsageError, make_config
@@ -18,7 +18,6 @@ from seqlab.pipelines.sentiment import (
     evaluate,
     export,
     load_data,
-    make_splits,
     predict,
     train,
 )
@@ -159,7 +158,7 @@ def test_predict_texts_and_an_input_file(trained, tmp_path):
     _, result = trained
     lines = tmp_path / "in.txt"
     lines.write_text("the table\n\nbrilliant\n")
-    outcome = predict(result.path, texts=["a lovely film", "awful"], input_file=lines,
+    outcome = predict(result.path, texts=["a lovely film", "awful"], input=lines,
                       output=tmp_path / "out.csv")
     table = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
     assert table["text"].tolist() == ["a lovely film", "awful", "the table", "", "brilliant"]
@@ -193,24 +192,12 @@ def test_ngrams_run_exports_and_predicts_raw_strings(tmp_path):
     assert again.metrics["model"] == pytest.approx(result.metrics["model"], abs=1e-9)
 
 
-def test_given_test_split_is_used_as_such_and_validation_comes_from_training():
-    def examples(labels):
-        return Examples(texts=[f"t{i}" for i in range(len(labels))], labels=labels,
-                        origins=[("f", i) for i in range(len(labels))], source="f")
-
-    data = LabelledData(train=examples(["a"] * 10 + ["b"] * 10),
-                        test=examples(["a", "b", "b"]), layout="class folders")
-    splits, report = make_splits(SentimentConfig(val_fraction=0.2), data)
-    assert report["method"] == "given" and report["test_fraction"] is None
-    assert report["examples"] == {"train": 16, "val": 4, "test": 3}
-    assert report["class_counts"]["val"] == {"a": 2, "b": 2}
-
-
 def test_test_data_file_is_the_given_test_split(tmp_path):
     train_file = write_reviews(tmp_path / "train.csv", n_per_class=10, labels=["good", "bad"])
     test_file = write_reviews(tmp_path / "test.csv", n_per_class=3, seed=1, labels=["good", "bad"])
     config = tiny_config(train_file, tmp_path / "run", test_data=str(test_file), val_fraction=0.1)
-    splits, report = make_splits(config, load_data(config))
+    splits, report = make_splits(load_data(config), config.test_fraction, config.val_fraction,
+                                 config.seed)
     assert report["method"] == "given" and report["examples"] == {"train": 18, "val": 2, "test": 6}
     assert splits["test"].source == str(test_file)
     with pytest.raises(UsageError, match="--test-data needs --data"):

@@ -4,20 +4,18 @@ import itertools
 import json
 
 import keras
-import numpy as np
 import pytest
-import sacrebleu
 import tensorflow as tf
 
 from seqlab import cli
-from seqlab.data.translation import Vocabulary
+from seqlab.data.translation import END_ID, START_ID, UNK_ID, Vocabulary, tokenize
 from seqlab.models import Translator
 from seqlab.pipelines.translate import (
     PIPELINE,
-    TextTranslator,
+    EvaluateOptions,
+    PredictOptions,
     TranslateConfig,
-    attention_weights,
-    corpus_scores,
+    text_translator,
 )
 
 ADJECTIVES = {"red": "rote", "small": "kleine", "old": "alte", "happy": "frohe"}
@@ -39,10 +37,7 @@ def tiny_translator(kind):
                              ff_dim=8, dropout=0.0, max_length=12)
     vocabularies = {"source_vocabulary": Vocabulary([f"s{i}" for i in range(8)]),
                     "target_vocabulary": Vocabulary([f"t{i}" for i in range(10)])}
-    return TextTranslator(PIPELINE.model_for_run(config, vocabularies), **vocabularies)
-
-
-SOURCE_IDS = np.array([[4, 5, 6, 7, 8], [9, 4, 11, 0, 0]], dtype="int32")
+    return text_translator(PIPELINE.model_for_run(config, vocabularies), vocabularies)
 
 
 # Settings
@@ -68,19 +63,6 @@ def test_config_refuses_contradictory_or_bad_settings():
 # Text in, text out
 
 
-@pytest.mark.parametrize("kind", ["gru-attention", "transformer"])
-def test_attention_plot_weights_are_the_models_and_rows_sum_to_one(kind):
-    model = tiny_translator(kind).model
-    output_ids = tf.constant([[5, 6, 7, 3], [4, 3, 3, 3]])
-    weights = attention_weights(model, tf.constant(SOURCE_IDS), output_ids).numpy()
-    assert weights.shape == (2, 4, 5)
-    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
-    assert (weights[1, :, 3:] == 0).all()  # padding gets no attention
-    target_in = np.array([[2, 5, 6, 7], [2, 4, 3, 3]])
-    _, expected = model([SOURCE_IDS, target_in], return_attention_scores=True)
-    np.testing.assert_allclose(weights, expected, atol=1e-6)
-
-
 def test_text_goes_through_the_vocabularies_and_empty_text_translates_to_empty_text():
     translator = tiny_translator("gru-attention")
     ids = translator.source_ids(tf.constant(["s1 s2", "", "unseen"])).numpy()
@@ -93,25 +75,29 @@ def test_text_goes_through_the_vocabularies_and_empty_text_translates_to_empty_t
     assert greedy == translator.translate(["s1 s2", "s3"], beam_width=1, length_penalty=0.0)
 
 
-# Scores
-
-
-def test_bleu_and_chrf_are_sacrebleus_on_the_seed_example():
-    # Seed 004's BLEU example: one hypothesis, two references.
-    hypotheses = ["The cat in the hat."]
-    references = [["The cat is wearing a hat."], ["The cat is in the hat."]]
-    scores = corpus_scores(hypotheses, references)
-    # 13a tokens (the final "." is one): precisions 6/6, 4/5, 2/4, 1/3; 6 tokens against the
-    # closest reference length 7 gives the brevity penalty exp(1 - 7/6).
-    expected = np.exp(1 - 7 / 6) * (1 * 4 / 5 * 2 / 4 * 1 / 3) ** 0.25 * 100
-    assert scores["bleu"] == pytest.approx(expected, abs=0.01)  # 51.15
-    assert scores["bleu"] == sacrebleu.corpus_bleu(hypotheses, references).score
-    assert "100.0/80.0/50.0/33.3 (BP = 0.846" in scores["bleu_details"]
-    assert scores["bleu_signature"] == (
-        f"nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
-    )
-    assert scores["chrf"] == sacrebleu.corpus_chrf(hypotheses, references).score
-    assert scores["chrf_signature"].startswith("nrefs:2|case:mixed|eff:yes|nc:6|nw:0")
+def test_the_runs_tokenizer_makes_the_ids_and_the_text():
+    vocabulary = Vocabulary.build(tokenize(["A dog runs."]))
+    model = Translator(len(vocabulary), len(vocabulary), embedding_dim=8, layers=1,
+                       num_heads=2, ff_dim=8, max_length=12)
+    translator = text_translator(model, {"source_vocabulary": vocabulary,
+                                         "target_vocabulary": vocabulary})
+    ids = translator.source_ids(tf.constant(["A dog runs.", "", "A cat"]))
+    assert ids.dtype == tf.int32 and ids.shape == (3, 4) and ids.numpy()[2, 1] == UNK_ID
+    assert ids.numpy()[1].tolist() == [0, 0, 0, 0]
+    assert translator.source_ids(tf.constant(["", " "])).shape == (2, 1)
+    output = tf.concat([ids[:1], [[END_ID]], ids[:1]], axis=1)
+    assert translator.to_text(output).numpy().tolist() == [b"A dog runs."]
+    # Detokenised with the space marks; cut at [END], [START] and padding left out.
+    german = Vocabulary(["Ein", "▁Hund", ".", "▁x", "Ja"])
+    model = Translator(len(german), len(german), embedding_dim=8, layers=1, num_heads=2,
+                       ff_dim=8, max_length=12)
+    translator = text_translator(model, {"source_vocabulary": german,
+                                         "target_vocabulary": german})
+    output = tf.constant([[4, 5, 6, END_ID, 7], [START_ID, 8, 0, 0, 0]])
+    assert translator.to_text(output).numpy().tolist() == [b"Ein Hund.", b"Ja"]
+    source_tokens, output_tokens, weights = translator.attention("Ein Hund.")
+    assert source_tokens == ["Ein", "▁Hund", "."]
+    assert weights.shape == (len(output_tokens), 3)
 
 
 # The command line, end to end
@@ -167,7 +153,7 @@ def test_saved_model_beam_search_equals_the_python_path(trained):
     _, run, pairs = trained
     loaded = PIPELINE.load_run(run)
     config = loaded.config
-    translator = TextTranslator(loaded.model, **loaded.artifacts)
+    translator = text_translator(loaded.model, loaded.artifacts)
     texts = [pairs[0][0], "The happy cat sings.", "", "A word it has never seen!"]
     expected = translator.translate(texts, beam_width=config.beam_width,
                                     length_penalty=config.length_penalty)
@@ -217,3 +203,13 @@ def test_misaligned_files_are_reported_by_the_command_line(tmp_path, capsys):
                        str(tmp_path / "run")])
     assert status == 2
     assert "is a folder: name the languages" in capsys.readouterr().err
+
+
+def test_decoding_options_are_checked_and_default_to_the_run():
+    config = TranslateConfig(beam_width=4, length_penalty=0.6)
+    assert PredictOptions().settings(config) == (4, 0.6)
+    assert EvaluateOptions(beam_width=2, length_penalty=0.0).settings(config) == (2, 0.0)
+    with pytest.raises(ValueError, match="beam_width must be at least 1. Received: beam_width=0"):
+        PredictOptions(beam_width=0)
+    with pytest.raises(ValueError, match="length_penalty must be at least 0"):
+        EvaluateOptions(length_penalty=-0.5)
