@@ -300,10 +300,12 @@ class CRF(keras.layers.Layer):
         def backtrack_step(tag_t, pointers_t):
             return tf.gather(pointers_t, tag_t, batch_dims=1)
 
-        # Tags of steps 0..T-2 come from the pointers of steps 1..T-1, read backwards.
+        # Tags of steps 0..T-2 come from the pointers of steps 1..T-1, read backwards. The scan
+        # runs over every step (step 0's pointers only repeat its tag; that output is dropped),
+        # because a scan over the T-1 later steps has nothing to stack when T is 1.
         earlier_tags = tf.scan(
-            backtrack_step, pointers[1:], initializer=last_tags, reverse=True
-        )
+            backtrack_step, pointers, initializer=last_tags, reverse=True
+        )[1:]
         tags = tf.concat([earlier_tags, last_tags[None, :]], axis=0)
         tags = tf.transpose(tags)
         scores = tf.where(lengths > 0, scores, tf.zeros_like(scores))

@@ -74,6 +74,29 @@ def test_log_partition_and_viterbi_match_brute_force_enumeration(use_boundary_tr
         np.testing.assert_allclose(best_scores[row], scores[best], atol=1e-5)
 
 
+@pytest.mark.parametrize("with_mask", [True, False])
+def test_viterbi_of_sequences_one_step_long_in_a_graph(with_mask):
+    # One step: the best tag maximises potential + start + end; inside a tf.function (as in
+    # a SavedModel) the backward pass has no later step to read.
+    crf = random_crf()
+    potentials = potentials_like(np.ones((4, 1), bool), seed=3)
+    mask = np.array([[True], [True], [False], [True]]) if with_mask else None
+    # The time dimension unknown when traced, as in an exported serving signature.
+    signature = [tf.TensorSpec([None, None, NUM_TAGS], tf.float32)]
+    if with_mask:
+        signature.append(tf.TensorSpec([None, None], tf.bool))
+    tags, scores = tf.function(crf.viterbi_decode, input_signature=signature)(
+        *([potentials, mask] if with_mask else [potentials])
+    )
+    totals = potentials[:, 0] + crf.start_transitions.numpy() + crf.end_transitions.numpy()
+    expected = np.argmax(totals, axis=1)
+    real = np.array([True, True, not with_mask, True])
+    np.testing.assert_array_equal(tags.numpy()[real, 0], expected[real])
+    np.testing.assert_allclose(scores.numpy()[real], totals.max(axis=1)[real], atol=1e-6)
+    if with_mask:
+        assert tags.numpy()[2, 0] == 0 and scores.numpy()[2] == 0
+
+
 def test_forbidden_transitions_are_never_decoded_and_drop_out_of_the_partition():
     crf = random_crf()
     forbidden, forbidden_starts = [[0, 1], [2, 1], [1, 1]], [1]

@@ -159,12 +159,7 @@ def test_predict_tag_ids_gives_each_sentence_its_tags_without_padding(use_crf):
     assert all(isinstance(tag_id, int) for row in in_one_batch for tag_id in row)
 
 
-@pytest.mark.parametrize("use_crf", [
-    False,
-    pytest.param(True, marks=pytest.mark.xfail(
-        strict=True, reason="CRF decoding inside a tf.function fails on a batch one step long "
-        "(tf.scan over no steps in layers/crf.py): `seqlab ner predict` of a one-word sentence")),
-])
+@pytest.mark.parametrize("use_crf", [False, True])
 def test_decode_function_tags_a_batch_of_one_word_sentences(use_crf):
     model = tiny_tagger(use_crf)
     token_ids, char_ids, _ = tiny_batch(lengths=[1, 1])
