@@ -123,7 +123,7 @@ class Pipeline:
             them from any working directory.
         renamed_settings: settings of older versions' config.json under their new names.
         monitor_metric, monitor_mode: what early stopping and `best_epoch` watch (with `val_`
-            in front when there is a validation split).
+            in front when there is a validation split), unless `monitored` says otherwise.
     """
 
     name = None
@@ -161,11 +161,16 @@ class Pipeline:
         """`(train, validation or None)` datasets of `fit`, batched with `batch_size`."""
         raise NotImplementedError
 
+    def monitored(self, config):
+        """`(metric, "min" or "max")` that early stopping and `best_epoch` watch for a run;
+        by default the class's `monitor_metric` and `monitor_mode`."""
+        return self.monitor_metric, self.monitor_mode
+
     def callbacks(self, config, prepared, monitor):
         """The task's `fit` callbacks; by default early stopping on `monitor`, best weights
         restored."""
         return [keras.callbacks.EarlyStopping(
-            monitor=monitor, mode=self.monitor_mode, patience=config.patience,
+            monitor=monitor, mode=self.monitored(config)[1], patience=config.patience,
             restore_best_weights=True,
         )]
 
@@ -235,7 +240,8 @@ class Pipeline:
         train_data, val_data = self.datasets(
             config, prepared, distribution.global_batch_size(config.batch_size)
         )
-        monitor = ("val_" if val_data is not None else "") + self.monitor_metric
+        metric, mode = self.monitored(config)
+        monitor = ("val_" if val_data is not None else "") + metric
         # The task's callbacks come first, so that figures they add to the logs (ner's val_f1)
         # reach history.csv; EpochHistory stays before BackupAndRestore (common.py says why).
         run_callbacks = training_callbacks(run)
@@ -256,8 +262,7 @@ class Pipeline:
         metrics = self.score(config, model, prepared)
         metrics.update(
             epochs_run=len(history.history),
-            best_epoch=metrics.get("best_epoch", best_epoch(history.history, monitor,
-                                                            self.monitor_mode)),
+            best_epoch=metrics.get("best_epoch", best_epoch(history.history, monitor, mode)),
             train_seconds_this_session=round(train_seconds, 2),
             distribution=distribution.report(config.batch_size),
         )

@@ -298,20 +298,10 @@ class SentimentPipeline(Pipeline):
     }
     predict_options = PredictOptions
 
-    # Early stopping and the best epoch watch the figure --monitor names: `prepare` keeps it
-    # here for the lifecycle to read, which has no per-run hook for it yet.
-    monitored = "loss"
-
-    @property
-    def monitor_metric(self):
-        return self.monitored
-
-    @property
-    def monitor_mode(self):
-        return "min" if self.monitored == "loss" else "max"
+    def monitored(self, config):
+        return config.monitor, "min" if config.monitor == "loss" else "max"
 
     def prepare(self, config, distribution):
-        self.monitored = config.monitor
         data = load_data(config)
         splits, report = make_splits(data, config.test_fraction, config.val_fraction,
                                      config.seed)
