@@ -85,6 +85,10 @@ def _add_action_parsers(task_parser, task):
     parsers["export"].add_argument(
         "--out", metavar="DIR", help="SavedModel directory (default: <run>/saved_model)"
     )
+    parsers["export"].add_argument(
+        "--overwrite", action="store_true",
+        help="replace a previous export at --out (anything else there is never deleted)",
+    )
     for action, options_class in task.options.items():
         add_config_arguments(parsers[action], options_class)
     for parser in parsers.values():

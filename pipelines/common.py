@@ -276,20 +276,76 @@ def write_json_atomic(path, value):
     write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def write_export_archive(archive, path):
-    """Writes a `keras.export.ExportArchive` as a SavedModel at `path`, atomically.
+def is_saved_model(path):
+    """Whether `path` is a SavedModel directory (what an export writes)."""
+    path = Path(path)
+    return path.is_dir() and (path / "saved_model.pb").is_file()
 
-    It is written to a temporary directory beside `path`, then renamed, so `path` never holds a
-    half-written SavedModel. Returns `path`.
+
+def check_export_path(path, overwrite=False):
+    """Refuses an export path that holds anything but a previous export to replace.
+
+    Raises:
+        UsageError: `path` is a file, a non-empty folder that is not a SavedModel, or a
+            SavedModel while `overwrite` is False.
     """
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    archive.write_out(str(temporary), verbose=False)
-    if path.exists():
-        shutil.rmtree(path)
-    temporary.rename(path)
+    if not path.exists():
+        return
+    if is_saved_model(path):
+        if not overwrite:
+            raise UsageError(
+                f"{path} already holds a SavedModel; pass --overwrite to replace it, or choose "
+                "another --out"
+            )
+    elif path.is_file() or any(path.iterdir()):
+        raise UsageError(
+            f"{path} exists and is not a SavedModel; seqlab never deletes what it did not "
+            "write: choose another --out"
+        )
+
+
+def write_export_archive(archive, path):
+    """Writes a `keras.export.ExportArchive` as a new SavedModel at `path`, atomically.
+
+    It is written to a temporary directory beside `path`, then renamed, so `path` never holds a
+    half-written SavedModel, and a failure leaves no temporary directory. `path` must not exist
+    yet (or be an empty folder): replacing a previous export is `replace_export`'s. Returns
+    `path`.
+    """
+    path = Path(path)
+    if path.exists() and not (path.is_dir() and not any(path.iterdir())):
+        raise UsageError(f"{path} exists; an export is written to a new path")
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        archive.write_out(str(temporary), verbose=False)
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            shutil.rmtree(temporary, ignore_errors=True)
+    return path
+
+
+def replace_export(path, write):
+    """Writes an export with `write(new_path)` and puts it at `path`, replacing a previous
+    export there (checked by the caller with `check_export_path`) only once the new one is
+    complete."""
+    path = Path(path)
+    if not is_saved_model(path):
+        return write(path)
+    new = path.with_name(f".{path.name}.new-{os.getpid()}")
+    replaced = path.with_name(f".{path.name}.replaced-{os.getpid()}")
+    try:
+        write(new)
+        os.replace(path, replaced)
+        os.replace(new, path)
+        shutil.rmtree(replaced)
+    finally:
+        for leftover in (new, replaced):
+            if leftover.exists() and not path.exists():
+                os.replace(leftover, path)  # put the previous export back
+            elif leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
     return path
 
 
@@ -361,6 +417,58 @@ def open_run(path, task):
     return RunRecord(path=path, task=task, settings=record["settings"])
 
 
+LOCK_NAME = ".lock"
+# Written after `fit` (with the trained model.keras beside it): a rerun of an interrupted
+# train skips `fit` and continues with scoring, plots and export.
+FIT_DONE_NAME = "fit_done.json"
+
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def take_lock(path):
+    """Creates the lock file `path` naming this process (pid, host), atomically.
+
+    A lock left by a process that no longer runs on this host is taken over; one held by a
+    live process, or by a process on another host (which cannot be checked from here), is
+    refused.
+
+    Raises:
+        UsageError: another process owns the lock; the message names it.
+    """
+    path = Path(path)
+    me = {"pid": os.getpid(), "host": platform.node(), "since_utc": utc_timestamp()}
+    for _ in range(2):
+        try:
+            with open(path, "x", encoding="utf-8") as file:
+                json.dump(me, file)
+            return
+        except FileExistsError:
+            try:
+                owner = json.loads(path.read_text(encoding="utf-8"))
+                pid, host = int(owner["pid"]), str(owner["host"])
+            except (OSError, ValueError, KeyError, TypeError):
+                owner, pid, host = {}, None, None
+            if pid == os.getpid() and host == me["host"]:
+                return
+            if pid is not None and (host != me["host"] or _process_alive(pid)):
+                raise UsageError(
+                    f"{path.parent} is in use by process {pid} on {host} (since "
+                    f"{owner.get('since_utc', '?')}); wait for it to finish, or choose another "
+                    f"--out. If that process is gone, delete {path}"
+                ) from None
+            # A dead owner's (or an unreadable) lock: take it over.
+            path.unlink(missing_ok=True)
+    raise UsageError(f"{path.parent}: could not take the lock {path}")
+
+
 class RunDirectory:
     """The directory one `train` call writes, built under `<out>.partial` and renamed when done.
 
@@ -427,13 +535,19 @@ class RunDirectory:
                 not a seqlab run, or `<out>.partial` holds a run with other settings.
         """
         self.check_out()
-        if self.work.exists():
+        # Owned before anything in it is read or removed: a second train into the same --out
+        # is refused while the first runs.
+        self.work.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        if (self.work / "config.json").is_file() or len(list(self.work.iterdir())) > 1:
             previous = self.work / "config.json"
             previous_settings = read_json(previous)["settings"] if previous.is_file() else None
             if previous_settings == settings:
                 self.resumed = True
             elif self.overwrite or previous_settings is None:
                 shutil.rmtree(self.work)
+                self.work.mkdir(parents=True)
+                self._lock()
             else:
                 changed = sorted(
                     k for k in set(settings) | set(previous_settings)
@@ -446,7 +560,6 @@ class RunDirectory:
                     f"{self.work} holds an unfinished run with other settings ({details}); rerun "
                     "with the same settings to resume it, or pass --overwrite to start over"
                 )
-        self.work.mkdir(parents=True, exist_ok=True)
         if not self.resumed:
             write_json_atomic(
                 self.work / "config.json",
@@ -466,10 +579,21 @@ class RunDirectory:
     def write_text(self, name, text):
         write_text_atomic(self.path(name), text)
 
+    @property
+    def lock_path(self):
+        return self.work / LOCK_NAME
+
+    def _lock(self):
+        """Makes this process the owner of `<out>.partial`, or refuses (see `take_lock`)."""
+        take_lock(self.lock_path)
+
     def finish(self):
         """Renames the finished `<out>.partial` to `<out>` and returns `<out>`."""
+        for leftover in (FIT_DONE_NAME,):
+            (self.work / leftover).unlink(missing_ok=True)
         if self.checkpoint_dir.exists() and not any(self.checkpoint_dir.iterdir()):
             self.checkpoint_dir.rmdir()
+        self.lock_path.unlink(missing_ok=True)
         replaced = None
         if self.final.exists():
             replaced = self.final.with_name(f".{self.final.name}.replaced-{utc_timestamp()}")
@@ -709,6 +833,9 @@ __all__ = [
     "save_history_plot",
     "set_seed",
     "training_callbacks",
+    "check_export_path",
+    "replace_export",
+    "take_lock",
     "write_export_archive",
     "write_json_atomic",
     "write_text_atomic",

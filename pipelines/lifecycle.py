@@ -30,12 +30,15 @@ import numpy as np
 
 from seqlab.pipelines.common import (
     ActionResult,
+    FIT_DONE_NAME,
     EpochHistory,
     Task,
     UsageError,
+    check_export_path,
     open_run,
     progress_verbosity,
     read_json,
+    replace_export,
     save_history_plot,
     training_callbacks,
     write_json_atomic,
@@ -242,28 +245,46 @@ class Pipeline:
         )
         metric, mode = self.monitored(config)
         monitor = ("val_" if val_data is not None else "") + metric
-        # The task's callbacks come first, so that figures they add to the logs (ner's val_f1)
-        # reach history.csv; EpochHistory stays before BackupAndRestore (common.py says why).
-        run_callbacks = training_callbacks(run)
-        history = next(c for c in run_callbacks if isinstance(c, EpochHistory))
-        fit_callbacks = [*self.callbacks(config, prepared, monitor), *run_callbacks, *callbacks]
-        started = time.perf_counter()
-        model.fit(
-            distribution.shard(train_data),
-            validation_data=distribution.shard(val_data),
-            epochs=config.epochs,
-            callbacks=fit_callbacks,
-            shuffle=False,  # the training datasets shuffle themselves, with the run's seed
-            verbose=progress_verbosity(),
-        )
-        train_seconds = time.perf_counter() - started
-        model = distribution.local_model(model, run.path("model.keras"))
+        model_path, fit_done_path = run.path("model.keras"), run.path(FIT_DONE_NAME)
+        task_callbacks = self.callbacks(config, prepared, monitor)
+        if run.resumed and fit_done_path.is_file() and model_path.is_file():
+            # An earlier call finished `fit` and died later (scoring, plots, export): its
+            # trained model is kept; only the steps after `fit` run again.
+            print(f"training finished earlier: continuing after fit with {model_path}")
+            if model.optimizer is not None:  # so that the saved optimizer state loads too
+                model.optimizer.build(model.trainable_variables)
+            model.load_weights(model_path)
+            model = distribution.local_model(model, model_path)
+            history = EpochHistory(run.path("history.csv"))
+            fit_record = {**read_json(fit_done_path), "train_seconds": 0.0}
+        else:
+            # The task's callbacks come first, so that figures they add to the logs (ner's
+            # val_f1) reach history.csv; EpochHistory stays before BackupAndRestore (common.py
+            # says why).
+            run_callbacks = training_callbacks(run)
+            history = next(c for c in run_callbacks if isinstance(c, EpochHistory))
+            started = time.perf_counter()
+            model.fit(
+                distribution.shard(train_data),
+                validation_data=distribution.shard(val_data),
+                epochs=config.epochs,
+                callbacks=[*task_callbacks, *run_callbacks, *callbacks],
+                shuffle=False,  # the training datasets shuffle themselves, with the run's seed
+                verbose=progress_verbosity(),
+            )
+            model = distribution.local_model(model, model_path)
+            fit_record = {
+                "train_seconds": round(time.perf_counter() - started, 2),
+                "best_epoch": best_epoch(history.history, monitor, mode),
+            }
+            run.write_json(FIT_DONE_NAME, fit_record)
 
         metrics = self.score(config, model, prepared)
+        if metrics.get("best_epoch") is None:
+            metrics["best_epoch"] = fit_record["best_epoch"]
         metrics.update(
             epochs_run=len(history.history),
-            best_epoch=metrics.get("best_epoch", best_epoch(history.history, monitor, mode)),
-            train_seconds_this_session=round(train_seconds, 2),
+            train_seconds_this_session=fit_record["train_seconds"],
             distribution=distribution.report(config.batch_size),
         )
         artifacts = self.artifacts(config, prepared)
@@ -307,11 +328,23 @@ class Pipeline:
         metrics = read_json(metrics_path) if metrics_path.is_file() else {}
         return LoadedRun(record.path, config, artifacts, model, metrics)
 
-    def export(self, run, out=None):
-        """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`)."""
+    def export(self, run, out=None, overwrite=False):
+        """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`).
+
+        Raises:
+            UsageError: `out` holds something other than a SavedModel (never deleted), or a
+                SavedModel while `overwrite` is False.
+        """
         loaded = self.load_run(run)
         path = Path(out) if out else loaded.file("saved_model")
-        signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, path)
+        check_export_path(path, overwrite)
+        signature = None
+
+        def write(target):
+            nonlocal signature
+            signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, target)
+
+        replace_export(path, write)
         return ActionResult(summary=f"SavedModel written to {path}\n{signature}", path=path)
 
     def task(self):

@@ -1,0 +1,153 @@
+"""The run lifecycle's promises: nothing it did not write is deleted, one process per run
+directory, and a train that dies after `fit` resumes after `fit`.
+
+The time-series task stands in for all five: they share this code (pipelines/lifecycle.py).
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+from seqlab import cli
+from seqlab.pipelines import timeseries
+from seqlab.pipelines.common import UsageError, take_lock, write_export_archive
+from seqlab.pipelines.timeseries import TimeseriesConfig
+
+
+def write_series(path, n_rows=120):
+    steps = np.arange(n_rows)
+    pd.DataFrame({"t": steps, "y": np.sin(2 * np.pi * steps / 12) + 0.01 * steps}).to_csv(
+        path, index=False
+    )
+    return path
+
+
+def tiny_config(folder, **overrides):
+    settings = dict(data=str(write_series(folder / "series.csv")), out=str(folder / "run"),
+                    time_column="t", target=["y"], lookback=6, units=4, epochs=2)
+    settings.update(overrides)
+    return TimeseriesConfig(**settings)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lifecycle")
+    return folder, timeseries.train(tiny_config(folder)).path
+
+
+def _files(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+# --- exports never delete what they did not write -----------------------------------------------
+
+
+def test_export_refuses_a_folder_of_the_users_files_and_the_run_itself(finished, tmp_path):
+    _, run = finished
+    mine = tmp_path / "mydocs"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("draft")
+    before = _files(run)
+    for out in (mine, run, tmp_path, mine / "thesis.txt"):
+        assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(out),
+                         "--overwrite"]) == 2
+    assert (mine / "thesis.txt").read_text() == "draft" and _files(mine) == ["thesis.txt"]
+    assert _files(run) == before
+
+
+def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_path, capsys):
+    _, run = finished
+    saved_model = run / "saved_model"
+    first = (saved_model / "saved_model.pb").stat().st_mtime_ns
+    assert cli.main(["timeseries", "export", "--run", str(run)]) == 2
+    assert "already holds a SavedModel; pass --overwrite" in capsys.readouterr().err
+    assert (saved_model / "saved_model.pb").stat().st_mtime_ns == first
+    assert cli.main(["timeseries", "export", "--run", str(run), "--overwrite"]) == 0
+    assert (saved_model / "saved_model.pb").stat().st_mtime_ns != first
+    window = np.zeros((1, 6, 1), "float32")
+    forecast = tf.saved_model.load(str(saved_model)).signatures["serving_default"](
+        window=tf.constant(window))["forecast"]
+    assert forecast.shape == (1, 1, 1)
+    assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no temporary left
+    # A new, empty folder is a fine target.
+    empty = tmp_path / "serving"
+    empty.mkdir()
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(empty)]) == 0
+    assert (empty / "saved_model.pb").is_file()
+
+
+def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
+    class FailingArchive:
+        def write_out(self, path, verbose=False):
+            os.makedirs(path)
+            (tmp_path / "half.txt").write_text("")
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        write_export_archive(FailingArchive(), tmp_path / "model")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["half.txt"]
+
+
+# --- one process per run directory ---------------------------------------------------------------
+
+
+def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_taken_over(
+        tmp_path):
+    lock = tmp_path / "run.partial" / ".lock"
+    lock.parent.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host = os.uname().nodename
+        lock.write_text(json.dumps({"pid": sleeper.pid, "host": host, "since_utc": "x"}))
+        with pytest.raises(UsageError, match=rf"in use by process {sleeper.pid} on {host}"):
+            take_lock(lock)
+        # The same refusal from train, before it touches the unfinished run.
+        config = tiny_config(tmp_path)
+        with pytest.raises(UsageError, match="in use by process"):
+            timeseries.train(config)
+        assert _files(lock.parent) == [".lock"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # Now the owner is dead: its lock is stale and the run goes ahead.
+    result = timeseries.train(tiny_config(tmp_path))
+    assert (result.path / "metrics.json").is_file() and not (result.path / ".lock").exists()
+
+
+# --- a crash after fit resumes after fit ---------------------------------------------------------
+
+
+def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, capsys):
+    config = tiny_config(tmp_path, epochs=3, patience=50)
+
+    def die(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", die)
+    with pytest.raises(OSError):
+        timeseries.train(config)
+    partial = tmp_path / "run.partial"
+    assert (partial / "model.keras").is_file() and (partial / "fit_done.json").is_file()
+    with open(partial / "history.csv", newline="") as file:
+        epochs = [row["epoch"] for row in csv.DictReader(file)]
+    assert epochs == ["1", "2", "3"]
+    monkeypatch.undo()
+    capsys.readouterr()
+
+    fits = []
+    monkeypatch.setattr("keras.Model.fit", lambda *a, **k: fits.append(1))
+    result = timeseries.train(config)
+    assert fits == []  # no epoch trained again
+    assert "training finished earlier: continuing after fit" in capsys.readouterr().out
+    metrics = json.loads((result.path / "metrics.json").read_text())
+    assert metrics["epochs_run"] == 3 and metrics["train_seconds_this_session"] == 0.0
+    assert metrics["best_epoch"] in (1, 2, 3)
+    assert (result.path / "saved_model" / "saved_model.pb").is_file()
+    assert not (result.path / "fit_done.json").exists()
