@@ -98,8 +98,13 @@ class Sampler:
         _, logits, state, tokens, _ = tf.while_loop(
             condition, body, loop_vars, shape_invariants=invariants
         )
-        # [steps, batch] -> [batch, steps]; the reshape keeps the batch when no step ran.
-        tokens = tf.reshape(tf.transpose(tokens.stack()), [batch, -1])
+        # [steps, batch] -> [batch, steps]. With no step run there is nothing to stack (and a
+        # TensorArray of unknown element shape cannot stack nothing): [batch, 0].
+        tokens = tf.cond(
+            tokens.size() > 0,
+            lambda: tf.transpose(tokens.stack()),
+            lambda: tf.zeros([batch, 0], tf.int32),
+        )
         return tokens, logits, state
 
     def start(self, logits, num_steps):

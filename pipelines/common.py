@@ -264,12 +264,25 @@ def utc_timestamp():
 
 
 def write_text_atomic(path, text):
-    """Writes `text` to a temporary file beside `path`, then renames it over `path`."""
+    """Writes `text` to a temporary file beside `path`, then renames it over `path`.
+
+    A failure leaves neither a temporary file nor a changed `path`.
+
+    Raises:
+        UsageError: `path` is a folder, or its folder cannot be created or written.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file name to write to")
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except (PermissionError, NotADirectoryError, FileExistsError) as error:
+        raise UsageError(f"{path}: cannot write there ({error.strerror or error})") from None
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def write_json_atomic(path, value):
@@ -406,15 +419,24 @@ def open_run(path, task):
     """
     path = Path(path)
     config_path = path / "config.json"
+    if path.name.endswith(".partial"):
+        raise UsageError(
+            f"{path} is an unfinished run: rerun train with the same settings and "
+            f"--out {path.with_name(path.name[:-len('.partial')])} to finish it"
+        )
     if not config_path.is_file():
         hint = ""
         if Path(f"{path}.partial").is_dir():
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
-    record = read_json(config_path)
+    try:
+        record = read_json(config_path)
+        settings = record["settings"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        raise UsageError(f"{config_path}: not a seqlab run's config.json ({error!r})") from None
     if record.get("task") != task:
         raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
-    return RunRecord(path=path, task=task, settings=record["settings"])
+    return RunRecord(path=path, task=task, settings=settings)
 
 
 LOCK_NAME = ".lock"
@@ -509,6 +531,11 @@ class RunDirectory:
         Raises:
             UsageError: as in `start()`.
         """
+        if self.final.is_file():
+            raise UsageError(f"--out {self.final} is a file; give a folder for the run")
+        existing = next((p for p in (self.final, *self.final.parents) if p.exists()), None)
+        if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+            raise UsageError(f"--out {self.final}: {existing} is not writable")
         if self.final.exists():
             is_run = (self.final / "config.json").is_file()
             if not is_run and any(self.final.iterdir()):

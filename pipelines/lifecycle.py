@@ -28,6 +28,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from seqlab.data.errors import DataError
 from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
@@ -316,9 +317,26 @@ class Pipeline:
         """
         record = open_run(path, self.name)
         settings = {self.renamed_settings.get(k, k): v for k, v in record.settings.items()}
-        config = self.config_class(**settings)
-        artifacts = self.read_artifacts(record.path, config)
-        model = keras.saving.load_model(record.file("model.keras"), compile=False)
+        try:
+            config = self.config_class(**settings)
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"{record.file('config.json')}: settings this version cannot use "
+                             f"({error})") from None
+        try:
+            artifacts = self.read_artifacts(record.path, config)
+        except DataError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
+            raise UsageError(f"{record.path}: a file of the run is missing or damaged "
+                             f"({error!r}); retrain it") from None
+        model_path = record.file("model.keras")
+        if not model_path.is_file():
+            raise UsageError(f"{model_path}: not found; the run is incomplete")
+        try:
+            model = keras.saving.load_model(model_path, compile=False)
+        except Exception as error:  # Keras raises many kinds for a damaged or unsafe file
+            raise UsageError(f"{model_path}: cannot be loaded ({type(error).__name__}: "
+                             f"{str(error).splitlines()[0] if str(error) else ''})") from None
         if not isinstance(model, self.model_class):
             # seqlab 0.1.0 saved functional models: move their weights into the task's class.
             upgraded = self.model_for_run(config, artifacts)

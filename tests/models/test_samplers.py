@@ -142,3 +142,18 @@ def test_bad_sampler_settings_are_refused():
         RandomSampler(top_k=2.5)
     with pytest.raises(RuntimeError, match=r"call start\(\) before get_next_token\(\)"):
         RandomSampler().get_next_token(tf.zeros([1, 3]), 0)
+
+
+@pytest.mark.parametrize("name", ["greedy", "random"])
+def test_zero_steps_give_an_empty_row_per_batch_row_also_in_a_graph(name):
+    def step_fn(token_ids, state):
+        return tf.one_hot((token_ids + 1) % 5, 5), state
+
+    sampler = get_sampler(name)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5]), tf.TensorSpec([], tf.int32)])
+    def decode(logits, num_steps):
+        return sampler(step_fn, logits, (), num_steps)[0]
+
+    assert decode(tf.one_hot([2, 4, 0], 5), tf.constant(0)).shape == (3, 0)
+    assert decode(tf.one_hot([2], 5), tf.constant(3)).shape == (1, 3)

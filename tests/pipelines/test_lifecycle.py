@@ -7,6 +7,8 @@ The time-series task stands in for all five: they share this code (pipelines/lif
 import csv
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -151,3 +153,41 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
     assert metrics["best_epoch"] in (1, 2, 3)
     assert (result.path / "saved_model" / "saved_model.pb").is_file()
     assert not (result.path / "fit_done.json").exists()
+
+
+# --- a damaged run or a wrong path is one clear line, not a traceback ----------------------------
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda run: (run / "config.json").write_text("{not json"), r"config\.json: not a seqlab"),
+    (lambda run: (run / "model.keras").write_bytes(b"garbage"), r"model\.keras: cannot be loaded"),
+    (lambda run: (run / "model.keras").unlink(), r"model\.keras: not found"),
+    (lambda run: (run / "scaler.json").unlink(), r"a file of the run is missing or damaged"),
+    (lambda run: (run / "scaler.json").write_text("[1, 2"), r"a file of the run is missing"),
+])
+def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, message):
+    _, run = finished
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    damage(copy)
+    assert cli.main(["timeseries", "evaluate", "--run", str(copy)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("seqlab timeseries evaluate: error: ") and error.count("\n") == 1
+    assert re.search(message, error), error
+
+
+def test_wrong_paths_are_named_before_any_work(finished, tmp_path, capsys):
+    folder, run = finished
+    assert cli.main(["timeseries", "evaluate", "--run", f"{run}.partial"]) == 2
+    assert "is an unfinished run: rerun train" in capsys.readouterr().err
+    # --output naming a folder: refused, nothing left behind.
+    assert cli.main(["timeseries", "evaluate", "--run", str(run), "--output", str(tmp_path)]) == 2
+    assert "is a folder; give a file name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    # --out naming a file: refused before the data is read.
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    assert cli.main(["timeseries", "train", "--data", str(folder / "series.csv"),
+                     "--time-column", "t", "--out", str(target)]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
+    assert target.read_text() == "mine"
