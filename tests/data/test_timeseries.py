@@ -112,6 +112,24 @@ def test_standard_scaler_round_trips_through_json():
     np.testing.assert_allclose(restored.inverse_transform(scaled), frame.to_numpy())
 
 
+def test_standard_scaler_gives_mean_0_and_std_1_on_the_training_rows():
+    windows = WindowGenerator(counting_frame(), lookback=4, horizon=1, targets=["y"],
+                              scaler="standard")
+    train_start, train_end = windows.bounds["train"]  # rows 0..69
+    train = np.arange(train_start, train_end, dtype="float64")
+    # Fitted on the training rows only: the mean and the (population) standard deviation.
+    np.testing.assert_allclose(windows.scaler.offset, [train.mean(), 1000 + train.mean()])
+    np.testing.assert_allclose(windows.scaler.scale, [train.std()] * 2)
+    assert windows.scaler.offset[0] == 34.5
+    np.testing.assert_allclose(windows.scaler.scale[0], np.sqrt((70**2 - 1) / 12))
+    scaled = windows.scaler.transform(counting_frame().to_numpy())[train_start:train_end]
+    np.testing.assert_allclose(scaled.mean(axis=0), [0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(scaled.std(axis=0), [1.0, 1.0], atol=1e-12)
+    # And the windows the model trains on are in those units.
+    inputs, _ = windows.arrays("train")
+    np.testing.assert_allclose(inputs[0, :, 0], (np.arange(4) - 34.5) / train.std(), atol=1e-6)
+
+
 def test_repr_names_lookback_horizon_and_columns():
     windows = WindowGenerator(counting_frame(), lookback=8, horizon=2, targets=["y"])
     text = repr(windows)

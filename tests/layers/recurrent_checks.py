@@ -214,3 +214,46 @@ def check_gradients_against_keras(ours_cls, keras_cls, scenario, bidirectional=F
     x = padded_token_ids() if masked else random_inputs()
     for ours_grad, reference_grad in zip(gradients(ours, x), gradients(reference, x)):
         np.testing.assert_allclose(ours_grad, reference_grad, atol=ATOL, rtol=1e-4)
+
+
+def check_recurrent_dropout(layer_cls, **kwargs):
+    """`recurrent_dropout` alone changes a training call; `dropout` alone cannot reach h.
+
+    The input kernel is zero, so the inputs (dropped out or not) never reach the
+    state: the output comes from the bias through the recurrent kernel only. Then
+    - with `recurrent_dropout` alone, training differs from inference from step 1
+      on (step 0 sees h_0 = 0, which no mask changes), so a loop that ignores the
+      recurrent mask fails;
+    - with `dropout` alone, training equals inference, so a loop that drops h_{t-1}
+      with the input rate (or the input mask) fails.
+    Both are checked for the layer and for its cell inside `keras.layers.RNN`.
+    """
+    x = random_inputs(8)
+    common = dict(kernel_initializer="zeros", bias_initializer="ones", seed=7,
+                  return_sequences=True, **kwargs)
+
+    def run(layer):
+        inference = keras.ops.convert_to_numpy(layer(x, training=False))
+        return inference, keras.ops.convert_to_numpy(layer(x, training=True))
+
+    inference, training = run(layer_cls(UNITS, recurrent_dropout=0.5, **common))
+    np.testing.assert_allclose(training[:, 0], inference[:, 0], atol=1e-6)
+    assert not np.allclose(training[:, 1:], inference[:, 1:], atol=1e-3), (
+        "recurrent_dropout had no effect on a training call"
+    )
+    inference, training = run(layer_cls(UNITS, dropout=0.5, **common))
+    np.testing.assert_allclose(training, inference, atol=1e-6)
+
+
+def check_cell_recurrent_dropout(cell_cls, **kwargs):
+    """The same for the cell run by `keras.layers.RNN` (the cell's own `call`)."""
+    x = random_inputs(8)
+    cell = cell_cls(UNITS, recurrent_dropout=0.5, kernel_initializer="zeros",
+                    bias_initializer="ones", seed=7, **kwargs)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    inference = keras.ops.convert_to_numpy(rnn(x, training=False))
+    training = keras.ops.convert_to_numpy(rnn(x, training=True))
+    np.testing.assert_allclose(training[:, 0], inference[:, 0], atol=1e-6)
+    assert not np.allclose(training[:, 1:], inference[:, 1:], atol=1e-3), (
+        "the cell's recurrent_dropout had no effect on a training call"
+    )

@@ -92,6 +92,16 @@ def test_dropout_only_when_training():
 
 
 @pytest.mark.parametrize("reset_after", RESET_AFTER)
+def test_recurrent_dropout_alone_changes_training_and_input_dropout_cannot_reach_h(reset_after):
+    checks.check_recurrent_dropout(GRU, reset_after=reset_after)
+
+
+@pytest.mark.parametrize("reset_after", RESET_AFTER)
+def test_cell_recurrent_dropout_in_keras_rnn(reset_after):
+    checks.check_cell_recurrent_dropout(GRUCell, reset_after=reset_after)
+
+
+@pytest.mark.parametrize("reset_after", RESET_AFTER)
 def test_layer_contract(tmp_path, reset_after):
     run_layer_test(
         GRU,

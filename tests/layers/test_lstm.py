@@ -84,6 +84,60 @@ def test_example_13_2_golden_values():
     np.testing.assert_allclose(np.ravel(h_last), [0.57161], atol=5e-6)
 
 
+def numpy_lstm(x, kernel, recurrent_kernel, bias, h, c):
+    """DESIGN.md section 3 in NumPy, gates fused in the order i, f, c~, o."""
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    outputs = []
+    for x_t in np.moveaxis(x, 1, 0):
+        z_i, z_f, z_c, z_o = np.split(x_t @ kernel + h @ recurrent_kernel + bias, 4, axis=-1)
+        c = sigmoid(z_f) * c + sigmoid(z_i) * np.tanh(z_c)
+        h = sigmoid(z_o) * np.tanh(c)
+        outputs.append(h)
+    return np.stack(outputs, axis=1), h, c
+
+
+@BACKPROP_PATHS
+@pytest.mark.parametrize("training", [False, True])
+def test_golden_values_with_distinct_gate_weights(training, hand_from, monkeypatch):
+    """Every gate has its own weights (unlike Example 13.2, where i and o share theirs), so a
+    swap of any two gates changes the numbers; both loops (inference, training) are checked."""
+    monkeypatch.setattr(LSTMCell, "hand_backprop_min_units", hand_from)
+    rng = np.random.default_rng(21)
+    units, features = 2, 3
+    kernel = rng.normal(size=(features, 4 * units))
+    recurrent_kernel = rng.normal(size=(units, 4 * units))
+    # Biases far apart per gate: i ~ -1, f ~ 1, c~ ~ 0.5, o ~ 2.
+    bias = np.repeat([-1.0, 1.0, 0.5, 2.0], units) + 0.1 * rng.normal(size=4 * units)
+    x = rng.normal(size=(2, 3, features))
+    h0, c0 = rng.normal(size=(2, units)), rng.normal(size=(2, units))
+    expected, expected_h, expected_c = numpy_lstm(x, kernel, recurrent_kernel, bias, h0, c0)
+
+    layer = LSTM(units, return_sequences=True, return_state=True)
+    layer(x.astype("float32"))
+    layer.set_weights([kernel, recurrent_kernel, bias])
+    outputs, h, c = (
+        keras.ops.convert_to_numpy(t)
+        for t in layer(x.astype("float32"), initial_state=[h0.astype("float32"),
+                                                           c0.astype("float32")],
+                       training=training)
+    )
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+    np.testing.assert_allclose(h, expected_h, atol=1e-5)
+    np.testing.assert_allclose(c, expected_c, atol=1e-5)
+
+
+@BACKPROP_PATHS
+def test_recurrent_dropout_alone_changes_training_and_input_dropout_cannot_reach_h(
+    hand_from, monkeypatch
+):
+    monkeypatch.setattr(LSTMCell, "hand_backprop_min_units", hand_from)
+    checks.check_recurrent_dropout(LSTM)
+
+
+def test_cell_recurrent_dropout_in_keras_rnn():
+    checks.check_cell_recurrent_dropout(LSTMCell)
+
+
 def test_variational_dropout():
     """Dropout acts only when training; the SimpleRNN tests check mask reuse."""
     layer = LSTM(4, dropout=0.5, recurrent_dropout=0.5, seed=3, return_sequences=True)

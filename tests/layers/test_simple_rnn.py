@@ -52,6 +52,30 @@ def test_variational_dropout_reuses_one_mask_per_sequence():
     checks.check_variational_dropout(SimpleRNN)
 
 
+def test_recurrent_dropout_alone_changes_training_and_input_dropout_cannot_reach_h():
+    checks.check_recurrent_dropout(SimpleRNN)
+
+
+def test_cell_recurrent_dropout_in_keras_rnn():
+    checks.check_cell_recurrent_dropout(SimpleRNNCell)
+
+
+def test_recurrent_dropout_mask_is_one_per_sequence():
+    """h_t = m (.) h_{t-1} + 1 with the identity as U, no input and a mask m in {0, 2}:
+    h_2 = m + 1 and h_3 = m (m + 1) + 1, so each unit reads (1, 1, 1) or (1, 3, 7); a mask
+    drawn anew at each step would also give h_3 = 3 or 5."""
+    layer = SimpleRNN(
+        64, activation=None, kernel_initializer="zeros", recurrent_initializer="identity",
+        bias_initializer="ones", recurrent_dropout=0.5, seed=5, return_sequences=True,
+    )
+    h = keras.ops.convert_to_numpy(layer(np.ones((2, 3, 1), "float32"), training=True))
+    dropped = h[:, 1] < 2
+    np.testing.assert_allclose(h[:, 0], 1.0)
+    np.testing.assert_allclose(h[:, 1], np.where(dropped, 1.0, 3.0), atol=1e-5)
+    np.testing.assert_allclose(h[:, 2], np.where(dropped, 1.0, 7.0), atol=1e-5)
+    assert 0 < dropped.mean() < 1
+
+
 def test_example_13_1_golden_values():
     """Seed 000, Example 13.1: identity activation, scalar weights, prices."""
     prices = np.array([[[100.0], [105.0], [120.0], [130.0], [125.0]]], dtype="float32")

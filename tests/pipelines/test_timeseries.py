@@ -13,6 +13,7 @@ from seqlab.data.errors import DataError
 from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
 from seqlab.pipelines.common import UsageError
+from seqlab.pipelines.metrics import forecast_scores
 from seqlab.pipelines.timeseries import (
     TimeseriesConfig,
     build_model,
@@ -235,3 +236,86 @@ def test_every_model_kind_maps_windows_to_forecasts_and_saves(kind, tmp_path):
     loaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
     np.testing.assert_allclose(loaded.predict(windows, verbose=0),
                                model.predict(windows, verbose=0), atol=1e-6)
+
+
+# --- figures checked by hand ---------------------------------------------------------------------
+
+
+def write_counting_series(path, n_rows):
+    """demand = 0, 1, 2, ... (each value names its row), in the trained run's columns."""
+    dates = pd.date_range("2022-01-01", periods=n_rows, freq="D")
+    pd.DataFrame({
+        "date": dates.strftime("%Y-%m-%d"),
+        "demand": np.arange(n_rows, dtype="float64"),
+        "price": np.cos(2 * np.pi * np.arange(n_rows) / 12),
+        "weekday": dates.day_name(),
+    }).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def naive_model(monkeypatch):
+    """Replaces the loaded model's `predict` by the naive forecast (the window's last demand,
+    which is input column 0) and records the windows that reach it."""
+    seen = []
+
+    def predict(self, windows, **kwargs):
+        seen.append(np.array(windows))
+        return np.repeat(np.asarray(windows)[:, -1:, :1], self.horizon, axis=1)
+
+    monkeypatch.setattr(keras.Model, "predict", predict)
+    return seen
+
+
+def test_predict_forecasts_from_the_last_lookback_rows(trained, tmp_path, naive_model):
+    _, result = trained
+    data = write_counting_series(tmp_path / "counting.csv", n_rows=30)
+    predict(result.path, data=data, output=tmp_path / "forecast.csv")
+    table = pd.read_csv(tmp_path / "forecast.csv")
+    # The naive model repeats the last row it sees: row 29 of 0..29, at both steps.
+    np.testing.assert_allclose(table["demand"], [29.0, 29.0], atol=1e-4)
+    [window] = naive_model
+    scaler = Scaler.from_dict(json.loads((result.path / "scaler.json").read_text()))
+    rows = np.arange(18, 30)  # the last lookback = 12 rows
+    np.testing.assert_allclose(window[0, :, 0], scaler.transform(rows[:, None], ["demand"])[:, 0],
+                               atol=1e-5)
+
+
+def test_evaluate_scores_a_naive_model_exactly_as_the_naive_baseline(trained, tmp_path,
+                                                                     naive_model):
+    _, result = trained
+    data = write_counting_series(tmp_path / "counting.csv", n_rows=40)
+    metrics = evaluate(result.path, data=data).metrics
+    # Counting series, horizon 2: the naive errors are 1 and 2 at every origin; the
+    # seasonal-naive (season 12) errors are 12.
+    assert metrics["windows"] == 40 - 12 - 2 + 1
+    assert metrics["naive"]["rmse"] == pytest.approx(np.sqrt(2.5))
+    assert metrics["naive"]["mae"] == pytest.approx(1.5)
+    assert metrics["seasonal_naive"]["rmse"] == pytest.approx(12.0)
+    assert metrics["seasonal_naive"]["mae"] == pytest.approx(12.0)
+    # The model sees the same origins as the baselines: the same figures.
+    assert metrics["model"]["rmse"] == pytest.approx(np.sqrt(2.5), abs=1e-4)
+    assert metrics["model"]["mae"] == pytest.approx(1.5, abs=1e-4)
+    assert metrics["best_baseline"] == "naive"
+    assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_forecast_scores_by_hand():
+    targets = np.arange(10, dtype="float64")[:, None]  # row r holds r
+    last_rows = np.array([3, 5, 0])
+    # Origins 3 and 5 forecast rows 4, 5 and 6, 7; origin 0 has no season of history
+    # (season 2, step 1 needs row -1), so its (absurd) forecast is not scored.
+    forecast = np.array([[4.0, 6.0], [6.0, 3.0], [100.0, 100.0]])[..., None]
+    metrics, actual = forecast_scores(forecast, targets, last_rows, horizon=2, season=2,
+                                      target_names=["y"])
+    np.testing.assert_array_equal(actual[..., 0], [[4, 5], [6, 7], [1, 2]])
+    assert metrics["windows"] == 2
+    # model errors 0, 1, 0, -4
+    assert metrics["model"] == pytest.approx({"rmse": np.sqrt(17 / 4), "mae": 5 / 4})
+    # naive: rows 3 and 5 repeated, errors -1, -2, -1, -2
+    assert metrics["naive"] == pytest.approx({"rmse": np.sqrt(10 / 4), "mae": 6 / 4})
+    # seasonal naive: rows 2, 3 and 4, 5, errors all -2
+    assert metrics["seasonal_naive"] == pytest.approx({"rmse": 2.0, "mae": 2.0})
+    assert metrics["best_baseline"] == "naive"
+    assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(np.sqrt(17 / 10))
+    assert metrics["per_target"]["y"]["model"] == pytest.approx(metrics["model"])

@@ -1,0 +1,388 @@
+"""Mutation run: does the test suite catch a wrong figure?
+
+Applies one-line bugs ("mutations"), one at a time, to a temporary copy of the repository and runs
+the test files that guard the mutated code. A mutation is *caught* when a test fails. Each
+mutation names its file, the exact original line (indentation included) and the replacement;
+a line that is no longer in the file (the code moved) or that is there more than once is
+reported as such, never skipped silently. The unmutated tests are run first, once per set of
+test files, so that a failure means the mutation and not a broken tree.
+
+The copy (without .venv, .git and caches) is placed in a temporary folder under the name
+`seqlab`, first on PYTHONPATH, so it is imported ahead of the editable install; the script
+checks that `import seqlab` resolves to the copy before it runs anything. The working tree is
+never changed.
+
+    python benchmarks/mutations.py                  # every mutation
+    python benchmarks/mutations.py --only naive_uses_row_t_minus_1 --only scaler_divides_by_variance
+    python benchmarks/mutations.py --list           # names, files and test files
+
+Prints one line per mutation as it finishes, then a Markdown table (the one in docs/testing.md)
+and one JSON line. Exit status 1 when a mutation was not caught, its line was not found, or the
+unmutated tests failed. Not part of the test suite (a full run takes several minutes on 2 cores).
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+IGNORED = shutil.ignore_patterns(
+    ".git", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", "*.egg-info", "build", "dist",
+    "runs", "*.pyc",
+)
+
+RECURRENT_TESTS = ("tests/layers/test_simple_rnn.py", "tests/layers/test_gru.py",
+                   "tests/layers/test_lstm.py")
+TIMESERIES_TESTS = ("tests/models/test_baselines.py", "tests/pipelines/test_timeseries.py")
+# Per task: the figure tests, the metrics tests, the pipeline tests.
+CHARRNN_TESTS = tuple(f"tests/pipelines/test_{name}.py"
+                      for name in ("figures_charrnn", "metrics_charrnn", "charrnn"))
+SENTIMENT_TESTS = tuple(f"tests/pipelines/test_{name}.py"
+                        for name in ("figures_sentiment", "metrics_sentiment", "sentiment"))
+NER_TESTS = tuple(f"tests/pipelines/test_{name}.py"
+                  for name in ("figures_ner", "metrics_ner", "ner"))
+TRANSLATE_TESTS = tuple(f"tests/pipelines/test_{name}.py"
+                        for name in ("figures_translate", "metrics_translate", "translate"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """One one-line bug: `original` (the whole line, indentation included) becomes
+    `replacement` in `file`; `tests` are the test files run against it (`select`: an optional
+    `pytest -k` expression, to show that one test alone catches it)."""
+
+    name: str
+    file: str
+    original: str
+    replacement: str
+    tests: tuple
+    what: str
+    select: str | None = None
+
+
+MUTATIONS = [
+    # --- recurrent layers -----------------------------------------------------------------
+    Mutation(
+        "recurrent_dropout_ignored", "layers/rnn_base.py",
+        "                if training and cell.recurrent_dropout > 0",
+        "                if False",
+        RECURRENT_TESTS,
+        "the layers' loop never applies recurrent_dropout (issue 19)",
+    ),
+    Mutation(
+        "cell_recurrent_dropout_ignored", "layers/rnn_base.py",
+        "            if training and self.recurrent_dropout > 0",
+        "            if False",
+        RECURRENT_TESTS,
+        "a cell run by keras.layers.RNN never applies recurrent_dropout",
+    ),
+    Mutation(
+        "hand_bptt_ignores_recurrent_mask", "layers/_loop.py",
+        "                h = h * recurrent_mask",
+        "                h = h",
+        ("tests/layers/test_lstm.py",),
+        "the hand-scheduled BPTT loop (LSTM training) drops no h_{t-1}",
+    ),
+    Mutation(
+        "recurrent_mask_uses_input_rate", "layers/rnn_base.py",
+        "                rate=self.recurrent_dropout,",
+        "                rate=self.dropout,",
+        RECURRENT_TESTS,
+        "the recurrent mask is drawn with the input dropout rate",
+    ),
+    Mutation(
+        "lstm_input_output_gates_swapped", "layers/lstm.py",
+        "        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)",
+        "        z_o, z_f, z_c, z_i = ops.split(z, 4, axis=-1)",
+        ("tests/layers/test_lstm.py",),
+        "LSTM input gate i and output gate o swapped; golden tests only (-k golden), so that "
+        "the Keras comparison does not do the catching",
+        select="golden",
+    ),
+    Mutation(
+        "gru_update_gate_relabelled", "layers/gru.py",
+        "            h = candidate + z * (h_previous - candidate)",
+        "            h = h_previous + z * (candidate - h_previous)",
+        ("tests/layers/test_gru.py",),
+        "GRU update in the seeds' other form (z and 1 - z exchanged)",
+    ),
+    # --- time series ----------------------------------------------------------------------
+    Mutation(
+        "scaler_divides_by_variance", "data/timeseries.py",
+        "            scale = values.std(axis=0)",
+        "            scale = values.var(axis=0)",
+        ("tests/data/test_timeseries.py",),
+        "the standard scaler divides by the variance (issue 19)",
+    ),
+    Mutation(
+        "scaler_fitted_on_every_row", "data/timeseries.py",
+        "            self.scaler = Scaler.fit(scaler, "
+        "self.frame[columns].iloc[train_start:train_end])",
+        "            self.scaler = Scaler.fit(scaler, self.frame[columns])",
+        ("tests/data/test_timeseries.py",),
+        "the scaler sees the validation and test rows",
+    ),
+    Mutation(
+        "naive_uses_row_t_minus_1", "models/baselines.py",
+        "    return np.repeat(targets[last_rows][:, None, :], horizon, axis=1)",
+        "    return np.repeat(targets[last_rows - 1][:, None, :], horizon, axis=1)",
+        TIMESERIES_TESTS,
+        "the naive baseline repeats row t-1, not the last input row (issue 19)",
+    ),
+    Mutation(
+        "seasonal_naive_reads_the_future", "models/baselines.py",
+        "    return last_rows[:, None] + steps - season * np.ceil(steps / season).astype(int)",
+        "    return last_rows[:, None] + steps - season * np.floor(steps / season).astype(int)",
+        TIMESERIES_TESTS,
+        "seasonal naive takes the forecast row itself for steps below one season",
+    ),
+    Mutation(
+        "seasonal_naive_history_off_by_one", "models/baselines.py",
+        "    return targets[np.clip(rows, 0, None)], (rows >= 0).all(axis=1)",
+        "    return targets[np.clip(rows, 0, None)], (rows >= -1).all(axis=1)",
+        TIMESERIES_TESTS,
+        "an origin one row short of a season of history is scored",
+    ),
+    Mutation(
+        "forecast_actual_off_by_one", "pipelines/metrics.py",
+        "    actual = targets[last_rows[:, None] + np.arange(1, horizon + 1)]",
+        "    actual = targets[last_rows[:, None] + np.arange(horizon)]",
+        ("tests/pipelines/test_timeseries.py",),
+        "forecasts are scored against the rows one step early",
+    ),
+    Mutation(
+        "rmse_without_square_root", "pipelines/metrics.py",
+        '    return {"rmse": float(np.sqrt(np.mean(error**2))), '
+        '"mae": float(np.mean(np.abs(error)))}',
+        '    return {"rmse": float(np.mean(error**2)), "mae": float(np.mean(np.abs(error)))}',
+        ("tests/pipelines/test_timeseries.py",),
+        "RMSE reported as the MSE",
+    ),
+    Mutation(
+        "score_origin_off_by_one", "pipelines/timeseries.py",
+        "    last_rows = starts + lookback - 1",
+        "    last_rows = starts + lookback",
+        ("tests/pipelines/test_timeseries.py",),
+        "the baselines' origin is one row after the model's window (they see a row it does not)",
+    ),
+    Mutation(
+        "predict_from_first_window", "pipelines/timeseries.py",
+        "        start = every_window_start(len(series.values), config.lookback, 0, "
+        "series.source)[-1:]",
+        "        start = every_window_start(len(series.values), config.lookback, 0, "
+        "series.source)[:1]",
+        ("tests/pipelines/test_timeseries.py",),
+        "`predict` forecasts from the first lookback rows, not the last (issue 19)",
+    ),
+    # --- char-RNN -----------------------------------------------------------------------------
+    Mutation(
+        "charrnn_unigram_off_by_one", "pipelines/metrics.py",
+        "    return float(-log_probabilities[np.asarray(ids) - 1].mean())",
+        "    return float(-log_probabilities[np.asarray(ids) - 2].mean())",
+        CHARRNN_TESTS,
+        "the unigram baseline reads each character's neighbour's frequency (issue 19)",
+    ),
+    Mutation(
+        "charrnn_counts_off_by_one", "pipelines/metrics.py",
+        "    counts = np.bincount(train_ids, minlength=vocabulary.size)[2:]",
+        "    counts = np.bincount(train_ids, minlength=vocabulary.size)[1:]",
+        CHARRNN_TESTS,
+        "the training character counts are shifted by one id",
+    ),
+    # --- sentiment ----------------------------------------------------------------------------
+    Mutation(
+        "sentiment_true_predicted_swapped", "pipelines/metrics.py",
+        "        true_ids, predicted, labels=everything, zero_division=0",
+        "        predicted, true_ids, labels=everything, zero_division=0",
+        SENTIMENT_TESTS,
+        "per-class precision and recall exchanged (issue 19)",
+    ),
+    Mutation(
+        "sentiment_confusion_transposed", "pipelines/metrics.py",
+        "                true_ids, predicted, labels=everything",
+        "                predicted, true_ids, labels=everything",
+        SENTIMENT_TESTS,
+        "confusion matrix rows are the predicted classes",
+    ),
+    # --- NER ----------------------------------------------------------------------------------
+    Mutation(
+        "ner_gold_predicted_swapped", "pipelines/metrics.py",
+        '        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0',
+        '        predicted, gold, mode="strict", scheme=IOB2, output_dict=True, zero_division=0',
+        NER_TESTS,
+        "entity precision and recall exchanged (issue 19)",
+    ),
+    Mutation(
+        "ner_conlleval_swapped", "pipelines/metrics.py",
+        '            "precision": float(precision_score(gold, predicted, zero_division=0)),',
+        '            "precision": float(precision_score(predicted, gold, zero_division=0)),',
+        NER_TESTS,
+        "the conlleval-compatible precision is its recall",
+    ),
+    Mutation(
+        "ner_train_scores_swapped", "pipelines/ner.py",
+        "        metrics = entity_scores([s.tags for s in splits.test], prepared.test_predicted)",
+        "        metrics = entity_scores(prepared.test_predicted, [s.tags for s in splits.test])",
+        NER_TESTS,
+        "train's test figures score the predictions against the gold tags the wrong way round",
+    ),
+    Mutation(
+        "ner_evaluate_scores_swapped", "pipelines/ner.py",
+        "            [s.tags for s in sentences], "
+        "predict_tags(loaded.model, vocabulary, sentences)",
+        "            predict_tags(loaded.model, vocabulary, sentences), "
+        "[s.tags for s in sentences]",
+        NER_TESTS,
+        "evaluate scores the predictions against the gold tags the wrong way round",
+    ),
+    # --- translate ----------------------------------------------------------------------------
+    Mutation(
+        "bleu_references_rotated", "pipelines/metrics.py",
+        "        figures[decoding] = {**corpus_scores(translations[decoding], [pairs.targets]),",
+        "        figures[decoding] = {**corpus_scores(translations[decoding], "
+        "[pairs.targets[1:] + pairs.targets[:1]]),",
+        TRANSLATE_TESTS,
+        "each translation is scored against the next sentence's reference (issue 19)",
+    ),
+    Mutation(
+        "bleu_corpus_references_rotated", "pipelines/metrics.py",
+        "    bleu_score = bleu.corpus_score(hypotheses, references)",
+        "    bleu_score = bleu.corpus_score(hypotheses, [r[1:] + r[:1] for r in references])",
+        TRANSLATE_TESTS,
+        "corpus BLEU rotates every reference stream by one sentence",
+    ),
+]
+
+
+def copy_repository(destination):
+    """Copies the working tree to `destination/seqlab` and checks that `import seqlab` with
+    `destination` first on PYTHONPATH finds the copy. Returns `(copy, environment)`."""
+    copy = destination / "seqlab"
+    shutil.copytree(REPOSITORY, copy, ignore=IGNORED, symlinks=True)
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1",
+                       PYTHONPATH=os.pathsep.join(
+                           [str(destination), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    found = subprocess.run(
+        [sys.executable, "-c", "import seqlab.layers, seqlab.pipelines; print(seqlab.__file__)"],
+        cwd=copy, env=environment, capture_output=True, text=True,
+    )
+    if found.returncode or Path(found.stdout.strip()).resolve().parent != copy.resolve():
+        sys.exit(f"`import seqlab` does not find the copy in {copy}: "
+                 f"{found.stdout.strip() or found.stderr.strip()}")
+    return copy, environment
+
+
+def run_tests(copy, environment, tests, select, timeout):
+    """`(outcome, first failing test or note, seconds)` of pytest on `tests` in the copy."""
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    if select:
+        command += ["-k", select]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=copy, env=environment, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", f"over {timeout} s", time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    output = done.stdout + done.stderr
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, flags=re.MULTILINE)
+    counts = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?) in [\d.]+s", output, flags=re.MULTILINE)
+    if done.returncode == 0:
+        return "passed", counts[-1] if counts else "", seconds
+    if done.returncode == 1:
+        return "failed", failed[0] if failed else "", seconds
+    note = (failed or output.strip().splitlines()[-1:] or [""])[0]
+    return f"pytest exit {done.returncode}", note, seconds
+
+
+def apply(copy, mutation):
+    """Applies `mutation` to the copy; returns the original text, or a reason it cannot."""
+    path = copy / mutation.file
+    if not path.is_file():
+        return None, f"file {mutation.file} not found"
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    matches = [i for i, line in enumerate(lines) if line == mutation.original]
+    if not matches:
+        return None, f"original line not found in {mutation.file} (the code may have moved)"
+    if len(matches) > 1:
+        return None, f"original line found {len(matches)} times in {mutation.file}"
+    lines[matches[0]] = mutation.replacement
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return text, None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="run this mutation (repeatable; default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--timeout", type=float, default=1200,
+                        help="seconds per pytest run (default 1200)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the run of the unmutated tests")
+    args = parser.parse_args(argv)
+
+    mutations = MUTATIONS
+    if args.only:
+        unknown = sorted(set(args.only) - {m.name for m in MUTATIONS})
+        if unknown:
+            parser.error(f"unknown mutation(s): {', '.join(unknown)}; "
+                         f"known: {', '.join(m.name for m in MUTATIONS)}")
+        mutations = [m for m in MUTATIONS if m.name in args.only]
+    if args.list:
+        for m in mutations:
+            select = f" -k {m.select}" if m.select else ""
+            print(f"{m.name}: {m.file}; {' '.join(m.tests)}{select}\n    {m.what}")
+        return 0
+
+    results, problems = [], 0
+    with tempfile.TemporaryDirectory(prefix="seqlab-mutations-") as folder:
+        copy, environment = copy_repository(Path(folder))
+        print(f"copy: {copy} (imported as seqlab)", flush=True)
+        if not args.no_baseline:
+            for tests, select in dict.fromkeys((m.tests, m.select) for m in mutations):
+                outcome, note, seconds = run_tests(copy, environment, tests, select, args.timeout)
+                label = " ".join(tests) + (f" -k {select}" if select else "")
+                print(f"unmutated  {label}: {outcome} {note} ({seconds:.0f} s)", flush=True)
+                if outcome != "passed":
+                    problems += 1
+        for mutation in mutations:
+            original, reason = apply(copy, mutation)
+            if reason:
+                verdict, note, seconds = "LINE NOT FOUND", reason, 0.0
+            else:
+                try:
+                    outcome, note, seconds = run_tests(copy, environment, mutation.tests,
+                                                       mutation.select, args.timeout)
+                finally:
+                    (copy / mutation.file).write_text(original, encoding="utf-8")
+                verdict = {"failed": "caught", "passed": "NOT CAUGHT"}.get(
+                    outcome, f"caught ({outcome})")
+            if verdict in ("LINE NOT FOUND", "NOT CAUGHT"):
+                problems += 1
+            results.append(dict(name=mutation.name, file=mutation.file, verdict=verdict,
+                                note=note, seconds=round(seconds, 1), what=mutation.what))
+            print(f"{verdict:>14}  {mutation.name}: {note} ({seconds:.0f} s)", flush=True)
+
+    print("\n| mutation | file | what it breaks | verdict | first failing test | s |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| `{r['name']}` | {r['file']} | {r['what']} | {r['verdict']} | "
+              f"{r['note'].replace('|', '/')} | {r['seconds']:.0f} |")
+    caught = sum(r["verdict"].startswith("caught") for r in results)
+    print(f"\n{caught} of {len(results)} mutations caught")
+    print(json.dumps({"caught": caught, "total": len(results), "results": results}))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
