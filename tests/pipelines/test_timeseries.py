@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
+from seqlab import cli
 from seqlab.data.errors import DataError
 from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
@@ -319,3 +320,16 @@ def test_forecast_scores_by_hand():
     assert metrics["best_baseline"] == "naive"
     assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(np.sqrt(17 / 10))
     assert metrics["per_target"]["y"]["model"] == pytest.approx(metrics["model"])
+
+
+def test_a_filled_run_finishes_and_says_what_was_filled(tmp_path, capsys):
+    # 0.1.0 wrote a complete run, then failed in the summary with an AttributeError.
+    steps = np.arange(120)
+    values = np.sin(steps / 2) + 0.01 * steps
+    frame = pd.DataFrame({"t": steps, "y": values})
+    frame.loc[[30, 31], "y"] = np.nan
+    frame.to_csv(tmp_path / "gaps.csv", index=False)
+    assert cli.main(["timeseries", "train", "--data", str(tmp_path / "gaps.csv"),
+                     "--time-column", "t", "--fill", "ffill", "--epochs", "1", "--lookback", "6",
+                     "--units", "4", "--out", str(tmp_path / "run")]) == 0
+    assert "filled with ffill: {'y': 2}" in capsys.readouterr().out
