@@ -52,7 +52,7 @@ from seqlab.pipelines.common import (
     ActionResult, StopAfterMinutes, TrainConfig, UsageError, check_at_least, check_positive,
     check_rate, make_config, option, write_export_archive, write_text_atomic,
 )
-from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import char_counts, char_loss_table, score_char_model
 
 TASK_NAME = "charrnn"
@@ -386,10 +386,8 @@ class CharRNNPipeline(Pipeline):
             f"{metrics['reading']}",
             char_loss_table(metrics),
             *([f"unseen characters read as [UNK]: {describe_chars(unseen)}"] if unseen else []),
-            *write_figures(output, metrics),
         ]
-        return ActionResult(summary="\n".join(summary), path=output and Path(output),
-                            metrics=metrics)
+        return evaluation_result(summary, metrics, output)
 
     def predict(self, run, data=None, output=None, **options):
         """Generates text: the prompt and its continuation (`seqlab charrnn generate`).

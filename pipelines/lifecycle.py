@@ -103,12 +103,14 @@ def best_epoch(history, monitor, mode="min"):
     return int(np.argmin(values) if mode == "min" else np.argmax(values)) + 1
 
 
-def write_figures(output, metrics):
-    """Writes `metrics` as JSON to `output` when given; returns the summary lines for it."""
-    if not output:
-        return []
-    write_json_atomic(Path(output), metrics)
-    return [f"figures written to {output}"]
+def evaluation_result(lines, metrics, output=None):
+    """The `ActionResult` of an `evaluate`: the summary `lines` and the figures, which are also
+    written as JSON to `output` when given (and the summary says so)."""
+    if output:
+        write_json_atomic(Path(output), metrics)
+        lines = [*lines, f"figures written to {output}"]
+    return ActionResult(summary="\n".join(lines), path=Path(output) if output else None,
+                        metrics=metrics)
 
 
 class Pipeline:

@@ -56,7 +56,7 @@ from seqlab.pipelines.common import (
     write_export_archive,
     write_text_atomic,
 )
-from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import entity_scores, entity_scores_table
 
 TASK_NAME = "ner"
@@ -446,10 +446,8 @@ class NerPipeline(Pipeline):
         )
         metrics.update(source=source)
         summary = [f"{TASK_NAME}: {source}, {len(sentences)} sentences",
-                   entity_scores_table(metrics),
-                   *write_figures(output, metrics)]
-        return ActionResult(summary="\n".join(summary), path=output and Path(output),
-                            metrics=metrics)
+                   entity_scores_table(metrics)]
+        return evaluation_result(summary, metrics, output)
 
     def predict(self, run, data=None, output=None, **options):
         """Tags a sentence, or the sentences of a file.

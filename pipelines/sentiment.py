@@ -58,7 +58,7 @@ from seqlab.pipelines.common import (
     write_export_archive,
     write_text_atomic,
 )
-from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import (
     classification_tables,
     save_confusion_plot,
@@ -433,10 +433,8 @@ class SentimentPipeline(Pipeline):
         summary = [
             f"{TASK_NAME}: {examples.source}, {split}, {len(examples)} examples",
             classification_tables(metrics, config.model),
-            *write_figures(output, metrics),
         ]
-        return ActionResult(summary="\n".join(summary), path=output and Path(output),
-                            metrics=metrics)
+        return evaluation_result(summary, metrics, output)
 
     def predict(self, run, data=None, output=None, **options):
         """Classifies `texts`, the lines of the file `input` (blank ones too, so that output rows

@@ -48,7 +48,7 @@ from seqlab.pipelines.common import (
     write_export_archive,
     write_text_atomic,
 )
-from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import forecast_scores, forecast_table
 
 TASK_NAME = "timeseries"
@@ -439,10 +439,8 @@ class TimeseriesPipeline(Pipeline):
             f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} windows, "
             f"horizon {config.horizon}",
             forecast_table(metrics, config.model),
-            *write_figures(output, metrics),
         ]
-        return ActionResult(summary="\n".join(summary), path=output and Path(output),
-                            metrics=metrics)
+        return evaluation_result(summary, metrics, output)
 
     def predict(self, run, data=None, output=None):
         """Forecasts the `horizon` rows after the end of the data (default: the training data)

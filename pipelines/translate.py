@@ -31,7 +31,7 @@ from seqlab.pipelines.common import (
     ActionResult, TrainConfig, UsageError, check_at_least, check_rate, check_split_fractions,
     make_config, option, pyplot, write_export_archive, write_text_atomic,
 )
-from seqlab.pipelines.lifecycle import Pipeline, write_figures
+from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import (
     translation_examples, translation_figures, translation_table,
 )
@@ -373,10 +373,8 @@ class TranslatePipeline(Pipeline):
             for name, pairs in tests.items()
         }
         source = src or data or "the run's test split"
-        summary = [f"{TASK_NAME}: {source}", translation_table(figures),
-                   *write_figures(output, {"test": figures})]
-        return ActionResult(summary="\n".join(summary), path=output and Path(output),
-                            metrics={"test": figures})
+        summary = [f"{TASK_NAME}: {source}", translation_table(figures)]
+        return evaluation_result(summary, {"test": figures}, output)
 
     def predict(self, run, data=None, output=None, **options):
         """Translates `texts` and the lines of the UTF-8 file `input` (or `data`, every task's
