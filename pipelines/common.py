@@ -10,8 +10,8 @@ turns into `seqlab <task> train|evaluate|predict|export`.
 - `RunDirectory`: the `--out` directory of one `train` call. It is built under `<out>.partial` and
   renamed to `<out>` when everything is written, so `<out>` only ever holds a finished run. An
   interrupted run leaves `<out>.partial` (with `checkpoints/`); the same command resumes it.
-- `training_callbacks`: `history.csv` kept across resumes, `BackupAndRestore` under
-  `checkpoints/`.
+- `training_callbacks`: `history.csv` kept across resumes, `AtomicBackupAndRestore` under
+  `checkpoints/` (a kill while it writes leaves the previous backup).
 - Shared config checks: `check_at_least`, `check_positive`, `check_rate`,
   `check_split_fractions`.
 - `set_seed`, `library_versions`, `format_table`, `save_history_plot`, `pyplot`.
@@ -29,6 +29,7 @@ import io
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import time
@@ -616,8 +617,15 @@ class RunDirectory:
 
     def finish(self):
         """Renames the finished `<out>.partial` to `<out>` and returns `<out>`."""
-        for leftover in (FIT_DONE_NAME,):
-            (self.work / leftover).unlink(missing_ok=True)
+        (self.work / FIT_DONE_NAME).unlink(missing_ok=True)
+        # Temporaries of seqlab's atomic writers that a killed earlier call left in the run
+        # (`.NAME.tmp-PID`, `.NAME.new-PID`): this process owns the run, so they are garbage.
+        for leftover in self.work.rglob(".*"):
+            if re.fullmatch(r"\..+\.(tmp|new|replaced)-\d+", leftover.name) and leftover.exists():
+                if leftover.is_dir():
+                    shutil.rmtree(leftover)
+                else:
+                    leftover.unlink()
         if self.checkpoint_dir.exists() and not any(self.checkpoint_dir.iterdir()):
             self.checkpoint_dir.rmdir()
         self.lock_path.unlink(missing_ok=True)
@@ -701,10 +709,36 @@ class StopAfterMinutes(keras.callbacks.Callback):
             self.stopped_epoch = epoch + 1
 
 
-def training_callbacks(run):
-    """`[EpochHistory, BackupAndRestore]` for fitting inside `run` (a `RunDirectory`).
+class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """Keras's `BackupAndRestore`, with each backup file replaced atomically.
 
-    Append task callbacks such as `EarlyStopping` after these. `BackupAndRestore` restores the
+    Keras writes `latest.weights.h5` in place, so a process killed while it writes leaves a
+    file that cannot be read, and the rerun stops with an HDF5 error. Here the weights go to a
+    temporary file that is renamed over the backup, then the epoch count the same way: a kill
+    leaves the previous complete backup (at worst the new weights with the previous count, and
+    that epoch is trained again).
+    """
+
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        temporary = os.path.join(self.backup_dir, f".latest-{os.getpid()}.weights.h5")
+        try:
+            self.model.save_weights(temporary, overwrite=True)
+            os.replace(temporary, self._weights_path)
+        finally:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+        write_text_atomic(
+            self._training_metadata_path,
+            json.dumps({"epoch": self._current_epoch, "batch": self._last_batch_seen}),
+        )
+
+
+def training_callbacks(run):
+    """`[EpochHistory, AtomicBackupAndRestore]` for fitting inside `run` (a `RunDirectory`).
+
+    Task callbacks that add figures to the logs go before these (the lifecycle puts every task
+    callback first), so that `history.csv` records them. The backup restores the
     weights, the optimizer's state (Keras 3 saves it with the weights) and the epoch count, not
     other callbacks' state (an `EarlyStopping` counts patience again from the resumed epoch),
     the data order or the random draws.
@@ -716,7 +750,7 @@ def training_callbacks(run):
         history_path.unlink()
     return [
         EpochHistory(history_path),
-        keras.callbacks.BackupAndRestore(str(run.checkpoint_dir)),
+        AtomicBackupAndRestore(str(run.checkpoint_dir)),
     ]
 
 
