@@ -82,15 +82,23 @@ def copy_weights_by_layer_name(source, target, origin):
             continue
         namesake = target_layers.get(layer.name)
         if namesake is None and isinstance(layer, keras.Model):
-            # 0.1.0's CRF tagger wrapped its encoder in a nested functional model.
+            # 0.1.0 nested parts in functional sub-models (the CRF tagger's encoder, the
+            # sentiment classifier): their layers are looked for in the target.
             copy_weights_by_layer_name(layer, target, origin)
             continue
         shapes = [tuple(w.shape) for w in layer.weights]
-        if namesake is None or [tuple(w.shape) for w in namesake.weights] != shapes:
+        if namesake is None:
             raise UsageError(
-                f"{origin}: cannot read this run's model (layer {layer.name!r} with weights "
-                f"{shapes} has no counterpart in {type(target).__name__}); it was written by "
-                "another seqlab version: retrain it with this one"
+                f"{origin}: cannot read this run's model (layer {layer.name!r} has no "
+                f"counterpart in {type(target).__name__}); it was written by another seqlab "
+                "version: retrain it with this one"
+            )
+        expected = [tuple(w.shape) for w in namesake.weights]
+        if expected != shapes:
+            raise UsageError(
+                f"{origin}: the model's layer {layer.name!r} holds weights of shapes {shapes}, "
+                f"but the run's settings and files give {expected}: a vocabulary or settings "
+                "file does not match the model (edited or damaged?)"
             )
         namesake.set_weights(layer.get_weights())
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from seqlab.pipelines import load_task
+from seqlab.pipelines.common import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "v0.1.0"
 
@@ -97,3 +98,14 @@ def test_a_0_1_0_run_predicts_the_same(old_run, tmp_path):
                                 [_as_number(c) for c in expected_row])
     else:
         assert output.read_text(encoding="utf-8") == expected.read_text(encoding="utf-8")
+
+
+def test_a_vocabulary_that_does_not_match_the_model_is_named(tmp_path):
+    run = tmp_path / "translate"
+    shutil.copytree(FIXTURES / "translate", run)
+    lines = (run / "source_vocabulary.txt").read_text(encoding="utf-8").splitlines(True)
+    (run / "source_vocabulary.txt").write_text("".join(lines[:5]), encoding="utf-8")
+    with pytest.raises(UsageError, match=r"layer 'source_embedding' holds weights of shapes "
+                                         r"\[\(160, 8\)\], but the run's settings and files give "
+                                         r"\[\(9, 8\)\]: a vocabulary or settings file does not"):
+        load_task("translate").predict(run=str(run), texts=["a dog"])
