@@ -57,6 +57,8 @@ class Examples:
         origins: `(file, line)` of each text; `line` is None when the whole file is the example.
         source: a name for messages and reports (the file or folder read).
         skipped: what the reader left out and why, as sentences.
+        excluded_labels: the labels found but left out because they are not among the chosen
+            classes, sorted.
     """
 
     texts: list
@@ -64,6 +66,7 @@ class Examples:
     origins: list
     source: str
     skipped: list = dataclasses.field(default_factory=list)
+    excluded_labels: list = dataclasses.field(default_factory=list)
 
     def __len__(self):
         return len(self.texts)
@@ -76,6 +79,7 @@ class Examples:
             origins=[self.origins[i] for i in indices],
             source=self.source,
             skipped=list(self.skipped),
+            excluded_labels=list(self.excluded_labels),
         )
 
     def class_counts(self):
@@ -129,7 +133,7 @@ def read_table(path, text_column="text", label_column="label", classes=None):
 
     Raises:
         DataError: an empty file, no data rows, a missing column, a row without a text or a
-            label, a row with too few fields, undecodable bytes.
+            label, a row with too few fields or more fields than the header, undecodable bytes.
     """
     path = Path(path)
     text = read_text(path)
@@ -179,6 +183,17 @@ def read_table(path, text_column="text", label_column="label", classes=None):
                 path=path,
                 line=start,
             )
+        if len(row) > len(header):
+            hint = (
+                "a tab inside a text is not allowed in a tab-separated file" if delimiter == "\t"
+                else "a text holding a comma must be in double quotes"
+            )
+            raise DataError(
+                f"the row has {len(row)} fields; expected at most {len(header)} like the header "
+                f"({hint})",
+                path=path,
+                line=start,
+            )
         label = row[positions[label_column]].strip()
         example = row[positions[text_column]]
         for name, value in ((label_column, label), (text_column, example)):
@@ -200,7 +215,8 @@ def read_table(path, text_column="text", label_column="label", classes=None):
         notes.append(f"{skipped['blank']} blank rows")
     for label, count in skipped.get("labels", {}).items():
         notes.append(f"{count} rows labelled {label!r} (not among the chosen classes)")
-    return Examples(texts, labels, origins, source=str(path), skipped=notes)
+    return Examples(texts, labels, origins, source=str(path), skipped=notes,
+                    excluded_labels=sorted(skipped.get("labels", {})))
 
 
 def _rows(reader, path):
@@ -255,10 +271,11 @@ def read_line_files(paths, classes=None):
             apart.
     """
     paths = sorted(Path(p) for p in paths)
-    texts, labels, origins, notes = [], [], [], []
+    texts, labels, origins, notes, excluded = [], [], [], [], []
     for path, label in line_file_classes(paths).items():
         if classes is not None and label not in classes:
             notes.append(f"{path.name} (class {label!r} is not among the chosen classes)")
+            excluded.append(label)
             continue
         lines = read_text(path).splitlines()
         blank = 0
@@ -274,7 +291,8 @@ def read_line_files(paths, classes=None):
         if blank:
             notes.append(f"{blank} blank lines in {path.name}")
     source = str(paths[0].parent) if paths else ""
-    return Examples(texts, labels, origins, source=source, skipped=notes)
+    return Examples(texts, labels, origins, source=source, skipped=notes,
+                    excluded_labels=sorted(excluded))
 
 
 def read_class_folders(folder, classes=None):
@@ -288,13 +306,14 @@ def read_class_folders(folder, classes=None):
     """
     folder = Path(folder)
     texts, labels, origins, notes = [], [], [], []
-    loose = []
+    loose, excluded = [], []
     for entry in _visible_entries(folder):
         if not entry.is_dir():
             loose.append(entry.name)
             continue
         if classes is not None and entry.name not in classes:
             notes.append(f"folder {entry.name}/ (not among the chosen classes)")
+            excluded.append(entry.name)
             continue
         for path in _visible_entries(entry):
             if not path.is_file():
@@ -310,7 +329,8 @@ def read_class_folders(folder, classes=None):
             origins.append((str(path), None))
     if loose:
         notes.append(f"files beside the class folders: {_listing(loose)}")
-    return Examples(texts, labels, origins, source=str(folder), skipped=notes)
+    return Examples(texts, labels, origins, source=str(folder), skipped=notes,
+                    excluded_labels=sorted(excluded))
 
 
 def _visible_entries(folder):
@@ -376,6 +396,22 @@ def read_labelled(path, text_column="text", label_column="label", classes=None):
     return LabelledData(train=train, test=test, layout=layout)
 
 
+def check_chosen_classes(classes, parts):
+    """Raises `DataError` naming the chosen `classes` that no example in `parts` (`Examples`
+    read with `classes`) has, and the labels that do occur."""
+    found = {label for part in parts for label in part.labels}
+    missing = [name for name in classes if name not in found]
+    if not missing:
+        return
+    occurring = sorted(found | {label for part in parts for label in part.excluded_labels})
+    raise DataError(
+        f"no example is labelled {', '.join(repr(m) for m in missing)} (chosen classes: "
+        f"{', '.join(classes)}); the labels that occur are: "
+        f"{_listing(repr(o) for o in occurring) or 'none'}",
+        path=parts[0].source,
+    )
+
+
 def check_several_classes(examples, label_column=None):
     """Raises `DataError` unless `examples` hold at least two classes."""
     counts = examples.class_counts()
@@ -417,16 +453,22 @@ def load_training_data(path=None, text_column="text", label_column="label", clas
     (`load_sample`) when `path` is None, checked to hold at least two classes.
 
     Raises:
-        DataError: unreadable or unsuitable input, or fewer than two classes.
+        DataError: unreadable or unsuitable input, a chosen class that no example has, or fewer
+            than two classes.
     """
     if path is None:
         sample = load_sample()
         if classes is not None:
             keep = [i for i, label in enumerate(sample.labels) if label in classes]
+            excluded = sorted(set(sample.labels) - set(classes))
             sample = sample.subset(keep)
+            sample.excluded_labels = excluded
+            check_chosen_classes(classes, [sample])
         check_several_classes(sample, "label")
         return LabelledData(train=sample, test=None, layout="table")
     data = read_labelled(path, text_column, label_column, classes)
+    if classes is not None:
+        check_chosen_classes(classes, [data.train] + ([data.test] if data.test else []))
     check_several_classes(data.train, label_column if data.layout == "table" else None)
     return data
 

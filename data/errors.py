@@ -49,9 +49,12 @@ def read_utf8(path):
     """The text of the UTF-8 file `path` (a leading byte-order mark is dropped).
 
     Raises:
-        DataError: the file is missing, or holds bytes that are not UTF-8 (see `decode_utf8`).
+        DataError: the file is missing or a folder, or holds bytes that are not UTF-8 (see
+            `decode_utf8`).
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError("is a folder, not a file; expected a text file", path=path)
     if not path.is_file():
         raise DataError("file not found", path=path)
     return decode_utf8(path.read_bytes(), path)

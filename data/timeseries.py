@@ -16,7 +16,9 @@ The pieces, in the order a forecasting run uses them:
   baseline.
 """
 
+import csv
 import dataclasses
+import io
 import math
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from seqlab.data.errors import DataError
+from seqlab.data.errors import DataError, decode_utf8
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
 SUNSPOTS_TIME_COLUMN = "YEAR"
@@ -32,6 +34,11 @@ SUNSPOTS_TARGET = "SUNACTIVITY"
 
 FILL_METHODS = ("ffill", "interpolate")
 SCALER_METHODS = ("minmax", "standard")
+
+# The delimiters `read_csv` recognises, and the longest line it reads (a file without line breaks
+# is refused at this many bytes instead of being read whole).
+CSV_DELIMITERS = (",", ";", "\t")
+MAX_LINE_BYTES = 2**20
 
 # How many offending rows an error message lists before it says "and N more".
 _ROWS_SHOWN = 5
@@ -52,34 +59,93 @@ def load_sunspots():
 def read_csv(path):
     """Reads a CSV file into a DataFrame, reporting unreadable input as `DataError`.
 
-    Blank lines are kept as rows of missing values, so that row `i` of the frame is always line
-    `i + 2` of the file (line 1 is the header) and error messages can name lines.
+    The delimiter is the one of `,` `;` and tab that occurs most often in the header line (`,`
+    when none does). Every row must have as many fields as the header. Lines longer than
+    `MAX_LINE_BYTES` are refused as soon as one is met, so that a file without line breaks is
+    never read whole. Blank lines are kept as rows of missing values, so that row `i` of the frame
+    is always line `i + 2` of the file (line 1 is the header) and error messages can name lines.
 
     Args:
         path: the CSV file.
 
     Returns:
-        The raw `pandas.DataFrame`, columns as pandas typed them.
+        The raw `pandas.DataFrame`, columns as pandas typed them; `frame.attrs["delimiter"]` is
+        the delimiter used.
 
     Raises:
-        DataError: the file is missing, empty, not UTF-8 text, malformed or has no data rows.
+        DataError: the file is missing or a folder, empty, not UTF-8 text, has a line longer than
+            `MAX_LINE_BYTES`, a row whose number of fields differs from the header's, is otherwise
+            malformed, or has no data rows.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError("file not found", path=path)
+    text = decode_utf8(_read_bounded(path), path)
+    if not text.strip():
+        raise DataError("the file is empty; expected a CSV header and data rows", path=path)
+    header_line = text.split("\n", 1)[0]
+    delimiter = max(CSV_DELIMITERS, key=header_line.count)
+    if not header_line.count(delimiter):
+        delimiter = ","
+    _check_field_counts(text, delimiter, path)
     try:
-        frame = pd.read_csv(path, skip_blank_lines=False)
+        frame = pd.read_csv(
+            io.StringIO(text), sep=delimiter, skip_blank_lines=False, index_col=False
+        )
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty; expected a CSV header and data rows", path=path)
-    except UnicodeDecodeError as error:
-        raise DataError(
-            f"undecodable bytes at byte offset {error.start}; expected UTF-8 text", path=path
-        )
     except pd.errors.ParserError as error:
         raise DataError(f"not a well-formed CSV file ({error})", path=path)
     if frame.empty:
         raise DataError("the file has a header but no data rows", path=path)
+    frame.attrs["delimiter"] = delimiter
     return frame
+
+
+def _read_bounded(path):
+    """The bytes of `path`, read line by line; a line over `MAX_LINE_BYTES` stops the reading."""
+    if path.is_dir():
+        raise DataError("is a folder, not a file; expected a CSV file", path=path)
+    if not path.is_file():
+        raise DataError("file not found", path=path)
+    lines = []
+    with open(path, "rb") as file:
+        while True:
+            line = file.readline(MAX_LINE_BYTES + 2)
+            if not line:
+                break
+            if len(line.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+                raise DataError(
+                    f"the line is longer than the limit of {MAX_LINE_BYTES} bytes "
+                    f"({MAX_LINE_BYTES // 2**20} MiB); expected one CSV row per line",
+                    path=path,
+                    line=len(lines) + 1,
+                )
+            lines.append(line)
+    return b"".join(lines)
+
+
+def _check_field_counts(text, delimiter, path):
+    """Raises `DataError` naming the first row whose number of fields differs from the header's
+    (pandas would otherwise shift the columns or fill them with missing values)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+        expected = len(header)
+        start = reader.line_num + 1
+        for row in reader:
+            if row and len(row) != expected:
+                header_text = delimiter.join(header)
+                if len(header_text) > 80:
+                    header_text = header_text[:77] + "..."
+                raise DataError(
+                    f"the row has {len(row)} fields separated by {delimiter!r}; expected "
+                    f"{expected} like the header ({header_text!r})",
+                    path=path,
+                    line=start,
+                )
+            start = reader.line_num + 1
+    except csv.Error as error:
+        raise DataError(f"not a well-formed CSV file ({error})", path=path,
+                        line=reader.line_num) from None
 
 
 def _line(row):

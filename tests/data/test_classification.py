@@ -340,3 +340,50 @@ def test_missing_file_or_empty_folder(tmp_path):
     with pytest.raises(DataError, match=r"empty: the folder is empty; expected one file per "
                                         r"class"):
         read_labelled(tmp_path / "empty")
+
+
+def test_a_folder_where_a_table_or_text_file_is_expected(tmp_path):
+    folder = tmp_path / "data.csv"
+    folder.mkdir()
+    with pytest.raises(DataError, match=re.escape(
+        f"{folder}: is a folder, not a file; expected a text file"
+    )):
+        read_table(folder)
+    with pytest.raises(DataError, match=re.escape(f"{folder}: is a folder, not a file")):
+        read_lines(folder)
+
+
+def test_a_row_with_more_fields_than_the_header_is_refused_by_line(tmp_path):
+    path = write(tmp_path / "extra.csv", "text,label\ngood,pos\nbad, really bad,neg\nok,pos\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: the row has 3 fields; expected at most 2 like the header (a text "
+        "holding a comma must be in double quotes)"
+    )):
+        read_table(path)
+    path = write(tmp_path / "extra.tsv", "text\tlabel\ngood\tpos\nbad\tneg\textra\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: the row has 3 fields; expected at most 2 like the header (a tab "
+        "inside a text is not allowed in a tab-separated file)"
+    )):
+        read_table(path)
+
+
+def test_a_chosen_class_that_never_occurs_is_named_with_the_labels_that_do(tmp_path):
+    path = write(tmp_path / "s.csv", "text,label\na,pos\nb,neg\nc,neutral\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}: no example is labelled 'zzz' (chosen classes: neg, zzz); the labels that "
+        "occur are: 'neg', 'neutral', 'pos'"
+    )):
+        load_training_data(path, classes=["neg", "zzz"])
+    write(tmp_path / "lines" / "r.pos", "ok\n")
+    write(tmp_path / "lines" / "r.neg", "bad\n")
+    with pytest.raises(DataError, match=r"no example is labelled 'zzz' .*occur are: 'neg', 'pos'"):
+        load_training_data(tmp_path / "lines", classes=["neg", "zzz"])
+    make_class_folders(tmp_path / "folders", {"neg": ["bad"], "pos": ["good"]})
+    with pytest.raises(DataError, match=r"no example is labelled 'zzz' .*occur are: 'neg', 'pos'"):
+        load_training_data(tmp_path / "folders", classes=["zzz", "neg"])
+    with pytest.raises(DataError, match=re.escape(
+        "no example is labelled 'zzz' (chosen classes: negative, zzz); the labels that occur "
+        "are: 'negative', 'positive'"
+    )):
+        load_training_data(classes=["negative", "zzz"])

@@ -1,6 +1,7 @@
 """Tests of data/timeseries.py: reading and checking CSVs, scaling, windowing, seasons."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -243,8 +244,95 @@ def test_unreadable_files_raise_data_errors(tmp_path):
         read_csv(write_csv(tmp_path, "t,y\n", "header.csv"))
     binary = tmp_path / "latin1.csv"
     binary.write_bytes("t,y\n1,caf\xe9\n".encode("latin-1"))
-    with pytest.raises(DataError, match=r"latin1\.csv: undecodable bytes .*expected UTF-8"):
+    with pytest.raises(DataError, match=r"latin1\.csv, line 2: undecodable bytes at byte offset "
+                                        r"9 \(0xe9\); expected UTF-8"):
         read_csv(binary)
+
+
+def test_undecodable_bytes_far_into_the_file_name_the_line_and_the_file_offset(tmp_path):
+    rows = "".join(f"{i},{i}\n" for i in range(1, 5000))
+    path = tmp_path / "long_latin1.csv"
+    raw = ("t,y\n" + rows + "9999,caf\xe9\n").encode("latin-1")
+    path.write_bytes(raw)
+    offset = raw.index(b"\xe9")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 5001: undecodable bytes at byte offset {offset} (0xe9); expected UTF-8"
+    )):
+        read_csv(path)
+
+
+def test_a_folder_is_not_a_file(tmp_path):
+    with pytest.raises(DataError, match=re.escape(
+        f"{tmp_path}: is a folder, not a file; expected a CSV file"
+    )):
+        read_csv(tmp_path)
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+def test_semicolon_and_tab_separated_files_are_read_by_their_delimiter(tmp_path, delimiter):
+    text = "".join(delimiter.join(row) + "\n" for row in
+                   [("date", "value"), ("2020-01-01", "1.5"), ("2020-01-02", "2.5"),
+                    ("2020-01-03", "3.5")])
+    frame = read_csv(write_csv(tmp_path, text))
+    assert list(frame.columns) == ["date", "value"]
+    assert frame["value"].tolist() == [1.5, 2.5, 3.5]
+    assert frame.attrs["delimiter"] == delimiter
+    schema = SeriesSchema.infer(frame)
+    assert (schema.time_column, schema.targets) == ("date", ["value"])
+
+
+@pytest.mark.parametrize("row,count", [("3,3,3", 3), ("3", 1)])
+def test_a_row_with_more_or_fewer_fields_than_the_header_is_refused_by_line(tmp_path, row, count):
+    path = write_csv(tmp_path, f"t,y\n1,1\n2,2\n{row}\n4,4\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 4: the row has {count} fields separated by ','; expected 2 like the "
+        "header ('t,y')"
+    )):
+        read_csv(path)
+
+
+def test_a_line_over_the_limit_is_refused_without_reading_the_file_whole(tmp_path, monkeypatch):
+    import seqlab.data.timeseries as timeseries
+
+    monkeypatch.setattr(timeseries, "MAX_LINE_BYTES", 1000)
+    path = write_csv(tmp_path, "t,y\n1,1\n" + "2," * 5000 + "\n")
+    reads = []
+    real_open = open
+
+    class CountingFile:
+        def __init__(self, file):
+            self.file = file
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def readline(self, size=-1):
+            line = self.file.readline(size)
+            reads.append(len(line))
+            return line
+
+    monkeypatch.setattr(timeseries, "open",
+                        lambda *a, **k: CountingFile(real_open(*a, **k)), raising=False)
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 3: the line is longer than the limit of 1000 bytes"
+    )):
+        read_csv(path)
+    assert max(reads) <= 1002
+
+
+def test_the_default_line_limit_is_one_mebibyte(tmp_path):
+    from seqlab.data.timeseries import MAX_LINE_BYTES
+
+    assert MAX_LINE_BYTES == 2**20
+    path = write_csv(tmp_path, "y\n" + "1" * (MAX_LINE_BYTES + 10))
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 2: the line is longer than the limit of 1048576 bytes (1 MiB); expected "
+        "one CSV row per line"
+    )):
+        read_csv(path)
 
 
 def test_blank_lines_count_as_missing_rows_at_their_line(tmp_path):
