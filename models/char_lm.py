@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, reset_states
 from seqlab.models.samplers import BeamSampler, get_sampler
+from seqlab.models.serving import dynamic_shape
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
 # The ids a `keras.layers.StringLookup` with a mask token and one OOV token gives them.
@@ -16,6 +17,9 @@ EMPTY_PROMPT = "\n"
 # Added to the logits of the ids that generation must never choose. Finite, so that servers
 # can put the logits in JSON.
 NEVER = -1e9
+# The most characters one prompt of the exported `generate` signature may ask for: a larger
+# `num_chars` is refused inside the graph (a request must not run without bound).
+MAX_NUM_CHARS = 100_000
 
 
 def suppress_ids(logits, ids):
@@ -313,6 +317,51 @@ class TextGenerator:
         kept = tf.RaggedTensor.from_tensor(tokens, lengths=tf.minimum(num_chars, num_steps))
         continuation = tf.strings.reduce_join(self.inverse(tf.cast(kept, tf.int64)), axis=-1)
         return prompt + continuation
+
+    def serve_strings(self, prompt, num_chars, temperature, seed):
+        """`generate_strings` for the SavedModel signature `generate`: the inputs checked
+        inside the graph first, and an empty batch answered with an empty batch.
+
+        Refused with `tf.errors.InvalidArgumentError` naming the argument: an input that is not
+        a vector (rank 1), inputs of different lengths, `num_chars` outside
+        `[0, MAX_NUM_CHARS]`, a `temperature` that is negative, NaN or infinite.
+        """
+        shapes = {name: dynamic_shape(value) for name, value in (
+            ("prompt", prompt), ("num_chars", num_chars), ("temperature", temperature),
+            ("seed", seed))}
+        ranks = [
+            tf.debugging.assert_equal(
+                tf.size(shape), 1, message=f"{name} must be a vector [batch] (rank 1)")
+            for name, shape in shapes.items()
+        ]
+        with tf.control_dependencies(ranks):
+            batch = shapes["prompt"][0]
+            checks = [
+                tf.debugging.assert_equal(
+                    shape[0], batch,
+                    message=f"{name} must have one value per prompt (the length of prompt)")
+                for name, shape in shapes.items() if name != "prompt"
+            ]
+        with tf.control_dependencies(checks):
+            checks = [
+                tf.debugging.assert_greater_equal(
+                    num_chars, 0,
+                    message=f"num_chars must lie in [0, MAX_NUM_CHARS={MAX_NUM_CHARS}]"),
+                tf.debugging.assert_less_equal(
+                    num_chars, MAX_NUM_CHARS,
+                    message=f"num_chars must lie in [0, MAX_NUM_CHARS={MAX_NUM_CHARS}]"),
+                tf.debugging.assert_greater_equal(
+                    temperature, 0.0, message="temperature must be finite and >= 0"),
+                tf.debugging.assert_less(
+                    temperature, float("inf"), message="temperature must be finite and >= 0"),
+            ]
+        with tf.control_dependencies(checks):
+            prompt = tf.identity(prompt)
+        return tf.cond(
+            tf.size(prompt) > 0,
+            lambda: self.generate_strings(prompt, num_chars, temperature, seed),
+            lambda: tf.zeros([0], tf.string),
+        )
 
     def generate(self, prompt, num_chars, temperature=1.0, seed=0, top_k=None):
         """`generate_strings` from Python, as one compiled graph: the prompt (a string or a

@@ -18,12 +18,16 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.models.samplers import BeamSampler, get_sampler
+from seqlab.models.serving import dynamic_shape
 
 KINDS = ("gru-attention", "transformer")
 PADDING_ID = 0
 # Added to the logits of padding and the start token, which generation must never choose.
 # Finite, so that log-softmax stays finite.
 NEVER = -1e9
+# The most tokens a text of the exported `serving_default` may have: a longer text is refused
+# inside the graph (InvalidArgumentError naming the cap), so that a request stays bounded.
+MAX_INPUT_TOKENS = 1000
 # Generated outputs stop at 2 x the source's tokens + 10 unless told otherwise.
 OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
 
@@ -547,11 +551,26 @@ class TextTranslator:
     def export_archive(self, beam_width, length_penalty):
         """A `keras.export.ExportArchive` of `serving_default(text: string[None]) ->
         {"translation": string[None]}`: tokenising, beam search with these settings and
-        detokenising, all inside the graph; `write_out(path)` writes the SavedModel."""
+        detokenising, all inside the graph; `write_out(path)` writes the SavedModel. A text of
+        more than `MAX_INPUT_TOKENS` tokens is refused (`InvalidArgumentError`), an empty batch
+        gets an empty batch."""
         translate = self.function(beam_width, length_penalty)  # the one `translate` uses
 
         def serve(text):
-            return {"translation": translate(text)[0][:, 0]}
+            # Checked in the graph: the loaded signature checks no shapes itself.
+            rank = tf.debugging.assert_equal(
+                tf.size(dynamic_shape(text)), 1, message="text must be a vector [batch] (rank 1)")
+            with tf.control_dependencies([rank]):
+                lengths = self.tokenize(tf.identity(text)).row_lengths()
+            longest = tf.reduce_max(tf.concat([tf.cast(lengths, tf.int32), [0]], axis=0))
+            too_long = tf.debugging.assert_less_equal(
+                longest, MAX_INPUT_TOKENS,
+                message=f"text must have at most MAX_INPUT_TOKENS={MAX_INPUT_TOKENS} tokens")
+            with tf.control_dependencies([too_long]):
+                text = tf.identity(text)
+            translation = tf.cond(tf.size(text) > 0, lambda: translate(text)[0][:, 0],
+                                  lambda: tf.zeros([0], tf.string))
+            return {"translation": translation}
 
         archive = keras.export.ExportArchive()
         archive.track(self.model)

@@ -19,10 +19,13 @@ The run directory holds, besides the common files (pipelines/lifecycle.py): `voc
 
 - `generate(prompt: string[None], num_chars: int32[None], temperature: float32[None],
   seed: int32[None]) -> {"text": string[None]}`: prompt and continuation, the whole sampling
-  loop in the graph (one value of each input per prompt; temperature 0 is greedy).
+  loop in the graph (one value of each input per prompt; temperature 0 is greedy). Checked in
+  the graph: vectors of one length, `num_chars` in `[0, MAX_NUM_CHARS]`, `temperature` finite
+  and >= 0; an empty batch gives an empty batch.
 - `serving_default(char_ids: int32[None, None], <layer>_h: float32[None, units] (and <layer>_c
   for LSTM) per layer) -> {"logits": float32[None, None, vocab], <the new states>}`: one step
   for servers that keep the state between requests; id 0 is padding (state carried over).
+  Checked in the graph: ids in `[0, vocabulary size)`, states `[batch of char_ids, units]`.
 """
 
 import dataclasses
@@ -48,6 +51,7 @@ from seqlab.models.char_lm import (
     EMPTY_PROMPT, GENERATE_SIGNATURE, RECURRENT_LAYERS, CharLanguageModel,
     ResetStatesAtEpochStart, TextGenerator, suppress_ids,
 )
+from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult, StopAfterMinutes, TrainConfig, UsageError, check_at_least, check_positive,
     check_rate, make_config, option, write_export_archive, write_text_atomic,
@@ -168,13 +172,38 @@ def export_saved_model(generator, path):
     signatures (see the module docstring), atomically."""
     model = generator.model
 
+    size = model.vocabulary_size
+
     def serve(char_ids, *states):
+        # The loaded signature checks no shapes itself: states of another batch would broadcast.
+        ids_shape = dynamic_shape(char_ids)
+        ranks = [tf.debugging.assert_equal(
+            tf.size(ids_shape), 2, message="char_ids must be int32[batch, time] (rank 2)")]
+        ranks += [
+            tf.debugging.assert_equal(
+                tf.size(dynamic_shape(state)), 2,
+                message=f"{name} must be float32[batch of char_ids, {model.units}] (rank 2)")
+            for name, state in zip(model.state_names, states)
+        ]
+        with tf.control_dependencies(ranks):
+            checks = [
+                tf.debugging.assert_greater_equal(
+                    char_ids, 0, message=f"char_ids must lie in [0, vocabulary size {size})"),
+                tf.debugging.assert_less(
+                    char_ids, size, message=f"char_ids must lie in [0, vocabulary size {size})"),
+            ]
+            for name, state in zip(model.state_names, states):
+                checks.append(tf.debugging.assert_equal(
+                    dynamic_shape(state), tf.stack([ids_shape[0], model.units]),
+                    message=f"{name} must be float32[batch of char_ids, {model.units}]"))
+        with tf.control_dependencies(checks):
+            char_ids = tf.identity(char_ids)
         logits, states = model.call_with_states(char_ids, list(states))
         return {"logits": suppress_ids(logits, generator.suppressed_ids),
                 **dict(zip(model.state_names, states))}
 
     def generate(prompt, num_chars, temperature, seed):
-        return {"text": generator.generate_strings(prompt, num_chars, temperature, seed)}
+        return {"text": generator.serve_strings(prompt, num_chars, temperature, seed)}
 
     archive = keras.export.ExportArchive()
     archive.track(model)

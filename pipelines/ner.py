@@ -255,7 +255,8 @@ def export_saved_model(model, vocabulary, path):
     """Writes a SavedModel whose `serving_default` tags tokenised sentences.
 
     `serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}`: rows are
-    padded with empty strings and get the empty tag there. Words are lower-cased and looked up,
+    padded with empty strings and get the empty tag there; an empty batch (shape `[0, n]` or
+    `[n, 0]`) gets an empty result of its shape. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
     """
     word_lookup, char_lookup = vocabulary.lookup_layers()
@@ -263,13 +264,19 @@ def export_saved_model(model, vocabulary, path):
     decode_function = model.make_decode_function()
     max_word_chars = vocabulary.max_word_chars
 
-    def serve(tokens):
+    def tag(tokens):
         real = tf.not_equal(tokens, "")
         token_ids = tf.cast(word_lookup(tf.strings.lower(tokens, encoding="utf-8")), tf.int32)
         chars = tf.strings.unicode_split(tokens, "UTF-8")[:, :, :max_word_chars]
         char_ids = tf.cast(char_lookup(chars), tf.int32).to_tensor(0)
         tags = tf.gather(tag_names, decode_function(token_ids, char_ids))
-        return {"tags": tf.where(real, tags, "")}
+        return tf.where(real, tags, "")
+
+    def serve(tokens):
+        # An empty batch ([0, n] or [n, 0]) gets an empty result of its shape.
+        tags = tf.cond(tf.size(tokens) > 0, lambda: tag(tokens),
+                       lambda: tf.fill(tf.shape(tokens), ""))
+        return {"tags": tags}
 
     archive = keras.export.ExportArchive()
     archive.track(model)

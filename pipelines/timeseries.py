@@ -35,6 +35,7 @@ from seqlab.data.timeseries import (
 )
 from seqlab.models.forecaster import KINDS as MODEL_KINDS
 from seqlab.models.forecaster import Forecaster
+from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
     TrainConfig,
@@ -232,14 +233,36 @@ def export_saved_model(model, scaler, schema, lookback, path):
 
     `serving_default(window: float32[None, lookback, n_features]) -> {"forecast":
     float32[None, horizon, n_targets]}`; the window is scaled and the forecast unscaled inside
-    the graph, with the training split's scaler. Written to a temporary directory, then renamed.
+    the graph, with the training split's scaler. A window of another rank, step count or
+    feature count, or with a NaN or infinite value, is refused inside the graph
+    (`InvalidArgumentError` naming `window` and its expected shape). Written to a temporary
+    directory, then renamed.
     """
     path = Path(path)
     input_offset, input_scale = scaler.parameters(schema.input_columns)
     target_offset, target_scale = scaler.parameters(schema.targets)
     n_features = len(schema.input_columns)
 
+    expected = f"float32[batch, {lookback}, {n_features}]"
+
     def serve(window):
+        # The loaded signature does not check shapes itself: a wrong window would forecast.
+        shape = dynamic_shape(window)
+        rank = tf.debugging.assert_equal(
+            tf.size(shape), 3, message=f"window must be {expected} (rank 3)")
+        with tf.control_dependencies([rank]):
+            checks = [
+                tf.debugging.assert_equal(
+                    shape[1], lookback,
+                    message=f"window must be {expected}: exactly lookback={lookback} steps"),
+                tf.debugging.assert_equal(
+                    shape[2], n_features,
+                    message=f"window must be {expected}: exactly n_features={n_features} "
+                    "features"),
+            ]
+        with tf.control_dependencies(checks):
+            window = tf.debugging.check_numerics(
+                window, f"window must hold finite values only ({expected})")
         scaled = (window - input_offset) / input_scale
         forecast = model(scaled, training=False) * target_scale + target_offset
         return {"forecast": forecast}

@@ -1,0 +1,139 @@
+"""Exported SavedModels, loaded with plain `tf.saved_model.load`, check their requests inside the
+graph: a bad request fails with an `InvalidArgumentError` naming the argument and what it must
+be, lengths are capped, and an empty batch gets an empty result. Good requests answer as before.
+
+Each test exports a 0.1.0 fixture run (tests/fixtures/v0.1.0/<task>/, tiny models) again.
+"""
+
+import csv
+import importlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seqlab.models.char_lm import MAX_NUM_CHARS
+from seqlab.models.translator import MAX_INPUT_TOKENS
+from seqlab.pipelines.charrnn import text_generator
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "v0.1.0"
+REFUSED = tf.errors.InvalidArgumentError
+
+
+def exported(name, tmp_path):
+    """`(pipeline, loaded run, loaded SavedModel)` of the fixture run `name`, exported again."""
+    run = tmp_path / name
+    shutil.copytree(FIXTURES / name, run)
+    pipeline = importlib.import_module(f"seqlab.pipelines.{name}").PIPELINE
+    pipeline.export(str(run), out=tmp_path / "x")
+    return pipeline, pipeline.load_run(str(run)), tf.saved_model.load(str(tmp_path / "x"))
+
+
+def test_timeseries_window_shape_and_values_are_checked(tmp_path):
+    _, run, saved = exported("timeseries", tmp_path)
+    serve = saved.signatures["serving_default"]
+    lookback = run.config.lookback
+    schema, scaler = run.artifacts["schema"], run.artifacts["scaler"]
+    n_features = len(schema.input_columns)
+    window = np.arange(lookback * n_features, dtype="float32").reshape(1, lookback, n_features)
+
+    offset, scale = scaler.parameters(schema.input_columns)
+    target_offset, target_scale = scaler.parameters(schema.targets)
+    expected = np.asarray(run.model((window - offset) / scale, training=False))
+    expected = expected * target_scale + target_offset
+    forecast = serve(window=tf.constant(window))["forecast"].numpy()
+    np.testing.assert_allclose(forecast, expected, rtol=1e-5, atol=1e-5)
+    assert serve(window=tf.zeros([0, lookback, n_features]))["forecast"].shape[0] == 0
+
+    with pytest.raises(REFUSED, match=f"window must be .*exactly lookback={lookback} steps"):
+        serve(window=tf.zeros([1, 5, n_features]))
+    with pytest.raises(REFUSED, match="window must be .*exactly n_features="):
+        serve(window=tf.zeros([1, lookback, n_features + 1]))
+    with pytest.raises(REFUSED, match=r"window must be .*\(rank 3\)"):
+        serve(window=tf.zeros([1, lookback, n_features, 1]))
+    for bad in (np.inf, np.nan):
+        with pytest.raises(REFUSED, match="window must hold finite values only"):
+            serve(window=tf.fill([1, lookback, n_features], bad))
+
+
+def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
+    _, run, saved = exported("charrnn", tmp_path)
+    generate, step = saved.signatures["generate"], saved.signatures["serving_default"]
+    good = {"prompt": tf.constant(["The ", ""]), "num_chars": tf.constant([5, 3]),
+            "temperature": tf.constant([0.0, 0.0]), "seed": tf.constant([1, 2])}
+
+    expected = text_generator(run.model, run.artifacts["vocabulary"]).generate(
+        ["The ", ""], 5, temperature=0.0, seed=1)
+    texts = [t.decode("utf-8") for t in generate(**good)["text"].numpy()]
+    assert texts[0] == expected[0] and texts[1] == expected[1][:3]
+    empty = generate(prompt=tf.zeros([0], tf.string), num_chars=tf.zeros([0], tf.int32),
+                     temperature=tf.zeros([0]), seed=tf.zeros([0], tf.int32))
+    assert empty["text"].shape == (0,)
+
+    for changes, message in [
+        ({"num_chars": tf.constant([MAX_NUM_CHARS + 1, 1])},
+         rf"num_chars must lie in \[0, MAX_NUM_CHARS={MAX_NUM_CHARS}\]"),
+        ({"num_chars": tf.constant([-1, 1])}, r"num_chars must lie in \[0, MAX_NUM_CHARS="),
+        ({"temperature": tf.constant([np.nan, 1.0])}, "temperature must be finite and >= 0"),
+        ({"temperature": tf.constant([np.inf, 1.0])}, "temperature must be finite and >= 0"),
+        ({"temperature": tf.constant([-0.5, 1.0])}, "temperature must be finite and >= 0"),
+        ({"prompt": tf.constant([["a", "b"]])}, r"prompt must be a vector \[batch\] \(rank 1\)"),
+        ({"seed": tf.constant([1])}, "seed must have one value per prompt"),
+    ]:
+        with pytest.raises(REFUSED, match=message):
+            generate(**{**good, **changes})
+
+    units = run.config.units
+    states = {name: tf.zeros([1, units]) for name in step.structured_input_signature[1]
+              if name != "char_ids"}
+    state_name = sorted(states)[0]
+    assert step(char_ids=tf.constant([[3]]), **states)["logits"].shape[:2] == (1, 1)
+    with pytest.raises(REFUSED, match=rf"{state_name} must be float32\[batch of char_ids"):
+        step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.zeros([3, units])})
+    size = run.model.vocabulary_size
+    for bad in (-1, size):
+        with pytest.raises(REFUSED, match=rf"char_ids must lie in \[0, vocabulary size {size}\)"):
+            step(char_ids=tf.constant([[bad]]), **states)
+
+
+def test_translate_input_length_is_capped_and_empty_batch_answered(tmp_path):
+    _, _, saved = exported("translate", tmp_path)
+    serve = saved.signatures["serving_default"]
+    texts = ["a dog runs .", "two men are talking ."]
+    expected = (FIXTURES / "translate" / "expected_predict.txt").read_text("utf-8").splitlines()
+    translations = serve(text=tf.constant(texts))["translation"].numpy()
+    assert [t.decode("utf-8") for t in translations] == expected
+    assert serve(text=tf.zeros([0], tf.string))["translation"].shape == (0,)
+    assert serve(text=tf.constant(["a " * MAX_INPUT_TOKENS]))["translation"].shape == (1,)
+
+    with pytest.raises(REFUSED, match=f"at most MAX_INPUT_TOKENS={MAX_INPUT_TOKENS} tokens"):
+        serve(text=tf.constant(["a dog", "a " * (MAX_INPUT_TOKENS + 1)]))
+    with pytest.raises(REFUSED, match=r"text must be a vector \[batch\] \(rank 1\)"):
+        serve(text=tf.constant([["a dog"]]))
+
+
+def test_ner_empty_batch_gets_an_empty_result(tmp_path):
+    _, _, saved = exported("ner", tmp_path)
+    serve = saved.signatures["serving_default"]
+    lines = (FIXTURES / "ner" / "expected_predict.txt").read_text("utf-8").splitlines()
+    words, tags = zip(*(line.split("\t") for line in lines if line))
+    answer = serve(tokens=tf.constant([list(words), [words[0], "", "", ""]]))["tags"].numpy()
+    assert [t.decode() for t in answer[0]] == list(tags)
+    assert answer[1, 0].decode() == tags[0] and set(answer[1, 1:]) == {b""}
+    for shape in ([0, 0], [0, 3], [2, 0]):
+        assert serve(tokens=tf.zeros(shape, tf.string))["tags"].shape == tuple(shape)
+
+
+def test_sentiment_empty_batch_gets_empty_results(tmp_path):
+    _, _, saved = exported("sentiment", tmp_path)
+    serve = saved.signatures["serving_default"]
+    with open(FIXTURES / "sentiment" / "expected_predict.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    answer = serve(text=tf.constant([row["text"] for row in rows]))
+    assert [label.decode() for label in answer["label"].numpy()] == [r["label"] for r in rows]
+    np.testing.assert_allclose(answer["probabilities"].numpy()[:, 0],
+                               [float(r["p_negative"]) for r in rows], atol=1e-5)
+    empty = serve(text=tf.zeros([0], tf.string))
+    assert empty["label"].shape == (0,) and empty["probabilities"].shape[0] == 0
