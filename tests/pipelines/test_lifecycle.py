@@ -158,12 +158,22 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
 # --- a damaged run or a wrong path is one clear line, not a traceback ----------------------------
 
 
+def unsafe_keras_file(path):
+    """A `.keras` file with a Lambda layer: Keras's safe mode refuses to load its code."""
+    import keras
+
+    model = keras.Sequential([keras.Input((6, 1)), keras.layers.Lambda(lambda x: x * 2)])
+    path.unlink()
+    model.save(path)
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda run: (run / "config.json").write_text("{not json"), r"config\.json: not a seqlab"),
     (lambda run: (run / "model.keras").write_bytes(b"garbage"), r"model\.keras: cannot be loaded"),
     (lambda run: (run / "model.keras").unlink(), r"model\.keras: not found"),
     (lambda run: (run / "scaler.json").unlink(), r"a file of the run is missing or damaged"),
     (lambda run: (run / "scaler.json").write_text("[1, 2"), r"a file of the run is missing"),
+    (lambda run: unsafe_keras_file(run / "model.keras"), r"model\.keras: cannot be loaded.*safe"),
 ])
 def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, message):
     _, run = finished
@@ -174,6 +184,14 @@ def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, 
     error = capsys.readouterr().err
     assert error.startswith("seqlab timeseries evaluate: error: ") and error.count("\n") == 1
     assert re.search(message, error), error
+
+
+def test_settings_that_cannot_train_are_refused(tmp_path, capsys):
+    for flag, value in (("--learning-rate", "-1"), ("--learning-rate", "nan"),
+                        ("--clipnorm", "0")):
+        assert cli.main(["timeseries", "train", flag, value, "--out", str(tmp_path / "r")]) == 2
+        assert "must be positive" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "r.partial").exists()
 
 
 def test_wrong_paths_are_named_before_any_work(finished, tmp_path, capsys):
