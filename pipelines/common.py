@@ -340,6 +340,24 @@ def write_export_archive(archive, path):
     return path
 
 
+def replace_directory(new, path):
+    """Puts the complete directory `new` at `path`. A directory already at `path` is moved
+    aside and removed only once `new` is in place; if that fails, it is put back."""
+    path = Path(path)
+    if not path.exists():
+        os.replace(new, path)
+        return path
+    replaced = path.with_name(f".{path.name}.replaced-{os.getpid()}")
+    os.replace(path, replaced)
+    try:
+        os.replace(new, path)
+    except BaseException:
+        os.replace(replaced, path)
+        raise
+    shutil.rmtree(replaced)
+    return path
+
+
 def replace_export(path, write):
     """Writes an export with `write(new_path)` and puts it at `path`, replacing a previous
     export there (checked by the caller with `check_export_path`) only once the new one is
@@ -348,18 +366,12 @@ def replace_export(path, write):
     if not is_saved_model(path):
         return write(path)
     new = path.with_name(f".{path.name}.new-{os.getpid()}")
-    replaced = path.with_name(f".{path.name}.replaced-{os.getpid()}")
     try:
         write(new)
-        os.replace(path, replaced)
-        os.replace(new, path)
-        shutil.rmtree(replaced)
+        replace_directory(new, path)
     finally:
-        for leftover in (new, replaced):
-            if leftover.exists() and not path.exists():
-                os.replace(leftover, path)  # put the previous export back
-            elif leftover.exists():
-                shutil.rmtree(leftover, ignore_errors=True)
+        if new.exists():
+            shutil.rmtree(new, ignore_errors=True)
     return path
 
 
@@ -629,14 +641,7 @@ class RunDirectory:
         if self.checkpoint_dir.exists() and not any(self.checkpoint_dir.iterdir()):
             self.checkpoint_dir.rmdir()
         self.lock_path.unlink(missing_ok=True)
-        replaced = None
-        if self.final.exists():
-            replaced = self.final.with_name(f".{self.final.name}.replaced-{utc_timestamp()}")
-            os.replace(self.final, replaced)
-        os.replace(self.work, self.final)
-        if replaced is not None:
-            shutil.rmtree(replaced)
-        return self.final
+        return replace_directory(self.work, self.final)
 
 
 def default_out(task):

@@ -304,7 +304,10 @@ class Pipeline:
         save_history_plot(history.history, run.path("plots", "loss.png"),
                           title=f"{getattr(config, 'model', self.name)}: loss")
         self.save_plots(run, config, prepared, model, metrics, history.history)
-        self.export_model(model, config, artifacts, run.path("saved_model"))
+        # An earlier call killed between its export and finish() left a complete export:
+        # replaced, as this call owns the run.
+        replace_export(run.path("saved_model"),
+                       lambda target: self.export_model(model, config, artifacts, target))
         final = run.finish()
 
         notes = []

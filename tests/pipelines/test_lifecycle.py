@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.pipelines import timeseries
-from seqlab.pipelines.common import UsageError, take_lock, write_export_archive
+from seqlab.pipelines.common import RunDirectory, UsageError, take_lock, write_export_archive
 from seqlab.pipelines.timeseries import TimeseriesConfig
 
 
@@ -126,17 +126,22 @@ def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_
 # --- a crash after fit resumes after fit ---------------------------------------------------------
 
 
-def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("dies_in", ["export", "finish after the export"])
+def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, capsys, dies_in):
     config = tiny_config(tmp_path, epochs=3, patience=50)
 
     def die(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", die)
+    if dies_in == "export":
+        monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", die)
+    else:
+        monkeypatch.setattr(RunDirectory, "finish", die)
     with pytest.raises(OSError):
         timeseries.train(config)
     partial = tmp_path / "run.partial"
     assert (partial / "model.keras").is_file() and (partial / "fit_done.json").is_file()
+    assert (partial / "saved_model").exists() == (dies_in != "export")
     with open(partial / "history.csv", newline="") as file:
         epochs = [row["epoch"] for row in csv.DictReader(file)]
     assert epochs == ["1", "2", "3"]
