@@ -4,14 +4,18 @@ The pieces, in the order a tagging run uses them:
 
 - `read_conll`: sentences of (token, tag) from a CoNLL column file. One token per line, columns
   separated by tabs (or, in files without tabs, by spaces); a blank line ends a sentence;
-  `-DOCSTART-` lines are document markers and end a sentence too. A byte-order mark and stray
-  invisible characters (U+FEFF, zero-width spaces and joiners, word joiner) at the edges of a
-  line or a field are removed; a line holding nothing else is a sentence break.
+  `-DOCSTART-` lines are document markers and end a sentence too. Line endings are normalised
+  as Python's text mode does ("\\r\\n" and a lone "\\r" end a line like "\\n"; no token or
+  tag keeps a "\\r"). A byte-order mark and stray invisible characters (U+FEFF, zero-width
+  spaces and joiners, word joiner) at the edges of a line or a field are removed; a line
+  holding nothing else is a sentence break.
 - Tag schemes: BIO (IOB2), IOB1 and IOBES, detected (`detect_scheme`) or given. Everything is
-  converted to BIO, the scheme the models predict and seqeval scores. Invalid sequences (in
-  BIO, an `I-X` that does not continue an `X` entity) are a `DataError` naming the line, or,
-  with `repair=True`, repaired the way conlleval reads them (`I-X` starts a new `X` entity)
-  and listed in `ConllFile.repairs`.
+  converted to BIO, the scheme the models predict and seqeval scores, reading the entities as
+  conlleval and seqeval's default mode read them. Invalid sequences (in BIO, an `I-X` that
+  continues no `X` entity, as in WNUT-17's dev file; in IOBES, an entity not closed by `E-X`,
+  ...) are read that way too, so an `I-X` that continues no `X` starts an entity (it becomes
+  `B-X`), and each is listed in `ConllFile.invalid_tags`; with `strict=True` the first one is
+  a `DataError` naming the line instead.
 - `read_token_lines`: one whitespace-tokenised sentence per line, for prediction;
   `read_sentences_to_tag` reads either format, and `conll_text` writes tags back as CoNLL.
 - `find_split_files`: the train / validation / test files of a data directory.
@@ -34,7 +38,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from seqlab.data.errors import DataError, read_utf8
+from seqlab.data.datasets import resolve_path
+from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
 
 SCHEMES = ("bio", "iob1", "iobes")
 # The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
@@ -77,7 +82,8 @@ class ConllFile:
         sentences: the sentences, tags in BIO.
         scheme: the scheme the tags were read as ("bio", "iob1" or "iobes").
         scheme_detected: whether the scheme was detected rather than given.
-        repairs: one line per repaired tag ("line 12: I-PER after O read as B-PER").
+        invalid_tags: one line per tag of an invalid sequence and how it was read
+            ("line 12: I-PER after O read as B-PER").
         documents: the number of `-DOCSTART-` lines.
         invisible_lines: the lines whose invisible characters were removed (a leading
             byte-order mark of the file is not counted).
@@ -87,7 +93,7 @@ class ConllFile:
     sentences: list
     scheme: str | None = None
     scheme_detected: bool = False
-    repairs: list = dataclasses.field(default_factory=list)
+    invalid_tags: list = dataclasses.field(default_factory=list)
     documents: int = 0
     invisible_lines: list = dataclasses.field(default_factory=list)
 
@@ -95,14 +101,21 @@ class ConllFile:
     def tokens(self):
         return sum(len(s.tokens) for s in self.sentences)
 
+    def invalid_tags_report(self):
+        """`{"count", "first"}`: how many tags of invalid sequences were read as conlleval reads
+        them, and the first few of them with their lines."""
+        return {"count": len(self.invalid_tags), "first": self.invalid_tags[:_SHOWN]}
+
     def describe(self):
-        """A one-line account: sentences, tokens, scheme, repairs."""
+        """A one-line account: sentences, tokens, scheme, invalid tags, removed characters."""
         parts = [f"{len(self.sentences)} sentences", f"{self.tokens} tokens"]
         if self.scheme:
             how = "detected" if self.scheme_detected else "given"
             parts.append(f"scheme {self.scheme} ({how})")
-        if self.repairs:
-            parts.append(f"{len(self.repairs)} tags repaired")
+        if self.invalid_tags:
+            count = len(self.invalid_tags)
+            parts.append(f"{count} invalid tag{'s' * (count != 1)} read as conlleval reads "
+                         f"{'them' if count != 1 else 'it'}")
         if self.invisible_lines:
             shown = ", ".join(map(str, self.invisible_lines[:_SHOWN]))
             more = len(self.invisible_lines) - _SHOWN
@@ -118,15 +131,17 @@ class ConllFile:
 
 
 def _read_text_lines(path):
-    """The lines of a UTF-8 text file (a leading byte-order mark removed), split on "\\n" only.
+    """The lines of a UTF-8 text file (a leading byte-order mark removed).
 
-    Unicode line separators inside a token (U+2028, U+0085, ...) do not break lines, as they do
-    not in the CoNLL tools.
+    "\\r\\n", a lone "\\r" and "\\n" end a line, as in Python's text mode (the file is read
+    as bytes, so that an undecodable byte is named by its byte offset; its line is counted with
+    the same line breaks). Unicode line separators inside a token (U+2028, U+0085, ...) do not
+    break lines, as they do not in the CoNLL tools.
     """
-    text = read_utf8(path)
-    if not text.strip(" \t\r\n" + INVISIBLE_CHARACTERS):
+    text = normalize_line_endings(read_utf8(resolve_path(path)))
+    if not text.strip(" \t\n" + INVISIBLE_CHARACTERS):
         raise DataError("the file is empty; expected tokens, one per line", path=path)
-    return [line.rstrip("\r") for line in text.split("\n")]
+    return text.split("\n")
 
 
 def _count_invisible(text):
@@ -177,7 +192,7 @@ def _parse_tag(tag, path, line):
     return match.group(1), match.group(2)
 
 
-def read_conll(path, token_column=0, tag_column=-1, scheme=None, repair=False):
+def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
     """Reads a CoNLL column file into sentences, tags converted to BIO.
 
     Args:
@@ -185,7 +200,8 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, repair=False):
         token_column: the column of the tokens (0-based; negative counts from the end).
         tag_column: the column of the tags (default: the last), or None to read tokens only.
         scheme: "bio", "iob1" or "iobes"; None detects it (`detect_scheme`).
-        repair: repair invalid tag sequences instead of refusing them (see the module doc).
+        strict: refuse an invalid tag sequence instead of reading it as conlleval does and
+            listing it in `ConllFile.invalid_tags` (see `to_bio`).
 
     Returns:
         A `ConllFile`.
@@ -193,11 +209,11 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, repair=False):
     Raises:
         DataError: a missing, empty or undecodable file, a line with too few columns or another
             number of columns than the file's first token line, an empty token, a malformed
-            tag, a tag of another scheme, or an invalid tag sequence (without `repair`).
+            tag, a tag of another scheme, or (with `strict`) an invalid tag sequence.
     """
     if scheme is not None and scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}. Received: scheme={scheme!r}")
-    path = str(path)
+    path = str(resolve_path(path))
     lines = _read_text_lines(path)
     needed = _columns_needed(token_column, tag_column)
     sentences, documents, invisible_lines = [], 0, []
@@ -262,8 +278,8 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, repair=False):
     result.scheme = detect_scheme(sentences) if scheme is None else scheme
     for sentence in sentences:
         sentence.tags = to_bio(
-            sentence.tags, result.scheme, path=path, lines=sentence.lines, repair=repair,
-            repairs=result.repairs,
+            sentence.tags, result.scheme, path=path, lines=sentence.lines, strict=strict,
+            invalid_tags=result.invalid_tags,
         )
     return result
 
@@ -365,25 +381,33 @@ def detect_scheme(sentences):
     return "iob1" if inside_starts and not b_after_other else "bio"
 
 
-def to_bio(tags, scheme, path=None, lines=None, repair=False, repairs=None):
-    """Converts one sentence's tags from `scheme` to BIO, checking the sequence.
+def to_bio(tags, scheme, path=None, lines=None, strict=False, invalid_tags=None):
+    """Converts one sentence's tags from `scheme` to BIO, reading entities as conlleval does.
+
+    The entities are those that conlleval and seqeval's default mode find in the tags: an I-X
+    or E-X tag continues the entity of the token before when that token's tag is B-X or I-X;
+    every other entity tag (B-X, S-X, an I-X or E-X that continues no X entity) starts an
+    entity. So IOB1 reads as it should, and in an invalid sequence (BIO: an I-X that continues
+    no X entity; IOBES: an I-X or E-X that continues no entity, an entity not closed by E-X)
+    an I-X that continues no X becomes B-X. The tags of an invalid sequence are described in
+    `invalid_tags` (IOB1's I-X may start an entity: it is no error there).
 
     Args:
         tags: the sentence's tags.
         scheme: "bio", "iob1" or "iobes".
         path, lines: the file and the tokens' line numbers, for messages.
-        repair: repair an invalid sequence instead of raising.
-        repairs: a list to append a description of each repair to.
+        strict: raise at the first tag of an invalid sequence instead of reading it.
+        invalid_tags: a list to append a description of each tag of an invalid sequence to
+            ("line 12: I-PER after O read as B-PER").
 
     Returns:
         The BIO tags.
 
     Raises:
-        DataError: a tag that the scheme does not have, or an invalid sequence (unless
-            `repair`).
+        DataError: a tag that the scheme does not have, or (with `strict`) an invalid sequence.
     """
     lines = lines or [None] * len(tags)
-    repairs = repairs if repairs is not None else []
+    invalid_tags = invalid_tags if invalid_tags is not None else []
     parsed = [_parse_tag(tag, path, line) for tag, line in zip(tags, lines)]
     if scheme != "iobes":
         for (prefix, _), tag, line in zip(parsed, tags, lines):
@@ -393,26 +417,19 @@ def to_bio(tags, scheme, path=None, lines=None, repair=False, repairs=None):
                     "(or leave the scheme to be detected)",
                     path=path, line=line,
                 )
-    if scheme == "iobes":
-        parsed = _iobes_to_bio(parsed, tags, path, lines, repair, repairs)
+    problems = {"bio": _bio_problems, "iobes": _iobes_problems}.get(scheme)
+    for index, refusal, reading in problems(parsed, tags) if problems else []:
+        if strict:
+            raise DataError(refusal, path=path, line=lines[index])
+        invalid_tags.append(f"line {lines[index]}: {reading}")
     bio = []
     previous = (OUTSIDE, None)
-    for (prefix, kind), tag, line in zip(parsed, tags, lines):
-        if prefix == "I" and not _continues(previous, kind):
-            after = _tag_text(previous) if bio else "the sentence start"
-            if scheme == "iob1":
-                prefix = "B"  # in IOB1, I- starts an entity unless it continues one
-            elif repair:
-                repairs.append(f"line {line}: {tag} after {after} read as B-{kind}")
-                prefix = "B"
-            else:
-                raise DataError(
-                    f"{tag} after {after}: in BIO an entity starts with B-{kind}; pass "
-                    f"--repair to read it as B-{kind} (as conlleval does), or --scheme iob1 if "
-                    "the file is IOB1",
-                    path=path, line=line,
-                )
-        bio.append(OUTSIDE if prefix == OUTSIDE else f"{prefix}-{kind}")
+    for prefix, kind in parsed:
+        if prefix == OUTSIDE:
+            bio.append(OUTSIDE)
+        else:
+            inside = prefix in ("I", "E") and _continues(previous, kind)
+            bio.append(f"{'I' if inside else 'B'}-{kind}")
         previous = (prefix, kind)
     return bio
 
@@ -422,38 +439,59 @@ def _tag_text(parsed):
     return OUTSIDE if prefix == OUTSIDE else f"{prefix}-{kind}"
 
 
-def _iobes_to_bio(parsed, tags, path, lines, repair, repairs):
-    """IOBES tags as BIO prefixes (S -> B, E -> I), after checking the IOBES sequence.
+def _bio_problems(parsed, tags):
+    """`(index, refusal, reading)` of each I-X of a BIO sentence that continues no X entity:
+    the message of a strict reading and the description of the conlleval reading."""
+    for index, ((prefix, kind), tag) in enumerate(zip(parsed, tags)):
+        previous = parsed[index - 1] if index else (OUTSIDE, None)
+        if prefix != "I" or _continues(previous, kind):
+            continue
+        after = _tag_text(previous) if index else "the sentence start"
+        expected = f"B-{kind}" if previous[0] == OUTSIDE else (
+            f"B-{kind}, or I-{previous[1]} continuing the {previous[1]} entity"
+        )
+        yield index, (
+            f"{tag} after {after}: in BIO an entity starts with B-{kind} (expected "
+            f"{expected}); without --strict-tags it is read as B-{kind}, as conlleval and "
+            "seqeval read it (or pass --scheme iob1 if the file is IOB1)"
+        ), f"{tag} after {after} read as B-{kind}"
+
+
+def _iobes_problems(parsed, tags):
+    """`(index, refusal, reading)` of each tag that breaks an IOBES sentence: the message of a
+    strict reading and the description of the conlleval reading.
 
     In IOBES, I-X and E-X continue a B-X or I-X; B-X and I-X are followed by I-X or E-X; O,
-    B- and S- tags start after the end of an entity. A repair reads the tags as BIO (which the
-    caller then repairs where an I- does not continue an entity).
+    B- and S- tags start after the end of an entity.
     """
-    for index, ((prefix, kind), tag, line) in enumerate(zip(parsed, tags, lines)):
+    for index, ((prefix, kind), tag) in enumerate(zip(parsed, tags)):
         previous = parsed[index - 1] if index else (OUTSIDE, None)
-        open_entity = previous[0] in ("B", "I")
         if prefix in ("I", "E"):
-            problem = None if _continues(previous, kind) else (
-                f"{tag} after {_tag_text(previous) if index else 'the sentence start'}: in "
-                f"IOBES it must continue B-{kind} or I-{kind}"
-            )
-        else:
-            problem = None if not open_entity else (
+            if _continues(previous, kind):
+                problem = None
+            else:
+                after = _tag_text(previous) if index else "the sentence start"
+                problem = f"{tag} after {after}: in IOBES it must continue B-{kind} or I-{kind}"
+                reading = f"read as B-{kind}"
+        elif previous[0] in ("B", "I"):
+            problem = (
                 f"{tag} after {tags[index - 1]}: in IOBES an entity ends with E-{previous[1]} "
                 f"(or is a single S-{previous[1]})"
             )
+            reading = f"the {previous[1]} entity read as ending at {tags[index - 1]}"
+        else:
+            problem = None
         if problem is None and index == len(parsed) - 1 and prefix in ("B", "I"):
             problem = (
                 f"{tag} ends the sentence: in IOBES an entity ends with E-{kind} (or is a "
                 f"single S-{kind})"
             )
+            reading = f"the {kind} entity read as ending at {tag}"
         if problem is not None:
-            if not repair:
-                raise DataError(f"{problem}; pass --repair to read the tags as BIO",
-                                path=path, line=line)
-            repairs.append(f"line {line}: {problem}; read as BIO")
-    prefixes = {"S": "B", "E": "I"}
-    return [(prefixes.get(prefix, prefix), kind) for prefix, kind in parsed]
+            yield index, (
+                f"{problem}; without --strict-tags the tags are read as conlleval and seqeval "
+                "read them"
+            ), f"{problem}; {reading}"
 
 
 def entity_types(tags):
@@ -530,8 +568,8 @@ def find_split_files(directory):
 @dataclasses.dataclass
 class TaggingSplits:
     """Train / validation / test sentences (`Sentence` lists), per split the file it was read
-    from or how it was held out (`sources`), and per file read its description and repairs
-    (`files`)."""
+    from or how it was held out (`sources`), and per file read its description, its invalid
+    tags (`ConllFile.invalid_tags_report`) and removed characters (`files`)."""
 
     train: list
     validation: list
@@ -545,20 +583,35 @@ def split_files(data=None, validation_data=None, test_data=None):
 
     Args:
         data: a data directory (its files found by `find_split_files`), the training file, or
-            None for the smoke-test sample (`SAMPLE_PATH`).
-        validation_data, test_data: files that take the place of the directory's.
+            None for the smoke-test sample (`SAMPLE_PATH`). A registered data-set name stands
+            for its directory or file (`data.datasets.resolve_path`).
+        validation_data, test_data: files that take the place of the directory's; a directory
+            (or a data-set name) given here stands for its own file of that split.
     """
     if data is None:
         files = {"train": str(SAMPLE_PATH)}
-    elif Path(data).is_dir():
-        files = find_split_files(data)
+    elif resolve_path(data).is_dir():
+        files = find_split_files(resolve_path(data))
     else:
         files = {"train": data}
-    if validation_data is not None:
-        files["validation"] = validation_data
-    if test_data is not None:
-        files["test"] = test_data
+    for split, given in (("validation", validation_data), ("test", test_data)):
+        if given is not None:
+            files[split] = _split_file(given, split)
     return files
+
+
+def _split_file(given, split):
+    """The file of `split` that `--validation-data` / `--test-data` `given` names: the file
+    itself, or a directory's (or data set's) own file of that split."""
+    directory = resolve_path(given)
+    if not directory.is_dir():
+        return given
+    found = find_split_files(directory)
+    if split not in found:
+        raise DataError(f"the directory has no {split} file (names containing "
+                        f"{' or '.join(repr(k) for k in _SPLIT_KEYWORDS[split])})",
+                        path=directory)
+    return found[split]
 
 
 def load_splits(files, val_fraction, test_fraction, seed, **read_options):
@@ -572,7 +625,7 @@ def load_splits(files, val_fraction, test_fraction, seed, **read_options):
         val_fraction, test_fraction: the shares of the training sentences held out for a split
             without a file (at least one sentence).
         seed: the seed of the held-out draw.
-        **read_options: `read_conll`'s `token_column`, `tag_column`, `scheme` and `repair`.
+        **read_options: `read_conll`'s `token_column`, `tag_column`, `scheme` and `strict`.
 
     Returns:
         A `TaggingSplits`.
@@ -610,7 +663,8 @@ def load_splits(files, val_fraction, test_fraction, seed, **read_options):
     return TaggingSplits(
         sentences["train"], sentences["validation"], sentences["test"], sources,
         [{"file": c.path, "read": c.describe(), "documents": c.documents,
-          "repairs": c.repairs, "invisible_characters_removed_on_lines": c.invisible_lines}
+          "invalid_tags": c.invalid_tags_report(),
+          "invisible_characters_removed_on_lines": c.invisible_lines}
          for c in read.values()],
     )
 

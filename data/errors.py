@@ -1,7 +1,12 @@
 """The error type that every reader in `data/` raises for bad input, and the UTF-8 file reading
 they share (so that an undecodable file is reported alike everywhere)."""
 
+import re
 from pathlib import Path
+
+# A line break as Python's text mode reads one: "\r\n", a lone "\r" or "\n".
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+_LINE_BREAK_BYTES = re.compile(rb"\r\n?|\n")
 
 
 class DataError(ValueError):
@@ -35,7 +40,8 @@ def decode_utf8(raw, path):
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
+        # Lines counted as the readers count them (`normalize_line_endings`).
+        line = len(_LINE_BREAK_BYTES.findall(raw, 0, error.start)) + 1
         bad = raw[error.start:error.end].hex(" ")
         raise DataError(
             f"undecodable bytes at byte offset {error.start} (0x{bad}); expected UTF-8 text",
@@ -43,6 +49,13 @@ def decode_utf8(raw, path):
             line=line,
         ) from None
     return text.removeprefix("\ufeff")
+
+
+def normalize_line_endings(text):
+    """`text` with every line break made "\\n": "\\r\\n" and a lone "\\r" become "\\n", as
+    Python's text mode (universal newlines) reads them, so that a file written on Windows (or
+    an old Mac) gives the same lines and characters as the same file with "\\n" endings."""
+    return _LINE_BREAK.sub("\n", text)
 
 
 def read_utf8(path):

@@ -4,7 +4,8 @@ The pieces, in the order a char-RNN run uses them:
 
 - `read_text` / `load_default_text` / `load_corpus`: the text of a UTF-8 file or a folder of
   files, or the embedded default (the source code of a standard-library package, see
-  `load_default_text`).
+  `load_default_text`). Line endings are normalised as Python's text mode does ("\\r\\n" and a
+  lone "\\r" become "\\n"), so a model never learns "\\r" as a character of a Windows file.
 - `split_text`: the first part for training, the last part for validation, in text order.
 - `CharVocabulary`: the characters of the training text, as a `keras.layers.StringLookup`
   (forward) and its inverse. Id 0 is padding (the empty string), id 1 is `[UNK]`, the characters
@@ -33,7 +34,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from seqlab.data.errors import DataError, decode_utf8
+from seqlab.data.datasets import resolve_path
+from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings
 
 DEFAULT_TEXT_PACKAGE = "email"
 UNSEEN_POLICIES = ("unknown", "error")
@@ -54,10 +56,13 @@ def read_text(path):
 
     A folder's files (also in subfolders; hidden files and folders are skipped) are read in the
     order of their sorted relative paths and joined; a line break is put between two files when
-    the first does not end with one.
+    the first does not end with one. Line endings are normalised as Python's text mode does:
+    "\\r\\n" and a lone "\\r" become "\\n" (the files are read as bytes, so that an undecodable
+    byte is named by its byte offset; its line is counted with the same line breaks).
 
     Args:
-        path: a text file or a folder of text files.
+        path: a text file or a folder of text files, or a registered data-set name
+            (`data.datasets.resolve_path`).
 
     Returns:
         `(text, files)`: the text and the list of files read.
@@ -66,7 +71,7 @@ def read_text(path):
         DataError: the path is missing, a file is not UTF-8 (naming the file, the line and the
             byte offset), or there is no text.
     """
-    path = Path(path)
+    path = resolve_path(path)
     if path.is_dir():
         files = sorted(
             p for p in path.rglob("*")
@@ -80,7 +85,7 @@ def read_text(path):
         raise DataError("file or folder not found", path=path)
     parts = []
     for file in files:
-        text = decode_utf8(file.read_bytes(), file)
+        text = normalize_line_endings(decode_utf8(file.read_bytes(), file))
         if parts and text and not parts[-1].endswith("\n"):
             parts.append("\n")
         parts.append(text)

@@ -1,6 +1,7 @@
 """Translation input: sentence pairs from aligned files or a TSV, reversible tokens, tf.data.
 
-Layouts `read_pairs` reads (UTF-8, a byte-order mark is allowed):
+Layouts `read_pairs` reads (UTF-8, a byte-order mark is allowed; line endings are normalised as
+Python's text mode does, "\\r\\n" and a lone "\\r" ending a line like "\\n"):
 
 - aligned files: two files with one sentence per line, line n of the target file translating
   line n of the source file (`--src train.en --tgt train.de`). Different line counts and empty
@@ -41,7 +42,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from seqlab.data.errors import DataError, read_utf8
+from seqlab.data.datasets import resolve_path
+from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
 
 SPACE_MARK = "\u2581"
 PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"
@@ -212,18 +214,22 @@ class SentencePairs:
 def read_lines(path):
     """The lines of a UTF-8 text file (a byte-order mark is dropped), without line endings.
 
+    "\\r\\n", a lone "\\r" and "\\n" end a line, as in Python's text mode, so no sentence keeps
+    a "\\r"; other characters that `str.splitlines` would split at (U+2028, form feeds, ...) do
+    not, and line numbers count the same breaks.
+
     Raises:
         DataError: a missing or empty file, or bytes that are not UTF-8 (the line is named).
     """
-    text = read_utf8(path)
+    text = normalize_line_endings(read_utf8(path))
     if not text.strip():
         raise DataError("the file is empty; expected one sentence per line", path=path)
-    # Only "\n" ends a line: str.splitlines would also split at U+2028 and form feeds, and so
-    # count lines differently from the aligned file.
+    # Only line endings end a line: str.splitlines would also split at U+2028 and form feeds,
+    # and so count lines differently from the aligned file.
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    return lines
 
 
 def read_aligned(source_path, target_path):
@@ -373,10 +379,11 @@ def read_pairs(data=None, src=None, tgt=None, split="train", languages=(None, No
     """
     if src is not None:
         return {split: read_aligned(src, tgt)}, f"{src} + {tgt}"
-    if Path(data).is_dir():
-        files = find_split_files(data, *languages, require_train=split == "train")
+    resolved = resolve_path(data)  # a registered data-set name stands for its folder
+    if resolved.is_dir():
+        files = find_split_files(resolved, *languages, require_train=split == "train")
         return {name: read_aligned(*paths) for name, paths in files.items()}, str(data)
-    return {split: read_tsv_pairs(data, tuple(columns))}, str(data)
+    return {split: read_tsv_pairs(resolved, tuple(columns))}, str(data)
 
 
 def split_pairs(pairs, val_fraction, test_fraction, seed):

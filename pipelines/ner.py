@@ -1,8 +1,10 @@
 """Named-entity tagging: CoNLL files in, BIO tags per token out, scored by entity F1.
 
 `train` reads CoNLL files (a `--data` directory with train / dev / test files, explicit files, or
-the smoke-test sample shipped in `data/samples/ner_sample.conll`), converts their tags to BIO,
-builds word and character vocabularies on the training split, and fits a
+the smoke-test sample shipped in `data/samples/ner_sample.conll`), converts their tags to BIO
+(an invalid sequence, such as an I-X that continues no X entity, read as conlleval and seqeval
+read it, and counted; `--strict-tags` refuses it), builds word and character vocabularies on the
+training split, and fits a
 `seqlab.models.SequenceTagger`:
 
     word embedding (+) character encoder (BiLSTM or CNN over each word's characters)
@@ -41,6 +43,7 @@ from seqlab.data.conll import (
     read_sentences_to_tag,
     split_files,
 )
+from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.layers.char_encoder import CHAR_ENCODERS
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
@@ -61,6 +64,8 @@ from seqlab.pipelines.metrics import entity_scores, entity_scores_table
 
 TASK_NAME = "ner"
 SPLITS = ("train", "validation", "test")
+# Word embedding size when neither --word-dim nor --embeddings gives one.
+DEFAULT_WORD_DIM = 100
 # Sentences shown on the terminal when predictions go to a file.
 _SENTENCES_SHOWN = 5
 
@@ -87,11 +92,30 @@ class NerConfig(TrainConfig):
         "auto", "tag scheme of the files, converted to BIO (default: auto, detected)",
         ("auto",) + SCHEMES,
     )
-    repair: bool = option(False, "repair invalid tag sequences (an I-X that continues no X "
-                          "entity becomes B-X, as conlleval reads it) instead of refusing the file")
+    strict_tags: bool = option(
+        False, "refuse a file with an invalid tag sequence (an I-X that continues no X entity, "
+        "an IOBES entity not closed by E-X) instead of reading it as conlleval and seqeval do "
+        "(the I-X starts an entity) and counting it in the summary and metrics.json"
+    )
+    repair: bool = option(
+        False, "accepted for command lines and runs of seqlab 0.1.0, which refused invalid tag "
+        "sequences unless --repair; reading them as conlleval does is now the default and "
+        "--strict-tags refuses them"
+    )
     min_count: int = option(2, "minimum count of a training word to get its own id")
     max_word_chars: int = option(20, "characters of each word the character encoder sees")
-    word_dim: int = option(100, "word embedding size")
+    word_dim: int | None = option(
+        None, f"word embedding size (default: {DEFAULT_WORD_DIM}, or the dimension of "
+        "--embeddings)"
+    )
+    embeddings: str | None = option(
+        None, "pretrained word vectors copied into the word embedding before training (a word "
+        "is looked up as it is, then in other case): a GloVe, word2vec or fastText text file "
+        "(.gz too) or a registered name such as glove.6B.100d"
+    )
+    freeze_embeddings: bool = option(
+        False, "keep the pretrained vectors of --embeddings fixed while training"
+    )
     char_encoder: str = option("lstm", "character encoder: BiLSTM or CNN", CHAR_ENCODERS)
     char_dim: int = option(25, "character embedding size")
     char_units: int = option(25, "units per direction of the character BiLSTM, or filters of "
@@ -117,10 +141,20 @@ class NerConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.word_dim is None and self.embeddings is None:
+            self.word_dim = DEFAULT_WORD_DIM  # else the vectors' dimension (prepare)
+        if self.freeze_embeddings and self.embeddings is None:
+            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
+                             "--embeddings. Received: embeddings=None")
         check_at_least(self, 1, "min_count", "max_word_chars", "word_dim", "char_dim",
                        "char_units", "char_kernel", "units", "patience")
         check_rate(self, "dropout")
         check_split_fractions(self, validation_may_be_zero=False)
+        if self.repair and self.strict_tags:
+            raise ValueError(
+                "repair reads invalid tag sequences and strict_tags refuses them: give one. "
+                "Received: repair=True, strict_tags=True"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,10 +162,28 @@ class NerConfig(TrainConfig):
 
 
 def _read_options(config):
-    """`read_conll`'s settings of a config: columns, scheme (None: detect) and repair."""
+    """`read_conll`'s settings of a config: columns, scheme (None: detect) and strictness."""
     return {"token_column": config.token_column, "tag_column": config.tag_column,
             "scheme": None if config.scheme == "auto" else config.scheme,
-            "repair": config.repair}
+            "strict": config.strict_tags}
+
+
+def invalid_tag_lines(files):
+    """Summary lines for the files (`TaggingSplits.files` entries) with invalid tags: how many
+    were read as conlleval reads them, and the first of them."""
+    lines = []
+    for file in files:
+        report = file["invalid_tags"]
+        if report["count"]:
+            more = report["count"] - len(report["first"])
+            plural = report["count"] != 1
+            lines.append(
+                f"{file['file']}: {report['count']} invalid tag{'s' * plural} read as conlleval "
+                f"and seqeval read {'them' if plural else 'it'} (an I-X that continues no X "
+                f"entity starts one; --strict-tags refuses {'them' if plural else 'it'}): "
+                f"{'; '.join(report['first'])}" + (f" and {more} more" if more > 0 else "")
+            )
+    return lines
 
 
 def read_splits(config):
@@ -158,10 +210,27 @@ class PreparedTagging:
     splits: TaggingSplits
     vocabulary: TaggingVocabulary
     encoded: dict
+    embeddings: PretrainedEmbeddings | None = None
 
 
 # ---------------------------------------------------------------------------------------------
 # Model
+
+
+def read_embeddings(config, vocabulary, encoded_train):
+    """The `PretrainedEmbeddings` of `--embeddings` for the (lower-cased) word vocabulary, None
+    without; a word is looked up as it is, then in other case (a cased file's "Paris" serves
+    "paris"). Coverage is counted on the training tokens `encoded_train`; an unset `--word-dim`
+    becomes the vectors' dimension."""
+    if config.embeddings is None:
+        return None
+    counts = np.bincount(encoded_train.word_ids, minlength=len(vocabulary.words))
+    embeddings = pretrained_embeddings(config.embeddings, vocabulary.words, counts,
+                                       first_word_id=2, dimension=config.word_dim,
+                                       setting="--word-dim", case_fallback=True)
+    if config.word_dim is None:
+        config.word_dim = embeddings.dimension
+    return embeddings
 
 
 def build_model(config, vocabulary):
@@ -316,14 +385,16 @@ class NerPipeline(Pipeline):
     description = (
         "Tag named entities in tokenised text with a BiLSTM over word embeddings and "
         "character features (BiLSTM or CNN over characters), decoded per token (softmax) or "
-        "by a CRF (--crf). Reads CoNLL column files (BIO, IOB1 or IOBES, converted to BIO) and "
-        "scores entity-level precision, recall and F1 per type (seqeval, strict IOB2). Without "
-        "--data it trains on a small smoke-test sample shipped with seqlab."
+        "by a CRF (--crf). Reads CoNLL column files (BIO, IOB1 or IOBES, converted to BIO; "
+        "invalid tag sequences read as conlleval reads them and counted, or refused with "
+        "--strict-tags) and scores entity-level precision, recall and F1 per type (seqeval, "
+        "strict IOB2). Without --data it trains on a small smoke-test sample shipped with "
+        "seqlab."
     )
     examples = {
         "train": [
             "seqlab ner train",
-            "seqlab ner train --data ../shared/data/wnut17 --repair --crf --out runs/wnut-crf",
+            "seqlab ner train --data ../shared/data/wnut17 --crf --out runs/wnut-crf",
             "seqlab ner train --data train.conll --validation-data dev.conll --test-data "
             "test.conll --scheme iob1 --char-encoder cnn",
         ],
@@ -348,10 +419,15 @@ class NerPipeline(Pipeline):
                                     path=splits.sources[split])
             for split in SPLITS
         }
-        return PreparedTagging(splits, vocabulary, encoded)
+        return PreparedTagging(splits, vocabulary, encoded,
+                               embeddings=read_embeddings(config, vocabulary, encoded["train"]))
 
     def build_model(self, config, prepared):
-        return build_model(config, prepared.vocabulary)
+        model = build_model(config, prepared.vocabulary)
+        if prepared.embeddings is not None:
+            # Before fit: a resumed run's BackupAndRestore then puts its own weights over them.
+            prepared.embeddings.copy_into(model.word_embedding, config.freeze_embeddings)
+        return model
 
     def datasets(self, config, prepared, batch_size):
         return (
@@ -387,11 +463,14 @@ class NerPipeline(Pipeline):
                 "sources": splits.sources,
                 "sentences": {split: len(getattr(splits, split)) for split in SPLITS},
                 "files": splits.files,
+                "invalid_tags": sum(f["invalid_tags"]["count"] for f in splits.files),
                 "vocabulary": {"words": len(vocabulary.words), "chars": len(vocabulary.chars),
                                "tags": vocabulary.tags},
                 "unknown_word_rate_test": float(np.mean(prepared.encoded["test"].word_ids == 1)),
             },
         )
+        if prepared.embeddings is not None:
+            metrics["embeddings"] = prepared.embeddings.report(config.freeze_embeddings)
         return metrics
 
     def artifacts(self, config, prepared):
@@ -411,12 +490,13 @@ class NerPipeline(Pipeline):
 
     def summary_lines(self, config, prepared, metrics):
         splits = prepared.splits
-        repairs = sum(len(f["repairs"]) for f in splits.files)
         return [
             f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
             f"encoder; test split: {splits.sources['test']}, {len(splits.test)} sentences",
+            *([prepared.embeddings.summary_line(config.freeze_embeddings)]
+              if prepared.embeddings is not None else []),
             entity_scores_table(metrics),
-            *([f"{repairs} invalid tags repaired (listed in metrics.json)"] if repairs else []),
+            *invalid_tag_lines(splits.files),
         ]
 
     def model_for_run(self, config, artifacts):
@@ -432,8 +512,9 @@ class NerPipeline(Pipeline):
 
     def evaluate(self, run, data=None, output=None):
         """Scores a trained run on its test split (`data` None: the figures of metrics.json), or
-        on a CoNLL file read with the run's columns, scheme and repair settings; writes the
-        figures as JSON to `output` if given.
+        on a CoNLL file read with the run's columns, scheme and `strict_tags` settings; writes
+        the figures as JSON to `output` if given. The files' invalid tags (read as conlleval
+        reads them) are counted in the summary and the figures (`invalid_tags`).
 
         Raises:
             DataError: an unreadable file, or a tag the model was not trained on.
@@ -442,18 +523,22 @@ class NerPipeline(Pipeline):
         config, vocabulary = loaded.config, loaded.artifacts["vocabulary"]
         if data is None:
             splits = read_splits(config)
-            sentences, source = splits.test, splits.sources["test"]
+            sentences, source, files = splits.test, splits.sources["test"], splits.files
         else:
             conll = read_conll(data, **_read_options(config))
             sentences, source = conll.sentences, conll.describe()
+            files = [{"file": conll.path, "invalid_tags": conll.invalid_tags_report()}]
             for sentence in sentences:
                 vocabulary.tag_ids(sentence, path=data)
         metrics = entity_scores(
             [s.tags for s in sentences], predict_tags(loaded.model, vocabulary, sentences)
         )
-        metrics.update(source=source)
+        metrics.update(
+            source=source,
+            invalid_tags={f["file"]: f["invalid_tags"] for f in files},
+        )
         summary = [f"{TASK_NAME}: {source}, {len(sentences)} sentences",
-                   entity_scores_table(metrics)]
+                   entity_scores_table(metrics), *invalid_tag_lines(files)]
         return evaluation_result(summary, metrics, output)
 
     def predict(self, run, data=None, output=None, **options):

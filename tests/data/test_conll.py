@@ -1,5 +1,6 @@
-"""Tests of data/conll.py: CoNLL reading, tag schemes, repairs, data directories, the splits
-of a run, vocabularies and padded batches, on small files written in each test."""
+"""Tests of data/conll.py: CoNLL reading, line endings, tag schemes and invalid tag sequences
+(checked against seqeval), data directories, the splits of a run, vocabularies and padded
+batches, on small files written in each test."""
 
 import json
 import re
@@ -95,6 +96,28 @@ def test_byte_order_mark_and_invisible_characters(tmp_path):
     assert "invisible characters removed on lines 1, 3, 4, 5" in conll.describe()
 
 
+@pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
+def test_line_endings_are_normalised_as_in_text_mode(tmp_path, ending):
+    text = "-DOCSTART-\tO\n\nAda\tB-PER\nsaid\tO\n\nNew\tB-LOC\nYork\tI-LOC\n"
+    expected = read_conll(write(tmp_path, text, name="lf.conll"))
+    conll = read_conll(write(tmp_path, text.replace("\n", ending)))
+    assert tokens_and_tags(conll) == tokens_and_tags(expected)
+    assert [s.lines for s in conll.sentences] == [[3, 4], [6, 7]]
+    assert not any("\r" in item for s in conll.sentences for item in s.tokens + s.tags)
+    # Lines in messages are counted with the same line breaks, also for undecodable bytes.
+    bad_tag = write(tmp_path, text.replace("I-LOC", "LOC").replace("\n", ending), "tag.conll")
+    with pytest.raises(DataError, match=where(bad_tag, 7) + "'LOC' is not a tag"):
+        read_conll(bad_tag)
+    undecodable = write(tmp_path, text.replace("York", "Y\xf6rk").replace("\n", ending)
+                        .encode("latin-1"), "latin1.conll")
+    with pytest.raises(DataError, match=where(undecodable, 7) + "undecodable bytes"):
+        read_conll(undecodable)
+    lines = write(tmp_path, "Ada said hi\r\nBob left\rEve\n", "lines.txt")
+    assert [s.tokens for s in read_token_lines(lines).sentences] == [
+        ["Ada", "said", "hi"], ["Bob", "left"], ["Eve"]
+    ]
+
+
 def test_tokens_only(tmp_path):
     path = write(tmp_path, "Ada\tB-PER\nsaid\tO\n\nhello\tO\n")
     conll = read_conll(path, tag_column=None)
@@ -104,7 +127,7 @@ def test_tokens_only(tmp_path):
 
 def test_the_embedded_sample_reads_as_bio():
     conll = read_conll(SAMPLE_PATH)
-    assert len(conll.sentences) == 320 and conll.scheme == "bio" and not conll.repairs
+    assert len(conll.sentences) == 320 and conll.scheme == "bio" and not conll.invalid_tags
     assert {"B-PER", "B-LOC", "B-ORG", "B-MISC"} <= {t for s in conll.sentences for t in s.tags}
 
 
@@ -147,34 +170,97 @@ def test_detect_scheme():
     assert detect_scheme(sentences(["O", "I-PER"], ["O", "B-LOC"])) == "bio"
 
 
-def test_invalid_bio_is_reported_with_its_line(tmp_path):
-    path = write(
-        tmp_path, "Lil\tB-person\nSly\tI-person\nTurn\tI-creative-work\nUp\tI-creative-work\n"
-    )
+# As in WNUT-17's emerging.dev.conll at line 1674: an I- tag after another type.
+WNUT_DEV_1674 = "Lil\tB-person\nSly\tI-person\nTurn\tI-creative-work\nUp\tI-creative-work\n"
+
+
+def test_invalid_bio_is_read_as_conlleval_reads_it_and_counted(tmp_path):
+    conll = read_conll(write(tmp_path, WNUT_DEV_1674))  # detected as BIO: B- tags after O
+    assert conll.scheme == "bio"
+    assert conll.sentences[0].tags == ["B-person", "I-person", "B-creative-work",
+                                       "I-creative-work"]
+    assert conll.invalid_tags == [
+        "line 3: I-creative-work after I-person read as B-creative-work"
+    ]
+    assert "1 invalid tag read as conlleval reads it" in conll.describe()
+
+
+def test_strict_refuses_invalid_bio_naming_line_tag_and_what_was_expected(tmp_path):
+    path = write(tmp_path, WNUT_DEV_1674)
     with pytest.raises(DataError, match=where(path, 3) + re.escape(
-        "I-creative-work after I-person: in BIO an entity starts with B-creative-work; pass "
-        "--repair to read it as B-creative-work (as conlleval does), or --scheme iob1"
+        "I-creative-work after I-person: in BIO an entity starts with B-creative-work "
+        "(expected B-creative-work, or I-person continuing the person entity); without "
+        "--strict-tags it is read as B-creative-work, as conlleval and seqeval read it (or "
+        "pass --scheme iob1 if the file is IOB1)"
     )):
-        read_conll(path, scheme="bio")
+        read_conll(path, scheme="bio", strict=True)
     with pytest.raises(DataError, match=where(path, 3) + "I-creative-work after I-person"):
-        read_conll(path)  # detected as BIO: an I- starts an entity, but so does a B-
+        read_conll(path, strict=True)
 
 
-def test_invalid_bio_at_the_sentence_start(tmp_path):
+def test_strict_refuses_invalid_bio_at_the_sentence_start(tmp_path):
     path = write(tmp_path, "Hello\tO\n\nUlm\tI-LOC\nrocks\tO\n\nBob\tB-PER\nsaid\tO\n")
-    with pytest.raises(DataError, match=where(path, 3) + "I-LOC after the sentence start"):
-        read_conll(path)
+    with pytest.raises(DataError, match=where(path, 3) + re.escape(
+        "I-LOC after the sentence start: in BIO an entity starts with B-LOC (expected B-LOC)"
+    )):
+        read_conll(path, strict=True)
+    assert read_conll(path).sentences[1].tags == ["B-LOC", "O"]
 
 
-def test_repair_reads_a_stray_inside_tag_as_a_beginning(tmp_path):
+def test_a_stray_inside_tag_starts_an_entity(tmp_path):
     path = write(tmp_path, "the\tO\nEmpire\tI-LOC\nState\tI-LOC\nand\tO\nAnn\tB-PER\n"
                            "Lee\tI-LOC\n")
-    conll = read_conll(path, scheme="bio", repair=True)
+    conll = read_conll(path, scheme="bio")
     assert conll.sentences[0].tags == ["O", "B-LOC", "I-LOC", "O", "B-PER", "B-LOC"]
-    assert conll.repairs == [
+    assert conll.invalid_tags == [
         "line 2: I-LOC after O read as B-LOC", "line 6: I-LOC after B-PER read as B-LOC"
     ]
-    assert "2 tags repaired" in conll.describe()
+    assert "2 invalid tags read as conlleval reads them" in conll.describe()
+
+
+def test_the_invalid_tags_report_counts_all_and_lists_the_first_five(tmp_path):
+    path = write(tmp_path, "".join(f"w{i}\tO\nx{i}\tI-LOC\n\n" for i in range(7)))
+    report = read_conll(path, scheme="bio").invalid_tags_report()
+    assert report["count"] == 7
+    assert report["first"] == [f"line {3 * i + 2}: I-LOC after O read as B-LOC"
+                               for i in range(5)]
+
+
+def _random_tags(rng, prefixes, length):
+    return [
+        "O" if prefix == "O" else f"{prefix}-{rng.choice(['PER', 'LOC'])}"
+        for prefix in rng.choice(prefixes, size=length)
+    ]
+
+
+@pytest.mark.parametrize("scheme, prefixes", [
+    ("bio", ["O", "B", "I", "I"]),
+    ("iob1", ["O", "B", "I", "I"]),
+    ("iobes", ["O", "B", "I", "E", "S"]),
+])
+def test_the_bio_reading_has_the_entities_seqeval_finds_in_the_raw_tags(scheme, prefixes):
+    # seqeval's default mode reads entities as conlleval does, also from invalid sequences; the
+    # converted tags must hold the same entities, as valid BIO (strict IOB2 finds them all).
+    from seqeval.metrics.sequence_labeling import get_entities
+    from seqeval.scheme import IOB2, Entities
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        raw = _random_tags(rng, prefixes, int(rng.integers(1, 9)))
+        invalid = []
+        bio = to_bio(raw, scheme, invalid_tags=invalid)
+        expected = get_entities(raw)
+        assert get_entities(bio) == expected, raw
+        strict = Entities([bio], IOB2).entities[0]
+        assert [(e.tag, e.start, e.end - 1) for e in strict] == expected, raw
+        if scheme == "iob1":
+            assert not invalid
+        else:
+            if invalid:  # and strict reading refuses exactly the sequences with invalid tags
+                with pytest.raises(DataError):
+                    to_bio(raw, scheme, strict=True)
+            else:
+                assert to_bio(raw, scheme, strict=True) == bio
 
 
 @pytest.mark.parametrize(
@@ -188,18 +274,23 @@ def test_repair_reads_a_stray_inside_tag_as_a_beginning(tmp_path):
         (["S-LOC", "I-LOC", "E-LOC"], 2, "I-LOC after S-LOC: in IOBES it must continue B-LOC"),
     ],
 )
-def test_invalid_iobes_is_reported_with_its_line(tmp_path, tags, line, message):
+def test_strict_refuses_invalid_iobes_naming_its_line(tmp_path, tags, line, message):
     text = "".join(f"w{i}\t{tag}\n" for i, tag in enumerate(tags))
     path = write(tmp_path, text)
     with pytest.raises(DataError, match=where(path, line) + re.escape(message)):
-        read_conll(path, scheme="iobes")
+        read_conll(path, scheme="iobes", strict=True)
 
 
-def test_iobes_repair_reads_the_tags_as_bio(tmp_path):
-    path = write(tmp_path, "a\tB-PER\nb\tO\nc\tE-LOC\nd\tS-ORG\n")
-    conll = read_conll(path, scheme="iobes", repair=True)
-    assert conll.sentences[0].tags == ["B-PER", "O", "B-LOC", "B-ORG"]
-    assert len(conll.repairs) == 3
+def test_invalid_iobes_is_read_as_conlleval_reads_it_and_counted(tmp_path):
+    path = write(tmp_path, "a\tB-PER\nb\tO\nc\tE-LOC\nd\tS-ORG\ne\tI-ORG\n")
+    conll = read_conll(path, scheme="iobes")
+    assert conll.sentences[0].tags == ["B-PER", "O", "B-LOC", "B-ORG", "B-ORG"]
+    assert conll.invalid_tags == [
+        "line 2: O after B-PER: in IOBES an entity ends with E-PER (or is a single S-PER); "
+        "the PER entity read as ending at B-PER",
+        "line 3: E-LOC after O: in IOBES it must continue B-LOC or I-LOC; read as B-LOC",
+        "line 5: I-ORG after S-ORG: in IOBES it must continue B-ORG or I-ORG; read as B-ORG",
+    ]
 
 
 def test_an_iobes_tag_in_a_bio_file(tmp_path):
@@ -212,8 +303,9 @@ def test_an_iobes_tag_in_a_bio_file(tmp_path):
 
 def test_to_bio_without_a_file():
     assert to_bio(["I-X", "I-X", "I-Y"], "iob1") == ["B-X", "I-X", "B-Y"]
+    assert to_bio(["O", "I-X"], "bio") == ["O", "B-X"]
     with pytest.raises(DataError, match="^I-X after O"):
-        to_bio(["O", "I-X"], "bio")
+        to_bio(["O", "I-X"], "bio", strict=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,12 +488,14 @@ def test_split_files_of_a_run(tmp_path):
     }
 
 
-def test_load_splits_reports_repairs(tmp_path):
+def test_load_splits_reports_invalid_tags_per_file(tmp_path):
     train = write(tmp_path, numbered_sentences(20) + "\nx\tO\nRome\tI-LOC\n", name="train.conll")
-    splits = load_splits(split_files(str(train)), 0.1, 0.1, seed=42, repair=True)
-    assert splits.files[0]["repairs"][0].endswith("I-LOC after O read as B-LOC")
-    with pytest.raises(DataError, match="I-LOC after O"):
-        load_splits(split_files(str(train)), 0.1, 0.1, seed=42)
+    splits = load_splits(split_files(str(train)), 0.1, 0.1, seed=42)
+    assert splits.files[0]["invalid_tags"] == {
+        "count": 1, "first": ["line 62: I-LOC after O read as B-LOC"]
+    }
+    with pytest.raises(DataError, match="line 62: I-LOC after O"):
+        load_splits(split_files(str(train)), 0.1, 0.1, seed=42, strict=True)
 
 
 def test_splits_held_out_from_one_file_are_deterministic(tmp_path):

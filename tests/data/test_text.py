@@ -56,6 +56,26 @@ def test_undecodable_bytes_name_the_file_line_and_byte_offset(tmp_path):
         read_text(path)
 
 
+@pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
+def test_line_endings_are_normalised_as_in_text_mode(tmp_path, ending):
+    lines = ["First Citizen:", "Before we proceed any further, hear me speak.", "", "All:"]
+    path = tmp_path / "windows.txt"
+    path.write_bytes(ending.join(lines + [""]).encode("utf-8"))
+    text, _ = read_text(path)
+    assert text == "\n".join(lines + [""])
+    corpus = prepare_corpus(path, val_fraction=0.2)
+    assert "\r" not in corpus.vocabulary.chars and "\n" in corpus.vocabulary.chars
+    assert corpus.total_chars == len(text)
+    # A folder's files are joined at their normalised ends; lines in messages count the same
+    # line breaks, also for undecodable bytes.
+    (tmp_path / "more.txt").write_bytes(f"more{ending}caf\xe9{ending}".encode("latin-1"))
+    with pytest.raises(DataError, match=r"more\.txt, line 2: undecodable bytes at byte offset "
+                                        rf"{4 + len(ending) + 3} \(0xe9\)"):
+        read_text(tmp_path)
+    (tmp_path / "more.txt").write_bytes(f"more{ending}".encode("utf-8"))
+    assert read_text(tmp_path)[0] == "more\n" + text
+
+
 def test_undecodable_file_inside_a_folder_is_named(tmp_path):
     (tmp_path / "good.txt").write_text("fine\n")
     (tmp_path / "bad.txt").write_bytes(b"\xff")

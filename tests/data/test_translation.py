@@ -179,6 +179,31 @@ def test_bad_tsv_lines_are_errors_with_file_and_line(tmp_path):
         read_tsv_pairs(path)
 
 
+@pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
+def test_line_endings_are_normalised_as_in_text_mode(tmp_path, ending):
+    pairs = [("Go.", "Geh."), ("Hi there.", "Hallo!"), ("Run!", "Lauf!"), ("Wait.", "Warte.")]
+    tsv = write(tmp_path / "pairs.tsv",
+                "".join(f"{source}\t{target}\tCC-BY 2.0{ending}" for source, target in pairs))
+    read = read_tsv_pairs(tsv)
+    assert list(zip(read.sources, read.targets)) == pairs
+    assert read.origins[-1] == (str(tsv), 4)
+    source = write(tmp_path / "train.en", "".join(s + ending for s, _ in pairs))
+    target = write(tmp_path / "train.de", "".join(t + ending for _, t in pairs))
+    aligned = read_aligned(source, target)
+    assert list(zip(aligned.sources, aligned.targets)) == pairs
+    prepared = load_data(src=source, tgt=target, val_fraction=0.25, test_fraction=0.25,
+                         seed=0).encode(batch_size=2)
+    tokens = prepared.source_vocabulary.tokens + prepared.target_vocabulary.tokens
+    assert not any("\r" in token for token in tokens) and "▁there" in tokens
+    # Lines in messages count the same line breaks.
+    gap = write(tmp_path / "gap.tsv", f"Go.\tGeh.{ending}{ending}Hi.\tHallo.{ending}")
+    with pytest.raises(DataError, match="gap.tsv, line 2: empty line"):
+        read_tsv_pairs(gap)
+    latin = write(tmp_path / "latin.de", f"Eins.{ending}Zwei Männer.{ending}", "latin-1")
+    with pytest.raises(DataError, match="latin.de, line 2: undecodable bytes"):
+        read_aligned(write(tmp_path / "two.en", "One.\nTwo men.\n"), latin)
+
+
 def test_split_files_of_a_folder_are_found_by_language(tmp_path):
     for stem in ("train", "val", "test_2016_flickr", "test_2017_mscoco"):
         for lang in ("en", "de"):

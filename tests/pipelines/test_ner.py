@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.data.conll import Sentence, TaggingVocabulary, encode_sentences, make_tagging_dataset
+from seqlab.data.errors import DataError
 from seqlab.models import SequenceTagger
 from seqlab.pipelines.metrics import entity_scores
 from seqlab.pipelines.ner import (
@@ -194,17 +195,145 @@ def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
     assert f"{other}, line 1: unknown tag 'B-CITY'" in stderr
 
 
-def test_cli_reports_invalid_tags_by_line_and_repairs_them(data_dir, tmp_path):
+def with_invalid_tags(sentences):
+    """The sentences as published data sets have them: in every second one the first entity
+    starts with I- (after O or at the sentence start), and one sentence has an I- after another
+    type, as WNUT-17's dev file at line 1674."""
+    broken = []
+    for index, (tokens, tags) in enumerate(sentences):
+        if index % 2 == 0 and any(tag != "O" for tag in tags):
+            first = next(i for i, tag in enumerate(tags) if tag != "O")
+            tags = tags[:first] + ["I-" + tags[first][2:]] + tags[first + 1:]
+        broken.append((tokens, tags))
+    return broken + [(["Lil", "Sly", "Turn", "Up"], ["B-PER", "I-PER", "I-ORG", "I-ORG"])]
+
+
+def invalid_bio(sentences):
+    """Each I-X tag that continues no X entity (after O, another type, or at the start) of
+    sentences written by `write_conll`, as the reader describes it."""
+    found, line = [], 1
+    for _, tags in sentences:
+        for index, tag in enumerate(tags):
+            previous = tags[index - 1] if index else "the sentence start"
+            if tag.startswith("I-") and previous[2:] != tag[2:]:
+                found.append(f"line {line + index}: {tag} after {previous} read as B-{tag[2:]}")
+        line += len(tags) + 1
+    return found
+
+
+@pytest.fixture(scope="module")
+def invalid_tags_run(tmp_path_factory):
+    """A CRF tagger (BIO constraints on) trained on files whose tags are invalid BIO in places,
+    with the raw sentences of each file."""
+    folder = tmp_path_factory.mktemp("ner_invalid_tags")
+    raw = {}
+    for name, count, seed in (("train", 48, 0), ("dev", 12, 1), ("test", 24, 2)):
+        raw[name] = with_invalid_tags(tiny_sentences(count, seed))
+        write_conll(folder / f"{name}.conll", raw[name])
+    out = tmp_path_factory.mktemp("ner_runs") / "invalid-tags"
+    status, stdout, stderr = run_cli(["ner", "train", "--data", str(folder), "--out", str(out),
+                                      "--crf", *TINY_FLAGS, "--epochs", "4"])
+    assert status == 0, stderr
+    return folder, raw, out, stdout
+
+
+def test_invalid_bio_is_read_as_conlleval_reads_it_counted_and_scored_as_seqeval_does(
+        invalid_tags_run):
+    from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
+    from seqeval.metrics.sequence_labeling import get_entities
+    from seqeval.scheme import IOB2
+
+    folder, raw, out, stdout = invalid_tags_run
+    metrics = json.loads((out / "metrics.json").read_text())
+    counts = {f"{folder / name}.conll": len(invalid_bio(raw[name])) for name in raw}
+    assert min(counts.values()) >= 3 and counts[str(folder / "test.conll")] > 5
+    reports = {f["file"]: f["invalid_tags"] for f in metrics["data"]["files"]}
+    assert {path: report["count"] for path, report in reports.items()} == counts
+    assert metrics["data"]["invalid_tags"] == sum(counts.values())
+    test_file = str(folder / "test.conll")
+    first = reports[test_file]["first"]
+    assert first == invalid_bio(raw["test"])[:5]
+    assert "after the sentence start" in " ".join(invalid_bio(raw["test"]))
+    assert "I-ORG after I-PER read as B-ORG" in invalid_bio(raw["test"])[-1]
+    assert (f"{test_file}: {counts[test_file]} invalid tags read as conlleval and seqeval read "
+            f"them (an I-X that continues no X entity starts one; --strict-tags refuses them): "
+            f"{first[0]}; ") in stdout
+    assert stdout.count("invalid tags read as conlleval and seqeval read them") == 3
+
+    # Gold tags as the run scored them, and its predictions, in the order of test.conll.
+    rows = [[line.split("\t") for line in block.splitlines()]
+            for block in (out / "test_predictions.conll").read_text().strip().split("\n\n")]
+    raw_gold = [tags for _, tags in raw["test"]]
+    assert [[row[0] for row in rows_] for rows_ in rows] == [t for t, _ in raw["test"]]
+    scored_gold = [[row[1] for row in rows_] for rows_ in rows]
+    predicted = [[row[2] for row in rows_] for rows_ in rows]
+    # The gold entities are those seqeval finds in the raw tags, as valid BIO.
+    assert get_entities(scored_gold) == get_entities(raw_gold)
+    assert scored_gold != raw_gold
+    assert sum(tag != "O" for tags in predicted for tag in tags) > 0  # the check means something
+    # conlleval figures: seqeval's default mode on the raw tags gives the same figures.
+    assert metrics["conlleval"] == pytest.approx({
+        "precision": precision_score(raw_gold, predicted),
+        "recall": recall_score(raw_gold, predicted),
+        "f1": f1_score(raw_gold, predicted),
+    })
+    # Strict IOB2 figures: seqeval's strict mode on the raw entities written as BIO.
+    entity_bio = [["O"] * len(tags) for tags in raw_gold]
+    offsets = np.cumsum([0] + [len(tags) + 1 for tags in raw_gold])  # seqeval joins with O
+    for kind, start, end in get_entities(raw_gold):
+        sentence = int(np.searchsorted(offsets, start, side="right")) - 1
+        for position in range(start, end + 1):
+            entity_bio[sentence][position - offsets[sentence]] = \
+                ("B-" if position == start else "I-") + kind
+    report = classification_report(entity_bio, predicted, mode="strict", scheme=IOB2,
+                                    output_dict=True, zero_division=0)["micro avg"]
+    assert (metrics["precision"], metrics["recall"], metrics["f1"]) == pytest.approx(
+        (report["precision"], report["recall"], report["f1-score"]))
+    assert metrics["support"] == len(get_entities(raw_gold))
+    # The CRF learns from the BIO reading: no gold transition breaks its constraints.
+    history = (out / "history.csv").read_text().splitlines()
+    losses = [float(row.split(",")[history[0].split(",").index("loss")]) for row in history[1:]]
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_evaluate_counts_the_invalid_tags_of_the_file_it_reads(invalid_tags_run, tmp_path):
+    folder, raw, out, _ = invalid_tags_run
+    test_file = str(folder / "test.conll")
+    status, stdout, stderr = run_cli(["ner", "evaluate", "--run", str(out), "--data", test_file,
+                                      "--output", str(tmp_path / "eval.json")])
+    assert status == 0, stderr
+    figures = json.loads((tmp_path / "eval.json").read_text())
+    count = len(invalid_bio(raw["test"]))
+    assert figures["invalid_tags"][test_file]["count"] == count
+    assert f"{test_file}: {count} invalid tags read as conlleval" in stdout
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert figures["f1"] == pytest.approx(metrics["f1"])
+    assert figures["conlleval"] == pytest.approx(metrics["conlleval"])
+    status, stdout, _ = run_cli(["ner", "evaluate", "--run", str(out)])
+    assert status == 0 and stdout.count("invalid tags read as conlleval and seqeval") == 3
+
+
+def test_strict_tags_refuses_invalid_tags_and_repair_is_the_default(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
-    invalid = [(["x", "Rome"], ["O", "I-LOC"])]
-    write_conll(broken / "train.conll", tiny_sentences(20, seed=0) + invalid)
-    status, _, stderr = run_cli(["ner", "train", "--data", str(broken), "--out",
-                                 str(tmp_path / "run"), *TINY_FLAGS])
-    assert status == 2
-    assert "train.conll, line" in stderr and "I-LOC after O" in stderr
-    splits = read_splits(NerConfig(data=str(broken), repair=True))
-    assert splits.files[0]["repairs"][0].endswith("I-LOC after O read as B-LOC")
+    sentences = tiny_sentences(20, seed=0) + [(["x", "Rome"], ["O", "I-LOC"])]
+    train_file = write_conll(broken / "train.conll", sentences)
+    (location,) = [item.split(":")[0] for item in invalid_bio(sentences)]
+    status, _, stderr = run_cli(["ner", "train", "--data", str(broken), "--strict-tags",
+                                 "--out", str(tmp_path / "run"), *TINY_FLAGS])
+    assert status == 2 and not (tmp_path / "run").exists()
+    assert (f"{train_file}, {location}: I-LOC after O: in BIO an entity starts with B-LOC "
+            "(expected B-LOC); without --strict-tags it is read as B-LOC") in stderr
+    # --repair, 0.1.0's way to ask for this reading, is accepted and changes nothing.
+    default, repaired = (read_splits(NerConfig(data=str(broken), **flags))
+                         for flags in ({}, {"repair": True}))
+    assert default.files == repaired.files
+    assert default.files[0]["invalid_tags"]["first"] == invalid_bio(sentences)
+    assert [s.tags for s in default.train + default.validation + default.test].count(
+        ["O", "B-LOC"]) == 1
+    status, _, stderr = run_cli(["ner", "train", "--data", str(broken), "--repair",
+                                 "--strict-tags"])
+    assert status == 2 and "give one. Received: repair=True, strict_tags=True" in stderr
     status, _, stderr = run_cli(["ner", "train", "--dropout", "1.5"])
     assert status == 2 and "dropout=1.5" in stderr
     # One naming scheme across tasks: --min-count, as translate has it (0.1.0: --min-freq).
@@ -303,3 +432,68 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     assert logged == f1_by_epoch[:7] and epoch == 6
     callback.on_train_end()
     assert model.layers[0].kernel.numpy()[0, 0] == 4.0 and callback.best_epoch == 5
+
+
+# Pretrained word vectors (--embeddings)
+
+
+class WordEmbeddingAtTrainBegin(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.matrix = self.model.word_embedding.embeddings.numpy().copy()
+
+
+def test_pretrained_vectors_with_case_fallback_frozen_and_exported(data_dir, tmp_path):
+    # Cased and lower-cased words, values multiples of 1/32 (exact in float32); dimension 8.
+    rng = np.random.default_rng(0)
+    words = ["Paris", "rome", "lives", "in", ".", "ALICE", "Globex", "unseen"]
+    vectors = {word: np.float32(rng.integers(-64, 64, 8) / 32) for word in words}
+    path = tmp_path / "vectors.vec"
+    path.write_text(f"{len(words)} 8\n" + "".join(
+        f"{word} {' '.join(map(str, vector))} \n" for word, vector in vectors.items()))
+    config = NerConfig(data=str(data_dir), out=str(tmp_path / "run"), epochs=1, units=8,
+                       word_dim=None, char_dim=8, char_units=4, batch_size=16, min_count=1,
+                       learning_rate=0.02, embeddings=str(path), freeze_embeddings=True)
+    begin = WordEmbeddingAtTrainBegin()
+    result = train(config, callbacks=[begin])
+    run = result.path
+    vocabulary = json.loads((run / "vocabulary.json").read_text())["words"]
+    model = keras.saving.load_model(run / "model.keras", compile=False)
+    matrix = model.word_embedding.embeddings.numpy()
+    np.testing.assert_array_equal(matrix, begin.matrix)  # frozen: bit-identical after training
+    np.testing.assert_array_equal(matrix[0], np.zeros(8))
+    # The vocabulary is lower-cased: "paris" finds "Paris", "alice" finds "ALICE".
+    for word, key in (("paris", "Paris"), ("rome", "rome"), ("lives", "lives"), ("in", "in"),
+                      (".", "."), ("alice", "ALICE"), ("globex", "Globex")):
+        np.testing.assert_array_equal(matrix[vocabulary.index(word)], vectors[key])
+
+    # The coverage, counted independently on the training file's tokens.
+    tokens = [line.split("\t")[0].lower()
+              for line in (data_dir / "train.conll").read_text().splitlines() if line]
+    found = {"paris", "rome", "lives", "in", ".", "alice", "globex"}
+    report = json.loads((run / "metrics.json").read_text())["embeddings"]
+    assert report["vocabulary"] == {"words": len(vocabulary) - 2, "found": 7,
+                                    "share": 7 / (len(vocabulary) - 2)}
+    assert report["training_tokens"] == {
+        "tokens": len(tokens), "found": sum(t in found for t in tokens),
+        "share": sum(t in found for t in tokens) / len(tokens)}
+    assert report["found_by_case_fallback"] == 3 and report["frozen"] is True
+    assert report["format"] == "word2vec/fastText text" and report["dimension"] == 8
+    assert "pretrained vectors: vectors.vec" in result.summary and "frozen" in result.summary
+    serve_and_compare(run)
+
+
+def test_a_word_dim_other_than_the_vectors_is_refused_before_anything_is_written(data_dir,
+                                                                                 tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_text("paris 0.5 0.25\nrome 1 2 3\n")
+    config = NerConfig(data=str(data_dir), out=str(tmp_path / "run"), word_dim=8,
+                       embeddings=str(path))
+    with pytest.raises(DataError, match=r"glove\.txt, line 1: 2-dimensional vectors, but "
+                                        "--word-dim is 8"):
+        train(config)
+    with pytest.raises(DataError, match=r"glove\.txt, line 2: 3 values; expected a word and 2 "
+                                        r"values \(line 1's dimension\)"):
+        train(NerConfig(data=str(data_dir), out=str(tmp_path / "run"), embeddings=str(path)))
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
+    with pytest.raises(ValueError, match="freeze_embeddings keeps pretrained vectors fixed"):
+        NerConfig(freeze_embeddings=True)
