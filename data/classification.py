@@ -20,7 +20,10 @@ other classes are skipped and reported.
 
 Every example remembers where it came from (file and line), so that a bad one, or a label a
 trained model does not know, is reported as a `DataError` that names the place. Texts are decoded
-as UTF-8 (a byte-order mark is allowed).
+as UTF-8 (a byte-order mark is allowed) with their line endings normalised as Python's text mode
+reads them: "\\r\\n" and a lone "\\r" become "\\n", so a file written on Windows gives the same
+texts, labels and line numbers as the same file with "\\n" endings (no label or text ends in
+"\\r"). A line is what ends at "\\n", nothing else (not a form feed or a Unicode line separator).
 
 `load_training_data` reads the data to train on (or the embedded smoke-test sample), `make_splits`
 makes the train / validation / test splits (a given test split, or a seeded stratified one from
@@ -37,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from seqlab.data.errors import DataError, read_utf8
+from seqlab.data.datasets import resolve_path
+from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
 
 TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/sentiment_sample.tsv)"
@@ -108,17 +112,25 @@ class LabelledData:
 
 
 def read_text(path):
-    """The UTF-8 text of `path` (a byte-order mark is dropped).
+    """The UTF-8 text of `path` (a byte-order mark is dropped), line endings normalised to
+    "\\n" ("\\r\\n" and a lone "\\r" too, as Python's text mode reads them).
 
     Raises:
         DataError: the file is missing or holds bytes that are not UTF-8 (the line is named).
     """
-    return read_utf8(path)
+    return normalize_line_endings(read_utf8(path))
+
+
+def split_lines(text):
+    """The lines of a text read by `read_text`, without their "\\n" (a last line needs none)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def read_lines(path):
-    """The lines of a UTF-8 text file, without line endings (for `predict --input`)."""
-    return read_text(path).splitlines()
+    """The lines of a UTF-8 text file, without line endings, blank ones too (for `predict
+    --input`)."""
+    return split_lines(read_text(path))
 
 
 def read_table(path, text_column="text", label_column="label", classes=None):
@@ -277,7 +289,7 @@ def read_line_files(paths, classes=None):
             notes.append(f"{path.name} (class {label!r} is not among the chosen classes)")
             excluded.append(label)
             continue
-        lines = read_text(path).splitlines()
+        lines = split_lines(read_text(path))
         blank = 0
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -358,8 +370,9 @@ def _read_folder(folder, classes):
 
 
 def read_examples(path, text_column="text", label_column="label", classes=None):
-    """`(Examples, layout)` of one table file or one folder (without given splits)."""
-    path = Path(path)
+    """`(Examples, layout)` of one table file or one folder (without given splits), or of a
+    registered data-set name (`data.datasets.resolve_path`)."""
+    path = resolve_path(path)
     if path.is_dir():
         return _read_folder(path, classes)
     if not path.exists():
@@ -372,7 +385,8 @@ def read_labelled(path, text_column="text", label_column="label", classes=None):
 
     Args:
         path: a CSV/TSV file, or a folder (line files, class folders, or `train/` and `test/`
-            sub-folders holding either).
+            sub-folders holding either), or a registered data-set name
+            (`data.datasets.resolve_path`).
         text_column, label_column: the table columns (tables only).
         classes: keep only these classes; examples of others are skipped and reported.
 
@@ -382,7 +396,7 @@ def read_labelled(path, text_column="text", label_column="label", classes=None):
     Raises:
         DataError: unreadable or unsuitable input (see the readers).
     """
-    path = Path(path)
+    path = resolve_path(path)
     names = {p.name for p in _visible_entries(path)} if path.is_dir() else set()
     test = None
     if set(SPLIT_FOLDERS) <= names and all((path / n).is_dir() for n in SPLIT_FOLDERS):

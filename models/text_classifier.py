@@ -4,9 +4,13 @@
       -> recurrent or Transformer encoder layers -> masked pooling -> dropout -> softmax
 
 Token id 0 is padding: the mask `ids != 0` reaches every layer and the pooling, so padding
-changes no output. The `ngrams` kind is the baseline beside these: a logistic regression on which
-word n-grams occur in a text. An ensemble averages the probabilities of classifiers built alike
-from different seeds, each member trained on its own (`MemberEarlyStopping` stops each at its own
+changes no output. A text longer than `sequence_length` tokens is cut: at the end (its first
+tokens kept, Keras's `TextVectorization` and seqlab 0.1.0) or at the start (its last tokens kept,
+`truncate="start"`), inside the model, so that `.keras` files and SavedModels cut alike.
+
+The `ngrams` kind is the baseline beside these: a logistic regression on which word n-grams
+occur in a text. An ensemble averages the probabilities of classifiers built alike from
+different seeds, each member trained on its own (`MemberEarlyStopping` stops each at its own
 best epoch).
 """
 
@@ -29,6 +33,8 @@ from seqlab.layers._checks import check_positive_int, check_rate
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 KINDS = (*RECURRENT_LAYERS, "transformer", "ngrams")
 POOLINGS = ("mean", "max", "last")
+# Which end of a text longer than `sequence_length` tokens is cut off.
+TRUNCATIONS = ("end", "start")
 STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", None)
 # Seed offset between ensemble members (a member's layers use seed + 0, 1, ... per layer).
 MEMBER_SEED_STRIDE = 1000
@@ -39,12 +45,14 @@ def _derived_seed(seed, offset):
 
 
 def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_length=64,
-                    standardize="lower_and_strip_punctuation", ngrams=2):
+                    standardize="lower_and_strip_punctuation", ngrams=2, truncate="end"):
     """The `TextVectorization` layer of a classifier of `kind`, splitting on whitespace.
 
     Word-sequence kinds: token ids `int64[B, sequence_length]` padded with id 0 (id 1 is
-    `[UNK]`). The ngrams kind: which of the vocabulary's 1..`ngrams`-grams occur in each text,
-    a sparse `float32[B, len(vocabulary)]` of 0/1 (column 0: any n-gram outside it).
+    `[UNK]`), longer texts cut at the end; with `truncate="start"`, `int64[B, T]` padded to the
+    batch's longest text (T unbounded: `keep_last_tokens` cuts them). The ngrams kind: which of
+    the vocabulary's 1..`ngrams`-grams occur in each text, a sparse `float32[B, len(vocabulary)]`
+    of 0/1 (column 0: any n-gram outside it).
 
     Args:
         kind: the classifier kind (see `TextClassifier`).
@@ -53,6 +61,7 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
         sequence_length: tokens per text (word-sequence kinds); longer texts are truncated.
         standardize: Keras's standardization before splitting, or None.
         ngrams: the longest n-gram of the ngrams kind.
+        truncate: "end" (the layer cuts longer texts at the end) or "start" (it does not cut).
     """
     if kind == "ngrams":
         return keras.layers.TextVectorization(
@@ -61,8 +70,54 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
         )
     return keras.layers.TextVectorization(
         max_tokens=max_tokens, standardize=standardize, split="whitespace", output_mode="int",
-        output_sequence_length=sequence_length, vocabulary=vocabulary, name="vectorizer",
+        output_sequence_length=sequence_length if truncate == "end" else None,
+        vocabulary=vocabulary, name="vectorizer",
     )
+
+
+def keep_last_tokens(ids, sequence_length):
+    """The last `sequence_length` tokens of each row: `int[B, T] -> int[B, min(T, length)]`.
+
+    A row's tokens (ids != 0) come first, padding (id 0) after them; a row with L tokens keeps
+    tokens `max(0, L - sequence_length) .. L - 1`, still first in the row, padded with 0. The
+    width is the batch's longest kept row, so a batch of short texts stays narrow.
+    """
+    ids = tf.convert_to_tensor(ids)
+    lengths = tf.reduce_sum(tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1, keepdims=True)
+    width = tf.minimum(tf.reduce_max(tf.concat([lengths[:, 0], [0]], axis=0)), sequence_length)
+    positions = tf.maximum(lengths - sequence_length, 0) + tf.range(width)[None, :]
+    kept = tf.gather(ids, tf.minimum(positions, tf.maximum(tf.shape(ids)[1] - 1, 0)),
+                     batch_dims=1)
+    return tf.where(positions < lengths, kept, tf.zeros_like(kept))
+
+
+def vectorize(vectorizer, texts, kind, sequence_length, truncate="end"):
+    """What a classifier of `kind` reads of raw `texts` (`string[B]`): the output of its
+    `text_vectorizer` (made with the same arguments), then, for a word-sequence kind with
+    `truncate="start"`, the cut to the last `sequence_length` tokens."""
+    features = vectorizer(texts)
+    if kind != "ngrams" and truncate == "start":
+        return keep_last_tokens(features, sequence_length)
+    return features
+
+
+def count_tokens(texts, standardize="lower_and_strip_punctuation", batch_size=1024):
+    """How many tokens a word-sequence classifier with `standardize` reads in each text before
+    any cut (the same with every vocabulary: a word outside it is one `[UNK]`).
+
+    Returns:
+        int64 numpy `[len(texts)]`.
+    """
+    # Every token is one nonzero id, known or not: a one-word vocabulary counts them all.
+    vectorizer = text_vectorizer("bilstm", ["[UNK]"], sequence_length=None,
+                                 standardize=standardize)
+    texts = list(texts)
+    counts = [
+        tf.math.count_nonzero(vectorizer(tf.constant(texts[start:start + batch_size])),
+                              axis=1).numpy()
+        for start in range(0, len(texts), batch_size)
+    ]
+    return np.concatenate(counts) if counts else np.zeros(0, dtype="int64")
 
 
 def adapt_vocabulary(texts, kind="bilstm", max_tokens=None,
@@ -132,8 +187,10 @@ class TextClassifier(keras.Model):
     `softmax(x W + b)` with x the 0/1 presence of each 1..`ngrams`-gram, from zero weights.
 
     With `vocabulary` the model takes raw strings (`string[B]`): the `TextVectorization`
-    travels inside it (and inside its `.keras` file and SavedModels). Without, it takes token
-    ids `int[B, T]` (ngrams kind: the presence vectors `float32[B, vocabulary_size]`).
+    travels inside it (and inside its `.keras` file and SavedModels), and so does the cut of
+    texts longer than `sequence_length` tokens, at their end or (`truncate="start"`) at their
+    start. Without, it takes token ids `int[B, T]` as given (ngrams kind: the presence vectors
+    `float32[B, vocabulary_size]`).
 
     The sublayers carry the names of seqlab 0.1.0's functional classifier (`embedding`,
     `<kind>_<i>` or `bidirectional_<i>`, `encoder_<i>`, `probabilities`), so weights copy from
@@ -159,6 +216,9 @@ class TextClassifier(keras.Model):
             layers).
         token_dropout: the share of real tokens replaced by `[UNK]` while training.
         seed: seed of the dropout draws (None: unseeded).
+        truncate: which end of a longer raw text is cut: "end" keeps its first
+            `sequence_length` tokens (padded to `sequence_length`, as 0.1.0 did), "start" its
+            last ones (padded to the batch's longest kept text: short batches run narrower).
 
     Call arguments:
         inputs: `string[B]`, or token ids `int[B, T]` padded with 0.
@@ -181,13 +241,13 @@ class TextClassifier(keras.Model):
     def __init__(self, num_classes, vocabulary=None, vocabulary_size=None, kind="bilstm",
                  pooling="mean", sequence_length=64, standardize="lower_and_strip_punctuation",
                  ngrams=2, embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128,
-                 dropout=0.5, token_dropout=0.5, seed=None, **kwargs):
+                 dropout=0.5, token_dropout=0.5, seed=None, truncate="end", **kwargs):
         size = _check_hyperparameters(
             num_classes=num_classes, vocabulary=vocabulary, vocabulary_size=vocabulary_size,
             kind=kind, pooling=pooling, sequence_length=sequence_length,
             standardize=standardize, ngrams=ngrams, embedding_dim=embedding_dim, units=units,
             layers=layers, num_heads=num_heads, ff_dim=ff_dim, dropout=dropout,
-            token_dropout=token_dropout,
+            token_dropout=token_dropout, truncate=truncate,
         )
         kwargs.setdefault("name", f"text_classifier_{kind}")
         super().__init__(**kwargs)
@@ -199,10 +259,11 @@ class TextClassifier(keras.Model):
         self.embedding_dim, self.units, self.num_layers = embedding_dim, units, layers
         self.num_heads, self.ff_dim = num_heads, ff_dim
         self.dropout, self.token_dropout, self.seed = dropout, token_dropout, seed
+        self.truncate = truncate
 
         self.vectorizer = None if vocabulary is None else text_vectorizer(
             kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
-            ngrams=ngrams,
+            ngrams=ngrams, truncate=truncate,
         )
         self.token_dropper = self.embedding = self.embedding_dropout = None
         self.sequence_layers, self.pooler, self.pooled_dropout = [], None, None
@@ -270,7 +331,7 @@ class TextClassifier(keras.Model):
         self.built = True
 
     def call(self, inputs, training=False):
-        features = inputs if self.vectorizer is None else self.vectorizer(inputs)
+        features = self.features(inputs)
         if self.kind == "ngrams":
             return self.output_layer(features)
         mask = ops.not_equal(features, 0)
@@ -281,6 +342,15 @@ class TextClassifier(keras.Model):
         if self.pooler is not None:
             hidden = self.pooler(hidden, mask=mask)
         return self.output_layer(self.pooled_dropout(hidden, training=training))
+
+    def features(self, inputs):
+        """What the layers after the vectorizer read: token ids `int[B, T]` of raw strings,
+        cut to `sequence_length` (ngrams kind: the n-gram presence), or `inputs` as given
+        without a vocabulary."""
+        if self.vectorizer is None:
+            return inputs
+        return vectorize(self.vectorizer, inputs, self.kind, self.sequence_length,
+                         self.truncate)
 
     def predict_probabilities(self, inputs, batch_size=256):
         """The class probabilities of many inputs, batched as `predict` batches them.
@@ -313,12 +383,13 @@ class TextClassifier(keras.Model):
             "dropout": self.dropout,
             "token_dropout": self.token_dropout,
             "seed": self.seed,
+            "truncate": self.truncate,
         }
 
 
 def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooling,
                            sequence_length, standardize, ngrams, embedding_dim, units, layers,
-                           num_heads, ff_dim, dropout, token_dropout):
+                           num_heads, ff_dim, dropout, token_dropout, truncate):
     """Raises `ValueError` for settings no classifier can have; returns the vocabulary size."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}. Received: kind={kind!r}")
@@ -330,6 +401,10 @@ def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooli
         raise ValueError(
             f"standardize must be one of {', '.join(map(str, STANDARDIZE))}. Received: "
             f"standardize={standardize!r}"
+        )
+    if truncate not in TRUNCATIONS:
+        raise ValueError(
+            f"truncate must be one of {', '.join(TRUNCATIONS)}. Received: truncate={truncate!r}"
         )
     for name, value in (("num_classes", num_classes), ("sequence_length", sequence_length),
                         ("ngrams", ngrams), ("embedding_dim", embedding_dim),
@@ -395,7 +470,7 @@ class TextClassifierEnsemble(keras.Model):
                  kind="bilstm", pooling="mean", sequence_length=64,
                  standardize="lower_and_strip_punctuation", ngrams=2, embedding_dim=64,
                  units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5, token_dropout=0.5,
-                 seed=None, **kwargs):
+                 seed=None, truncate="end", **kwargs):
         check_positive_int("num_members", num_members)
         size = _check_vocabulary(vocabulary, vocabulary_size)
         kwargs.setdefault("name", f"text_classifier_ensemble_{kind}")
@@ -408,11 +483,11 @@ class TextClassifierEnsemble(keras.Model):
             num_classes=num_classes, kind=kind, pooling=pooling,
             sequence_length=sequence_length, standardize=standardize, ngrams=ngrams,
             embedding_dim=embedding_dim, units=units, layers=layers, num_heads=num_heads,
-            ff_dim=ff_dim, dropout=dropout, token_dropout=token_dropout,
+            ff_dim=ff_dim, dropout=dropout, token_dropout=token_dropout, truncate=truncate,
         )
         self.vectorizer = None if vocabulary is None else text_vectorizer(
             kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
-            ngrams=ngrams,
+            ngrams=ngrams, truncate=truncate,
         )
         self.members = [
             TextClassifier(vocabulary_size=size, seed=_derived_seed(seed, MEMBER_SEED_STRIDE * k),
@@ -430,12 +505,20 @@ class TextClassifierEnsemble(keras.Model):
 
     def member_probabilities(self, inputs, training=False):
         """Every member's probabilities, float32 `[B, num_members, num_classes]`."""
-        features = inputs if self.vectorizer is None else self.vectorizer(inputs)
+        features = self.features(inputs)
         return ops.stack([member(features, training=training) for member in self.members],
                          axis=1)
 
     def call(self, inputs, training=False):
         return ops.mean(self.member_probabilities(inputs, training=training), axis=1)
+
+    def features(self, inputs):
+        """What the members read (see `TextClassifier.features`)."""
+        if self.vectorizer is None:
+            return inputs
+        config = self.member_config
+        return vectorize(self.vectorizer, inputs, config["kind"], config["sequence_length"],
+                         config["truncate"])
 
     def predict_probabilities(self, inputs, batch_size=256, return_members=False):
         """The ensemble's class probabilities of many inputs, batched as `predict` batches them,
@@ -455,7 +538,7 @@ class TextClassifierEnsemble(keras.Model):
             return probabilities
         if not len(inputs):
             return probabilities, [probabilities] * self.num_members
-        features = inputs if self.vectorizer is None else self.vectorizer(
+        features = inputs if self.vectorizer is None else self.features(
             tf.constant(list(inputs), dtype=tf.string)
         )
         return probabilities, [member.predict(features, batch_size=batch_size, verbose=0)

@@ -4,7 +4,8 @@
 `data/classification.py`) or the smoke-test sample shipped in the package, splits them (given
 train/test, or a seeded stratified split), learns the training split's vocabulary and fits a
 `seqlab.models.TextClassifier` (`--ensemble` N > 1: a `TextClassifierEnsemble`, each member
-stopping at its own best epoch) that vectorises raw strings itself. Scored on the test split
+stopping at its own best epoch) that vectorises raw strings itself and cuts long ones to a
+length taken from the training texts (`settle_length_and_pooling`). Scored on the test split
 beside the majority-class baseline. `evaluate`, `predict` and `export` work from the run
 directory, also one written by seqlab 0.1.0.
 
@@ -31,17 +32,19 @@ from seqlab.data.classification import (
     load_training_data,
     make_dataset,
     make_splits,
-    read_examples,
     read_lines,
     read_scored_examples,
 )
+from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.models.text_classifier import KINDS as MODEL_KINDS
-from seqlab.models.text_classifier import POOLINGS
+from seqlab.models.text_classifier import POOLINGS, TRUNCATIONS
 from seqlab.models.text_classifier import (
     MemberEarlyStopping,
     TextClassifier,
     TextClassifierEnsemble,
     adapt_vocabulary,
+    count_tokens,
+    text_vectorizer,
 )
 from seqlab.pipelines.common import (
     ActionResult,
@@ -50,6 +53,7 @@ from seqlab.pipelines.common import (
     check_at_least,
     check_positive,
     check_rate,
+    fill_in_setting,
     format_table,
     make_config,
     option,
@@ -71,6 +75,16 @@ STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", "non
 # Vocabulary of the word-sequence models when --vocabulary-size is not given (the ngrams model
 # then keeps every n-gram of the training split).
 DEFAULT_WORD_VOCABULARY = 20000
+# Token embedding size when neither --embedding-dim nor --embeddings gives one.
+DEFAULT_EMBEDDING_DIM = 64
+# The default --sequence-length: this percentile of the training texts' token counts, at least
+# MIN_DEFAULT_SEQUENCE_LENGTH (0.1.0's fixed default: short texts are not cut, and a batch is
+# only as wide as its longest text anyway) and at most MAX_DEFAULT_SEQUENCE_LENGTH (a recurrent
+# layer's time per epoch grows with the length; cut at the start, a longer review still keeps
+# its last 512 words, where it concludes).
+LENGTH_PERCENTILE = 95
+MIN_DEFAULT_SEQUENCE_LENGTH = 64
+MAX_DEFAULT_SEQUENCE_LENGTH = 512
 # How many predictions `predict` prints; all of them go to its output file.
 PRINTED_PREDICTIONS = 50
 
@@ -85,7 +99,8 @@ class SentimentConfig(TrainConfig):
         "embedded 150-sentence smoke-test sample)",
     )
     test_data: str | None = option(
-        None, "test split in the same layout as --data (default: a seeded stratified split)"
+        None, "test split in the same layout as --data (a folder with train/ and test/: its "
+        "test/) (default: a seeded stratified split)"
     )
     text_column: str = option("text", "table layout: the column holding the texts")
     label_column: str = option("label", "table layout: the column holding the labels")
@@ -101,7 +116,15 @@ class SentimentConfig(TrainConfig):
         None, "most frequent training tokens kept, with padding and [UNK] (default: "
         f"{DEFAULT_WORD_VOCABULARY}; ngrams model: every n-gram of the training split)"
     )
-    sequence_length: int = option(64, "tokens per text; longer texts are truncated")
+    sequence_length: int | None = option(
+        None, f"tokens per text; longer texts are cut (see --truncate) (default: the "
+        f"{LENGTH_PERCENTILE}th percentile of the training texts' token counts, at least "
+        f"{MIN_DEFAULT_SEQUENCE_LENGTH} and at most {MAX_DEFAULT_SEQUENCE_LENGTH})"
+    )
+    truncate: str = option(
+        "start", "which end of a longer text is cut: start keeps its last tokens (reviews "
+        "conclude at the end), end its first", TRUNCATIONS,
+    )
     standardize: str = option(
         "lower_and_strip_punctuation", "text standardization before splitting on whitespace",
         STANDARDIZE,
@@ -112,11 +135,23 @@ class SentimentConfig(TrainConfig):
         MODEL_KINDS,
     )
     ngrams: int = option(2, "ngrams model: longest n-gram counted (1: words only)")
-    pooling: str = option(
-        "mean", "summary of the sequence: masked mean or maximum over the unmasked steps, or "
-        "the last unmasked recurrent state", POOLINGS,
+    pooling: str | None = option(
+        None, "summary of the sequence: masked mean or maximum over the unmasked steps, or "
+        "the last unmasked recurrent state (default: mean when --sequence-length is at most "
+        f"{MIN_DEFAULT_SEQUENCE_LENGTH}, max when longer)", POOLINGS,
     )
-    embedding_dim: int = option(64, "token embedding size (transformer: model width)")
+    embedding_dim: int | None = option(
+        None, f"token embedding size (transformer: model width) (default: "
+        f"{DEFAULT_EMBEDDING_DIM}, or the dimension of --embeddings)"
+    )
+    embeddings: str | None = option(
+        None, "pretrained word vectors copied into the token embedding before training: a "
+        "GloVe, word2vec or fastText text file (.gz too) or a registered name such as "
+        "glove.6B.100d (not for the ngrams model)"
+    )
+    freeze_embeddings: bool = option(
+        False, "keep the pretrained vectors of --embeddings fixed while training"
+    )
     units: int = option(64, "units per recurrent layer (bilstm: per direction)")
     layers: int = option(1, "stacked recurrent or Transformer layers")
     dropout: float = option(0.5, "dropout rate on the embeddings and on the pooled features")
@@ -139,6 +174,8 @@ class SentimentConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.embedding_dim is None and self.embeddings is None:
+            self.embedding_dim = DEFAULT_EMBEDDING_DIM  # else the vectors' dimension (prepare)
         check_at_least(self, 1, "sequence_length", "embedding_dim", "units", "layers",
                        "num_heads", "ff_dim", "patience", "ensemble", "ngrams")
         check_at_least(self, 3, "vocabulary_size")  # padding, [UNK] and one token
@@ -155,7 +192,17 @@ class SentimentConfig(TrainConfig):
                 "an ensemble would all be the same model; train it with ensemble=1. Received: "
                 f"ensemble={self.ensemble}"
             )
-        if self.model == "transformer" and self.embedding_dim % self.num_heads:
+        if self.model == "ngrams" and self.embeddings is not None:
+            raise ValueError(
+                "the ngrams model has no word embedding to take pretrained vectors; use "
+                f"--embeddings with {', '.join(k for k in MODEL_KINDS if k != 'ngrams')}. "
+                f"Received: model='ngrams', embeddings={self.embeddings!r}"
+            )
+        if self.freeze_embeddings and self.embeddings is None:
+            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
+                             "--embeddings. Received: embeddings=None")
+        if (self.model == "transformer" and self.embedding_dim is not None
+                and self.embedding_dim % self.num_heads):
             raise ValueError(
                 "embedding_dim must be a multiple of num_heads for the transformer. Received: "
                 f"embedding_dim={self.embedding_dim}, num_heads={self.num_heads}"
@@ -177,12 +224,84 @@ def load_data(config):
             raise UsageError(
                 f"--test-data was given, but {config.data} holds its own test/ split"
             )
-        data.test, _ = read_examples(config.test_data, *columns, config.classes)
+        data.test, _ = read_scored_examples(config.test_data, *columns, config.classes)
     return data
 
 
 def _standardize(config):
     return None if config.standardize == "none" else config.standardize
+
+
+def settle_length_and_pooling(config, splits):
+    """Sets an unset `config.sequence_length` and `config.pooling` from the training texts, and
+    reports them and the texts the length cuts.
+
+    The default length is the `LENGTH_PERCENTILE`th percentile of the training split's token
+    counts (as the model tokenises them), at least `MIN_DEFAULT_SEQUENCE_LENGTH` and at most
+    `MAX_DEFAULT_SEQUENCE_LENGTH`. The default pooling is the masked mean up to
+    `MIN_DEFAULT_SEQUENCE_LENGTH` tokens and the masked maximum beyond.
+
+    Returns:
+        The `truncation` figures of metrics.json: `sequence_length` and `chosen_by` (why),
+        `pooling` and `pooling_chosen_by`, the `percentile` and `percentile_tokens` of the
+        training split, the `bounds` of the default length, `truncate`, and per split the
+        texts `cut` (longer than the length), `texts` and `longest` (tokens); None for the
+        ngrams model, which reads whole texts.
+
+    Raises:
+        UsageError: the config refuses a chosen value.
+    """
+    counts = {name: count_tokens(examples.texts, _standardize(config))
+              for name, examples in splits.items()}
+    percentile_tokens = int(np.ceil(np.percentile(counts["train"], LENGTH_PERCENTILE)))
+    chosen_by = "--sequence-length"
+    if config.sequence_length is None:
+        chosen_by = (f"the {LENGTH_PERCENTILE}th percentile of the training texts' token "
+                     f"counts, {percentile_tokens}")
+        length = min(max(percentile_tokens, MIN_DEFAULT_SEQUENCE_LENGTH),
+                     MAX_DEFAULT_SEQUENCE_LENGTH)
+        if length > percentile_tokens:
+            chosen_by += f", raised to the default's minimum {length}"
+        elif length < percentile_tokens:
+            chosen_by += f", lowered to the default's maximum {length}"
+        fill_in_setting(config, "sequence_length", length, chosen_by)
+    pooling_chosen_by = "--pooling"
+    if config.pooling is None:
+        # Over hundreds of steps a mean dilutes the few words that decide; on short texts the
+        # mean measured best (docs/performance.md).
+        long_texts = config.sequence_length > MIN_DEFAULT_SEQUENCE_LENGTH
+        pooling_chosen_by = (f"sequence length {config.sequence_length}, "
+                             f"{'above' if long_texts else 'at most'} "
+                             f"{MIN_DEFAULT_SEQUENCE_LENGTH}")
+        fill_in_setting(config, "pooling", "max" if long_texts else "mean", pooling_chosen_by)
+    if config.model == "ngrams":
+        return None
+    return {
+        "sequence_length": config.sequence_length,
+        "chosen_by": chosen_by,
+        "pooling": config.pooling,
+        "pooling_chosen_by": pooling_chosen_by,
+        "percentile": LENGTH_PERCENTILE,
+        "percentile_tokens": percentile_tokens,
+        "bounds": [MIN_DEFAULT_SEQUENCE_LENGTH, MAX_DEFAULT_SEQUENCE_LENGTH],
+        "truncate": config.truncate,
+        **{name: {"cut": int(np.sum(c > config.sequence_length)), "texts": len(c),
+                  "longest": int(c.max(initial=0))}
+           for name, c in counts.items()},
+    }
+
+
+def truncation_line(truncation):
+    """The summary line of `settle_length_and_pooling`'s report."""
+    length = truncation["sequence_length"]
+    kept = "last" if truncation["truncate"] == "start" else "first"
+    cuts = ", ".join(f"{shown} {truncation[name]['cut']} of {truncation[name]['texts']}"
+                     for name, shown in (("train", "train"), ("val", "validation"),
+                                         ("test", "test"))
+                     if truncation[name]["texts"])
+    return (f"sequence length {length} ({truncation['chosen_by']}); longer texts cut at the "
+            f"{truncation['truncate']} (their {kept} {length} tokens kept): {cuts}; "
+            f"{truncation['pooling']} pooling ({truncation['pooling_chosen_by']})")
 
 
 def make_model(config, vocabulary, n_classes):
@@ -191,7 +310,7 @@ def make_model(config, vocabulary, n_classes):
     hyperparameters = dict(
         num_classes=n_classes, vocabulary=vocabulary, kind=config.model,
         pooling=config.pooling, sequence_length=config.sequence_length,
-        standardize=_standardize(config), ngrams=config.ngrams,
+        truncate=config.truncate, standardize=_standardize(config), ngrams=config.ngrams,
         embedding_dim=config.embedding_dim, units=config.units, layers=config.layers,
         num_heads=config.num_heads, ff_dim=config.ff_dim, dropout=config.dropout,
         token_dropout=config.token_dropout, seed=config.seed, name=f"sentiment_{config.model}",
@@ -199,6 +318,25 @@ def make_model(config, vocabulary, n_classes):
     if config.ensemble > 1:
         return TextClassifierEnsemble(num_members=config.ensemble, **hyperparameters)
     return TextClassifier(**hyperparameters)
+
+
+def read_embeddings(config, vocabulary, texts):
+    """The `PretrainedEmbeddings` of `--embeddings` for the vocabulary (None without), their
+    coverage counted on the tokens of the whole training `texts` (standardised as the model
+    does); an unset `--embedding-dim` becomes the vectors' dimension."""
+    if config.embeddings is None:
+        return None
+    vectorizer = text_vectorizer(config.model, vocabulary, sequence_length=None,
+                                 standardize=_standardize(config))
+    token_ids = vectorizer(tf.constant(list(texts), dtype=tf.string)).numpy()
+    embeddings = pretrained_embeddings(
+        config.embeddings, vocabulary, np.bincount(token_ids.ravel(), minlength=len(vocabulary)),
+        first_word_id=2, dimension=config.embedding_dim, setting="--embedding-dim",
+    )
+    if config.embedding_dim is None:
+        fill_in_setting(config, "embedding_dim", embeddings.dimension,
+                        f"the dimension of {embeddings.path}")
+    return embeddings
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +388,8 @@ class PreparedTexts:
     ids: dict
     vocabulary: list
     member_stopping: MemberEarlyStopping | None = None
+    embeddings: PretrainedEmbeddings | None = None
+    truncation: dict | None = None
 
 
 @dataclasses.dataclass
@@ -297,6 +437,8 @@ class SentimentPipeline(Pipeline):
         "export": ["seqlab sentiment export --run runs/polarity --out serving/polarity/1"],
     }
     predict_options = PredictOptions
+    # seqlab 0.1.0 cut long texts at the end (Keras's TextVectorization).
+    legacy_settings = {"truncate": "end"}
 
     def monitored(self, config):
         return config.monitor, "min" if config.monitor == "loss" else "max"
@@ -311,11 +453,18 @@ class SentimentPipeline(Pipeline):
             max_tokens = DEFAULT_WORD_VOCABULARY
         vocabulary = adapt_vocabulary(splits["train"].texts, config.model, max_tokens,
                                       _standardize(config), config.ngrams)
+        truncation = settle_length_and_pooling(config, splits)
         ids = {name: label_ids(examples, classes) for name, examples in splits.items()}
-        return PreparedTexts(data, splits, report, classes, ids, vocabulary)
+        embeddings = read_embeddings(config, vocabulary, splits["train"].texts)
+        return PreparedTexts(data, splits, report, classes, ids, vocabulary,
+                             embeddings=embeddings, truncation=truncation)
 
     def build_model(self, config, prepared):
         model = make_model(config, prepared.vocabulary, len(prepared.classes))
+        if prepared.embeddings is not None:
+            # Before fit: a resumed run's BackupAndRestore then puts its own weights over them.
+            for classifier in getattr(model, "members", [model]):
+                prepared.embeddings.copy_into(classifier.embedding, config.freeze_embeddings)
         optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
         if isinstance(model, TextClassifierEnsemble):
             model.compile(optimizer)  # its loss: each member's own cross-entropy
@@ -361,7 +510,10 @@ class SentimentPipeline(Pipeline):
                 "vocabulary_size": len(prepared.vocabulary),
                 "skipped": data.train.skipped + (data.test.skipped if data.test else []),
             },
+            truncation=prepared.truncation,
         )
+        if prepared.embeddings is not None:
+            metrics["embeddings"] = prepared.embeddings.report(config.freeze_embeddings)
         return metrics
 
     def artifacts(self, config, prepared):
@@ -392,6 +544,9 @@ class SentimentPipeline(Pipeline):
             f"{prepared.report['method']} split (train {counts['train']}, validation "
             f"{counts['val']}, test {counts['test']}), vocabulary {data['vocabulary_size']} "
             f"{'n-grams' if config.model == 'ngrams' else 'tokens'}",
+            *([truncation_line(prepared.truncation)] if prepared.truncation else []),
+            *([prepared.embeddings.summary_line(config.freeze_embeddings)]
+              if prepared.embeddings is not None else []),
             classification_tables(metrics, config.model),
             *([f"skipped: {'; '.join(data['skipped'])}"] if data["skipped"] else []),
             *([f"classes without test examples: {', '.join(untested)}"] if untested else []),

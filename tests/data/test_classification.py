@@ -215,6 +215,58 @@ def test_read_lines_keeps_blank_lines(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# Line endings
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\r"])
+def test_crlf_and_cr_files_read_as_their_lf_twins(tmp_path, ending):
+    """Windows (CRLF) and old Mac (CR) files give the texts, labels and line numbers of the
+    same file with LF endings; no text or label keeps a "\\r" (a quoted CSV field spanning
+    lines included)."""
+    table = 'review,class\n"two\nlines",good\nflat,bad\n\nfine,good\n'
+    lines = {"rt-polarity.pos": "a joy\n\nsharp\n", "rt-polarity.neg": "tedious\nflat"}
+    read = {}
+    for name, newline in (("lf", "\n"), ("other", ending)):
+        folder = tmp_path / name
+        csv_examples = read_table(write(folder / "reviews.csv", table.replace("\n", newline)),
+                                  "review", "class")
+        tsv_examples = read_table(
+            write(folder / "reviews.tsv", table.replace(",", "\t").replace('"', "")
+                  .replace("two\nlines", "two lines").replace("\n", newline)),
+            "review", "class")
+        for file_name, text in lines.items():
+            write(folder / "lines" / file_name, text.replace("\n", newline))
+        line_examples = read_labelled(folder / "lines").train
+        make_class_folders(folder / "reviews", {
+            "good": ["Loved it.\nWould watch again.\n"], "bad": ["Dull.\n\nSkip it."],
+        })
+        for path in (folder / "reviews").rglob("*.txt"):
+            path.write_bytes(path.read_bytes().replace(b"\n", newline.encode()))
+        folder_examples = read_labelled(folder / "reviews").train
+        input_lines = read_lines(write(folder / "in.txt", "one\n\nthree\n".replace("\n", newline)))
+        read[name] = (csv_examples, tsv_examples, line_examples, folder_examples, input_lines)
+    for lf, other in zip(read["lf"][:4], read["other"][:4]):
+        assert other.texts == lf.texts and other.labels == lf.labels
+        assert [line for _, line in other.origins] == [line for _, line in lf.origins]
+        assert other.skipped == lf.skipped
+        assert not any("\r" in value for value in other.texts + other.labels)
+    assert read["other"][0].texts == ["two\nlines", "flat", "fine"]
+    assert [line for _, line in read["other"][0].origins] == [2, 4, 6]
+    assert read["other"][2].texts == ["tedious", "flat", "a joy", "sharp"]
+    assert read["other"][3].texts == ["Dull.\n\nSkip it.", "Loved it.\nWould watch again."]
+    assert read["other"][4] == read["lf"][4] == ["one", "", "three"]
+
+
+def test_a_line_is_what_ends_at_a_line_feed_only(tmp_path):
+    # str.splitlines would also split at a form feed or U+2028; text mode does not.
+    write(tmp_path / "a.pos", "page one\fpage two\nsecond\u2028same line\n")
+    write(tmp_path / "a.neg", "dull\n")
+    examples = read_labelled(tmp_path).train
+    assert examples.texts == ["dull", "page one\fpage two", "second\u2028same line"]
+    assert [line for _, line in examples.origins] == [1, 1, 2]
+
+
+# ---------------------------------------------------------------------------------------------
 # Bad input
 
 

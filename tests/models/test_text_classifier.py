@@ -20,7 +20,13 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.models import TextClassifier, TextClassifierEnsemble
-from seqlab.models.text_classifier import MemberEarlyStopping, adapt_vocabulary, text_vectorizer
+from seqlab.models.text_classifier import (
+    MemberEarlyStopping,
+    adapt_vocabulary,
+    count_tokens,
+    keep_last_tokens,
+    text_vectorizer,
+)
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "sentiment"
 TEXTS = ["a superb film", "so dull and boring", "the chair", "", "great great fun",
@@ -170,6 +176,75 @@ def test_padding_does_not_change_outputs_and_empty_texts_are_defined(kind, pooli
     defined = model(np.array([[0, 0, 0, 0], [1, 1, 1, 0]])).numpy()
     assert np.all(np.isfinite(defined))
     np.testing.assert_allclose(defined.sum(axis=1), 1, atol=1e-6)
+
+
+def test_keep_last_tokens_keeps_each_rows_last_tokens_first_in_the_row():
+    rng = np.random.default_rng(0)
+    lengths = [0, 1, 3, 4, 5, 9]
+    ids = np.zeros((len(lengths), 9), dtype="int64")
+    for row, length in enumerate(lengths):
+        ids[row, :length] = rng.integers(1, 50, size=length)
+    for keep in (1, 4, 9, 12):
+        kept = keep_last_tokens(tf.constant(ids), keep).numpy()
+        assert kept.shape == (len(lengths), min(keep, max(lengths)))
+        for row, length in enumerate(lengths):
+            tokens = list(ids[row, :length][-keep:])  # plain Python slicing as the reference
+            assert list(kept[row]) == tokens + [0] * (kept.shape[1] - len(tokens))
+    # The batch is only as wide as its longest kept row.
+    assert keep_last_tokens(tf.constant([[3, 4, 0, 0, 0]]), 8).shape == (1, 2)
+
+
+def test_count_tokens_counts_the_words_the_model_reads_before_any_cut():
+    texts = ["A superb film!", "", "so  dull , and boring", "zzz " * 300]
+    assert count_tokens(texts).tolist() == [3, 0, 4, 300]
+    assert count_tokens(texts, standardize=None).tolist() == [3, 0, 5, 300]
+    assert count_tokens([]).tolist() == []
+
+
+@pytest.mark.parametrize("kind", ["gru", "transformer"])
+def test_truncate_start_reads_the_last_words_and_end_the_first(kind):
+    words = [f"w{i}" for i in range(20)]
+    vocabulary = adapt_vocabulary([" ".join(words)])
+    model = tiny_classifier(kind, vocabulary=vocabulary, sequence_length=6, truncate="start")
+    first = tiny_classifier(kind, vocabulary=vocabulary, sequence_length=6, truncate="end")
+    first.set_weights(model.get_weights())
+    long_text, short_text = " ".join(words), "w3 w4"
+    texts = tf.constant([long_text, short_text])
+    by_start, by_end = model(texts).numpy(), first(texts).numpy()
+    expected_start = model(tf.constant([" ".join(words[-6:]), short_text])).numpy()
+    expected_end = model(tf.constant([" ".join(words[:6]), short_text])).numpy()
+    np.testing.assert_allclose(by_start, expected_start, atol=1e-6)
+    np.testing.assert_allclose(by_end, expected_end, atol=1e-6)
+    assert np.abs(by_start[0] - by_end[0]).max() > 1e-6  # the two cuts differ
+    np.testing.assert_allclose(by_start[1], by_end[1], atol=1e-6)  # nothing cut: the same
+    assert model.features(texts).shape == (2, 6)
+    assert model.features(tf.constant([short_text])).shape == (1, 2)
+
+
+def test_truncate_start_survives_the_keras_file_and_the_ensemble(tmp_path):
+    words = [f"w{i}" for i in range(12)]
+    vocabulary = adapt_vocabulary([" ".join(words)])
+    texts = tf.constant([" ".join(words), " ".join(words[-4:]), "w1"])
+    model = tiny_classifier("bilstm", vocabulary=vocabulary, sequence_length=4, truncate="start")
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert loaded.truncate == "start"
+    outputs = loaded(texts).numpy()
+    np.testing.assert_array_equal(outputs, model(texts).numpy())
+    np.testing.assert_allclose(outputs[0], outputs[1], atol=1e-6)
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=2, vocabulary=vocabulary,
+                                      kind="gru", truncate="start", **{**TINY,
+                                                                       "sequence_length": 4})
+    probabilities, members = ensemble.predict_probabilities(texts.numpy(), return_members=True)
+    np.testing.assert_allclose(probabilities[0], probabilities[1], atol=1e-6)
+    np.testing.assert_allclose(members[1][0], members[1][1], atol=1e-6)
+    np.testing.assert_allclose(np.mean(members, axis=0), probabilities, atol=1e-6)
+
+
+def test_a_model_saved_without_truncate_cuts_at_the_end_as_0_1_0_did():
+    config = tiny_classifier("gru").get_config()
+    del config["truncate"]
+    assert TextClassifier.from_config(config).truncate == "end"
 
 
 def test_token_dropout_replaces_real_tokens_only_while_training():
@@ -431,6 +506,7 @@ def test_member_early_stopping_gives_each_member_its_own_best_epoch():
     (dict(kind="transformer", embedding_dim=6, num_heads=4),
      "embedding_dim must be a multiple of num_heads"),
     (dict(pooling="sum"), "pooling must be one of mean, max, last"),
+    (dict(truncate="middle"), "truncate must be one of end, start. Received: truncate='middle'"),
     (dict(units=0), "Received: units=0"),
     (dict(dropout=1.0), "Received: dropout=1.0"),
     (dict(vocabulary=None), "Give the vocabulary .* or vocabulary_size"),

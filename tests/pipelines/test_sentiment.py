@@ -1,6 +1,8 @@
 """Tests of pipelines/sentiment.py on tiny made-up data (tiny models, few epochs)."""
 
 import json
+import shutil
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -14,11 +16,13 @@ from seqlab.data.errors import DataError
 from seqlab.models import TextClassifier, TextClassifierEnsemble
 from seqlab.pipelines.common import UsageError, make_config
 from seqlab.pipelines.sentiment import (
+    PIPELINE,
     SentimentConfig,
     evaluate,
     export,
     load_data,
     predict,
+    settle_length_and_pooling,
     train,
 )
 
@@ -287,3 +291,256 @@ def test_command_line_trains_on_the_embedded_sample_then_predicts(tmp_path, caps
     status = cli.main(["sentiment", "train", "--data", str(bad), "--out", str(tmp_path / "b")])
     assert status == 2
     assert "the label column 'label' has one class ('one')" in capsys.readouterr().err
+
+
+# Long documents: the sequence length, the cut and the pooling chosen from the data
+
+LONG_FILLER = [f"w{i}" for i in range(30)]
+VERDICTS = {"pos": ["great", "superb", "lovely"], "neg": ["awful", "dull", "boring"]}
+
+
+def write_long_reviews(path, n_texts=200, words=500, seed=0):
+    """A CSV of ~`words`-word texts of random filler (shared by both classes) whose class is
+    told only by one verdict word among their last five words."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for index in range(n_texts):
+        label = ("pos", "neg")[index % 2]
+        body = list(rng.choice(LONG_FILLER, size=rng.integers(words - 20, words + 20)))
+        ending = list(rng.choice(LONG_FILLER, size=4))
+        ending.insert(rng.integers(0, 5), rng.choice(VERDICTS[label]))
+        rows.append({"text": " ".join(body + ending), "label": label})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def long_runs(tmp_path_factory):
+    """The default model (no length, cut or pooling flags; tiny and quick otherwise) and the
+    ngrams model trained on the same long texts."""
+    folder = tmp_path_factory.mktemp("long")
+    data = write_long_reviews(folder / "long.csv")
+    default = train(SentimentConfig(
+        data=str(data), out=str(folder / "default"), embedding_dim=8, units=8, dropout=0.0,
+        token_dropout=0.0, learning_rate=0.02, batch_size=64, epochs=4,
+    ))
+    ngrams = train(SentimentConfig(data=str(data), out=str(folder / "ngrams"), model="ngrams"))
+    return data, default, ngrams
+
+
+def test_default_model_reads_long_documents_at_least_as_well_as_ngrams(long_runs):
+    _, default, ngrams = long_runs
+    accuracy = default.metrics["model"]["accuracy"]
+    # The verdict is in the last words: 0.1.0's first 64 tokens saw none of it (0.5).
+    assert accuracy >= ngrams.metrics["model"]["accuracy"] and accuracy >= 0.9
+    settings = json.loads((default.path / "config.json").read_text())["settings"]
+    assert (settings["sequence_length"], settings["truncate"], settings["pooling"]) == (
+        512, "start", "max")
+
+
+def test_chosen_length_and_cut_texts_are_reported(long_runs):
+    data, default, ngrams = long_runs
+    truncation = json.loads((default.path / "metrics.json").read_text())["truncation"]
+    config = SentimentConfig(data=str(data))
+    splits, _ = make_splits(load_data(config), config.test_fraction, config.val_fraction,
+                            config.seed)
+    # The texts are lower-case words without punctuation: a word is a token.
+    counts = {name: np.array([len(text.split()) for text in examples.texts])
+              for name, examples in splits.items()}
+    percentile = int(np.ceil(np.percentile(counts["train"], 95)))
+    assert percentile > 512
+    assert truncation["percentile_tokens"] == percentile
+    assert truncation["sequence_length"] == 512 and truncation["truncate"] == "start"
+    assert truncation["chosen_by"] == (
+        f"the 95th percentile of the training texts' token counts, {percentile}, lowered to "
+        "the default's maximum 512")
+    assert truncation["pooling"] == "max"
+    for name in ("train", "val", "test"):
+        assert truncation[name] == {"cut": int(np.sum(counts[name] > 512)),
+                                    "texts": len(counts[name]),
+                                    "longest": int(counts[name].max())}
+    assert 0 < truncation["train"]["cut"] < truncation["train"]["texts"]
+    cut = truncation["train"]["cut"]
+    assert (f"sequence length 512 (the 95th percentile of the training texts' token counts, "
+            f"{percentile}, lowered to the default's maximum 512); longer texts cut at the "
+            f"start (their last 512 tokens kept): train {cut} of") in default.summary
+    assert "max pooling (sequence length 512, above 64)" in default.summary
+    # The ngrams model reads whole texts: nothing to report.
+    assert "truncation" not in ngrams.metrics or ngrams.metrics["truncation"] is None
+    assert "sequence length" not in ngrams.summary
+
+
+def test_long_run_saved_model_cuts_texts_inside_the_graph(long_runs, tmp_path):
+    data, default, _ = long_runs
+    texts = pd.read_csv(data)["text"].tolist()[:3]
+    longer = [" ".join(["w1"] * 100 + text.split()) for text in texts]  # only the start differs
+    last_words = [" ".join(text.split()[-512:]) for text in longer]
+    model = keras.saving.load_model(default.path / "model.keras")
+    expected = model.predict(tf.constant(texts), verbose=0)
+    serving = tf.saved_model.load(str(default.path / "saved_model")).signatures[
+        "serving_default"]
+    def served(batch):
+        return serving(text=tf.constant(batch))["probabilities"].numpy()
+
+    np.testing.assert_allclose(served(texts), expected, atol=1e-6)
+    np.testing.assert_allclose(served(longer), served(last_words), atol=1e-6)
+    reloaded = predict(default.path, texts=texts, output=str(tmp_path / "p.csv"))
+    rows = pd.read_csv(reloaded.path)
+    np.testing.assert_allclose(rows["p_pos"], expected[:, 1], atol=1e-5)
+
+
+def test_explicit_length_pooling_and_cut_win_and_short_texts_keep_64(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv")
+    short = tiny_config(data, tmp_path / "run", sequence_length=None)
+    splits, _ = make_splits(load_data(short), short.test_fraction, short.val_fraction, 0)
+    report = settle_length_and_pooling(short, splits)
+    # At most 8 words per text: the 95th percentile is raised to 64, nothing is cut.
+    assert (short.sequence_length, short.pooling) == (64, "mean")
+    assert report["chosen_by"].endswith("raised to the default's minimum 64")
+    assert report["pooling_chosen_by"] == "sequence length 64, at most 64"
+    assert all(report[name]["cut"] == 0 for name in ("train", "val", "test"))
+    given = tiny_config(data, tmp_path / "run", sequence_length=2, truncate="end",
+                        pooling="last")
+    report = settle_length_and_pooling(given, splits)
+    assert (given.sequence_length, given.truncate, given.pooling) == (2, "end", "last")
+    assert (report["chosen_by"], report["pooling_chosen_by"]) == (
+        "--sequence-length", "--pooling")
+    words = {name: np.array([len(t.split()) for t in examples.texts])
+             for name, examples in splits.items()}
+    assert report["train"]["cut"] == int(np.sum(words["train"] > 2)) > 0
+
+
+def test_a_0_1_0_run_without_truncate_cuts_at_the_end(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "sentiment", run)
+    loaded = PIPELINE.load_run(run)
+    assert loaded.config.truncate == "end" and loaded.model.truncate == "end"
+    assert loaded.config.sequence_length == 16 and loaded.config.pooling == "mean"
+
+
+# Pretrained word vectors (--embeddings)
+
+
+def write_vectors(path, words, dimension=8, seed=0):
+    """A GloVe file of `words`, values multiples of 1/32 (exact in float32); returns them."""
+    rng = np.random.default_rng(seed)
+    vectors = {word: rng.integers(-64, 64, dimension) / 32 for word in words}
+    path.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in vectors.items()))
+    return {word: np.float32(vector) for word, vector in vectors.items()}
+
+
+class EmbeddingsAtTrainBegin(keras.callbacks.Callback):
+    """Keeps every classifier's token embedding matrix as `fit` starts (after a restore)."""
+
+    def on_train_begin(self, logs=None):
+        classifiers = getattr(self.model, "members", [self.model])
+        self.matrices = [embedding_matrix(c) for c in classifiers]
+        self.output_kernel = classifiers[0].output_layer.kernel.numpy().copy()
+
+
+def embedding_matrix(classifier):
+    layer = getattr(classifier.embedding, "token_embedding", classifier.embedding)
+    return layer.embeddings.numpy().copy()
+
+
+def test_frozen_pretrained_vectors_stay_bit_identical_and_the_run_exports(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv")
+    # Some of the words (a cased one too), and words the data lacks.
+    vectors = write_vectors(tmp_path / "vectors.txt",
+                            ["the", "film", "Superb", "awful", "table", "unseen"])
+    config = tiny_config(data, tmp_path / "run", embedding_dim=None, epochs=1,
+                         embeddings=str(tmp_path / "vectors.txt"), freeze_embeddings=True)
+    begin = EmbeddingsAtTrainBegin()
+    result = train(config, callbacks=[begin])
+    run = result.path
+    assert json.loads((run / "config.json").read_text())["settings"]["embedding_dim"] == 8
+    # compile=False: the saved optimizer state lacks the frozen embedding, which a model built
+    # from its config would train.
+    model = keras.saving.load_model(run / "model.keras", compile=False)
+    vocabulary = (run / "vocabulary.txt").read_text().split("\n")[:-1]
+    matrix = embedding_matrix(model)
+    np.testing.assert_array_equal(matrix, begin.matrices[0])  # frozen: bit-identical
+    assert not np.array_equal(model.output_layer.kernel.numpy(), begin.output_kernel)
+    np.testing.assert_array_equal(matrix[0], np.zeros(8))
+    for word, key in (("the", "the"), ("film", "film"), ("superb", "Superb"),
+                      ("awful", "awful"), ("table", "table")):
+        np.testing.assert_array_equal(matrix[vocabulary.index(word)], vectors[key])
+
+    # The coverage, counted independently on the training split's words.
+    splits, _ = make_splits(load_data(config), config.test_fraction, config.val_fraction,
+                            config.seed)
+    tokens = [w for text in splits["train"].texts for w in text.split()]
+    found = {"the", "film", "superb", "awful", "table"}
+    report = result.metrics["embeddings"]
+    assert report["vocabulary"] == {"words": len(vocabulary) - 2, "found": 5,
+                                    "share": 5 / (len(vocabulary) - 2)}
+    assert report["training_tokens"]["tokens"] == len(tokens)
+    assert report["training_tokens"]["share"] == sum(w in found for w in tokens) / len(tokens)
+    assert report["found_by_case_fallback"] == 1 and report["frozen"] is True
+    assert report["dimension_from"] == "the vector file"
+    assert json.loads((run / "metrics.json").read_text())["embeddings"] == report
+    assert "pretrained vectors: vectors.txt (GloVe text, 8 dimensions" in result.summary
+
+    texts = ["a superb film", "so dull", "the chair", ""]
+    serving = tf.saved_model.load(str(run / "saved_model")).signatures["serving_default"]
+    np.testing.assert_allclose(serving(text=tf.constant(texts))["probabilities"].numpy(),
+                               model.predict(tf.constant(texts), verbose=0), atol=1e-6)
+
+
+@pytest.mark.parametrize("model_kind, ensemble", [("gru", 2), ("transformer", 1)])
+def test_every_member_and_the_transformer_get_the_vectors(tmp_path, model_kind, ensemble):
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
+    vectors = write_vectors(tmp_path / "vectors.txt", ["film", "great"])
+    begin = EmbeddingsAtTrainBegin()
+    result = train(tiny_config(data, tmp_path / "run", model=model_kind, ensemble=ensemble,
+                               epochs=1, num_heads=2, ff_dim=8, embedding_dim=8,
+                               embeddings=str(tmp_path / "vectors.txt")), callbacks=[begin])
+    vocabulary = (result.path / "vocabulary.txt").read_text().split("\n")[:-1]
+    assert len(begin.matrices) == ensemble
+    for matrix in begin.matrices:
+        for word in ("film", "great"):
+            np.testing.assert_array_equal(matrix[vocabulary.index(word)], vectors[word])
+    assert result.metrics["embeddings"]["dimension_from"] == "--embedding-dim"
+    assert "trained further" in result.summary
+
+
+def test_a_resumed_run_keeps_its_restored_weights_over_the_vectors(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
+    vectors = write_vectors(tmp_path / "vectors.txt", ["film", "the"])
+    config = tiny_config(data, tmp_path / "run", epochs=2, patience=5,
+                         embeddings=str(tmp_path / "vectors.txt"))
+
+    class InterruptAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.matrix = embedding_matrix(self.model)
+            raise RuntimeError("simulated crash")
+
+    crash = InterruptAfterFirstEpoch()
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(config, callbacks=[crash])
+    begin = EmbeddingsAtTrainBegin()
+    train(config, callbacks=[begin])
+    np.testing.assert_array_equal(begin.matrices[0], crash.matrix)
+    film = (tmp_path / "run" / "vocabulary.txt").read_text().split("\n").index("film")
+    assert not np.array_equal(crash.matrix[film], vectors["film"])  # trained in epoch 1
+
+
+def test_embeddings_settings_that_cannot_work_are_refused(tmp_path):
+    with pytest.raises(UsageError, match="the ngrams model has no word embedding to take "
+                                         "pretrained vectors; use --embeddings with gru, lstm, "
+                                         "bilstm, transformer"):
+        make_config(SentimentConfig, flag_values={"model": "ngrams", "embeddings": "v.txt"})
+    with pytest.raises(UsageError, match="freeze_embeddings keeps pretrained vectors fixed: "
+                                         "give them with --embeddings"):
+        make_config(SentimentConfig, flag_values={"freeze_embeddings": True})
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
+    write_vectors(tmp_path / "vectors.txt", ["film"], dimension=4)
+    with pytest.raises(DataError, match=r"vectors\.txt, line 1: 4-dimensional vectors, but "
+                                        "--embedding-dim is 8"):
+        train(tiny_config(data, tmp_path / "run", embeddings=str(tmp_path / "vectors.txt")))
+    with pytest.raises(UsageError, match=r"embedding_dim must be a multiple of num_heads for "
+                                         r"the transformer\. Received: embedding_dim=4, "
+                                         r"num_heads=8 \(embedding_dim=4: the dimension of "):
+        train(tiny_config(data, tmp_path / "run", model="transformer", num_heads=8,
+                          embedding_dim=None, embeddings=str(tmp_path / "vectors.txt")))
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
