@@ -12,27 +12,32 @@ The pieces, in the order a forecasting run uses them:
 - `WindowGenerator`: splits a series in time order, scales it and cuts windows
   `(window[batch, lookback, n_features], target[batch, horizon, n_targets])` that never cross a
   split boundary.
-- `estimate_season`: the period of the strongest autocorrelation peak, for the seasonal-naive
-  baseline.
+- `choose_season`: the season of the seasonal-naive baseline: the calendar's (24 for hourly time
+  stamps, 7 daily, 52 weekly, 12 monthly, 4 quarterly: `calendar_season`) unless the training
+  rows contradict it, else the strongest autocorrelation peak (`estimate_season`).
 """
 
 import csv
 import dataclasses
 import io
-import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from seqlab.data.errors import DataError, decode_utf8
+from seqlab.data.datasets import resolve_path
+from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
 SUNSPOTS_TIME_COLUMN = "YEAR"
 SUNSPOTS_TARGET = "SUNACTIVITY"
 
 FILL_METHODS = ("ffill", "interpolate")
+# What `--fill` does with the rows it cannot repair: those before a column's first value (and,
+# for "interpolate", after its last): drop them (reported), copy the nearest value, or refuse.
+FILL_ENDS = ("drop", "nearest", "refuse")
+# The parts a time stamp can be built from, in the order they must be given (a prefix of it).
+TIME_PARTS = ("year", "month", "day", "hour", "minute", "second")
 SCALER_METHODS = ("minmax", "standard")
 
 # The delimiters `read_csv` recognises, and the longest line it reads (a file without line breaks
@@ -64,9 +69,11 @@ def read_csv(path):
     `MAX_LINE_BYTES` are refused as soon as one is met, so that a file without line breaks is
     never read whole. Blank lines are kept as rows of missing values, so that row `i` of the frame
     is always line `i + 2` of the file (line 1 is the header) and error messages can name lines.
+    Line endings are normalised as Python's text mode does ("\\r\\n" and a lone "\\r" end a line
+    like "\\n"), so no column name or value of a Windows file keeps a "\\r".
 
     Args:
-        path: the CSV file.
+        path: the CSV file, or a registered data-set name (`data.datasets.resolve_path`).
 
     Returns:
         The raw `pandas.DataFrame`, columns as pandas typed them; `frame.attrs["delimiter"]` is
@@ -77,8 +84,8 @@ def read_csv(path):
             `MAX_LINE_BYTES`, a row whose number of fields differs from the header's, is otherwise
             malformed, or has no data rows.
     """
-    path = Path(path)
-    text = decode_utf8(_read_bounded(path), path)
+    path = resolve_path(path)
+    text = normalize_line_endings(decode_utf8(_read_bounded(path), path))
     if not text.strip():
         raise DataError("the file is empty; expected a CSV header and data rows", path=path)
     header_line = text.split("\n", 1)[0]
@@ -199,17 +206,151 @@ def _parse_time(column, name, source):
                 f"{_rows_text(bad, column.iloc[bad].tolist())}",
                 path=source,
             )
+    _check_increasing(time, f"time column {name!r}", column, source)
+    return time.reset_index(drop=True)
+
+
+def _check_increasing(time, what, shown, source):
+    """Raises `DataError` at the first row of `time` that does not come after the row before
+    (`shown`: the values to quote, as the file has them)."""
     steps = np.diff(time.to_numpy())
     backwards = np.flatnonzero(steps <= steps.dtype.type(0))
     if len(backwards):
         row = backwards[0] + 1
         raise DataError(
-            f"time column {name!r} does not increase at line {_line(row)} "
-            f"({column.iloc[row]!r} after {column.iloc[row - 1]!r}); expected rows in time order "
+            f"{what} does not increase at line {_line(row)} "
+            f"({shown.iloc[row]!r} after {shown.iloc[row - 1]!r}); expected rows in time order "
             "without repeats",
             path=source,
         )
+
+
+def time_part_units(names, source=None):
+    """The part of a time stamp (`TIME_PARTS`) each of the columns `names` holds.
+
+    By name when every name is one (any case, singular or plural: `Year`, `months`), else by
+    position: the columns are year, month, day, hour, minute, second in the order given. The
+    parts must be year and month, then optionally day, hour, minute and second in that order
+    without a gap.
+
+    Raises:
+        DataError: fewer than two or more than six columns, a part given twice or missing.
+    """
+    expected = "year, month[, day[, hour[, minute[, second]]]]"
+    if not 2 <= len(names) <= len(TIME_PARTS):
+        raise DataError(
+            f"time columns {', '.join(names)}: expected 2 to {len(TIME_PARTS)} columns that hold "
+            f"{expected}",
+            path=source,
+        )
+    by_name = [str(name).lower().removesuffix("s") for name in names]
+    if not all(unit in TIME_PARTS for unit in by_name):
+        return list(TIME_PARTS[: len(names)])
+    if sorted(by_name, key=TIME_PARTS.index) != list(TIME_PARTS[: len(names)]):
+        raise DataError(
+            f"time columns {', '.join(names)} hold {', '.join(by_name)}; expected {expected} "
+            "(each once, without a gap)",
+            path=source,
+        )
+    return by_name
+
+
+def _assemble_time(frame, names, source):
+    """Time stamps built from the columns `names` (year, month, day, hour, ... as whole numbers;
+    a missing day or month is the first). Must strictly increase."""
+    units = time_part_units(names, source)
+    parts = {}
+    # Hours up to 24: some files count the hours of a day 1-24 (24 is midnight of the next day).
+    highest = {"hour": 24, "minute": 59, "second": 59}
+    for name, unit in zip(names, units):
+        raw = frame[name]
+        if raw.isna().any():
+            rows = np.flatnonzero(raw.isna().to_numpy())
+            raise DataError(
+                f"time column {name!r} ({unit}) has missing values at lines {_rows_text(rows)}; "
+                f"expected a {unit} on every row",
+                path=source,
+            )
+        numbers = _parse_numbers(raw)
+        bad = numbers.isna() | (numbers != numbers.round()) | (numbers < 0)
+        if unit in highest:
+            bad |= numbers > highest[unit]
+        if bad.any():
+            rows = np.flatnonzero(bad.to_numpy())
+            limit = f" from 0 to {highest[unit]}" if unit in highest else ""
+            raise DataError(
+                f"time column {name!r} ({unit}) has values that are not whole numbers{limit} at "
+                f"lines {_rows_text(rows, raw.iloc[rows].tolist())}",
+                path=source,
+            )
+        parts[unit] = numbers.astype("int64")
+    for unit in ("month", "day"):
+        parts.setdefault(unit, 1)
+    time = pd.to_datetime(pd.DataFrame(parts, index=frame.index), errors="coerce")
+    if time.isna().any():
+        rows = np.flatnonzero(time.isna().to_numpy())
+        shown = [" ".join(f"{unit}={int(parts[unit].iloc[r])}" for unit in units) for r in rows]
+        raise DataError(
+            f"time columns {', '.join(names)} do not make a date at lines "
+            f"{_rows_text(rows, shown)}",
+            path=source,
+        )
+    _check_increasing(time, f"time columns {', '.join(names)}", _time_texts(time), source)
     return time.reset_index(drop=True)
+
+
+def _time_texts(time):
+    """Time stamps as text: "2020-05-01", or with the time of day when any stamp has one."""
+    time = pd.Series(time)
+    dates_only = bool((time.dt.normalize() == time).all())
+    return time.dt.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S")
+
+
+def _time_span(time):
+    """`[first, last]` of the time stamps `time` as text (numbers as they are)."""
+    if pd.api.types.is_datetime64_any_dtype(time):
+        return _time_texts(time.iloc[[0, -1]]).tolist()
+    return [f"{value:g}" for value in time.iloc[[0, -1]]]
+
+
+def _dropped_note(end, report, fill):
+    """The summary line of rows dropped at the `end` ("first" or "last") of a series."""
+    rows, (first, last) = report["rows"], report["lines"]
+    if rows == 1:
+        what = f"the {end} row (line {first}"
+    else:
+        what = f"the {end} {rows} rows (lines {first}-{last}"
+    if report["time"] is not None:
+        span = report["time"][0] if rows == 1 else " to ".join(report["time"])
+        what += f", {span}"
+    if end == "first":
+        verb = "carry" if fill == "ffill" else "interpolate"
+        why = f"no value before line {last + 1} to {verb} from"
+    else:
+        why = f"no value after line {first - 1} to interpolate to"
+    return f"dropped {what}): {report['column']} has {why} (--fill-ends drop)"
+
+
+def _date_part_columns(frame, columns):
+    """Columns named year and month (then day, hour, minute, second as far as they go) holding
+    whole numbers: the time stamps a file split over columns, or [] when it has none."""
+    by_unit = {}
+    for name in columns:
+        unit = name.lower().removesuffix("s")
+        if unit in TIME_PARTS and unit not in by_unit:
+            by_unit[unit] = name
+    names = []
+    for unit in TIME_PARTS:
+        if unit not in by_unit:
+            break
+        names.append(by_unit[unit])
+    if len(names) < 2:
+        return []
+    for name in names:
+        numbers = _parse_numbers(frame[name])
+        if numbers.isna().any() or (numbers != numbers.round()).any():
+            return []
+    return names
 
 
 def _looks_like_dates(column):
@@ -226,15 +367,21 @@ class PreparedSeries:
         values: float64 columns: the model inputs (`SeriesSchema.input_columns`) followed by any
             target that is not an input; row order is time order.
         time: the time column (datetime64 or float), or None when the data has none.
-        fill_report: what `--fill` repaired: `{"method": ..., "filled_values": {column: count}}`,
-            or None when nothing was filled.
+        fill_report: what `--fill` repaired: `{"method": ..., "filled_values": {column: count}}`
+            (values filled, in the rows kept), with `"dropped_rows"` when rows it could not
+            repair were dropped (`{"first"/"last": {"rows", "lines", "time", "column"}}`) and
+            `"filled_at_ends"` (`{column: count}`) when they were copied from the nearest value;
+            None when nothing was filled or dropped.
         source: where the data came from, for messages.
+        notes: what reading did to the data, one line each, for the run's summary (time stamps
+            built from several columns, values filled, rows dropped).
     """
 
     values: pd.DataFrame
     time: pd.Series | None
     fill_report: dict | None
     source: str
+    notes: list = dataclasses.field(default_factory=list)
 
     def time_labels(self, rows):
         """The time stamps of `rows` (for plots), or the row numbers without a time column."""
@@ -248,7 +395,9 @@ class SeriesSchema:
     """How a raw table becomes a numeric series: time, targets, features, encoding, repair.
 
     Attributes:
-        time_column: the column holding time stamps (dates or numbers), or None.
+        time_column: the column holding time stamps (dates or numbers), a list of the columns
+            whose whole numbers make them (year, month, day, hour, ...: `time_part_units`), or
+            None.
         targets: the columns to forecast (numeric).
         features: the raw columns the model sees, numeric or categorical, in order.
         categories: for each one-hot encoded column, its categories in encoding order.
@@ -256,14 +405,33 @@ class SeriesSchema:
             None to refuse them.
         skipped_columns: non-numeric columns left out of the default features (reported, not
             silently dropped).
+        fill_ends: what `fill` does with the rows it cannot repair, before a column's first
+            value (and with `"interpolate"` after its last): `"drop"` them (reported),
+            `"nearest"` (copy the nearest value) or `"refuse"`. The default here is seqlab
+            0.1.0's behaviour, for schema files written without it; `infer` defaults to
+            `"drop"`.
     """
 
-    time_column: str | None
+    time_column: str | list | None
     targets: list
     features: list
     categories: dict = dataclasses.field(default_factory=dict)
     fill: str | None = None
     skipped_columns: list = dataclasses.field(default_factory=list)
+    fill_ends: str = "refuse"
+
+    @property
+    def time_columns(self):
+        """The time column(s) as a list (empty without a time column)."""
+        if self.time_column is None:
+            return []
+        return [self.time_column] if isinstance(self.time_column, str) else list(self.time_column)
+
+    @property
+    def time_label(self):
+        """The name of the time stamps in outputs (a forecast CSV): the time column, or "time"
+        when several columns make them."""
+        return self.time_column if isinstance(self.time_column, str) else "time"
 
     @classmethod
     def infer(
@@ -275,19 +443,25 @@ class SeriesSchema:
         categorical=(),
         fill=None,
         source=None,
+        fill_ends="drop",
     ):
         """Chooses the schema for `frame` from the user's choices and the data.
 
         Args:
             frame: the raw DataFrame.
-            time_column: the time column; None picks the first column when all its values are
-                dates, else the series has no time column.
+            time_column: the time column, or a list of columns that together make the time
+                stamps (`["year", "month", "day", "hour"]`; a name with commas,
+                `"year,month,day,hour"`, is split when no column has that name). None picks the
+                first column when all its values are dates, else the columns named year and
+                month (then day, hour, minute, second) when they hold whole numbers, else the
+                series has no time column.
             targets: the columns to forecast; None means the only numeric feature column.
             features: the model's input columns; None means every numeric column besides time,
                 plus the `categorical` ones.
             categorical: columns to one-hot encode (their categories are the values seen here).
             fill: None, "ffill" or "interpolate".
             source: the file, for error messages.
+            fill_ends: what `fill` does with the rows it cannot repair (`FILL_ENDS`).
 
         Returns:
             The `SeriesSchema`.
@@ -298,6 +472,9 @@ class SeriesSchema:
         """
         if fill is not None and fill not in FILL_METHODS:
             raise ValueError(f"fill must be one of {FILL_METHODS}. Received: fill={fill!r}")
+        if fill_ends not in FILL_ENDS:
+            raise ValueError(f"fill_ends must be one of {FILL_ENDS}. Received: "
+                             f"fill_ends={fill_ends!r}")
         columns = [str(c) for c in frame.columns]
         frame = frame.set_axis(columns, axis=1)
         categorical = list(categorical or [])
@@ -310,14 +487,25 @@ class SeriesSchema:
                         path=source,
                     )
 
-        if time_column is None and len(columns) > 1 and _looks_like_dates(frame[columns[0]]):
-            time_column = columns[0]
-        require([time_column] if time_column else [], "time")
+        time_columns = []
+        for name in [time_column] if isinstance(time_column, str) else time_column or []:
+            if name in columns or "," not in name:
+                time_columns.append(name)
+            else:
+                time_columns.extend(part.strip() for part in name.split(",") if part.strip())
+        if not time_columns and len(columns) > 1:
+            if _looks_like_dates(frame[columns[0]]):
+                time_columns = [columns[0]]
+            else:
+                time_columns = _date_part_columns(frame, columns)
+        require(time_columns, "time")
+        if len(time_columns) > 1:
+            time_part_units(time_columns, source)
         require(categorical, "categorical")
         require(targets or [], "target")
         require(features or [], "feature")
 
-        others = [c for c in columns if c != time_column]
+        others = [c for c in columns if c not in time_columns]
         skipped = []
         if features is None:
             features = []
@@ -357,12 +545,13 @@ class SeriesSchema:
             values = frame[name].dropna().astype(str)
             categories[name] = sorted(values.unique().tolist())
         return cls(
-            time_column=time_column,
+            time_column=time_columns[0] if len(time_columns) == 1 else time_columns or None,
             targets=list(targets),
             features=list(features),
             categories=categories,
             fill=fill,
             skipped_columns=skipped,
+            fill_ends=fill_ends,
         )
 
     @property
@@ -385,6 +574,10 @@ class SeriesSchema:
     def prepare(self, frame, source=None):
         """Checks `frame` against this schema and returns its float columns.
 
+        With `fill`, the rows it cannot repair (before a column's first value, and with
+        `"interpolate"` after its last) are dropped, filled from the nearest value or refused as
+        `fill_ends` says; `PreparedSeries.fill_report` and `.notes` say which.
+
         Args:
             frame: the raw DataFrame (from `read_csv` or `load_sunspots`).
             source: the file, for error messages.
@@ -394,12 +587,13 @@ class SeriesSchema:
 
         Raises:
             DataError: a column is missing; missing or non-numeric values without `fill` (naming
-                the column and the first lines); values `fill` cannot repair (at the start or end
-                of the series); a category not seen in training; a time column that is not in
-                increasing order.
+                the column and the first lines); values `fill` cannot repair with
+                `fill_ends="refuse"`, a column without any value, or no row left after dropping;
+                a category not seen in training; a time column that is not in increasing order,
+                or time columns that are not whole numbers making a date.
         """
         frame = frame.set_axis([str(c) for c in frame.columns], axis=1).reset_index(drop=True)
-        needed = ([self.time_column] if self.time_column else []) + self.features
+        needed = self.time_columns + self.features
         needed += [t for t in self.targets if t not in self.features]
         for name in needed:
             if name not in frame.columns:
@@ -407,93 +601,173 @@ class SeriesSchema:
                     f"column {name!r} not found; the columns are: {', '.join(frame.columns)}",
                     path=source,
                 )
-        time = None
-        if self.time_column:
-            time = _parse_time(frame[self.time_column], self.time_column, source)
-
-        filled = {}
-        numeric = {}
-        for name in dict.fromkeys(self.features + self.targets):
-            if name in self.categories:
-                continue
-            raw = frame[name]
-            values = _parse_numbers(raw)
-            missing = np.flatnonzero(raw.isna().to_numpy())
-            not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
-            if self.fill is None:
-                if len(not_numbers):
-                    raise DataError(
-                        f"column {name!r} has non-numeric values at lines "
-                        f"{_rows_text(not_numbers, raw.iloc[not_numbers].tolist())}; expected "
-                        "numbers (--fill ffill|interpolate treats them as missing and repairs "
-                        "them)",
-                        path=source,
-                    )
-                if len(missing):
-                    raise DataError(
-                        f"column {name!r} has missing values at lines {_rows_text(missing)} "
-                        f"({len(missing)} rows); pass --fill ffill or --fill interpolate to "
-                        "repair them",
-                        path=source,
-                    )
-            elif values.isna().any():
-                filled[name] = int(values.isna().sum())
-                values = self._repair(values, name, source)
-            numeric[name] = values
+        time, notes = None, []
+        if len(self.time_columns) == 1:
+            (name,) = self.time_columns
+            time = _parse_time(frame[name], name, source)
+        elif self.time_columns:
+            time = _assemble_time(frame, self.time_columns, source)
+            units = time_part_units(self.time_columns, source)
+            parts = ", ".join(
+                name if name.lower().removesuffix("s") == unit else f"{name} ({unit})"
+                for name, unit in zip(self.time_columns, units)
+            )
+            first, last = _time_texts(time.iloc[[0, -1]])
+            notes.append(f"time stamps from the columns {parts}: {first} to {last}")
 
         columns = {}
+        for name in dict.fromkeys(self.features + self.targets):
+            columns[name] = self._read_column(frame[name], name, source)
+        start, stop, dropped = 0, len(frame), {}
+        if self.fill is not None:
+            start, stop, dropped = self._ends(columns, time, source)
+        filled, filled_at_ends = {}, {}
+        for name, values in columns.items():
+            kept = values.iloc[start:stop].reset_index(drop=True)
+            if kept.isna().any():
+                filled[name] = int(kept.isna().sum())
+                if self.fill_ends == "nearest":
+                    present = np.flatnonzero(kept.notna().to_numpy())
+                    ends = int(present[0])
+                    if self.fill == "interpolate" and name not in self.categories:
+                        ends += len(kept) - 1 - int(present[-1])
+                    if ends:
+                        filled_at_ends[name] = ends
+                kept = self._repair(kept, name)
+            columns[name] = kept
+
+        inputs = {}
         for name in self.features:
             if name in self.categories:
-                columns.update(self._one_hot(frame[name], name, source, filled))
+                inputs.update(self._one_hot(columns[name], name, source, start))
             else:
-                columns[name] = numeric[name]
+                inputs[name] = columns[name]
         for name in self.targets:
-            columns.setdefault(name, numeric[name])
-        values = pd.DataFrame(columns)[self.value_columns].astype("float64")
+            inputs.setdefault(name, columns[name])
+        values = pd.DataFrame(inputs)[self.value_columns].astype("float64")
+        if time is not None:
+            time = time.iloc[start:stop].reset_index(drop=True)
         fill_report = None
-        if filled:
+        if filled or dropped:
             fill_report = {"method": self.fill, "filled_values": filled}
-        return PreparedSeries(values=values, time=time, fill_report=fill_report, source=source)
+        if filled:
+            notes.append(f"filled with {self.fill}: {filled}")
+        if filled_at_ends:
+            fill_report["filled_at_ends"] = filled_at_ends
+            notes.append("of them copied from the nearest value at the ends of the series "
+                         f"(--fill-ends nearest): {filled_at_ends}")
+        if dropped:
+            fill_report["dropped_rows"] = dropped
+            notes.extend(_dropped_note(end, report, self.fill) for end, report in dropped.items())
+        return PreparedSeries(values=values, time=time, fill_report=fill_report, source=source,
+                              notes=notes)
 
-    def _repair(self, values, name, source):
-        if self.fill == "ffill":
-            repaired = values.ffill()
-        else:
-            repaired = values.interpolate(method="linear", limit_area="inside")
-        left = np.flatnonzero(repaired.isna().to_numpy())
-        if len(left):
-            raise DataError(
-                f"column {name!r}: --fill {self.fill} cannot repair lines {_rows_text(left)} "
-                "(no value before them to carry or interpolate from); expected a number there",
-                path=source,
-            )
-        return repaired
-
-    def _one_hot(self, raw, name, source, filled):
-        values = raw.astype("string")
-        missing = np.flatnonzero(values.isna().to_numpy())
-        if len(missing):
-            if self.fill is None:
+    def _read_column(self, raw, name, source):
+        """Column `name` as floats (strings for a categorical one), NaN where missing or not a
+        number; without `fill`, a missing or non-numeric value is a `DataError`."""
+        if name in self.categories:
+            values = raw.astype("string")
+            missing = np.flatnonzero(values.isna().to_numpy())
+            if self.fill is None and len(missing):
                 raise DataError(
                     f"column {name!r} has missing values at lines {_rows_text(missing)} "
                     f"({len(missing)} rows); pass --fill ffill to repair them",
                     path=source,
                 )
-            # A category cannot be interpolated, so both fill methods carry the last one forward.
-            filled[name] = len(missing)
-            values = values.ffill()
-            if values.isna().any():
-                rows = np.flatnonzero(values.isna().to_numpy())
+            return values
+        values = _parse_numbers(raw)
+        if self.fill is None:
+            not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
+            if len(not_numbers):
                 raise DataError(
-                    f"column {name!r}: cannot fill lines {_rows_text(rows)} (no earlier category)",
+                    f"column {name!r} has non-numeric values at lines "
+                    f"{_rows_text(not_numbers, raw.iloc[not_numbers].tolist())}; expected "
+                    "numbers (--fill ffill|interpolate treats them as missing and repairs them)",
                     path=source,
                 )
+            missing = np.flatnonzero(raw.isna().to_numpy())
+            if len(missing):
+                raise DataError(
+                    f"column {name!r} has missing values at lines {_rows_text(missing)} "
+                    f"({len(missing)} rows); pass --fill ffill or --fill interpolate to "
+                    "repair them",
+                    path=source,
+                )
+        return values
+
+    def _ends(self, columns, time, source):
+        """`(start, stop, dropped)`: the rows to keep, and what was dropped (`"first"` /
+        `"last"` reports), after the rows `fill` cannot repair are handled as `fill_ends` says.
+
+        `fill` cannot repair the rows before a column's first value, nor with "interpolate" the
+        rows after a numeric column's last value (a category is always carried forward).
+        """
+        n_rows = len(next(iter(columns.values())))
+        leading, trailing = {}, {}
+        for name, values in columns.items():
+            present = np.flatnonzero(values.notna().to_numpy())
+            if not len(present):
+                raise DataError(f"column {name!r} has no values; --fill {self.fill} needs at "
+                                "least one to repair the others from", path=source)
+            leading[name] = int(present[0])
+            interpolated = self.fill == "interpolate" and name not in self.categories
+            trailing[name] = n_rows - 1 - int(present[-1]) if interpolated else 0
+            if self.fill_ends == "refuse" and (leading[name] or trailing[name]):
+                rows = np.r_[np.arange(leading[name]), np.arange(n_rows - trailing[name], n_rows)]
+                after = ", or after them to interpolate to" if trailing[name] else ""
+                what = "category" if name in self.categories else "number"
+                raise DataError(
+                    f"column {name!r}: --fill {self.fill} cannot repair lines {_rows_text(rows)} "
+                    f"(no value before them to carry or interpolate from{after}); expected a "
+                    f"{what} there (--fill-ends drop drops these rows, --fill-ends nearest copies "
+                    "the nearest value)",
+                    path=source,
+                )
+        if self.fill_ends != "drop":
+            return 0, n_rows, {}
+        first_column = max(leading, key=leading.get)
+        last_column = max(trailing, key=trailing.get)
+        start, stop = leading[first_column], n_rows - trailing[last_column]
+        if start >= stop:
+            raise DataError(
+                f"--fill {self.fill} --fill-ends drop leaves no rows: column {first_column!r} has "
+                f"no value before line {_line(start)}, and column {last_column!r} none after "
+                f"line {_line(stop - 1)}",
+                path=source,
+            )
+        dropped = {}
+        for end, rows, column in (("first", range(0, start), first_column),
+                                  ("last", range(stop, n_rows), last_column)):
+            if len(rows):
+                dropped[end] = {
+                    "rows": len(rows),
+                    "lines": [_line(rows[0]), _line(rows[-1])],
+                    "time": None if time is None else _time_span(time.iloc[[rows[0], rows[-1]]]),
+                    "column": column,
+                }
+        return start, stop, dropped
+
+    def _repair(self, values, name):
+        """Fills the missing `values` of column `name` by `fill` (a category is carried
+        forward: it cannot be interpolated), and with `fill_ends="nearest"` also its ends."""
+        if self.fill == "ffill" or name in self.categories:
+            repaired = values.ffill()
+        else:
+            repaired = values.interpolate(method="linear", limit_area="inside")
+        if self.fill_ends == "nearest":
+            repaired = repaired.ffill().bfill()
+        return repaired
+
+    def _one_hot(self, values, name, source, first_row):
+        """One float column per known category of the (filled) strings `values`, whose first
+        row is row `first_row` of the file."""
         known = self.categories[name]
         unknown = np.flatnonzero(~values.isin(known).to_numpy())
         if len(unknown):
             raise DataError(
                 f"column {name!r} has categories not seen in training at lines "
-                f"{_rows_text(unknown, values.iloc[unknown].tolist())}; known: {', '.join(known)}",
+                f"{_rows_text(unknown + first_row, values.iloc[unknown].tolist())}; known: "
+                f"{', '.join(known)}",
                 path=source,
             )
         return {f"{name}={c}": (values == c).astype("float64") for c in known}
@@ -584,9 +858,15 @@ class WindowGenerator:
 
     In the spirit of TensorFlow's time-series tutorial: one object knows the lookback, the
     horizon and the columns, and produces the train / validation / test datasets. The series is
-    split by time first; the scaler is fitted on the training rows only; windows are cut inside
-    each split, so no window crosses a split boundary. A window starting at row `s` holds the
-    inputs of rows `s .. s+lookback-1` and the targets of rows `s+lookback .. s+lookback+horizon-1`.
+    split by time first; the scaler is fitted on the training rows only. A window starting at row
+    `s` holds the inputs of rows `s .. s+lookback-1` and the targets of rows
+    `s+lookback .. s+lookback+horizon-1`.
+
+    Splits apply to the TARGETS (as forecasters evaluate): a window belongs to the split that
+    holds all its target rows, and its lookback may reach back into earlier splits (those rows
+    are known at forecast time), never into a later one. So every validation and test row is
+    forecast (with horizon 1, exactly once), and a short test split is not wasted on lookback.
+    `split_targets=False` gives seqlab 0.1.0's windows, cut inside each split (for its runs).
 
     Args:
         frame: a DataFrame of float columns in time order (e.g. `PreparedSeries.values`).
@@ -602,10 +882,12 @@ class WindowGenerator:
         batch_size: windows per batch.
         shuffle_seed: seed of the shuffle of the training windows (reshuffled each epoch).
         source: the data's origin, for error messages.
+        split_targets: True (default): splits hold the windows' targets; False: windows lie
+            wholly inside their split (seqlab 0.1.0).
 
     Raises:
-        DataError: a split is shorter than one window (the message says how many rows a window
-            and the whole series need).
+        DataError: the training split is shorter than one window, or the validation or test
+            split shorter than one horizon (the message says how many rows the series needs).
 
     Example:
 
@@ -630,6 +912,7 @@ class WindowGenerator:
         batch_size=32,
         shuffle_seed=None,
         source=None,
+        split_targets=True,
     ):
         for name, value in (("lookback", lookback), ("horizon", horizon), ("stride", stride),
                             ("batch_size", batch_size)):
@@ -640,6 +923,7 @@ class WindowGenerator:
         self.stride = int(stride)
         self.batch_size = int(batch_size)
         self.shuffle_seed = shuffle_seed
+        self.split_targets = bool(split_targets)
         self.targets = list(targets)
         self.features = list(frame.columns) if features is None else list(features)
         for name in self.targets + self.features:
@@ -662,32 +946,42 @@ class WindowGenerator:
         """Rows one window spans: lookback + horizon."""
         return self.lookback + self.horizon
 
+    def _rows_needed(self, split):
+        """Rows `split` must hold for one window: a whole window for the training split (and
+        for every split with `split_targets=False`), one horizon of targets otherwise."""
+        return self.window_size if split == "train" or not self.split_targets else self.horizon
+
     def _check_lengths(self, val_fraction, test_fraction, source):
-        for split, (start, stop) in self.bounds.items():
-            if split == "val" and val_fraction == 0:
-                continue
-            if stop - start < self.window_size:
-                shares = [f for f in (1 - val_fraction - test_fraction, val_fraction,
-                                      test_fraction) if f > 0]
-                needed = math.ceil(self.window_size / min(shares))
-                # Rounding of the split bounds can need a row or two more than the estimate.
-                while any(b - a < self.window_size
-                          for name, (a, b) in split_bounds(needed, val_fraction,
-                                                           test_fraction).items()
-                          if not (name == "val" and val_fraction == 0)):
-                    needed += 1
-                raise DataError(
-                    f"the series is too short: the {split} split has {stop - start} rows, but one "
-                    f"window needs lookback + horizon = {self.lookback} + {self.horizon} = "
-                    f"{self.window_size} rows; with these split fractions the series needs at "
-                    f"least {needed} rows (it has {len(self.frame)}), or use a shorter --lookback",
-                    path=source,
-                )
+        def short_splits(bounds):
+            return [(name, b - a) for name, (a, b) in bounds.items()
+                    if not (name == "val" and val_fraction == 0)
+                    and b - a < self._rows_needed(name)]
+
+        short = short_splits(self.bounds)
+        if not short:
+            return
+        split, rows = short[0]
+        needed = len(self.frame) + 1
+        # The split bounds round: find the shortest series these fractions accept.
+        while short_splits(split_bounds(needed, val_fraction, test_fraction)):
+            needed += 1
+        what = (f"one window needs lookback + horizon = {self.lookback} + {self.horizon} = "
+                f"{self.window_size} rows" if self._rows_needed(split) == self.window_size
+                else f"it must hold one horizon = {self.horizon} of forecast targets")
+        raise DataError(
+            f"the series is too short: the {split} split has {rows} rows, but {what}; with "
+            f"these split fractions the series needs at least {needed} rows (it has "
+            f"{len(self.frame)}), or use a shorter --lookback",
+            path=source,
+        )
 
     def window_starts(self, split):
         """Row indices (into the whole series) where the windows of `split` start."""
         start, stop = self.bounds[split]
         stride = self.stride if split == "train" else 1
+        if self.split_targets:
+            # The first target row of a window is s + lookback: from the split's first row.
+            start = max(start - self.lookback, 0)
         return np.arange(start, stop - self.window_size + 1, stride)
 
     def arrays(self, split):
@@ -745,46 +1039,168 @@ class WindowGenerator:
         )
 
 
+def _detrended(values):
+    """`values` (1-D floats) less their least-squares straight line."""
+    values = np.asarray(values, dtype="float64")
+    steps = np.arange(len(values))
+    return values - np.polyval(np.polyfit(steps, values, 1), steps)
+
+
+def _autocorrelation(values, max_lag):
+    """`acf[k]`, k = 0..max_lag, of `values` (acf[0] = 1; all 0 beyond lag 0 when `values` are
+    constant up to rounding): `sum(values[:-k] * values[k:]) / sum(values ** 2)`, computed with
+    one FFT, so that long series cost `n log n`, not `n * max_lag`."""
+    size = 1 << (2 * len(values) - 1).bit_length()
+    spectrum = np.fft.rfft(values, size)
+    sums = np.fft.irfft(spectrum * np.conj(spectrum), size)[: max_lag + 1]
+    if sums[0] <= 1e-12 * len(values):
+        return np.r_[1.0, np.zeros(max_lag)]
+    return sums / sums[0]
+
+
 def estimate_season(values, max_lag=None):
     """The lag of the highest autocorrelation peak of `values`, or 1 when there is none.
 
     A peak is a lag `k >= 2` whose autocorrelation is positive and at least that of both
     neighbours. A straight-line trend is removed first (a trend alone would make the
     autocorrelation decay slowly and hide the peaks). Peaks after the autocorrelation first drops
-    below zero are preferred: before that
-    the curve is still decaying from lag 0, and its bumps are short-term noise (daily temperatures
-    have bumps at 12 and 18 days that are higher than the yearly peak).
+    below zero are preferred: before that the curve is still decaying from lag 0, and its bumps
+    are short-term noise (daily temperatures have bumps at 12 and 18 days that are higher than the
+    yearly peak). Only periods up to a third of the rows are searched by default: a longer one
+    repeats fewer than three times, and its autocorrelation rests on too few pairs of rows (an
+    hourly series of 43,800 rows once gave a "season" of 10,152 rows).
 
     Args:
         values: a 1-D array (the training split of the target).
-        max_lag: the longest period considered; default half the series length.
+        max_lag: the longest period considered; default a third of the series length.
 
     Returns:
         The estimated season length in rows (1 means no seasonality found).
     """
-    values = np.asarray(values, dtype="float64")
-    steps = np.arange(len(values))
-    values = values - np.polyval(np.polyfit(steps, values, 1), steps)
-    max_lag = min(max_lag or len(values) // 2, len(values) - 2)
-    denominator = np.dot(values, values)
-    # A series that is a straight line (up to rounding) has no season.
-    if max_lag < 3 or denominator <= 1e-12 * len(values):
+    values = _detrended(values)
+    max_lag = min(max_lag or len(values) // 3, len(values) - 2)
+    if max_lag < 3:
         return 1
-    # acf[k] is the autocorrelation at lag k (acf[0] = 1).
-    acf = np.array(
-        [1.0] + [np.dot(values[:-lag], values[lag:]) / denominator for lag in range(1, max_lag + 2)]
-    )
-    peaks = [
-        lag for lag in range(2, max_lag + 1)
-        if acf[lag] > 0 and acf[lag] >= acf[lag - 1] and acf[lag] >= acf[lag + 1]
-    ]
+    acf = _autocorrelation(values, max_lag + 1)
+    lags = np.arange(2, max_lag + 1)
+    is_peak = (acf[lags] > 0) & (acf[lags] >= acf[lags - 1]) & (acf[lags] >= acf[lags + 1])
+    peaks = lags[is_peak]
     negative = np.flatnonzero(acf < 0)
-    if len(negative):
-        after_zero = [lag for lag in peaks if lag > negative[0]]
-        peaks = after_zero or peaks
-    if not peaks:
+    if len(negative) and (peaks > negative[0]).any():
+        peaks = peaks[peaks > negative[0]]
+    if not len(peaks):
         return 1
-    return int(max(peaks, key=lambda lag: acf[lag]))
+    return int(peaks[np.argmax(acf[peaks])])
+
+
+# The season a regular spacing of time stamps implies: (spacing, season, stamps, cycle).
+_CALENDAR_SEASONS = (
+    (pd.Timedelta(days=1), 7, "daily time stamps", "a week"),
+    (pd.Timedelta(weeks=1), 52, "weekly time stamps", "a year"),
+)
+# Months and quarters vary in length: a spacing within these days counts as one.
+_MONTH_DAYS, _QUARTER_DAYS = (28, 31), (89, 92)
+# The share of the steps that must have the spacing for the time stamps to count as regular.
+_REGULAR_SHARE = 0.9
+
+
+def _duration_text(spacing):
+    for unit, name in ((pd.Timedelta(hours=1), "hour"), (pd.Timedelta(minutes=1), "minute"),
+                       (pd.Timedelta(seconds=1), "second")):
+        if spacing % unit == pd.Timedelta(0):
+            count = spacing // unit
+            return f"{count} {name}s" if count > 1 else name
+    return str(spacing)
+
+
+def calendar_season(time):
+    """`(season, stamps, cycle)` that regularly spaced dated time stamps imply, or None.
+
+    Hourly time stamps give 24 (a day), other spacings that divide a day the steps of a day (15
+    minutes: 96), daily 7 (a week; business days, without weekends, 5), weekly 52, monthly 12,
+    quarterly 4 (a year). The stamps count as regular when at least 90 % of their steps have the
+    median spacing (any 28-31 days for months, 89-92 for quarters). Yearly, irregular or numeric
+    time stamps have no calendar season.
+
+    Args:
+        time: a Series of time stamps (or None).
+
+    Returns:
+        `(season, stamps, cycle)`, e.g. `(24, "hourly time stamps", "a day")`, or None.
+    """
+    if time is None or len(time) < 3 or not pd.api.types.is_datetime64_any_dtype(time):
+        return None
+    stamps = pd.Series(pd.DatetimeIndex(time))
+    steps = stamps.diff().iloc[1:]
+    spacing = steps.median()
+    day = pd.Timedelta(days=1)
+
+    def share(low, high=None):
+        return float(steps.between(low, high if high is not None else low).mean())
+
+    if pd.Timedelta(0) < spacing < day and day % spacing == pd.Timedelta(0):
+        if share(spacing) < _REGULAR_SHARE:
+            return None
+        if spacing == pd.Timedelta(hours=1):
+            return 24, "hourly time stamps", "a day"
+        return int(day // spacing), f"time stamps {_duration_text(spacing)} apart", "a day"
+    if spacing == day and (stamps.dt.dayofweek < 5).all() and (steps == 3 * day).any():
+        if float(steps.isin([day, 3 * day]).mean()) >= _REGULAR_SHARE:
+            return 5, "business-day time stamps", "a week"
+        return None
+    for regular, season, stamps, cycle in _CALENDAR_SEASONS:
+        if spacing == regular:
+            return (season, stamps, cycle) if share(spacing) >= _REGULAR_SHARE else None
+    for (low, high), season, stamps in ((_MONTH_DAYS, 12, "monthly time stamps"),
+                                        (_QUARTER_DAYS, 4, "quarterly time stamps")):
+        if low * day <= spacing <= high * day:
+            regular = share(low * day, high * day) >= _REGULAR_SHARE
+            return (season, stamps, "a year") if regular else None
+    return None
+
+
+def choose_season(values, time=None, name=None):
+    """`(season, where it came from)` for the seasonal-naive baseline, from the training rows.
+
+    The calendar's season (`calendar_season`: hourly time stamps 24, daily 7, weekly 52, monthly
+    12, quarterly 4) when it fits at least three times in the training rows and their
+    autocorrelation at that lag is positive (a daily series with a 12-day cycle is not weekly);
+    else the highest autocorrelation peak among the periods up to a third of the training rows
+    (`estimate_season`), or 1 (the seasonal naive is then the naive forecast) without one.
+
+    Args:
+        values: the training rows of the target (1-D).
+        time: their time stamps, or None.
+        name: the target's name, for the description.
+
+    Returns:
+        `(season, description)`, e.g. `(24, "from the hourly time stamps (24 a day)")` or
+        `(11, "estimated from the autocorrelation of SUNACTIVITY (train split)")`.
+
+    Example:
+
+    >>> hours = pd.Series(pd.date_range("2024-01-01", periods=24 * 60, freq="h"))
+    >>> choose_season(np.sin(2 * np.pi * np.arange(len(hours)) / 24), hours)
+    (24, 'from the hourly time stamps (24 a day)')
+    """
+    values = np.asarray(values, dtype="float64")
+    calendar = calendar_season(time)
+    aside = ""
+    if calendar is not None:
+        season, stamps, cycle = calendar
+        if season > len(values) // 3:
+            aside = (f"; the {stamps} suggest {season}, more than a third of the {len(values)} "
+                     "training rows")
+        else:
+            correlation = _autocorrelation(_detrended(values), season)[season]
+            if correlation > 0:
+                return season, f"from the {stamps} ({season} {cycle})"
+            aside = (f"; the {stamps} suggest {season}, but the autocorrelation there is "
+                     f"{correlation:.2f}")
+    season = estimate_season(values)
+    what = f"the autocorrelation of {name}" if name else "the autocorrelation"
+    none = "" if season > 1 else ": no peak, so the seasonal naive is the naive forecast"
+    return season, f"estimated from {what} (train split){none}{aside}"
 
 
 def future_times(time, horizon):
@@ -808,11 +1224,13 @@ def future_times(time, horizon):
 
 def future_time_labels(time, horizon):
     """The `horizon` time stamps after the end of `time` as CSV text ("2020-05-01", or with the
-    time of day when the stamps have one; numbers as they are), or None without a time column."""
+    time of day when the data's or the future stamps have one, so an hourly forecast that
+    starts at midnight still shows "00:00:00"; numbers as they are), or None without a time
+    column."""
     times = future_times(time, horizon)
     if isinstance(times, pd.DatetimeIndex):
-        dates_only = bool((times.normalize() == times).all())
-        return list(times.strftime("%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M:%S"))
+        stamps = pd.concat([pd.Series(time), pd.Series(times)], ignore_index=True)
+        return _time_texts(stamps).iloc[-horizon:].tolist()
     return None if times is None else list(times)
 
 

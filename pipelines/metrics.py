@@ -25,7 +25,20 @@ def _errors(forecast, actual):
     return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error)))}
 
 
-def forecast_scores(forecast, targets, last_rows, horizon, season, target_names):
+def _errors_per_step(forecast, actual):
+    """RMSE and MAE of each step ahead (axis 1), pooled over origins and targets."""
+    error = forecast - actual
+    return {
+        "rmse": [float(v) for v in np.sqrt(np.mean(error**2, axis=(0, 2)))],
+        "mae": [float(v) for v in np.mean(np.abs(error), axis=(0, 2))],
+    }
+
+
+BASELINES = ("naive", "seasonal_naive", "ets")
+
+
+def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
+                    extra_baselines=None):
     """RMSE / MAE of a forecast beside the naive and seasonal-naive ones from the same origins.
 
     Args:
@@ -35,10 +48,13 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names)
         horizon: steps ahead per origin.
         season: the seasonal-naive baseline's season.
         target_names: the targets' column names, for the per-target figures.
+        extra_baselines: `{name: forecasts}` of further baselines from the same origins (the
+            pipeline's "ets"), scored and counted in `best_baseline` like the others.
 
-    All figures are pooled over the horizon steps and targets, and per target. The baselines
-    read the observed rows before each origin, which may lie before the model's window when
-    `season > lookback`; origins with less than a season of history are not scored.
+    All figures are pooled over the horizon steps and targets, then given per step ahead
+    (`per_step[name]`) and per target. The baselines read the observed rows before each origin, which may lie before
+    the model's window when `season > lookback`; origins with less than a season of history
+    are not scored. `windows` is the number of origins scored.
 
     Returns:
         `(metrics dict, actual values [origins, horizon, n_targets])`.
@@ -48,11 +64,15 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names)
     forecasts["seasonal_naive"], scored = seasonal_naive_forecast(
         targets, last_rows, horizon, season
     )
+    forecasts.update(extra_baselines or {})
     metrics = {
         name: _errors(values[scored], actual[scored]) for name, values in forecasts.items()
     }
-    best = min(("naive", "seasonal_naive"), key=lambda name: metrics[name]["rmse"])
+    best = min((name for name in BASELINES if name in forecasts),
+               key=lambda name: metrics[name]["rmse"])
     metrics.update(
+        per_step={name: _errors_per_step(values[scored], actual[scored])
+                  for name, values in forecasts.items()},
         windows=int(scored.sum()),
         horizon=horizon,
         season=int(season),
@@ -72,20 +92,57 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names)
     return metrics, actual
 
 
-def forecast_table(metrics, model_kind):
-    """The terminal table of `forecast_scores` figures."""
-    best = metrics[metrics["best_baseline"]]["rmse"]
+def _forecast_names(metrics, model_kind):
     names = {
         "model": f"model ({model_kind})",
         "naive": "naive (last value)",
         "seasonal_naive": f"seasonal naive (season {metrics['season']})",
+        "ets": "ETS (exponential smoothing)",
     }
+    return {key: label for key, label in names.items() if key in metrics}
+
+
+def forecast_table(metrics, model_kind):
+    """The terminal table of `forecast_scores` figures (with the RMSE per step ahead when the
+    horizon is longer than one)."""
+    best = metrics[metrics["best_baseline"]]["rmse"]
+    names = _forecast_names(metrics, model_kind)
     rows = [
         [label, metrics[key]["rmse"], metrics[key]["mae"],
          metrics[key]["rmse"] / best if best > 0 else float("inf")]
         for key, label in names.items()
     ]
-    return format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
+    table = format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
+    if metrics["horizon"] == 1 or "per_step" not in metrics:
+        return table
+    steps = format_table(
+        ["RMSE per step ahead", *map(str, range(1, metrics["horizon"] + 1))],
+        [[label, *metrics["per_step"][key]["rmse"]] for key, label in names.items()],
+    )
+    return f"{table}\n{steps}"
+
+
+def fold_summary(metrics, rows):
+    """One backtest fold's figures: the series rows it kept, and RMSE of every forecast."""
+    summary = {"rows": int(rows), "origins": metrics["windows"]}
+    for name in ("model", *BASELINES):
+        if name in metrics:
+            summary[f"{name}_rmse"] = metrics[name]["rmse"]
+    summary["rmse_ratio_to_best_baseline"] = metrics["rmse_ratio_to_best_baseline"]
+    return summary
+
+
+def backtest_table(backtest):
+    """The terminal table of the backtest folds and their mean."""
+    folds, mean = backtest["folds"], backtest["mean"]
+    columns = [k for k in folds[-1] if k.endswith("_rmse") or k.startswith("rmse_ratio")]
+    headers = ["backtest fold", "rows", *[c.replace("_rmse", " RMSE")
+                                          .replace("rmse_ratio_to_best_baseline", "ratio")
+                                          for c in columns]]
+    rows = [[str(index), fold["rows"], *[fold.get(c, float("nan")) for c in columns]]
+            for index, fold in enumerate(folds, start=1)]
+    rows.append(["mean", "", *[mean.get(c, float("nan")) for c in columns]])
+    return format_table(headers, rows)
 
 
 # --- charrnn ------------------------------------------------------------------------------------

@@ -1,12 +1,17 @@
 """Time-series forecasting: windows of past rows in, the next `horizon` rows of the targets out.
 
-`train` reads a CSV (or the yearly sunspots embedded in statsmodels), splits it in time order,
-scales it on the training rows, fits a recurrent or Transformer model built from seqlab's layers
-and scores it on the test split in original units beside the naive (last value) and
-seasonal-naive forecasts. `evaluate`, `predict` and `export` work from the run directory.
+`train` reads a CSV (or the yearly sunspots embedded in statsmodels), splits it in time order
+(the splits hold the forecast TARGETS: every test row is forecast, from windows that may reach
+back into earlier rows), scales it on the training rows, fits a recurrent or Transformer model
+built from seqlab's layers (each window normalised by its own last value and spread, so the
+model extrapolates trends) and scores it on the test split in original units beside the naive
+(last value), seasonal-naive and exponential-smoothing (ETS) forecasts of the same targets from
+the same origins. `--backtest K` repeats the fit and the scoring at K rolling origins.
+`evaluate`, `predict` and `export` work from the run directory.
 
 The run directory holds, besides the common files (pipelines/common.py): `schema.json` (how the
-CSV's columns become model inputs), `scaler.json`, `plots/forecast.png`, `plots/loss.png`, and
+CSV's columns become model inputs), `scaler.json`, `ets.json` (the ETS baseline's form and
+parameters, fitted on the training rows), `plots/forecast.png`, `plots/loss.png`, and
 `saved_model/` with `serving_default(window: float32[None, lookback, n_features]) ->
 {"forecast": float32[None, horizon, n_targets]}` in original units (scaling inside the graph).
 """
@@ -20,6 +25,7 @@ import pandas as pd
 import tensorflow as tf
 
 from seqlab.data.timeseries import (
+    FILL_ENDS,
     FILL_METHODS,
     SCALER_METHODS,
     SUNSPOTS_SOURCE,
@@ -27,14 +33,16 @@ from seqlab.data.timeseries import (
     Scaler,
     SeriesSchema,
     WindowGenerator,
-    estimate_season,
+    choose_season,
     every_window_start,
     future_time_labels,
     load_sunspots,
     read_csv,
+    split_bounds,
 )
+from seqlab.models.ets import SmoothingSpec, fit_smoothing, smoothing_forecast
 from seqlab.models.forecaster import KINDS as MODEL_KINDS
-from seqlab.models.forecaster import Forecaster
+from seqlab.models.forecaster import NORMALIZATIONS, Forecaster
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
@@ -50,9 +58,12 @@ from seqlab.pipelines.common import (
     write_text_atomic,
 )
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
-from seqlab.pipelines.metrics import forecast_scores, forecast_table
+from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
 
 TASK_NAME = "timeseries"
+# The default lookback without a season, and the longest one chosen without --lookback.
+DEFAULT_LOOKBACK = 24
+MAX_DEFAULT_LOOKBACK = 256
 
 
 @dataclasses.dataclass
@@ -64,8 +75,11 @@ class TimeseriesConfig(TrainConfig):
     )
     epochs: int = option(200, "maximum number of epochs (early stopping usually ends sooner)")
     batch_size: int = option(32, "windows per batch")
-    time_column: str | None = option(
-        None, "time column (dates or numbers); default: the first column if it holds dates"
+    time_column: list[str] | None = option(
+        None, "time column (dates or numbers), or the columns whose whole numbers make the time "
+        "stamps (year month day hour, or year,month,day,hour); default: the first column if it "
+        "holds dates, else columns named year, month[, day, hour, minute, second]",
+        metavar="COL",
     )
     target: list[str] | None = option(
         None, "column(s) to forecast (default: the only numeric column)"
@@ -77,13 +91,35 @@ class TimeseriesConfig(TrainConfig):
     fill: str | None = option(
         None, "repair missing or non-numeric values (default: refuse them)", FILL_METHODS
     )
-    lookback: int = option(24, "past rows the model sees per forecast")
+    fill_ends: str = option(
+        "drop", "rows --fill cannot repair (before a column's first value; with interpolate also "
+        "after its last): drop them (the summary says which), copy the nearest value, or refuse",
+        FILL_ENDS,
+    )
+    lookback: int | None = option(
+        None, "past rows the model sees per forecast (default: two seasons, or 24 rows without "
+        "a season; at most half the training rows)"
+    )
     horizon: int = option(1, "future rows to forecast")
     stride: int = option(1, "rows between the starts of training windows")
     val_fraction: float = option(0.15, "share of rows for validation (after training rows)")
     test_fraction: float = option(0.15, "share of rows for the test split (the last rows)")
+    split_targets: bool = option(
+        True, "splits hold the forecast targets, windows may reach back into earlier rows "
+        "(--no-split-targets: windows inside each split, as seqlab 0.1.0)"
+    )
+    backtest: int = option(
+        0, "also retrain and score at K-1 earlier origins, each one test split before the next "
+        "(expanding window); 0 or 1: the test split only"
+    )
     scaler: str = option("standard", "scaling fitted on training rows", SCALER_METHODS)
-    model: str = option("lstm", "model kind", MODEL_KINDS)
+    model: str = option(
+        "gru", "model kind (linear: one dense layer over the normalised window)", MODEL_KINDS
+    )
+    normalization: str = option(
+        "window", "window: each window shifted by its last value and scaled by its spread "
+        "(restored on the forecast); none: as it is", NORMALIZATIONS
+    )
     units: int = option(32, "units per recurrent layer (transformer: model width)")
     layers: int = option(1, "stacked recurrent or Transformer layers")
     dropout: float = option(0.0, "dropout rate of the layers' inputs")
@@ -100,6 +136,7 @@ class TimeseriesConfig(TrainConfig):
         super().__post_init__()
         check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
                        "num_heads", "ff_dim", "season")
+        check_at_least(self, 0, "backtest")
         check_rate(self, "dropout")
         check_split_fractions(self)
 
@@ -127,6 +164,7 @@ def infer_schema(config, frame, source):
         features=config.features,
         categorical=config.categorical,
         fill=config.fill,
+        fill_ends=config.fill_ends,
         source=source,
     )
 
@@ -138,6 +176,7 @@ def make_windows(config, series, schema, scaler=None, batch_size=None):
     """
     return WindowGenerator(
         series.values,
+        split_targets=config.split_targets,
         lookback=config.lookback,
         horizon=config.horizon,
         targets=schema.targets,
@@ -152,24 +191,58 @@ def make_windows(config, series, schema, scaler=None, batch_size=None):
     )
 
 
+def choose_lookback(config, season, train_rows):
+    """`(lookback, why)`: --lookback, or two seasons (one when two do not fit; 24 rows without
+    a season), at most half the training rows (so that half of them are forecast targets) and
+    at most `MAX_DEFAULT_LOOKBACK`."""
+    if config.lookback is not None:
+        return config.lookback, "--lookback"
+    limit = max(1, min((train_rows - config.horizon) // 2, MAX_DEFAULT_LOOKBACK))
+    if season >= 2:
+        for lookback, why in ((2 * season, f"two seasons of {season}"),
+                              (season, f"one season of {season}")):
+            if lookback <= limit:
+                return lookback, why
+        return limit, (f"at most half the training rows and {MAX_DEFAULT_LOOKBACK} (one season "
+                       f"of {season} is longer)")
+    if DEFAULT_LOOKBACK <= limit:
+        return DEFAULT_LOOKBACK, f"no season: {DEFAULT_LOOKBACK} rows"
+    return limit, "no season; half the training rows"
+
+
+def fit_ets(targets, train_rows, season, names):
+    """`(specs or None, notes)`: one ETS model per target, fitted on the training rows."""
+    specs, notes = [], []
+    for index, name in enumerate(names):
+        spec, failures = fit_smoothing(targets[:train_rows, index], season)
+        if spec is None:
+            return None, [f"ETS baseline left out: no form could be fitted to {name} "
+                          f"({'; '.join(failures) or 'too few rows'})"]
+        specs.append(spec)
+        notes += [f"ETS on {name}: {failure}" for failure in failures]
+    return specs, notes
+
+
 # ---------------------------------------------------------------------------------------------
 # Model
 
 
-def build_model(config, n_features, n_targets):
+def build_model(config, schema):
     """The compiled `Forecaster` of a config (in scaled units)."""
+    features = schema.input_columns
     model = Forecaster(
-        lookback=config.lookback, n_features=n_features, horizon=config.horizon,
-        n_targets=n_targets, kind=config.model, units=config.units, layers=config.layers,
-        dropout=config.dropout, num_heads=config.num_heads, ff_dim=config.ff_dim,
-        seed=config.seed,
+        lookback=config.lookback, n_features=len(features), horizon=config.horizon,
+        n_targets=len(schema.targets), kind=config.model, units=config.units,
+        layers=config.layers, dropout=config.dropout, num_heads=config.num_heads,
+        ff_dim=config.ff_dim, seed=config.seed, normalization=config.normalization,
+        target_features=[features.index(t) if t in features else None for t in schema.targets],
     )
     model.compile(
         optimizer=keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm),
         loss="mse",
         metrics=["mae"],
     )
-    model.build((None, config.lookback, n_features))
+    model.build((None, config.lookback, len(features)))
     return model
 
 
@@ -189,9 +262,10 @@ def forecast_windows(model, scaler, schema, values, starts, lookback):
     return scaler.inverse_transform(scaled, schema.targets)
 
 
-def score_windows(model, scaler, schema, values, starts, lookback, horizon, season):
+def score_windows(model, scaler, schema, values, starts, lookback, horizon, season,
+                  ets_specs=None):
     """The model's forecasts from the windows starting at rows `starts`, scored beside the
-    baselines (`metrics.forecast_scores`).
+    baselines (`metrics.forecast_scores`; the ETS one when `ets_specs` are given).
 
     Returns:
         `(metrics dict, model forecasts, actual values)`; the arrays are
@@ -200,13 +274,25 @@ def score_windows(model, scaler, schema, values, starts, lookback, horizon, seas
     targets = values[schema.targets].to_numpy(dtype="float64")
     forecast = forecast_windows(model, scaler, schema, values, starts, lookback)
     last_rows = starts + lookback - 1
+    extra = {}
+    if ets_specs is not None:
+        extra["ets"] = smoothing_forecast(targets, last_rows, horizon, ets_specs)
     metrics, actual = forecast_scores(forecast, targets, last_rows, horizon, season,
-                                      schema.targets)
+                                      schema.targets, extra_baselines=extra)
     return metrics, forecast, actual
 
 
-def save_forecast_plot(path, time_values, actual, forecast, target, horizon):
-    """Actual test values of the first target against the 1-step (and last-step) forecasts."""
+def save_forecast_plot(path, time_values, actual, forecast, target, horizon, time_label="time"):
+    """Actual test values of the first target against the 1-step (and last-step) forecasts.
+
+    Args:
+        path: the PNG file to write.
+        time_values: the time stamps (or row numbers) of the forecast rows: the x axis.
+        actual, forecast: `[rows, horizon, targets]` arrays in original units.
+        target: the first target's name: the y axis.
+        horizon: the steps forecast from each origin.
+        time_label: the x axis's label (the time column's name, say).
+    """
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(9, 4))
     axis.plot(time_values, actual[:, 0, 0], label="actual", color="black", linewidth=1.2)
@@ -216,6 +302,7 @@ def save_forecast_plot(path, time_values, actual, forecast, target, horizon):
         shifted[horizon - 1:] = forecast[: len(time_values) - horizon + 1, -1, 0]
         axis.plot(time_values, shifted, label=f"forecast, {horizon} steps ahead", alpha=0.8)
     axis.set_title(f"{target}: test split")
+    axis.set_xlabel(time_label)
     axis.set_ylabel(target)
     axis.legend()
     figure.autofmt_xdate()
@@ -291,6 +378,10 @@ class PreparedSeries:
     windows: WindowGenerator
     season: int
     season_source: str
+    lookback: int
+    lookback_source: str
+    ets_specs: list | None
+    notes: list
 
 
 class TimeseriesPipeline(Pipeline):
@@ -301,10 +392,11 @@ class TimeseriesPipeline(Pipeline):
     model_class = Forecaster
     description = (
         "Forecast the next --horizon rows of one or more numeric columns from the last "
-        "--lookback rows, with an LSTM, GRU, SimpleRNN or Transformer built from seqlab's "
-        "layers. Scored on the test split (the last rows) in original units beside the naive "
-        "(last value) and seasonal-naive forecasts. Without --data it uses the yearly sunspot "
-        "numbers 1700-2008 shipped with statsmodels."
+        "--lookback rows, with a GRU, LSTM, SimpleRNN, Transformer or linear model built from "
+        "seqlab's layers. Every row of the test split (the last rows) is forecast and scored "
+        "in original units beside the naive (last value), seasonal-naive and ETS "
+        "(Holt-Winters) forecasts. Without --data it uses the yearly sunspot numbers "
+        "1700-2008 shipped with statsmodels."
     )
     examples = {
         "train": [
@@ -328,28 +420,37 @@ class TimeseriesPipeline(Pipeline):
         ],
     }
 
+    legacy_settings = {"split_targets": False, "normalization": "none"}
+
     def prepare(self, config, distribution):
         frame, source = load_table(config.data)
         schema = infer_schema(config, frame, source)
         series = schema.prepare(frame, source)
-        windows = make_windows(
-            config, series, schema,
-            batch_size=distribution.global_batch_size(config.batch_size),
-        )
-        train_start, train_end = windows.bounds["train"]
+        _, train_end = split_bounds(
+            len(series.values), config.val_fraction, config.test_fraction)["train"]
         if config.season is not None:
             season, season_source = config.season, "--season"
         else:
-            season = estimate_season(series.values[schema.targets[0]].iloc[train_start:train_end])
-            season_source = (
-                f"estimated from the autocorrelation of {schema.targets[0]} (train split)"
+            season, season_source = choose_season(
+                series.values[schema.targets[0]].iloc[:train_end],
+                None if series.time is None else series.time.iloc[:train_end],
+                schema.targets[0],
             )
-        return PreparedSeries(source, schema, series, windows, season, season_source)
+        lookback, lookback_source = choose_lookback(config, season, train_end)
+        windows = make_windows(
+            dataclasses.replace(config, lookback=lookback), series, schema,
+            batch_size=distribution.global_batch_size(config.batch_size),
+        )
+        targets = series.values[schema.targets].to_numpy(dtype="float64")
+        ets_specs, notes = fit_ets(targets, train_end, season, schema.targets)
+        return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
+                              lookback_source, ets_specs, notes)
+
+    def settle_config(self, config, prepared):
+        return dataclasses.replace(config, lookback=prepared.lookback)
 
     def build_model(self, config, prepared):
-        return build_model(
-            config, len(prepared.schema.input_columns), len(prepared.schema.targets)
-        )
+        return build_model(config, prepared.schema)
 
     def datasets(self, config, prepared, batch_size):
         windows = prepared.windows
@@ -360,13 +461,21 @@ class TimeseriesPipeline(Pipeline):
         schema, series, windows = prepared.schema, prepared.series, prepared.windows
         metrics, forecast, actual = score_windows(
             model, windows.scaler, schema, series.values, windows.window_starts("test"),
-            config.lookback, config.horizon, prepared.season,
+            config.lookback, config.horizon, prepared.season, prepared.ets_specs,
         )
         # Kept for the plot, which the lifecycle asks for after scoring.
         prepared.test_forecast, prepared.test_actual = forecast, actual
+        if config.backtest > 1:
+            metrics["backtest"] = self.backtest(config, prepared, metrics)
         metrics.update(
             split="test",
             season_source=prepared.season_source,
+            lookback=config.lookback,
+            lookback_source=prepared.lookback_source,
+            ets_forms=(None if prepared.ets_specs is None
+                       else {name: spec.form for name, spec in
+                             zip(schema.targets, prepared.ets_specs)}),
+            notes=prepared.notes,
             targets=schema.targets,
             data={
                 "source": prepared.source,
@@ -380,17 +489,67 @@ class TimeseriesPipeline(Pipeline):
         )
         return metrics
 
+    def backtest(self, config, prepared, last_fold):
+        """Retrains and scores at `config.backtest - 1` earlier origins (expanding window).
+
+        Fold k (k = 1 .. K-1 before the run's own test split, which is the last fold) keeps the
+        series up to `k` test splits before its end, with the run's validation and test split
+        sizes in rows; the scaler, season and ETS parameters are fitted again on that fold's
+        training rows. Returns `{"folds": [...], "mean": {...}}`, the last fold being the run's.
+        """
+        values, schema = prepared.series.values, prepared.schema
+        bounds = prepared.windows.bounds
+        test_rows = bounds["test"][1] - bounds["test"][0]
+        val_rows = bounds["val"][1] - bounds["val"][0]
+        folds = []
+        for back in range(config.backtest - 1, 0, -1):
+            end = len(values) - back * test_rows
+            fold_values = values.iloc[:end]
+            fold_config = dataclasses.replace(
+                config, val_fraction=val_rows / end, test_fraction=test_rows / end
+            )
+            fold_series = dataclasses.replace(prepared.series, values=fold_values)
+            windows = make_windows(fold_config, fold_series, schema)
+            train_end = windows.bounds["train"][1]
+            targets = fold_values[schema.targets].to_numpy(dtype="float64")
+            specs, _ = fit_ets(targets, train_end, prepared.season, schema.targets)
+            model = build_model(config, schema)
+            has_validation = len(windows.window_starts("val")) > 0
+            model.fit(
+                windows.train, validation_data=windows.val if has_validation else None,
+                epochs=config.epochs, verbose=0, shuffle=False,
+                callbacks=self.callbacks(config, prepared,
+                                         "val_loss" if has_validation else "loss"),
+            )
+            fold, _, _ = score_windows(
+                model, windows.scaler, schema, fold_values, windows.window_starts("test"),
+                config.lookback, config.horizon, prepared.season, specs,
+            )
+            folds.append(fold_summary(fold, end))
+        folds.append(fold_summary(last_fold, len(values)))
+        names = [k for k in folds[-1] if isinstance(folds[-1][k], float)]
+        mean = {name: float(np.mean([fold[name] for fold in folds if name in fold]))
+                for name in names}
+        return {"folds": folds, "mean": mean}
+
     def artifacts(self, config, prepared):
-        return {"schema": prepared.schema, "scaler": prepared.windows.scaler}
+        return {"schema": prepared.schema, "scaler": prepared.windows.scaler,
+                "ets": prepared.ets_specs}
 
     def write_artifacts(self, run, artifacts):
         run.write_json("schema.json", artifacts["schema"].to_dict())
         run.write_json("scaler.json", artifacts["scaler"].to_dict())
+        if artifacts["ets"] is not None:
+            run.write_json("ets.json", [spec.to_dict() for spec in artifacts["ets"]])
 
     def read_artifacts(self, path, config):
+        # Runs of seqlab 0.1.0, and runs whose ETS fit failed, have no ets.json.
+        ets_path = path / "ets.json"
         return {
             "schema": SeriesSchema.from_dict(read_json(path / "schema.json")),
             "scaler": Scaler.from_dict(read_json(path / "scaler.json")),
+            "ets": ([SmoothingSpec.from_dict(spec) for spec in read_json(ets_path)]
+                    if ets_path.is_file() else None),
         }
 
     def save_plots(self, run, config, prepared, model, metrics, history):
@@ -399,25 +558,30 @@ class TimeseriesPipeline(Pipeline):
             run.path("plots", "forecast.png"),
             prepared.series.time_labels(starts + config.lookback),
             prepared.test_actual, prepared.test_forecast, prepared.schema.targets[0],
-            config.horizon,
+            config.horizon, time_label=prepared.schema.time_label,
         )
 
     def summary_lines(self, config, prepared, metrics):
         schema, series = prepared.schema, prepared.series
         return [
-            f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} windows, "
+            f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}, target {', '.join(schema.targets)}",
             forecast_table(metrics, config.model),
+            *([backtest_table(metrics["backtest"])] if "backtest" in metrics else []),
             f"season {prepared.season}: {prepared.season_source}",
+            f"lookback {config.lookback}: {prepared.lookback_source}",
+            *([f"ETS baseline: {form} (on {name}; fitted on the training rows by AICc, state "
+               "updated at each origin)" for name, form in metrics["ets_forms"].items()]
+              if metrics["ets_forms"] else []),
+            *prepared.notes,
             *([f"non-numeric columns left out: {', '.join(schema.skipped_columns)}"]
               if schema.skipped_columns else []),
-            *([f"filled with {config.fill}: {series.fill_report['filled_values']}"]
-              if series.fill_report else []),
+            # What reading did: time stamps built from columns, values filled, rows dropped.
+            *series.notes,
         ]
 
     def model_for_run(self, config, artifacts):
-        schema = artifacts["schema"]
-        return build_model(config, len(schema.input_columns), len(schema.targets))
+        return build_model(config, artifacts["schema"])
 
     def export_model(self, model, config, artifacts, path):
         schema = artifacts["schema"]
@@ -455,11 +619,11 @@ class TimeseriesPipeline(Pipeline):
             split = "every window"
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
-            config.horizon, loaded.metrics["season"],
+            config.horizon, loaded.metrics["season"], loaded.artifacts["ets"],
         )
         metrics.update(split=split, source=series.source)
         summary = [
-            f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} windows, "
+            f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}",
             forecast_table(metrics, config.model),
         ]
@@ -480,12 +644,13 @@ class TimeseriesPipeline(Pipeline):
         table.insert(0, "step", np.arange(1, config.horizon + 1))
         times = future_time_labels(series.time, config.horizon)
         if times is not None:
-            table.insert(1, schema.time_column, times)
+            table.insert(1, schema.time_label, times)
         path = Path(output) if output else loaded.file("forecast.csv")
         write_text_atomic(path, table.to_csv(index=False))
         summary = [
             f"{TASK_NAME}: forecast of the {config.horizon} rows after the end of "
             f"{series.source}",
+            *series.notes,
             format_table(list(table.columns), table.astype(object).values.tolist()),
             f"written to {path}",
         ]

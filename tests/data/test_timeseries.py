@@ -1,7 +1,9 @@
 """Tests of data/timeseries.py: reading and checking CSVs, scaling, windowing, seasons."""
 
+import io
 import json
 import re
+import time
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,9 @@ from seqlab.data.timeseries import (
     Scaler,
     SeriesSchema,
     WindowGenerator,
+    _autocorrelation,
+    calendar_season,
+    choose_season,
     estimate_season,
     every_window_start,
     future_time_labels,
@@ -73,8 +78,33 @@ def test_datasets_have_the_documented_element_structure():
     assert sum(len(inputs) for inputs, _ in batches) == len(windows.window_starts("test"))
 
 
-def test_no_window_crosses_a_split_boundary():
-    windows = WindowGenerator(counting_frame(103), lookback=9, horizon=4, targets=["y"])
+@pytest.mark.parametrize("lookback,horizon", [(9, 1), (9, 4), (30, 1)])
+def test_splits_hold_the_targets_and_every_test_row_is_forecast(lookback, horizon):
+    # On y = 0, 1, 2, ... every value names its row: the windows' contents show which rows a
+    # forecast reads and which it forecasts.
+    windows = WindowGenerator(counting_frame(103), lookback=lookback, horizon=horizon,
+                              targets=["y"], scaler="minmax")
+    for split, (start, stop) in windows.bounds.items():
+        inputs, targets = windows.arrays(split)
+        inputs = np.rint(windows.scaler.inverse_transform(inputs, ["y", "x"])[..., 0])
+        targets = np.rint(windows.scaler.inverse_transform(targets, ["y"])[..., 0])
+        # Every target lies in its split, and every row of the split is a target.
+        assert targets.min() >= start and targets.max() < stop
+        assert set(targets.ravel()) == set(range(max(start, lookback), stop))
+        # No input from the future: each window reads only rows before its first target.
+        assert np.all(inputs.max(axis=1) < targets.min(axis=1))
+        assert np.all(inputs.max(axis=1) == targets.min(axis=1) - 1)
+        if split != "train" and horizon == 1:
+            # One forecast per row: the first target row of each window is distinct.
+            np.testing.assert_array_equal(targets[:, 0], np.arange(start, stop))
+    # Validation and test windows reach back into earlier rows (known at forecast time).
+    test_start = windows.bounds["test"][0]
+    assert windows.window_starts("test")[0] == test_start - lookback
+
+
+def test_windows_of_seqlab_0_1_0_lie_inside_their_split():
+    windows = WindowGenerator(counting_frame(103), lookback=9, horizon=4, targets=["y"],
+                              split_targets=False)
     for split, (start, stop) in windows.bounds.items():
         starts = windows.window_starts(split)
         assert len(starts) == stop - start - windows.window_size + 1
@@ -140,12 +170,23 @@ def test_repr_names_lookback_horizon_and_columns():
 
 
 def test_too_short_series_says_how_many_rows_a_window_needs():
-    with pytest.raises(DataError, match=r"the series is too short: the val split has 3 rows, "
-                                        r"but one window needs lookback \+ horizon = 10 \+ 2 = "
-                                        r"12 rows; .* needs at least 80 rows \(it has 20\)"):
-        WindowGenerator(counting_frame(20), lookback=10, horizon=2, targets=["y"])
+    with pytest.raises(DataError, match=r"the series is too short: the train split has 14 rows, "
+                                        r"but one window needs lookback \+ horizon = 10 \+ 6 = "
+                                        r"16 rows; .* needs at least 39 rows \(it has 20\)"):
+        WindowGenerator(counting_frame(20), lookback=10, horizon=6, targets=["y"])
     # The figure it gives is enough.
-    WindowGenerator(counting_frame(80), lookback=10, horizon=2, targets=["y"])
+    WindowGenerator(counting_frame(39), lookback=10, horizon=6, targets=["y"])
+    # Validation and test splits need one horizon of targets, not a whole window.
+    with pytest.raises(DataError, match=r"the val split has 3 rows, but it must hold one "
+                                        r"horizon = 4 of forecast targets"):
+        WindowGenerator(counting_frame(20), lookback=4, horizon=4, targets=["y"])
+    with pytest.raises(DataError, match=r"the val split has 3 rows, but one window needs "
+                                        r"lookback \+ horizon = 10 \+ 2 = 12 rows; .* needs at "
+                                        r"least 79 rows \(it has 20\)"):
+        WindowGenerator(counting_frame(20), lookback=10, horizon=2, targets=["y"],
+                        split_targets=False)
+    WindowGenerator(counting_frame(79), lookback=10, horizon=2, targets=["y"],
+                    split_targets=False)
 
 
 # --- seasons -----------------------------------------------------------------------------------
@@ -226,7 +267,7 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"time column 'Date' does not increase at line 3 \('2020-01-01' after '2020-01-02'\)"),
         ("when,y\n2020-01-01,1\nyesterday,2\n", {"time_column": "when"},
          r"time column 'when' has values that are not dates at lines 3 \('yesterday'\)"),
-        ("t,y\n1,\n2,2\n", {"time_column": "t", "fill": "ffill"},
+        ("t,y\n1,\n2,2\n", {"time_column": "t", "fill": "ffill", "fill_ends": "refuse"},
          r"column 'y': --fill ffill cannot repair lines 2 \(no value before them"),
     ],
 )
@@ -364,3 +405,286 @@ def test_future_time_labels_keep_dates_plain_and_times_of_day():
     hours = pd.Series(pd.date_range("2020-01-01 22:00", periods=3, freq="h"))
     assert future_time_labels(hours, 1) == ["2020-01-02 01:00:00"]
     assert future_time_labels(None, 3) is None
+
+
+# --- rows --fill cannot repair (leading and trailing gaps) ---------------------------------------
+
+
+GAPS = ("Date,x,y\n2020-01-01,1,\n2020-01-02,2,\n2020-01-03,3,3\n2020-01-04,4,\n"
+        "2020-01-05,5,5\n2020-01-06,6,6\n2020-01-07,7,\n")
+
+
+def test_interpolate_drops_the_rows_before_the_first_and_after_the_last_value_and_says_which(
+        tmp_path):
+    schema, series = prepared(tmp_path, GAPS, targets=["y"], fill="interpolate")
+    assert schema.fill_ends == "drop"
+    # Lines 2-3 come before y's first value, line 8 after its last: nothing to interpolate.
+    assert series.values["y"].tolist() == [3.0, 4.0, 5.0, 6.0]
+    assert series.values["x"].tolist() == [3.0, 4.0, 5.0, 6.0]
+    assert series.time.tolist() == list(pd.date_range("2020-01-03", periods=4))
+    assert series.fill_report == {
+        "method": "interpolate",
+        "filled_values": {"y": 1},
+        "dropped_rows": {
+            "first": {"rows": 2, "lines": [2, 3], "time": ["2020-01-01", "2020-01-02"],
+                      "column": "y"},
+            "last": {"rows": 1, "lines": [8, 8], "time": ["2020-01-07", "2020-01-07"],
+                     "column": "y"},
+        },
+    }
+    assert series.notes == [
+        "filled with interpolate: {'y': 1}",
+        "dropped the first 2 rows (lines 2-3, 2020-01-01 to 2020-01-02): y has no value before "
+        "line 4 to interpolate from (--fill-ends drop)",
+        "dropped the last row (line 8, 2020-01-07): y has no value after line 7 to interpolate "
+        "to (--fill-ends drop)",
+    ]
+
+
+def test_ffill_drops_only_the_leading_rows_and_carries_the_last_value_forward(tmp_path):
+    _, series = prepared(tmp_path, GAPS, targets=["y"], fill="ffill")
+    assert series.values["y"].tolist() == [3.0, 3.0, 5.0, 6.0, 6.0]
+    assert list(series.fill_report["dropped_rows"]) == ["first"]
+    assert series.fill_report["filled_values"] == {"y": 2}
+
+
+def test_nearest_copies_the_first_and_last_values_to_the_ends(tmp_path):
+    _, series = prepared(tmp_path, GAPS, targets=["y"], fill="interpolate", fill_ends="nearest")
+    assert series.values["y"].tolist() == [3.0, 3.0, 3.0, 4.0, 5.0, 6.0, 6.0]
+    assert len(series.time) == 7
+    assert series.fill_report == {"method": "interpolate", "filled_values": {"y": 4},
+                                  "filled_at_ends": {"y": 3}}
+    assert series.notes[-1] == ("of them copied from the nearest value at the ends of the series "
+                                "(--fill-ends nearest): {'y': 3}")
+
+
+def test_refuse_names_the_leading_and_trailing_lines(tmp_path):
+    with pytest.raises(DataError, match=r"series\.csv: column 'y': --fill interpolate cannot "
+                                        r"repair lines 2, 3, 8 \(no value before them to carry "
+                                        r"or interpolate from, or after them to interpolate to\)"):
+        prepared(tmp_path, GAPS, targets=["y"], fill="interpolate", fill_ends="refuse")
+
+
+def test_a_schema_saved_without_fill_ends_refuses_the_ends_as_0_1_0_did(tmp_path):
+    schema, _ = prepared(tmp_path, GAPS, targets=["y"], fill="interpolate")
+    saved = schema.to_dict()
+    del saved["fill_ends"]
+    old = SeriesSchema.from_dict(saved)
+    assert old.fill_ends == "refuse"
+    with pytest.raises(DataError, match=r"cannot repair lines 2, 3, 8"):
+        old.prepare(read_csv(tmp_path / "series.csv"), source="series.csv")
+
+
+def test_a_category_missing_at_the_start_is_dropped_with_its_rows(tmp_path):
+    schema, series = prepared(tmp_path, "day,y\n,1\nmon,2\n,3\ntue,4\n", categorical=["day"],
+                              targets=["y"], fill="ffill")
+    assert series.values["day=mon"].tolist() == [1.0, 1.0, 0.0]
+    assert series.values["y"].tolist() == [2.0, 3.0, 4.0]
+    assert series.fill_report["dropped_rows"]["first"]["column"] == "day"
+    assert series.fill_report["dropped_rows"]["first"]["time"] is None
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("t,x,y\n1,,1\n2,,2\n", r"column 'x' has no values; --fill interpolate needs at least one"),
+        ("t,x,y\n1,,1\n2,2,\n3,3,\n",
+         r"--fill interpolate --fill-ends drop leaves no rows: column 'x' has no value before "
+         r"line 3, and column 'y' none after line 2"),
+    ],
+)
+def test_dropping_that_leaves_nothing_is_an_error(tmp_path, text, message):
+    with pytest.raises(DataError, match=message):
+        prepared(tmp_path, text, time_column="t", targets=["y"], fill="interpolate")
+
+
+# --- time stamps split over columns --------------------------------------------------------------
+
+
+def split_time_text(n_rows=30, names=("year", "month", "day", "hour"), start="2013-02-28 20:00"):
+    """An hourly series whose time stamps are split over columns, as air-quality files have."""
+    stamps = pd.date_range(start, periods=n_rows, freq="h")
+    frame = pd.DataFrame({names[0]: stamps.year, names[1]: stamps.month, names[2]: stamps.day,
+                          names[3]: stamps.hour, "pm": np.arange(n_rows) % 24 * 1.5,
+                          "temp": np.linspace(-3, 3, n_rows)})
+    return frame.to_csv(index=False), stamps
+
+
+@pytest.mark.parametrize("time_column", [["year", "month", "day", "hour"], "year,month,day,hour",
+                                         ["year,month,day,hour"], None])
+def test_time_stamps_are_built_from_year_month_day_hour_columns(tmp_path, time_column):
+    text, stamps = split_time_text()
+    schema, series = prepared(tmp_path, text, time_column=time_column, targets=["pm"])
+    assert schema.time_column == ["year", "month", "day", "hour"]
+    assert schema.features == ["pm", "temp"] and schema.input_columns == ["pm", "temp"]
+    assert schema.time_label == "time"
+    assert series.time.tolist() == list(stamps)
+    assert series.notes == ["time stamps from the columns year, month, day, hour: "
+                            "2013-02-28 20:00:00 to 2013-03-02 01:00:00"]
+    assert future_time_labels(series.time, 2) == ["2013-03-02 02:00:00", "2013-03-02 03:00:00"]
+    restored = SeriesSchema.from_dict(json.loads(json.dumps(schema.to_dict())))
+    assert restored.prepare(read_csv(tmp_path / "series.csv")).time.tolist() == list(stamps)
+
+
+def test_columns_named_otherwise_are_year_month_day_hour_in_the_order_given(tmp_path):
+    text, stamps = split_time_text(names=("Jahr", "Monat", "Tag", "Stunde"))
+    schema, series = prepared(tmp_path, text, time_column=["Jahr", "Monat", "Tag", "Stunde"],
+                              targets=["pm"])
+    assert series.time.tolist() == list(stamps)
+    assert series.notes[0].startswith("time stamps from the columns Jahr (year), Monat (month), "
+                                      "Tag (day), Stunde (hour): ")
+
+
+def test_named_parts_may_come_in_any_order_and_any_case(tmp_path):
+    text, stamps = split_time_text(names=("Year", "months", "Day", "HOUR"))
+    frame = pd.read_csv(io.StringIO(text))[["HOUR", "pm", "Day", "months", "temp", "Year"]]
+    _, series = prepared(tmp_path, frame.to_csv(index=False),
+                         time_column=["HOUR", "Day", "months", "Year"], targets=["pm"])
+    assert series.time.tolist() == list(stamps)
+
+
+def test_year_and_month_columns_make_month_starts(tmp_path):
+    _, series = prepared(tmp_path, "year,month,sales\n2019,11,1\n2019,12,2\n2020,1,3\n",
+                         time_column=["year", "month"])
+    assert series.time.tolist() == list(pd.date_range("2019-11-01", periods=3, freq="MS"))
+
+
+@pytest.mark.parametrize(
+    "text,time_column,message",
+    [
+        ("year,month,day,y\n2020,1,1,1\n", ["year", "month", "hour"],
+         r"series\.csv: time column 'hour' not found; the columns are: year, month, day, y"),
+        ("year,month,day,y\n2020,1,1,1\n2020,1,2.5,2\n2020,1,x,3\n", "year,month,day",
+         r"series\.csv: time column 'day' \(day\) has values that are not whole numbers at "
+         r"lines 3 \('2\.5'\), 4 \('x'\)"),
+        ("year,month,day,y\n2020,1,1,1\n2020,1,,2\n", ["year", "month", "day"],
+         r"time column 'day' \(day\) has missing values at lines 3; expected a day on every row"),
+        ("year,month,day,hour,y\n2020,1,1,23,1\n2020,1,1,25,2\n", None,
+         r"time column 'hour' \(hour\) has values that are not whole numbers from 0 to 24 at "
+         r"lines 3 \(25\)"),
+        ("year,month,day,y\n2021,2,28,1\n2021,2,29,2\n", None,
+         r"time columns year, month, day do not make a date at lines 3 "
+         r"\('year=2021 month=2 day=29'\)"),
+        ("year,month,day,y\n2021,2,28,1\n2021,2,27,2\n", None,
+         r"time columns year, month, day does not increase at line 3 \('2021-02-27' after "
+         r"'2021-02-28'\)"),
+        ("year,day,y\n2021,2,1\n", ["year", "day"],
+         r"time columns year, day hold year, day; expected year, month\[, day\[, hour"),
+    ],
+)
+def test_bad_time_columns_raise_data_errors_naming_file_column_and_line(tmp_path, text,
+                                                                        time_column, message):
+    with pytest.raises(DataError, match=message):
+        prepared(tmp_path, text, time_column=time_column, targets=["y"])
+
+
+def test_year_and_month_columns_holding_other_numbers_are_not_taken_for_time(tmp_path):
+    schema, _ = prepared(tmp_path, "year,month,y\n2020,1.5,1\n2020,2,2\n", targets=["y"])
+    assert schema.time_column is None and schema.features == ["year", "month", "y"]
+
+
+# --- line endings -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line_break", ["\r\n", "\r"])
+def test_windows_and_old_mac_line_endings_leave_no_carriage_return(tmp_path, line_break):
+    text = line_break.join(["Date,city,Temp", "2020-01-01,Paris,1.5", "2020-01-02,Rome,2.5", "",
+                            "2020-01-04,Oslo,4.5", ""])
+    path = tmp_path / "windows.csv"
+    path.write_bytes(text.encode("utf-8"))
+    frame = read_csv(path)
+    assert list(frame.columns) == ["Date", "city", "Temp"]
+    assert frame["city"].tolist()[:2] == ["Paris", "Rome"] and frame["city"].iloc[3] == "Oslo"
+    assert frame["Temp"].tolist()[:2] == [1.5, 2.5]
+    assert not any("\r" in str(value) for value in frame.to_numpy().ravel())
+    # The blank line is a missing row at its own line, as with "\n" endings.
+    with pytest.raises(DataError, match=r"time column 'Date' has missing values at lines 4;"):
+        SeriesSchema.infer(frame, time_column="Date", targets=["Temp"]).prepare(frame)
+    # pandas alone would keep the "\r" of a line break inside quotes.
+    path.write_bytes(line_break.join(["t,city,y", '1,"Paris', 'Nord",1.5', ""]).encode("utf-8"))
+    assert read_csv(path)["city"].tolist() == ["Paris\nNord"]
+
+
+# --- seasons from the time stamps ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "frequency,expected",
+    [
+        ("h", (24, "hourly time stamps", "a day")),
+        ("15min", (96, "time stamps 15 minutes apart", "a day")),
+        ("D", (7, "daily time stamps", "a week")),
+        ("B", (5, "business-day time stamps", "a week")),
+        ("W-SUN", (52, "weekly time stamps", "a year")),
+        ("MS", (12, "monthly time stamps", "a year")),
+        ("ME", (12, "monthly time stamps", "a year")),
+        ("QS", (4, "quarterly time stamps", "a year")),
+        ("YS", None),
+    ],
+)
+def test_calendar_season_of_each_frequency(frequency, expected):
+    stamps = pd.Series(pd.date_range("2019-12-30", periods=40, freq=frequency))
+    assert calendar_season(stamps) == expected
+
+
+def test_irregular_or_numeric_time_stamps_have_no_calendar_season():
+    days = pd.date_range("2020-01-01", periods=40, freq="D")
+    irregular = pd.Series(days.delete(np.arange(1, 40, 3)))  # a third of the days missing
+    assert calendar_season(irregular) is None
+    assert calendar_season(pd.Series(np.arange(40.0))) is None
+    assert calendar_season(None) is None
+
+
+def test_a_long_hourly_series_gets_season_24_from_its_time_stamps_quickly():
+    rng = np.random.default_rng(0)
+    hours = pd.Series(pd.date_range("2010-01-01", periods=40_000, freq="h"))
+    steps = np.arange(40_000)
+    # A daily cycle on a slow random walk: the autocorrelation alone peaks far beyond a day.
+    values = np.sin(2 * np.pi * steps / 24) + np.cumsum(rng.normal(size=40_000)) * 0.1
+    started = time.perf_counter()
+    assert choose_season(values, hours, "pm") == (24, "from the hourly time stamps (24 a day)")
+    assert time.perf_counter() - started < 2
+    assert estimate_season(values) > 1000
+
+
+def test_time_stamps_contradicted_by_the_data_give_way_to_the_autocorrelation():
+    days = pd.Series(pd.date_range("2021-01-01", periods=168, freq="D"))
+    values = 10 + 3 * np.sin(2 * np.pi * np.arange(168) / 12)
+    season, source = choose_season(values, days, "demand")
+    assert season == 12
+    assert source == ("estimated from the autocorrelation of demand (train split); the daily time "
+                      "stamps suggest 7, but the autocorrelation there is -0.84")
+
+
+def test_a_calendar_season_longer_than_a_third_of_the_rows_is_not_used():
+    weeks = pd.Series(pd.date_range("2020-01-05", periods=100, freq="W"))
+    values = np.sin(2 * np.pi * np.arange(100) / 5)
+    assert choose_season(values, weeks, "y") == (
+        5, "estimated from the autocorrelation of y (train split); the weekly time stamps "
+        "suggest 52, more than a third of the 100 training rows")
+
+
+def test_without_a_peak_the_season_is_1_and_says_so():
+    assert choose_season(np.arange(50.0)) == (
+        1, "estimated from the autocorrelation (train split): no peak, so the seasonal naive is "
+        "the naive forecast")
+
+
+def test_the_autocorrelation_search_stops_at_a_third_of_the_rows():
+    steps = np.arange(600)
+    # A strong cycle of 270 rows (fits only twice) over a weak one of 10 rows.
+    values = 5 * np.sin(2 * np.pi * steps / 270) + np.sin(2 * np.pi * steps / 10)
+    assert 250 <= estimate_season(values, max_lag=300) <= 280
+    assert estimate_season(values) == 10
+
+
+def test_the_fft_autocorrelation_equals_the_sums_of_products():
+    values = np.random.default_rng(1).normal(size=301)
+    expected = [np.dot(values[: len(values) - lag], values[lag:]) / np.dot(values, values)
+                for lag in range(40)]
+    np.testing.assert_allclose(_autocorrelation(values, 39), expected, atol=1e-12)
+
+
+def test_future_time_labels_of_hourly_data_keep_the_time_of_day_at_midnight():
+    hours = pd.Series(pd.date_range("2020-01-01 21:00", periods=3, freq="h"))
+    assert future_time_labels(hours, 1) == ["2020-01-02 00:00:00"]

@@ -2,12 +2,14 @@
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import keras
 import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
+from statsmodels.tsa.holtwinters import ExponentialSmoothing
 
 from seqlab import cli
 from seqlab.data.errors import DataError
@@ -81,12 +83,15 @@ def test_metrics_compare_the_model_with_both_baselines(trained):
     assert metrics["season"] == 12 and "estimated" in metrics["season_source"]
     assert metrics["data"]["input_columns"] == ["demand", "price"]
     assert metrics["data"]["skipped_columns"] == ["weekday"]  # not numeric: left out, reported
-    for name in ("model", "naive", "seasonal_naive"):
+    for name in ("model", "naive", "seasonal_naive", "ets"):
         assert metrics[name]["rmse"] >= metrics[name]["mae"] > 0
-    best = min(metrics["naive"]["rmse"], metrics["seasonal_naive"]["rmse"])
+        assert len(metrics["per_step"][name]["rmse"]) == 2
+    best = min(metrics[name]["rmse"] for name in ("naive", "seasonal_naive", "ets"))
     assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(metrics["model"]["rmse"] / best)
-    # The test split is the last 15 % of 240 rows: 36 rows, 36 - 12 - 2 + 1 windows.
-    assert metrics["windows"] == 23
+    # The test split is the last 15 % of 240 rows: 36 target rows, 36 - 2 + 1 origins (each
+    # forecasting 2 rows of the split).
+    assert metrics["windows"] == 35
+    assert metrics["ets_forms"]["demand"].endswith("season 12")
     assert "RMSE / best baseline" in result.summary and "seasonal naive (season 12)" in (
         result.summary
     )
@@ -214,9 +219,10 @@ def test_same_seed_gives_the_same_metrics(tmp_path):
 
 
 def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
-    data = write_series(tmp_path / "demand.csv", n_rows=50)
-    with pytest.raises(DataError, match=r"the series is too short: the val split has 7 rows, but "
-                                        r"one window needs lookback \+ horizon = 12 \+ 2 = 14 rows"):
+    data = write_series(tmp_path / "demand.csv", n_rows=18)
+    with pytest.raises(DataError, match=r"the series is too short: the train split has 13 rows, "
+                                        r"but one window needs lookback \+ horizon = 12 \+ 2 = 14 "
+                                        r"rows"):
         train(tiny_config(data, tmp_path / "run"))
     assert not (tmp_path / "run.partial").exists()
 
@@ -225,7 +231,7 @@ def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
 def test_every_model_kind_maps_windows_to_forecasts_and_saves(kind, tmp_path):
     config = TimeseriesConfig(model=kind, lookback=5, horizon=3, units=8, layers=2, num_heads=2,
                               ff_dim=8)
-    model = build_model(config, n_features=2, n_targets=2)
+    model = build_model(config, SimpleNamespace(input_columns=["a", "b"], targets=["a", "b"]))
     assert model.compute_output_shape((None, 5, 2)) == (None, 3, 2)
     ours = {"lstm": "LSTM", "gru": "GRU", "rnn": "SimpleRNN",
             "transformer": "TransformerEncoderLayer"}[kind]
@@ -311,12 +317,16 @@ def test_forecast_scores_by_hand():
                                       target_names=["y"])
     np.testing.assert_array_equal(actual[..., 0], [[4, 5], [6, 7], [1, 2]])
     assert metrics["windows"] == 2
-    # model errors 0, 1, 0, -4
+    # model errors 0, 1, 0, -4: step 1 errors 0, 0; step 2 errors 1, -4
     assert metrics["model"] == pytest.approx({"rmse": np.sqrt(17 / 4), "mae": 5 / 4})
+    assert metrics["per_step"]["model"]["rmse"] == pytest.approx([0.0, np.sqrt(17 / 2)])
+    assert metrics["per_step"]["model"]["mae"] == pytest.approx([0.0, 5 / 2])
     # naive: rows 3 and 5 repeated, errors -1, -2, -1, -2
     assert metrics["naive"] == pytest.approx({"rmse": np.sqrt(10 / 4), "mae": 6 / 4})
+    assert metrics["per_step"]["naive"]["rmse"] == pytest.approx([1.0, 2.0])
     # seasonal naive: rows 2, 3 and 4, 5, errors all -2
     assert metrics["seasonal_naive"] == pytest.approx({"rmse": 2.0, "mae": 2.0})
+    assert metrics["per_step"]["seasonal_naive"]["mae"] == pytest.approx([2.0, 2.0])
     assert metrics["best_baseline"] == "naive"
     assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(np.sqrt(17 / 10))
     assert metrics["per_target"]["y"]["model"] == pytest.approx(metrics["model"])
@@ -333,3 +343,135 @@ def test_a_filled_run_finishes_and_says_what_was_filled(tmp_path, capsys):
                      "--time-column", "t", "--fill", "ffill", "--epochs", "1", "--lookback", "6",
                      "--units", "4", "--out", str(tmp_path / "run")]) == 0
     assert "filled with ffill: {'y': 2}" in capsys.readouterr().out
+
+
+def test_split_time_columns_a_leading_gap_and_an_hourly_season_reach_summary_and_metrics(
+        tmp_path, capsys):
+    # As air-quality files are: the time split over year, month, day, hour; the first hours
+    # without a reading ("NA"); a daily cycle.
+    n_rows = 24 * 10
+    stamps = pd.date_range("2014-03-01", periods=n_rows, freq="h")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "year": stamps.year, "month": stamps.month, "day": stamps.day, "hour": stamps.hour,
+        "pm2.5": 50 + 20 * np.sin(2 * np.pi * np.arange(n_rows) / 24) + rng.normal(size=n_rows),
+        "TEMP": rng.normal(size=n_rows),
+    })
+    frame.loc[:2, "pm2.5"] = np.nan
+    frame.loc[100, "pm2.5"] = np.nan
+    data, run = tmp_path / "air.csv", tmp_path / "run"
+    frame.to_csv(data, index=False, na_rep="NA")
+    assert cli.main(["timeseries", "train", "--data", str(data), "--time-column",
+                     "year,month,day,hour", "--target", "pm2.5", "--fill", "interpolate",
+                     "--epochs", "1", "--lookback", "6", "--units", "4", "--out", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "season 24: from the hourly time stamps (24 a day)" in out
+    assert ("time stamps from the columns year, month, day, hour: 2014-03-01 00:00:00 to "
+            "2014-03-10 23:00:00") in out
+    assert ("dropped the first 3 rows (lines 2-4, 2014-03-01 00:00:00 to 2014-03-01 02:00:00): "
+            "pm2.5 has no value before line 5 to interpolate from (--fill-ends drop)") in out
+    assert "filled with interpolate: {'pm2.5': 1}" in out
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["season"] == 24
+    assert metrics["season_source"] == "from the hourly time stamps (24 a day)"
+    assert metrics["data"]["time_column"] == ["year", "month", "day", "hour"]
+    assert metrics["data"]["input_columns"] == ["pm2.5", "TEMP"]
+    assert metrics["data"]["rows"] == n_rows - 3
+    assert metrics["data"]["fill"]["dropped_rows"]["first"] == {
+        "rows": 3, "lines": [2, 4], "time": ["2014-03-01 00:00:00", "2014-03-01 02:00:00"],
+        "column": "pm2.5"}
+    forecast = pd.read_csv(predict(run).path)
+    assert list(forecast.columns) == ["step", "time", "pm2.5"]
+    assert forecast["time"].tolist() == ["2014-03-11 00:00:00"]
+
+
+# --- issue 16: every test row scored, ETS beside the baselines, backtest, lookback -------------
+
+
+def test_every_test_row_is_a_forecast_target_exactly_once(tmp_path, naive_model):
+    data = write_counting_series(tmp_path / "counting.csv", n_rows=100)
+    result = train(tiny_config(data, tmp_path / "run", horizon=1, epochs=1, lookback=8))
+    # Rows 85..99 are the test split (15 %): every one forecast once, from the row before it
+    # (the windows reach back into the validation rows), with no input after it.
+    starts = [window for window in naive_model]  # predict saw the test windows last
+    test_windows = starts[-1]
+    assert result.metrics["windows"] == 15 == len(test_windows)
+    scaler = Scaler.from_dict(json.loads((result.path / "scaler.json").read_text()))
+    last_inputs = scaler.inverse_transform(test_windows[:, -1, :1], ["demand"])[:, 0]
+    np.testing.assert_allclose(last_inputs, np.arange(84, 99), atol=1e-3)
+    assert result.metrics["naive"]["rmse"] == pytest.approx(1.0)
+
+
+def test_the_ets_baseline_equals_statsmodels_run_at_each_origin(trained):
+    data, result = trained
+    metrics = json.loads((result.path / "metrics.json").read_text())
+    spec = json.loads((result.path / "ets.json").read_text())[0]
+    values = pd.read_csv(data)["demand"].to_numpy()
+    # Independent reference: statsmodels smoothing the rows up to each test origin with the
+    # run's parameters (known initial states, no refit), then forecasting 2 steps.
+    errors = []
+    for origin in range(240 - 36 - 1, 240 - 2):
+        model = ExponentialSmoothing(
+            values[: origin + 1],
+            trend=None if spec["trend"] is None else "add",
+            damped_trend=spec["trend"] == "damped", seasonal=spec["seasonal"],
+            seasonal_periods=spec["season"] if spec["seasonal"] else None,
+            initialization_method="known", initial_level=spec["initial_level"],
+            initial_trend=spec["initial_trend"] if spec["trend"] else None,
+            initial_seasonal=spec["initial_seasons"] if spec["seasonal"] else None,
+        )
+        fitted = model.fit(smoothing_level=spec["alpha"],
+                           smoothing_trend=spec["beta"] if spec["trend"] else None,
+                           smoothing_seasonal=spec["gamma"] if spec["seasonal"] else None,
+                           damping_trend=spec["phi"] if spec["trend"] == "damped" else None,
+                           optimized=False)
+        errors.append(fitted.forecast(2) - values[origin + 1: origin + 3])
+    errors = np.array(errors)
+    assert metrics["ets"]["rmse"] == pytest.approx(np.sqrt(np.mean(errors**2)), rel=1e-6)
+    assert metrics["ets"]["mae"] == pytest.approx(np.mean(np.abs(errors)), rel=1e-6)
+
+
+def test_a_failed_ets_fit_leaves_the_run_going_with_the_other_baselines(tmp_path, monkeypatch):
+    import seqlab.pipelines.timeseries as module
+
+    monkeypatch.setattr(module, "fit_smoothing", lambda values, season: (None, ["no luck"]))
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1))
+    assert "ets" not in result.metrics and result.metrics["ets_forms"] is None
+    assert result.metrics["best_baseline"] in ("naive", "seasonal_naive")
+    assert "ETS baseline left out: no form could be fitted to demand (no luck)" in result.summary
+    assert not (result.path / "ets.json").exists()
+    assert evaluate(result.path).metrics["model"] == pytest.approx(result.metrics["model"])
+
+
+def test_backtest_scores_rolling_origins_and_ends_with_the_runs_own_test_split(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=200)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, backtest=3))
+    backtest = result.metrics["backtest"]
+    assert [fold["rows"] for fold in backtest["folds"]] == [140, 170, 200]  # 30 test rows each
+    last = backtest["folds"][-1]
+    assert last["model_rmse"] == pytest.approx(result.metrics["model"]["rmse"])
+    assert last["ets_rmse"] == pytest.approx(result.metrics["ets"]["rmse"])
+    assert backtest["mean"]["model_rmse"] == pytest.approx(
+        np.mean([fold["model_rmse"] for fold in backtest["folds"]]))
+    assert all(fold["origins"] == 29 for fold in backtest["folds"])
+    assert "backtest fold" in result.summary
+
+
+def test_the_default_lookback_comes_from_the_season_and_the_training_rows(tmp_path):
+    # A 108-row monthly series: 0.1.0 refused it with its fixed lookback of 24.
+    steps = np.arange(108)
+    frame = pd.DataFrame({
+        "month": pd.date_range("2010-01-01", periods=108, freq="MS").strftime("%Y-%m"),
+        "sales": 100 + steps + 20 * np.sin(2 * np.pi * steps / 12),
+    })
+    frame.to_csv(tmp_path / "sales.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "sales.csv"), out=str(tmp_path / "run"),
+                              epochs=1, units=4)
+    result = train(config)
+    settings = json.loads((result.path / "config.json").read_text())["settings"]
+    assert result.metrics["season"] == 12
+    assert settings["lookback"] == result.metrics["lookback"] == 24
+    assert result.metrics["lookback_source"] == "two seasons of 12"
+    assert "lookback 24: two seasons of 12" in result.summary
+    assert result.metrics["windows"] == 16  # every test row of 108 * 0.15
