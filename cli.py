@@ -5,12 +5,17 @@ Usage: seqlab <task> <action> [options]   (or: python cli.py ...)
 Each task is a module of `pipelines/` listed in `pipelines.TASKS`; its `Task` object supplies the
 config dataclass (one flag per field), the action functions and the help examples. This module
 holds no modelling logic. Bad data (`DataError`) and bad settings (`UsageError`) are printed as
-one line with exit status 2; `--debug` shows the traceback instead.
+one line with exit status 2; `--debug` shows the traceback instead. TensorFlow's own C++ log is
+kept off the terminal (`quiet_tensorflow`), unless `--debug` is given or `TF_CPP_MIN_LOG_LEVEL`
+is set.
 """
 
 import argparse
+import contextlib
 import dataclasses
+import os
 import sys
+import tempfile
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
@@ -27,6 +32,19 @@ ACTIONS = {
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# `seqlab datasets <action>`: the registry of data/datasets.py (imports no TensorFlow).
+DATASETS = "datasets"
+DATASET_ACTIONS = {
+    "list": "the registered names, their download size, and which are downloaded",
+    "info": "where a data set comes from: URLs, size, SHA-256, license, citation",
+    "download": "download a data set into the cache, checked (SHA-256) and extracted",
+    "path": "the local path a task reads for a name (without downloading)",
+}
+TF_LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+# INFO, WARNING and ERROR lines hidden: TensorFlow logs notices as errors too (cuInit's "failed
+# call" without a GPU, oneDNN's "supports DT_BOOL only on platforms with AVX-512"), and a real
+# error reaches the user as a Python exception.
+QUIET_TF_LOG_LEVEL = "3"
 
 
 def package_version():
@@ -34,6 +52,52 @@ def package_version():
         return _dist_version("seqlab")
     except PackageNotFoundError:
         return "0+unknown (not installed)"
+
+
+@contextlib.contextmanager
+def _stderr_descriptor_to(file):
+    """Sends whatever is written to file descriptor 2 (C++ code included) to `file` inside the
+    block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(file.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def quiet_tensorflow(debug=False):
+    """Keeps TensorFlow's C++ log off the terminal: sets `TF_CPP_MIN_LOG_LEVEL=3` and loads
+    TensorFlow quietly, unless `debug` or the user set `TF_CPP_MIN_LOG_LEVEL` (kept).
+
+    The level alone is not enough: the lines TensorFlow's libraries log while they load (the
+    oneDNN and CUDA-driver notices, "All log messages before absl::InitializeLog() ...")
+    ignore it. So the import runs with file descriptor 2 sent to a temporary file, which is
+    shown only if the import fails. Keras's progress bars and Python's warnings are untouched.
+
+    Args:
+        debug: leave TensorFlow's logging as it is.
+
+    Returns:
+        True when the log was quieted.
+    """
+    if debug or TF_LOG_LEVEL_VARIABLE in os.environ:
+        return False
+    os.environ[TF_LOG_LEVEL_VARIABLE] = QUIET_TF_LOG_LEVEL
+    if "tensorflow" in sys.modules:  # loaded earlier in this process: its load lines are out
+        return True
+    with tempfile.TemporaryFile() as captured:
+        try:
+            with _stderr_descriptor_to(captured):
+                import tensorflow  # noqa: F401
+        except BaseException:
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+    return True
 
 
 def _examples(lines):
@@ -76,7 +140,9 @@ def _add_action_parsers(task_parser, task):
         )
     for action in ("evaluate", "predict"):
         parsers[action].add_argument(
-            "--data", metavar="FILE", help="data file (default: the run's training data)"
+            "--data", metavar="FILE",
+            help="data file, or a data-set name (seqlab datasets list) (default: the run's "
+            "training data)",
         )
     parsers["evaluate"].add_argument("--output", metavar="FILE", help="write the figures as JSON")
     parsers["predict"].add_argument(
@@ -93,7 +159,8 @@ def _add_action_parsers(task_parser, task):
         add_config_arguments(parsers[action], options_class)
     for parser in parsers.values():
         parser.add_argument(
-            "--debug", action="store_true", help="show the traceback of data and usage errors"
+            "--debug", action="store_true",
+            help="show the traceback of data and usage errors, and TensorFlow's own log",
         )
 
 
@@ -130,7 +197,63 @@ def build_parser(task_name=None):
                 + [f"{PROG} {name} <action> --help"]
             )
             _add_action_parsers(task_parser, task)
+    _add_datasets_parser(subparsers)
     return parser
+
+
+def _add_datasets_parser(subparsers):
+    """`seqlab datasets list|info|download|path`."""
+    parser = subparsers.add_parser(
+        DATASETS,
+        help="list, describe and download the public data sets that --data takes by name",
+        description=(
+            "The public data sets and word vectors that every task's --data takes by name "
+            "(downloaded on first use). The cache is ~/.keras/datasets/seqlab/ or "
+            "$SEQLAB_DATA_HOME; SEQLAB_DATA_MIRROR=URL fetches URL/<name>/<file> instead of "
+            "the origin."
+        ),
+        epilog=_examples([f"{PROG} datasets list", f"{PROG} datasets info wnut17",
+                          f"{PROG} datasets download tinyshakespeare",
+                          f"{PROG} charrnn train --data tinyshakespeare"]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = parser.add_subparsers(dest="action", metavar="<action>")
+    for action, summary in DATASET_ACTIONS.items():
+        action_parser = actions.add_parser(action, help=summary,
+                                           description=f"datasets {action}: {summary}.")
+        if action != "list":
+            action_parser.add_argument("name", metavar="NAME",
+                                       help=f"a registered name ({PROG} datasets list)")
+        action_parser.add_argument(
+            "--debug", action="store_true", help="show the traceback of an error"
+        )
+
+
+def _datasets_command(parser, values):
+    """Runs `seqlab datasets <action>`; returns the exit status."""
+    from seqlab.data import datasets
+
+    action = values.get("action")
+    if action is None:
+        parser.parse_args([DATASETS, "--help"])
+    try:
+        if action == "list":
+            text = datasets.format_list()
+        elif action == "info":
+            text = datasets.format_info(values["name"])
+        elif action == "download":
+            text = str(datasets.download(values["name"]))
+        else:
+            text = str(datasets.path(values["name"]))
+    except DataError as error:
+        if values.get("debug"):
+            raise
+        print(f"{PROG} {DATASETS} {action}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    print(text)
+    return 0
 
 
 def _run_action(task, action, values):
@@ -163,11 +286,15 @@ def main(argv=None):
     """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     task_name = next((a for a in argv if not a.startswith("-")), None)
+    if task_name in TASKS:  # a task's module loads TensorFlow
+        quiet_tensorflow(debug="--debug" in argv)
     parser = build_parser(task_name if task_name in TASKS else None)
     args = parser.parse_args(argv)
     if args.task is None:
         parser.print_help()
         return 0
+    if args.task == DATASETS:
+        return _datasets_command(parser, vars(args))
     values = vars(args)
     task_name, action = values.pop("task"), values.pop("action", None)
     if action is None:

@@ -84,6 +84,11 @@ class TrainConfig:
         "tf.distribute strategy: local devices (mirrored) or the TF_CONFIG cluster (multiworker)",
         ["none", "mirrored", "multiworker"],
     )
+    tensorboard: bool = option(
+        False,
+        "write TensorBoard logs (losses and metrics per epoch, the graph) to <out>/tensorboard; "
+        "view them with: tensorboard --logdir <out>/tensorboard",
+    )
 
     def __post_init__(self):
         check_at_least(self, 1, "epochs", "batch_size")
@@ -131,6 +136,20 @@ def check_split_fractions(config, validation_may_be_zero=True):
             f"val_fraction must lie in {interval}, test_fraction in (0, 1), their sum below 1. "
             f"Received: val_fraction={val}, test_fraction={test}"
         )
+
+
+def fill_in_setting(config, name, value, reason):
+    """Sets the setting `name`, left unset (None) for the data to decide, to `value` and checks
+    the config again (a task's `prepare` does this before the run's config.json is written).
+
+    Raises:
+        UsageError: the config refuses the value; the message says where it came from (`reason`).
+    """
+    setattr(config, name, value)
+    try:
+        config.__post_init__()
+    except ValueError as error:
+        raise UsageError(f"{error} ({name}={value}: {reason})") from None
 
 
 def _field_type(field):
@@ -800,14 +819,25 @@ def pyplot():
     return plt
 
 
-def save_history_plot(history, path, title="training"):
-    """Plots every loss column of `history` (rows from `EpochHistory`) against the epoch."""
+def save_history_plot(history, path, title="training", best_epoch=None):
+    """Plots every loss column of `history` (rows from `EpochHistory`) against the epoch.
+
+    Args:
+        history: the rows of `history.csv`.
+        path: the PNG file to write.
+        title: the plot's title.
+        best_epoch: the epoch whose weights the model holds (restored by early stopping),
+            marked with a vertical line; None marks none.
+    """
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 4))
     epochs = [row["epoch"] for row in history]
     for name in history[0] if history else []:
         if name.endswith("loss"):
             axis.plot(epochs, [row[name] for row in history], label=name, marker=".")
+    if best_epoch is not None:
+        axis.axvline(best_epoch, color="grey", linestyle="--", linewidth=1,
+                     label=f"restored: epoch {best_epoch}")
     axis.set_xlabel("epoch")
     axis.set_ylabel("loss")
     axis.set_title(title)

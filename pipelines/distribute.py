@@ -33,6 +33,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from seqlab.data import datasets
 from seqlab.pipelines.common import RunDirectory, default_out, set_seed
 from seqlab.pipelines.errors import UsageError
 
@@ -183,8 +184,10 @@ def begin_run(config, task, overwrite=False, data_paths=()):
         `config.distribute` and the `RunDirectory`, not yet started (`start_run`).
     """
     set_seed(config.seed)
+    # A data-set name stays a name, so that evaluate and predict resolve it again.
     paths = {name: str(Path(getattr(config, name)).resolve())
-             for name in data_paths if getattr(config, name)}
+             for name in data_paths
+             if getattr(config, name) and not datasets.is_name(getattr(config, name))}
     config = dataclasses.replace(config, out=config.out or default_out(task), **paths)
     distribution = Distribution(config.distribute)
     run = distribution.run_directory(config.out, task, overwrite=overwrite)

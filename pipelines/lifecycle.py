@@ -22,6 +22,7 @@ name their sublayers as 0.1.0 did), and renamed settings are mapped (`renamed_se
 """
 
 import dataclasses
+import importlib.util
 import time
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
     EpochHistory,
+    StopAfterMinutes,
     Task,
     UsageError,
     check_export_path,
@@ -111,6 +113,181 @@ def best_epoch(history, monitor, mode="min"):
     return int(np.argmin(values) if mode == "min" else np.argmax(values)) + 1
 
 
+TENSORBOARD_DIR = "tensorboard"
+
+
+class StopWatch:
+    """Which of `fit`'s callbacks stopped training, and after which epoch.
+
+    `watch(callbacks)` returns the list with a probe in front and one after each callback; the
+    first probe that finds `model.stop_training` set names the callback just before it. The
+    probe in front finds it set when something stopped training during the epoch (a batch
+    callback): then no callback is named.
+
+    Attributes:
+        stopped_by: the callback that stopped training, or None.
+        stopped_at: the 1-based epoch at whose end training stopped, or None.
+        first_epoch: the 1-based first epoch this `fit` ran (above 1 when it resumed a run),
+            or None when it ran none.
+    """
+
+    def __init__(self):
+        self.stopped_by = self.stopped_at = self.first_epoch = None
+
+    def watch(self, callbacks):
+        probes = [_StopProbe(self, None)]
+        for callback in callbacks:
+            probes += [callback, _StopProbe(self, callback)]
+        return probes
+
+
+class _StopProbe(keras.callbacks.Callback):
+    def __init__(self, stop_watch, callback):
+        super().__init__()
+        self.stop_watch, self.callback = stop_watch, callback
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.stop_watch.first_epoch is None:
+            self.stop_watch.first_epoch = epoch + 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training and self.stop_watch.stopped_at is None:
+            self.stop_watch.stopped_by, self.stop_watch.stopped_at = self.callback, epoch + 1
+
+
+def restoring_callback(callbacks):
+    """The callback that put back the weights of its best epoch at the end of `fit`, or None.
+
+    Keras's `EarlyStopping` does with `restore_best_weights` (its `best_epoch` counts from 0);
+    seqlab's own early stoppings (ner's F1, sentiment's ensemble members) keep `best_weights`
+    and a 1-based `best_epoch`.
+    """
+    for callback in callbacks:
+        if isinstance(callback, keras.callbacks.EarlyStopping):
+            if callback.restore_best_weights and callback.best_weights is not None:
+                return callback
+        elif (getattr(callback, "best_weights", None) is not None
+              and getattr(callback, "best_epoch", None) is not None):
+            return callback
+    return None
+
+
+def _restored_epoch(callback):
+    if isinstance(callback, keras.callbacks.EarlyStopping):
+        return callback.best_epoch + 1
+    return callback.best_epoch
+
+
+def training_record(epochs_requested, history, best_by_history, stop_watch=None, callbacks=()):
+    """How `fit` ended, from its callbacks and `history.csv`: the `training` entry of
+    metrics.json.
+
+    Args:
+        epochs_requested: the run's `--epochs`.
+        history: the rows of `history.csv` (every epoch, also those before a resume).
+        best_by_history: the best epoch by the monitored figure in `history`, the answer when
+            no callback restored a best epoch.
+        stop_watch: the `StopWatch` of the `fit` call (None: not known).
+        callbacks: the task's and the caller's callbacks of `fit`.
+
+    Returns:
+        A dict: `epochs_requested`, `epochs_run`, `stopped_early`, `reason` ("completed",
+        "early_stopping", "max_minutes", "stopped_during_epoch", the class name of another
+        callback that stopped it, or "unknown"), `resumed_at_epoch` (None when this `fit` began
+        at epoch 1), `best_epoch`, `best_epoch_restored` (whether the model holds that epoch's
+        weights; if False, the last epoch's; None: not known) and `description`, one line for
+        people.
+    """
+    epochs_run = len(history)
+    stopped_by = stop_watch.stopped_by if stop_watch else None
+    stopped_early = epochs_run < epochs_requested
+    if not stopped_early:
+        reason = "completed"
+    elif stop_watch is None or stop_watch.stopped_at is None:
+        reason = "unknown"
+    elif stopped_by is None:
+        reason = "stopped_during_epoch"
+    elif isinstance(stopped_by, StopAfterMinutes):
+        reason = "max_minutes"
+    elif hasattr(stopped_by, "patience"):
+        reason = "early_stopping"
+    else:
+        reason = type(stopped_by).__name__
+    restorer = restoring_callback(callbacks)
+    best = _restored_epoch(restorer) if restorer is not None else best_by_history
+    first_epoch = stop_watch.first_epoch if stop_watch else None
+    record = {
+        "epochs_requested": epochs_requested,
+        "epochs_run": epochs_run,
+        "stopped_early": stopped_early,
+        "reason": reason,
+        "resumed_at_epoch": first_epoch if first_epoch and first_epoch > 1 else None,
+        "best_epoch": best,
+        "best_epoch_restored": restorer is not None if stop_watch else None,
+    }
+    record["description"] = _describe_training(record, stopped_by, restorer)
+    return record
+
+
+def _describe_training(record, stopped_by, restorer):
+    """One line on how training ended, e.g. "stopped early at epoch 83 of 200 (no better
+    val_loss for 20 epochs); restored the best epoch 63"."""
+    run, requested, reason = record["epochs_run"], record["epochs_requested"], record["reason"]
+    if reason == "completed":
+        text = f"ran all {requested} epochs" if requested > 1 else "ran its one epoch"
+    elif reason == "early_stopping":
+        text = f"stopped early at epoch {run} of {requested}"
+        patience, monitor = (getattr(stopped_by, "patience", None),
+                             getattr(stopped_by, "monitor", None))
+        if patience is not None and monitor:
+            text += f" (no better {monitor} for {patience} epoch{'s' * (patience != 1)})"
+    elif reason == "max_minutes":
+        text = f"stopped after --max-minutes at epoch {run} of {requested}"
+    elif reason == "stopped_during_epoch":
+        text = f"stopped during epoch {run} of {requested}"
+    elif reason == "unknown":
+        text = f"ended after epoch {run} of {requested}"
+    else:
+        text = f"stopped by {reason} at epoch {run} of {requested}"
+    if record["resumed_at_epoch"]:
+        text += f", resumed at epoch {record['resumed_at_epoch']}"
+    if getattr(restorer, "best_epochs", None):
+        text += ("; restored each member's best epoch ("
+                 + ", ".join(str(epoch) for epoch in restorer.best_epochs) + ")")
+    elif record["best_epoch_restored"]:
+        text += f"; restored the best epoch {record['best_epoch']}"
+    elif record["best_epoch_restored"] is False and run:
+        text += "; the model holds the last epoch's weights"
+    return text
+
+
+def describe_run_directory(path):
+    """Lines that say where a finished run's files are (those that exist)."""
+    path = Path(path)
+    if not path.is_dir():  # a worker's view of a run that its chief writes on another machine
+        return [f"run directory: {path}"]
+
+    def existing(*names):
+        return [name for name in names if (path / name.rstrip("/")).exists()]
+
+    listed = {"model.keras", "saved_model", "metrics.json", "history.csv", "plots",
+              TENSORBOARD_DIR}
+    lines = [f"run directory: {path}"]
+    for label, names in (
+        ("model", existing("model.keras", "saved_model/")),
+        ("figures", existing("metrics.json", "history.csv")),
+        ("plots", sorted(str(p.relative_to(path)) for p in path.glob("plots/*.png"))),
+        ("settings and files", sorted(p.name for p in path.iterdir()
+                                      if p.is_file() and p.name not in listed
+                                      and not p.name.startswith("."))),
+    ):
+        if names:
+            lines.append(f"  {label}: {', '.join(names)}")
+    if (path / TENSORBOARD_DIR).is_dir():
+        lines.append(f"  TensorBoard: tensorboard --logdir {path / TENSORBOARD_DIR}")
+    return lines
+
+
 def evaluation_result(lines, metrics, output=None):
     """The `ActionResult` of an `evaluate`: the summary `lines` and the figures, which are also
     written as JSON to `output` when given (and the summary says so)."""
@@ -136,6 +313,8 @@ class Pipeline:
         data_paths: config fields naming files, made absolute so that evaluate and predict find
             them from any working directory.
         renamed_settings: settings of older versions' config.json under their new names.
+        legacy_settings: the values that reproduce an older version's behaviour for settings
+            its config.json lacks (a new setting's default may differ from that behaviour).
         monitor_metric, monitor_mode: what early stopping and `best_epoch` watch (with `val_`
             in front when there is a validation split), unless `monitored` says otherwise.
     """
@@ -150,6 +329,7 @@ class Pipeline:
     predict_options = None
     data_paths = ("data",)
     renamed_settings = {}
+    legacy_settings = {}
     monitor_metric = "loss"
     monitor_mode = "min"
 
@@ -161,6 +341,12 @@ class Pipeline:
         Runs before the run directory is started, so bad data leaves nothing behind.
         """
         raise NotImplementedError
+
+    def settle_config(self, config, prepared):
+        """The config the run records and trains with: settings left to the data (None by
+        default, e.g. a lookback) as `prepare` chose them. Deterministic, so that a rerun with
+        the same flags resumes."""
+        return config
 
     def build_model(self, config, prepared):
         """The compiled and built model (called inside the distribution strategy's scope).
@@ -182,7 +368,13 @@ class Pipeline:
 
     def callbacks(self, config, prepared, monitor):
         """The task's `fit` callbacks; by default early stopping on `monitor`, best weights
-        restored."""
+        restored.
+
+        The run's summary and metrics.json say which callback stopped training and which
+        epoch's weights the model holds (`training_record`): a callback of the task's own
+        that restores its best epoch's weights keeps them as `best_weights` with a 1-based
+        `best_epoch`, and one that stops early has a `patience`.
+        """
         return [keras.callbacks.EarlyStopping(
             monitor=monitor, mode=self.monitored(config)[1], patience=config.patience,
             restore_best_weights=True,
@@ -245,8 +437,12 @@ class Pipeline:
             DataError: unreadable or unsuitable data.
             UsageError: a refused `--out` or setting.
         """
+        if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
+            raise UsageError("--tensorboard needs the tensorboard package: pip install "
+                             "tensorboard (or pip install 'seqlab[tensorboard]')")
         config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
         prepared = self.prepare(config, distribution)
+        config = self.settle_config(config, prepared)
         start_run(run, config)
 
         with distribution.scope():
@@ -268,25 +464,38 @@ class Pipeline:
             model = distribution.local_model(model, model_path)
             history = EpochHistory(run.path("history.csv"))
             fit_record = {**read_json(fit_done_path), "train_seconds": 0.0}
+            if "training" not in fit_record:  # fit_done.json of an older version
+                fit_record["training"] = training_record(
+                    config.epochs, history.history, fit_record["best_epoch"])
         else:
             # The task's callbacks come first, so that figures they add to the logs (ner's
             # val_f1) reach history.csv; EpochHistory stays before BackupAndRestore (common.py
             # says why).
             run_callbacks = training_callbacks(run)
             history = next(c for c in run_callbacks if isinstance(c, EpochHistory))
+            if config.tensorboard:
+                # Inside the run directory, so it moves with the run; a resumed run adds
+                # event files beside the earlier ones.
+                run_callbacks.insert(1, keras.callbacks.TensorBoard(
+                    str(run.path(TENSORBOARD_DIR))))
+            stop_watch = StopWatch()
             started = time.perf_counter()
             model.fit(
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),
                 epochs=config.epochs,
-                callbacks=[*task_callbacks, *run_callbacks, *callbacks],
+                callbacks=stop_watch.watch([*task_callbacks, *run_callbacks, *callbacks]),
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
                 verbose=progress_verbosity(),
             )
             model = distribution.local_model(model, model_path)
+            training = training_record(
+                config.epochs, history.history, best_epoch(history.history, monitor, mode),
+                stop_watch, [*task_callbacks, *callbacks])
             fit_record = {
                 "train_seconds": round(time.perf_counter() - started, 2),
-                "best_epoch": best_epoch(history.history, monitor, mode),
+                "best_epoch": training["best_epoch"],
+                "training": training,
             }
             run.write_json(FIT_DONE_NAME, fit_record)
 
@@ -297,12 +506,16 @@ class Pipeline:
             epochs_run=len(history.history),
             train_seconds_this_session=fit_record["train_seconds"],
             distribution=distribution.report(config.batch_size),
+            training=fit_record["training"],
         )
         artifacts = self.artifacts(config, prepared)
         self.write_artifacts(run, artifacts)
         run.write_json("metrics.json", metrics)
+        training = fit_record["training"]
         save_history_plot(history.history, run.path("plots", "loss.png"),
-                          title=f"{getattr(config, 'model', self.name)}: loss")
+                          title=f"{getattr(config, 'model', self.name)}: loss",
+                          best_epoch=training["best_epoch"] if training["best_epoch_restored"]
+                          else None)
         self.save_plots(run, config, prepared, model, metrics, history.history)
         # An earlier call killed between its export and finish() left a complete export:
         # replaced, as this call owns the run.
@@ -317,9 +530,10 @@ class Pipeline:
                 f"{distribution.global_batch_size(config.batch_size)} = {config.batch_size} "
                 "per replica"
             )
-        summary = "\n".join(
-            [*self.summary_lines(config, prepared, metrics), *notes, f"run directory: {final}"]
-        )
+        summary = "\n".join([
+            *self.summary_lines(config, prepared, metrics), *notes,
+            f"training: {training['description']}", *describe_run_directory(final),
+        ])
         return ActionResult(summary=summary, path=final, metrics=metrics)
 
     def load_run(self, path):
@@ -330,6 +544,7 @@ class Pipeline:
         """
         record = open_run(path, self.name)
         settings = {self.renamed_settings.get(k, k): v for k, v in record.settings.items()}
+        settings = {**self.legacy_settings, **settings}
         try:
             config = self.config_class(**settings)
         except (TypeError, ValueError) as error:

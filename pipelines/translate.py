@@ -20,7 +20,10 @@ import dataclasses
 from pathlib import Path
 
 import keras
+import numpy as np
 
+from seqlab.data.datasets import resolve_path
+from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.data.translation import (
     END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, load_data, read_lines,
     read_test_pairs, token_text, tokenize,
@@ -29,7 +32,7 @@ from seqlab.models import Translator
 from seqlab.models.translator import KINDS as MODEL_KINDS, TextTranslator
 from seqlab.pipelines.common import (
     ActionResult, TrainConfig, UsageError, check_at_least, check_rate, check_split_fractions,
-    make_config, option, pyplot, write_export_archive, write_text_atomic,
+    fill_in_setting, make_config, option, pyplot, write_export_archive, write_text_atomic,
 )
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import (
@@ -37,6 +40,8 @@ from seqlab.pipelines.metrics import (
 )
 
 TASK_NAME = "translate"
+# Token embedding size when neither --embedding-dim nor --embeddings gives one.
+DEFAULT_EMBEDDING_DIM = 128
 
 
 @dataclasses.dataclass
@@ -61,7 +66,19 @@ class TranslateConfig(TrainConfig):
     epochs: int = option(40, "maximum number of epochs (early stopping may end sooner)")
     batch_size: int = option(64, "sentence pairs per batch (also per decoding batch)")
     model: str = option("transformer", "model kind", MODEL_KINDS)
-    embedding_dim: int = option(128, "token embedding size (transformer: the model width)")
+    embedding_dim: int | None = option(
+        None, f"token embedding size of both languages (transformer: the model width) "
+        f"(default: {DEFAULT_EMBEDDING_DIM}, or the dimension of --embeddings)"
+    )
+    embeddings: str | None = option(
+        None, "pretrained word vectors of the SOURCE language, copied into the encoder's token "
+        "embedding before training (a token is looked up without its space mark, as it is, "
+        "then in other case): a GloVe, word2vec or fastText text file (.gz too) or a "
+        "registered name such as glove.6B.100d"
+    )
+    freeze_embeddings: bool = option(
+        False, "keep the pretrained vectors of --embeddings fixed while training"
+    )
     units: int = option(128, "gru-attention: GRU units per direction and attention units")
     layers: int = option(2, "transformer: encoder layers and decoder layers")
     num_heads: int = option(4, "transformer: attention heads")
@@ -82,6 +99,11 @@ class TranslateConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.embedding_dim is None and self.embeddings is None:
+            self.embedding_dim = DEFAULT_EMBEDDING_DIM  # else the vectors' dimension (prepare)
+        if self.freeze_embeddings and self.embeddings is None:
+            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
+                             "--embeddings. Received: embeddings=None")
         check_at_least(self, 1, "embedding_dim", "units", "layers", "num_heads", "ff_dim",
                        "min_count", "patience", "beam_width")
         check_at_least(self, 0, "warmup_steps", "attention_plots", "length_penalty")
@@ -96,7 +118,8 @@ class TranslateConfig(TrainConfig):
                 f"tsv_columns={self.tsv_columns}"
             )
         _check_sources(self.data, self.src, self.tgt, ValueError)
-        if self.model == "transformer" and self.embedding_dim % self.num_heads:
+        if (self.model == "transformer" and self.embedding_dim is not None
+                and self.embedding_dim % self.num_heads):
             raise ValueError(
                 "embedding_dim must be divisible by num_heads for the transformer. Received: "
                 f"embedding_dim={self.embedding_dim}, num_heads={self.num_heads}"
@@ -113,7 +136,8 @@ def _check_sources(data, src, tgt, error):
 def _reading(config, data):
     """The arguments of data/translation.py's readers for `data` (`--data` or a file given to
     evaluate) in the run's settings; a folder needs the languages of its files."""
-    if data is not None and Path(data).is_dir() and not (config.src_lang and config.tgt_lang):
+    folder = data is not None and resolve_path(data).is_dir()  # a name may stand for a folder
+    if folder and not (config.src_lang and config.tgt_lang):
         raise UsageError(
             f"--data {data} is a folder: name the languages of its aligned files with "
             "--src-lang and --tgt-lang (train.<src-lang>, train.<tgt-lang>, ...) when "
@@ -136,6 +160,28 @@ class PreparedTranslation:
 
     pairs: PreparedPairs
     examples: dict = dataclasses.field(default_factory=dict)
+    embeddings: PretrainedEmbeddings | None = None
+
+
+def read_embeddings(config, pairs):
+    """The `PretrainedEmbeddings` of `--embeddings` for the source vocabulary of the encoded
+    `pairs` (None without): a token is looked up without its space mark ("▁dog" as "dog"), as
+    it is, then in other case. Coverage is counted on the training sources; an unset
+    `--embedding-dim` becomes the vectors' dimension."""
+    if config.embeddings is None:
+        return None
+    vocabulary = pairs.source_vocabulary.tokens
+    counts = np.bincount(pairs.train_ids.source_ids.flat_values.numpy(),
+                         minlength=len(vocabulary))
+    embeddings = pretrained_embeddings(
+        config.embeddings, [token_text(token) for token in vocabulary], counts,
+        first_word_id=len(Vocabulary.RESERVED), dimension=config.embedding_dim,
+        setting="--embedding-dim",
+    )
+    if config.embedding_dim is None:
+        fill_in_setting(config, "embedding_dim", embeddings.dimension,
+                        f"the dimension of {embeddings.path}")
+    return embeddings
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,10 +203,11 @@ def save_attention_plots(translator, pairs, count, folder):
         source_tokens = [token_text(t) for t in source_tokens] or ["(empty)"]
         output_tokens = [token_text(t) for t in output_tokens]
         figure, axis = plt.subplots(
-            figsize=(1.0 + 0.45 * len(source_tokens), 1.2 + 0.4 * len(output_tokens))
+            figsize=(1.8 + 0.45 * len(source_tokens), 1.2 + 0.4 * len(output_tokens))
         )
-        axis.imshow(weights[:, : len(source_tokens)], cmap="viridis", vmin=0.0, vmax=1.0,
-                    aspect="auto")
+        image = axis.imshow(weights[:, : len(source_tokens)], cmap="viridis", vmin=0.0,
+                            vmax=1.0, aspect="auto")
+        figure.colorbar(image, ax=axis, label="attention weight")
         axis.set_xticks(range(len(source_tokens)), source_tokens, rotation=60, ha="right")
         axis.set_yticks(range(len(output_tokens)), output_tokens)
         axis.set(xlabel="source", ylabel="output (greedy)")
@@ -257,7 +304,7 @@ class TranslatePipeline(Pipeline):
             config.min_count, config.max_vocabulary, config.max_length,
             distribution.global_batch_size(config.batch_size),
         )
-        return PreparedTranslation(pairs)
+        return PreparedTranslation(pairs, embeddings=read_embeddings(config, pairs))
 
     def model_for_run(self, config, artifacts):
         return Translator(
@@ -270,6 +317,9 @@ class TranslatePipeline(Pipeline):
 
     def build_model(self, config, prepared):
         model = self.model_for_run(config, self.artifacts(config, prepared))
+        if prepared.embeddings is not None:
+            # Before fit: a resumed run's BackupAndRestore then puts its own weights over them.
+            prepared.embeddings.copy_into(model.source_embedding, config.freeze_embeddings)
         total_steps = prepared.pairs.batches * config.epochs
         # Linear warmup to `learning_rate` over `warmup_steps`, then cosine decay to 10 %.
         warmup = min(config.warmup_steps, max(total_steps - 1, 0))
@@ -305,6 +355,8 @@ class TranslatePipeline(Pipeline):
                 model.evaluate(pairs.val_dataset(config.batch_size), verbose=0)
             ),
             "data": pairs.report(),
+            **({"embeddings": prepared.embeddings.report(config.freeze_embeddings)}
+               if prepared.embeddings is not None else {}),
         }
 
     def artifacts(self, config, prepared):
@@ -340,6 +392,8 @@ class TranslatePipeline(Pipeline):
                  f"training pairs, vocabularies {data['vocabulary']['source']} / "
                  f"{data['vocabulary']['target']}, {metrics['epochs_run']} epochs "
                  f"({metrics['train_seconds_this_session']:.0f} s)",
+                 *([prepared.embeddings.summary_line(config.freeze_embeddings)]
+                   if prepared.embeddings is not None else []),
                  translation_table(metrics["test"]), *data["splits"]]
         if skipped["train"] or skipped["val"]:
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "

@@ -1,10 +1,12 @@
 """The run lifecycle's promises: nothing it did not write is deleted, one process per run
-directory, and a train that dies after `fit` resumes after `fit`.
+directory, a train that dies after `fit` resumes after `fit`, and the summary and metrics.json
+say how training ended and where everything went (TensorBoard's logs too).
 
 The time-series task stands in for all five: they share this code (pipelines/lifecycle.py).
 """
 
 import csv
+import importlib.util
 import json
 import os
 import re
@@ -19,7 +21,11 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.pipelines import timeseries
-from seqlab.pipelines.common import RunDirectory, UsageError, take_lock, write_export_archive
+from seqlab.pipelines.common import (
+    RunDirectory, StopAfterMinutes, UsageError, take_lock, write_export_archive,
+)
+from seqlab.pipelines.lifecycle import StopWatch, training_record
+from tests.pipelines.plot_checks import record_saved_figures, restored_epoch_lines
 from seqlab.pipelines.timeseries import TimeseriesConfig
 
 
@@ -229,3 +235,149 @@ def test_an_unwritable_out_is_refused_before_the_data_is_read(tmp_path, monkeypa
                      "--out", str(locked / "run")]) == 2
     assert f"--out {locked / 'run'}: {locked} is not writable" in capsys.readouterr().err
     assert list(locked.iterdir()) == []
+
+
+# --- the summary and metrics.json say how training ended and where everything went -----------
+
+
+def test_a_run_stopped_early_says_so_and_marks_the_restored_epoch(tmp_path, monkeypatch):
+    figures = record_saved_figures(monkeypatch)
+    # A high learning rate and a patience of 1 stop this series within a few epochs.
+    result = timeseries.train(tiny_config(tmp_path, epochs=40, patience=1, learning_rate=0.05))
+    with open(result.path / "history.csv", newline="") as file:
+        val_losses = [float(row["val_loss"]) for row in csv.DictReader(file)]
+    run, best = len(val_losses), int(np.argmin(val_losses)) + 1
+    assert run < 40 and best == run - 1  # patience 1: the epoch before the last was best
+    training = json.loads((result.path / "metrics.json").read_text())["training"]
+    assert training == result.metrics["training"]
+    assert {k: training[k] for k in ("epochs_requested", "epochs_run", "stopped_early", "reason",
+                                     "resumed_at_epoch", "best_epoch", "best_epoch_restored")} == {
+        "epochs_requested": 40, "epochs_run": run, "stopped_early": True,
+        "reason": "early_stopping", "resumed_at_epoch": None, "best_epoch": best,
+        "best_epoch_restored": True}
+    lines = result.summary.splitlines()
+    start = lines.index(f"training: stopped early at epoch {run} of 40 (no better val_loss for "
+                        f"1 epoch); restored the best epoch {best}")
+    assert lines[start + 1:start + 5] == [
+        f"run directory: {result.path}",
+        "  model: model.keras, saved_model/",
+        "  figures: metrics.json, history.csv",
+        "  plots: plots/forecast.png, plots/loss.png",
+    ]
+    assert lines[start + 5].startswith("  settings and files: config.json")
+    (loss,) = [figure for figure, path in figures if path.endswith("loss.png")]
+    (axis,) = loss.axes
+    (marker,) = restored_epoch_lines(axis)
+    assert list(marker.get_xdata()) == [best, best]
+    assert f"restored: epoch {best}" in [t.get_text() for t in axis.get_legend().get_texts()]
+    (forecast,) = [figure for figure, path in figures if path.endswith("forecast.png")]
+    # The time column names the time axis, the target the other.
+    assert (forecast.axes[0].get_xlabel(), forecast.axes[0].get_ylabel()) == ("t", "y")
+
+
+def test_a_run_of_all_its_epochs_says_so(finished):
+    _, run = finished
+    with open(run / "history.csv", newline="") as file:
+        val_losses = [float(row["val_loss"]) for row in csv.DictReader(file)]
+    best = int(np.argmin(val_losses)) + 1
+    training = json.loads((run / "metrics.json").read_text())["training"]
+    assert (training["epochs_run"], training["stopped_early"], training["reason"]) == (
+        2, False, "completed")
+    assert (training["best_epoch"], training["best_epoch_restored"]) == (best, True)
+    assert training["description"] == f"ran all 2 epochs; restored the best epoch {best}"
+
+
+def fit_watched(callbacks, epochs=5):
+    """Fits a one-weight model on zeros (its loss never improves after epoch 1) with a
+    `StopWatch` on `callbacks`; returns the watch and `history.csv`-like rows."""
+    import keras
+
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    stop_watch = StopWatch()
+    fitted = model.fit(np.zeros((4, 1)), np.zeros((4, 1)), epochs=epochs, verbose=0,
+                       callbacks=stop_watch.watch(callbacks))
+    rows = [{"epoch": e + 1, "loss": loss} for e, loss in enumerate(fitted.history["loss"])]
+    return stop_watch, rows
+
+
+def test_the_callback_that_stopped_training_is_named():
+    import keras
+
+    class StopInFirstBatch(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            self.model.stop_training = True
+
+    def early_stopping():
+        return keras.callbacks.EarlyStopping(monitor="loss", patience=1,
+                                             restore_best_weights=True)
+
+    # The time box stops after epoch 1, although early stopping comes first.
+    callbacks = [early_stopping(), StopAfterMinutes(0)]
+    stop_watch, rows = fit_watched(callbacks)
+    assert (stop_watch.stopped_by, stop_watch.stopped_at) == (callbacks[1], 1)
+    record = training_record(5, rows, 1, stop_watch, callbacks)
+    assert record["reason"] == "max_minutes"
+    assert record["description"] == ("stopped after --max-minutes at epoch 1 of 5; restored "
+                                      "the best epoch 1")
+    # Early stopping after epoch 2, although the (unexpired) time box comes first.
+    callbacks = [StopAfterMinutes(60), early_stopping()]
+    stop_watch, rows = fit_watched(callbacks)
+    assert (stop_watch.stopped_by, stop_watch.stopped_at) == (callbacks[1], 2)
+    assert training_record(5, rows, 1, stop_watch, callbacks)["description"] == (
+        "stopped early at epoch 2 of 5 (no better loss for 1 epoch); restored the best epoch 1")
+    # Stopped inside the epoch: no epoch-end callback is blamed; no weights restored.
+    callbacks = [StopAfterMinutes(60), StopInFirstBatch()]
+    stop_watch, rows = fit_watched(callbacks)
+    assert (stop_watch.stopped_by, stop_watch.stopped_at) == (None, 1)
+    record = training_record(5, rows, 1, stop_watch, callbacks)
+    assert (record["reason"], record["best_epoch_restored"]) == ("stopped_during_epoch", False)
+    assert record["description"] == ("stopped during epoch 1 of 5; the model holds the last "
+                                     "epoch's weights")
+
+
+# --- TensorBoard ------------------------------------------------------------------------------
+
+
+def logged_epochs(folder, tag="epoch_loss"):
+    """The steps at which the event files in `folder` logged `tag`."""
+    steps = []
+    for events in sorted(folder.glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(events)):
+            steps += [event.step for value in event.summary.value if value.tag == tag]
+    return steps
+
+
+def test_tensorboard_logs_move_with_the_run_and_a_resumed_run_adds_to_them(tmp_path):
+    import keras
+
+    config = tiny_config(tmp_path, epochs=3, patience=50, tensorboard=True)
+
+    class CrashAfterSecondEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        timeseries.train(config, callbacks=[CrashAfterSecondEpoch()])
+    assert logged_epochs(tmp_path / "run.partial" / "tensorboard" / "train") == [0, 1]
+    result = timeseries.train(config)
+    logs = result.path / "tensorboard"
+    assert not (tmp_path / "run.partial").exists()
+    assert logged_epochs(logs / "train") == [0, 1, 2]
+    assert logged_epochs(logs / "validation") == [0, 1, 2]
+    assert len(list((logs / "train").glob("events.out.tfevents.*"))) == 2  # one per session
+    assert result.metrics["training"]["resumed_at_epoch"] == 3
+    assert "training: ran all 3 epochs, resumed at epoch 3; restored the best epoch" in (
+        result.summary)
+    assert f"  TensorBoard: tensorboard --logdir {logs}" in result.summary.splitlines()
+
+
+def test_tensorboard_without_its_package_is_refused_before_anything_is_written(
+        tmp_path, monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None
+                        if name == "tensorboard" else real_find_spec(name, *args))
+    with pytest.raises(UsageError, match="--tensorboard needs the tensorboard package"):
+        timeseries.train(tiny_config(tmp_path, tensorboard=True))
+    assert not (tmp_path / "run.partial").exists()

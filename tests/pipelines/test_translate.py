@@ -1,21 +1,25 @@
 """Tests of pipelines/translate.py: tiny data made here, tiny models, one short CLI training."""
 
+import gzip
 import itertools
 import json
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from seqlab import cli
-from seqlab.data.translation import END_ID, START_ID, UNK_ID, Vocabulary, tokenize
+from seqlab.data.translation import END_ID, START_ID, UNK_ID, Vocabulary, load_data, tokenize
 from seqlab.models import Translator
+from seqlab.pipelines.common import UsageError
 from seqlab.pipelines.translate import (
     PIPELINE,
     EvaluateOptions,
     PredictOptions,
     TranslateConfig,
     text_translator,
+    train,
 )
 
 ADJECTIVES = {"red": "rote", "small": "kleine", "old": "alte", "happy": "frohe"}
@@ -130,7 +134,7 @@ def test_train_writes_a_complete_run_directory_with_bleu_and_chrf(trained, capsy
     assert not (run / "checkpoints").exists()
     metrics = json.loads((run / "metrics.json").read_text())
     assert set(metrics) == {"test", "validation_loss", "epochs_run", "best_epoch",
-                            "train_seconds_this_session", "distribution", "data"}
+                            "train_seconds_this_session", "distribution", "data", "training"}
     assert metrics["epochs_run"] == 2 and metrics["best_epoch"] in (1, 2)
     assert isinstance(keras.saving.load_model(run / "model.keras"), Translator)
     figures = metrics["test"]["test"]
@@ -213,3 +217,76 @@ def test_decoding_options_are_checked_and_default_to_the_run():
         PredictOptions(beam_width=0)
     with pytest.raises(ValueError, match="length_penalty must be at least 0"):
         EvaluateOptions(length_penalty=-0.5)
+
+
+# Pretrained word vectors of the source language (--embeddings)
+
+
+def write_pairs_and_vectors(folder):
+    """The toy pairs as a TSV, and a gzip GloVe file (dimension 8, lower-cased words, values
+    multiples of 1/32, exact in float32) of some source words; returns the vectors."""
+    (folder / "pairs.tsv").write_text("".join(f"{en}\t{de}\n" for en, de in toy_pairs()),
+                                      encoding="utf-8")
+    rng = np.random.default_rng(0)
+    vectors = {word: np.float32(rng.integers(-64, 64, 8) / 32)
+               for word in ["the", "red", "dog", ".", "unseen"]}
+    with gzip.open(folder / "vectors.txt.gz", "wt", encoding="utf-8") as handle:
+        handle.writelines(f"{w} {' '.join(map(str, v))}\n" for w, v in vectors.items())
+    return vectors
+
+
+def test_frozen_source_vectors_in_the_encoder_and_the_exported_model(tmp_path):
+    vectors = write_pairs_and_vectors(tmp_path)
+    config = TranslateConfig(
+        data=str(tmp_path / "pairs.tsv"), out=str(tmp_path / "run"), model="gru-attention",
+        embedding_dim=None, units=8, epochs=1, batch_size=8, beam_width=2, attention_plots=0,
+        embeddings=str(tmp_path / "vectors.txt.gz"), freeze_embeddings=True,
+    )
+
+    class SourceEmbeddingAtTrainBegin(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            self.matrix = self.model.source_embedding.embeddings.numpy().copy()
+
+    begin = SourceEmbeddingAtTrainBegin()
+    result = train(config, callbacks=[begin])
+    run = result.path
+    loaded = PIPELINE.load_run(run)
+    assert loaded.config.embedding_dim == 8  # the vectors' dimension
+    tokens = loaded.artifacts["source_vocabulary"].tokens
+    matrix = loaded.model.source_embedding.embeddings.numpy()
+    np.testing.assert_array_equal(matrix, begin.matrix)  # frozen: bit-identical
+    np.testing.assert_array_equal(matrix[0], np.zeros(8))
+    # "The" finds "the" (case fallback), "▁red" finds "red" (no space mark).
+    for token, word in (("The", "the"), ("▁red", "red"), ("▁dog", "dog"), (".", ".")):
+        np.testing.assert_array_equal(matrix[tokens.index(token)], vectors[word])
+
+    # Coverage by hand: every training source is "The <adjective> <noun> <verb>." (5 tokens);
+    # "The" and "." are in the file, and "▁red", "▁dog" in the pairs that hold them.
+    train_sources = load_data(config.data, val_fraction=config.val_fraction,
+                              test_fraction=config.test_fraction, seed=config.seed).train.sources
+    found = sum(2 + ("red" in en) + ("dog" in en) for en in train_sources)
+    report = result.metrics["embeddings"]
+    assert report["training_tokens"] == {"tokens": 5 * len(train_sources), "found": found,
+                                         "share": found / (5 * len(train_sources))}
+    assert report["vocabulary"]["found"] == 4 and report["found_by_case_fallback"] == 1
+    assert report["vocabulary"]["words"] == len(tokens) - 4
+
+    texts = ["The red dog runs.", "The happy cat sings."]
+    expected = text_translator(loaded.model, loaded.artifacts).translate(
+        texts, beam_width=2, length_penalty=config.length_penalty)
+    serve = tf.saved_model.load(str(run / "saved_model")).signatures["serving_default"]
+    assert [t.decode("utf-8") for t in serve(text=tf.constant(texts))["translation"].numpy()] \
+        == expected
+
+
+def test_a_transformer_width_from_the_vectors_that_the_heads_do_not_divide_is_refused(
+        tmp_path):
+    write_pairs_and_vectors(tmp_path)
+    config = TranslateConfig(data=str(tmp_path / "pairs.tsv"), out=str(tmp_path / "run"),
+                             model="transformer", num_heads=3,
+                             embeddings=str(tmp_path / "vectors.txt.gz"))
+    with pytest.raises(UsageError, match=r"embedding_dim must be divisible by num_heads for "
+                                         r"the transformer. Received: embedding_dim=8, "
+                                         r"num_heads=3 \(embedding_dim=8: the dimension of "):
+        train(config)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
