@@ -2,8 +2,8 @@
 
 - Every ```python block runs (in a temporary working directory), except a block marked as
   needing a real data set with an HTML comment on the line before it,
-  `<!-- needs-data: NAME -->`, where NAME is a data set of the table in docs/cli.md that the
-  page names.
+  `<!-- needs-data: NAME -->`, where NAME is a registered data-set name
+  (`seqlab.data.datasets.names()`, the table of docs/cli.md) that the page names.
 - Every `seqlab ...` command line (in shell blocks and inline code) parses with the real
   argument parser (`seqlab.cli.build_parser`); nothing is trained.
 - A shell block without a marker runs on the data that ships with seqlab: it reads no
@@ -23,7 +23,8 @@ from pathlib import Path
 import keras
 import pytest
 
-from seqlab.cli import build_parser
+from seqlab.cli import DATASETS, build_parser
+from seqlab.data import datasets
 from seqlab.pipelines import TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,10 +104,10 @@ def prose(page):
     return MARKER.sub("", text)
 
 
-def data_set_names():
+def data_set_table_names():
     """The names in the first column of the data-set table of docs/cli.md."""
     text = DATA_SET_TABLE.read_text(encoding="utf-8")
-    section = text.split("## Data sets named in these pages", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Data sets\n", 1)[1].split("\n## ", 1)[0]
     return set(re.findall(r"^\| `([^`]+)` \|", section, flags=re.M))
 
 
@@ -174,8 +175,8 @@ COMMANDS = documented_seqlab_commands()
 
 @pytest.fixture(scope="module")
 def parsers():
-    """One argument parser per task, built once."""
-    return {task: build_parser(task) for task in TASKS}
+    """One argument parser per task (and one for `seqlab datasets`), built once."""
+    return {task: build_parser(task) for task in TASKS} | {DATASETS: build_parser()}
 
 
 def test_the_pages_are_there():
@@ -201,12 +202,18 @@ def test_python_block_runs(block, tmp_path, monkeypatch):
     "block", [b for b in ALL_BLOCKS if b.needs_data is not None], ids=lambda block: block.id
 )
 def test_needs_data_marker_names_a_data_set_of_its_page(block):
-    assert block.needs_data in data_set_names(), (
-        f"{block.id}: the marker names {block.needs_data!r}, which is not in the data-set table "
-        f"of {DATA_SET_TABLE.relative_to(ROOT)}"
+    assert block.needs_data in datasets.names(), (
+        f"{block.id}: the marker names {block.needs_data!r}, which is not a registered data set "
+        f"(seqlab datasets list)"
     )
     assert block.needs_data in prose(block.page), (
         f"{block.id}: the page does not name the data set {block.needs_data!r} outside the marker"
+    )
+
+
+def test_the_data_set_table_lists_every_registered_name():
+    assert data_set_table_names() == set(datasets.names()), (
+        f"the data-set table of {DATA_SET_TABLE.relative_to(ROOT)} differs from the registry"
     )
 
 
@@ -230,7 +237,7 @@ def test_seqlab_command_parses(where, arguments, parsers):
             (parsers[task] if task else build_parser()).parse_args(arguments)
         assert exit_.value.code == 0, f"{where}: seqlab {shlex.join(arguments)}"
         return
-    assert task in TASKS, f"{where}: no task in {arguments}"
+    assert task in parsers, f"{where}: no task in {arguments}"
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
         try:
