@@ -2,12 +2,14 @@
 
 Usage: seqlab <task> <action> [options]   (or: python cli.py ...)
 
-Each task is a module of `pipelines/` listed in `pipelines.TASKS`; its `Task` object supplies the
-config dataclass (one flag per field), the action functions and the help examples. This module
-holds no modelling logic. Bad data (`DataError`) and bad settings (`UsageError`) are printed as
-one line with exit status 2; `--debug` shows the traceback instead. TensorFlow's own C++ log is
-kept off the terminal (`quiet_tensorflow`), unless `--debug` is given or `TF_CPP_MIN_LOG_LEVEL`
-is set.
+Each task is a module of `pipelines/` listed in `pipelines.TASKS`. Its card
+(`pipelines/configs/<task>.py`, no TensorFlow) supplies the config dataclass (one flag per field),
+the help and the examples, so `--help` answers without loading TensorFlow; its `Task` object (the
+task's module) supplies the action functions. This module holds no modelling logic. Bad data
+(`DataError`) and bad settings (`UsageError`) are printed as one line with exit status 2;
+`--debug` shows the traceback instead. TensorFlow's own C++ log is kept off the terminal
+(`quiet_tensorflow`, called once the arguments are parsed), unless `--debug` is given or
+`TF_CPP_MIN_LOG_LEVEL` is set.
 """
 
 import argparse
@@ -20,8 +22,9 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from seqlab.data.errors import DataError
-from seqlab.pipelines import TASKS, load_task
+from seqlab.pipelines import TASKS, load_card, load_task
 from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.settings import add_config_arguments, make_config, read_config_file
 
 PROG = "seqlab"
 ACTIONS = {
@@ -104,10 +107,8 @@ def _examples(lines):
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def _add_action_parsers(task_parser, task):
-    """The `train|evaluate|predict|export` sub-commands of one task."""
-    from seqlab.pipelines.common import add_config_arguments
-
+def _add_action_parsers(task_parser, card):
+    """The `train|evaluate|predict|export` sub-commands of one task (`card`: its `TaskCard`)."""
     formatter = argparse.RawDescriptionHelpFormatter
     actions = task_parser.add_subparsers(dest="action", metavar="<action>")
     parsers = {}
@@ -115,17 +116,17 @@ def _add_action_parsers(task_parser, task):
         parsers[action] = actions.add_parser(
             action,
             help=summary,
-            description=f"{task.name} {action}: {summary}.",
-            epilog=_examples(task.examples.get(action, [])),
+            description=f"{card.name} {action}: {summary}.",
+            epilog=_examples(card.examples.get(action, [])),
             formatter_class=formatter,
             # Only the flags actually given override the config file and the defaults.
             argument_default=argparse.SUPPRESS,
-            aliases=task.aliases.get(action, []),
+            aliases=card.aliases.get(action, []),
         )
         # An alias dispatches to the action it names.
         parsers[action].set_defaults(action=action)
     train = parsers["train"]
-    add_config_arguments(train, task.config_class)
+    add_config_arguments(train, card.config_class)
     train.add_argument(
         "--config", metavar="FILE",
         help="JSON or TOML file of settings, keys as the flags (flags given here win)",
@@ -155,7 +156,7 @@ def _add_action_parsers(task_parser, task):
         "--overwrite", action="store_true",
         help="replace a previous export at --out (anything else there is never deleted)",
     )
-    for action, options_class in task.options.items():
+    for action, options_class in card.options.items():
         add_config_arguments(parsers[action], options_class)
     for parser in parsers.values():
         parser.add_argument(
@@ -165,7 +166,8 @@ def _add_action_parsers(task_parser, task):
 
 
 def build_parser(task_name=None):
-    """The argument parser; only the task `task_name` gets its actions (its module is imported)."""
+    """The argument parser; only the task `task_name` gets its actions (from its card: the
+    task's module, and TensorFlow, are not imported)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
@@ -190,13 +192,13 @@ def build_parser(task_name=None):
             name, help=summary, formatter_class=argparse.RawDescriptionHelpFormatter
         )
         if name == task_name:
-            task = load_task(name)
-            task_parser.description = task.description
+            card = load_card(name)
+            task_parser.description = card.description
             task_parser.epilog = _examples(
-                [line for action in ACTIONS for line in task.examples.get(action, [])[:1]]
+                [line for action in ACTIONS for line in card.examples.get(action, [])[:1]]
                 + [f"{PROG} {name} <action> --help"]
             )
-            _add_action_parsers(task_parser, task)
+            _add_action_parsers(task_parser, card)
     _add_datasets_parser(subparsers)
     return parser
 
@@ -258,7 +260,7 @@ def _datasets_command(parser, values):
 
 def _run_action(task, action, values):
     """Calls the task's action with the parsed flags; returns its `ActionResult`."""
-    from seqlab.pipelines.common import default_out, make_config, read_config_file
+    from seqlab.pipelines.common import default_out
 
     if action != "train":
         # Only the flags given are passed: the action fills in and checks the rest through its
@@ -286,8 +288,6 @@ def main(argv=None):
     """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     task_name = next((a for a in argv if not a.startswith("-")), None)
-    if task_name in TASKS:  # a task's module loads TensorFlow
-        quiet_tensorflow(debug="--debug" in argv)
     parser = build_parser(task_name if task_name in TASKS else None)
     args = parser.parse_args(argv)
     if args.task is None:
@@ -300,6 +300,8 @@ def main(argv=None):
     if action is None:
         parser.parse_args([task_name, "--help"])
     debug = values.pop("debug", False)
+    # Only now, past the parsing (and any --help), does TensorFlow load: with the task's module.
+    quiet_tensorflow(debug=debug)
     task = load_task(task_name)
     try:
         result = _run_action(task, action, values)

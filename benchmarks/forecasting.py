@@ -22,7 +22,8 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from seqlab.pipelines.common import format_table, make_config  # noqa: E402
+from seqlab.pipelines.common import format_table  # noqa: E402
+from seqlab.pipelines.settings import make_config  # noqa: E402
 from seqlab.pipelines.timeseries import TASK  # noqa: E402
 
 DEFAULT_SERIES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "timeseries"

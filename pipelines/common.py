@@ -1,19 +1,16 @@
-"""What every task pipeline shares: configs, the run directory, training callbacks, reports.
+"""What every task pipeline shares: the run directory, training callbacks, reports.
 
 The run lifecycle built from these pieces is `pipelines/lifecycle.py`; a task module
 (`pipelines/<task>.py`) subclasses its `Pipeline` and exposes one `Task` object, which `cli.py`
 turns into `seqlab <task> train|evaluate|predict|export`.
 
-- Configs: a task's settings are a dataclass derived from `TrainConfig`. Each field is a command
-  line flag (`batch_size` -> `--batch-size`) and a key of `--config FILE` (JSON or TOML); flags win
-  over the file, the file over the dataclass defaults. `option()` declares a field with its help.
+- Configs: a task's settings and their flags are `pipelines/settings.py` (it imports no
+  TensorFlow, so that `--help` answers without it).
 - `RunDirectory`: the `--out` directory of one `train` call. It is built under `<out>.partial` and
   renamed to `<out>` when everything is written, so `<out>` only ever holds a finished run. An
   interrupted run leaves `<out>.partial` (with `checkpoints/`); the same command resumes it.
 - `training_callbacks`: `history.csv` kept across resumes, `AtomicBackupAndRestore` under
   `checkpoints/` (a kill while it writes leaves the previous backup).
-- Shared config checks: `check_at_least`, `check_positive`, `check_rate`,
-  `check_split_fractions`.
 - `set_seed`, `library_versions`, `format_table`, `save_history_plot`, `pyplot`.
 
 Errors the user can fix by changing the command (a bad flag value, a refused `--out`) are
@@ -21,7 +18,6 @@ Errors the user can fix by changing the command (a bad flag value, a refused `--
 with status 2.
 """
 
-import argparse
 import csv
 import dataclasses
 import datetime
@@ -33,246 +29,12 @@ import re
 import shutil
 import sys
 import time
-import tomllib
-import types
 import typing
 from pathlib import Path
 
 import keras
 
 from seqlab.pipelines.errors import UsageError
-
-
-# ---------------------------------------------------------------------------------------------
-# Configs
-
-
-def option(default, help, choices=None, positional=False, metavar=None):
-    """A config field with its command-line help (and allowed values).
-
-    Args:
-        default: the value when neither a flag nor the config file sets it. Mutable defaults
-            (lists) are copied per instance.
-        help: the flag's help line.
-        choices: the allowed values, if only some are.
-        positional: a positional argument (`seqlab sentiment predict TEXT ...`) instead of a
-            `--flag`; a list field takes any number of values.
-        metavar: the value's name in the help (default: the field name in capitals).
-    """
-    metadata = {"help": help, "choices": choices, "positional": positional, "metavar": metavar}
-    if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """The settings every task's `train` has. Task configs derive from this.
-
-    A task that wants other defaults redeclares the field with `option(...)`.
-    """
-
-    data: str | None = option(None, "training data file (default: the task's embedded data)")
-    out: str | None = option(
-        None, "run directory to write (default: runs/<task>-<UTC timestamp>)"
-    )
-    epochs: int = option(10, "maximum number of training epochs")
-    batch_size: int = option(32, "examples per batch")
-    seed: int = option(42, "random seed (same seed, same machine: same metrics)")
-    distribute: str = option(
-        "none",
-        "tf.distribute strategy: local devices (mirrored) or the TF_CONFIG cluster (multiworker)",
-        ["none", "mirrored", "multiworker"],
-    )
-    tensorboard: bool = option(
-        False,
-        "write TensorBoard logs (losses and metrics per epoch, the graph) to <out>/tensorboard; "
-        "view them with: tensorboard --logdir <out>/tensorboard",
-    )
-
-    def __post_init__(self):
-        check_at_least(self, 1, "epochs", "batch_size")
-        if hasattr(self, "learning_rate"):
-            check_positive(self, "learning_rate")
-        if hasattr(self, "clipnorm"):
-            check_positive(self, "clipnorm")
-
-
-# The checks task configs share in `__post_init__`. Each raises `ValueError("<name> must ...
-# Received: <name>=<value>")`, which `make_config` turns into a one-line `UsageError`.
-
-
-def check_at_least(config, minimum, *names):
-    """Each named setting is at least `minimum` (None counts as unset and passes)."""
-    for name in names:
-        value = getattr(config, name)
-        if value is not None and value < minimum:
-            raise ValueError(f"{name} must be at least {minimum}. Received: {name}={value}")
-
-
-def check_positive(config, *names):
-    """Each named number is above 0 (None passes). NaN is refused."""
-    for name in names:
-        value = getattr(config, name)
-        if value is not None and not value > 0:
-            raise ValueError(f"{name} must be positive. Received: {name}={value}")
-
-
-def check_rate(config, *names):
-    """Each named rate lies in [0, 1)."""
-    for name in names:
-        value = getattr(config, name)
-        if not 0 <= value < 1:
-            raise ValueError(f"{name} must lie in [0, 1). Received: {name}={value}")
-
-
-def check_split_fractions(config, validation_may_be_zero=True):
-    """`val_fraction` in [0, 1) (or (0, 1)), `test_fraction` in (0, 1), their sum below 1."""
-    val, test = config.val_fraction, config.test_fraction
-    val_ok = 0 <= val < 1 if validation_may_be_zero else 0 < val < 1
-    if not (val_ok and 0 < test < 1 and val + test < 1):
-        interval = "[0, 1)" if validation_may_be_zero else "(0, 1)"
-        raise ValueError(
-            f"val_fraction must lie in {interval}, test_fraction in (0, 1), their sum below 1. "
-            f"Received: val_fraction={val}, test_fraction={test}"
-        )
-
-
-def fill_in_setting(config, name, value, reason):
-    """Sets the setting `name`, left unset (None) for the data to decide, to `value` and checks
-    the config again (a task's `prepare` does this before the run's config.json is written).
-
-    Raises:
-        UsageError: the config refuses the value; the message says where it came from (`reason`).
-    """
-    setattr(config, name, value)
-    try:
-        config.__post_init__()
-    except ValueError as error:
-        raise UsageError(f"{error} ({name}={value}: {reason})") from None
-
-
-def _field_type(field):
-    """`(base type, is list, may be None)` of a config field's annotation."""
-    annotation, optional = field.type, False
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        arguments = [a for a in typing.get_args(annotation) if a is not type(None)]
-        optional = len(arguments) < len(typing.get_args(annotation))
-        (annotation,) = arguments
-    if typing.get_origin(annotation) is list:
-        return typing.get_args(annotation)[0], True, optional
-    return annotation, False, optional
-
-
-def flag_name(name):
-    return "--" + name.replace("_", "-")
-
-
-def add_config_arguments(parser, config_class):
-    """Adds one flag per field of `config_class` to `parser`.
-
-    The flags have no argparse defaults (the parser should use `argparse.SUPPRESS`), so that only
-    the flags actually given override the config file and the dataclass defaults.
-    """
-    for field in dataclasses.fields(config_class):
-        base, is_list, _ = _field_type(field)
-        default = (
-            field.default_factory() if field.default_factory is not dataclasses.MISSING
-            else field.default
-        )
-        shown = "none" if default in (None, []) else default
-        if is_list and default:
-            shown = " ".join(map(str, default))
-        help = field.metadata.get("help", "")
-        if "default" not in help:
-            help = f"{help} (default: {shown})"
-        kwargs = {"help": help}
-        metavar = field.metadata.get("metavar") or field.name.upper()
-        if field.metadata.get("positional"):
-            parser.add_argument(field.name, nargs="*" if is_list else "?", type=base,
-                                metavar=metavar, **kwargs)
-            continue
-        if base is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["type"] = base
-            if field.metadata.get("choices"):
-                kwargs["choices"] = field.metadata["choices"]
-            else:
-                kwargs["metavar"] = metavar
-            if is_list:
-                kwargs["nargs"] = "+"
-        parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
-
-
-def read_config_file(path):
-    """The settings in a JSON or TOML file (chosen by the suffix), keys as `batch_size`.
-
-    Keys may also be spelled as the flags are (`batch-size`).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"{path}: config file not found")
-    try:
-        if path.suffix.lower() == ".toml":
-            values = tomllib.loads(path.read_text(encoding="utf-8"))
-        else:
-            values = json.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({error})")
-    if not isinstance(values, dict):
-        raise UsageError(f"{path}: expected a table of settings, got {type(values).__name__}")
-    return {key.replace("-", "_"): value for key, value in values.items()}
-
-
-def _coerce(field, value, origin):
-    """Checks a config-file value against the field's type; ints are accepted as floats."""
-    base, is_list, optional = _field_type(field)
-    if value is None and optional:
-        return None
-    if is_list:
-        values = [value] if isinstance(value, str) else value
-        if isinstance(values, list) and all(isinstance(v, base) for v in values):
-            return list(values)
-    elif base is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    elif isinstance(value, base) and not (base is int and isinstance(value, bool)):
-        return value
-    expected = f"a list of {base.__name__}" if is_list else base.__name__
-    raise UsageError(f"{origin}: {field.name} must be {expected}. Received: {value!r}")
-
-
-def make_config(config_class, file_values=None, flag_values=None, origin="config"):
-    """Builds a config: dataclass defaults, then the config file's values, then the flags.
-
-    Args:
-        config_class: the task's config dataclass.
-        file_values: settings from `read_config_file` (checked: unknown keys and wrong types are
-            refused).
-        flag_values: settings given on the command line (already typed by argparse).
-        origin: the config file's name, for messages.
-
-    Raises:
-        UsageError: an unknown key, a value of the wrong type or one the config refuses.
-    """
-    fields = {f.name: f for f in dataclasses.fields(config_class)}
-    values = {}
-    for key, value in (file_values or {}).items():
-        if key not in fields:
-            raise UsageError(
-                f"{origin}: unknown setting {key!r}; the settings are: {', '.join(fields)}"
-            )
-        values[key] = _coerce(fields[key], value, origin)
-    for key, value in (flag_values or {}).items():
-        values[key] = value
-    for key, value in values.items():
-        choices = fields[key].metadata.get("choices")
-        if choices and value is not None and value not in choices:
-            raise UsageError(f"{key} must be one of {', '.join(choices)}. Received: {value!r}")
-    try:
-        return config_class(**values)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -868,7 +630,9 @@ class ActionResult:
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One task as the command line sees it. Each `pipelines/<task>.py` defines `TASK = Task(...)`.
+    """One task as the command line runs it. Each `pipelines/<task>.py` defines `TASK = Task(...)`
+    (through `Pipeline.task()`); all but the actions are its card's (`settings.TaskCard`), from
+    which the command line builds the help without importing the task's module.
 
     The action functions take keyword arguments named as their flags:
     - `train(config, overwrite=False) -> ActionResult`
@@ -883,10 +647,10 @@ class Task:
         config_class: the `TrainConfig` subclass of `train`.
         train, evaluate, predict, export: the actions.
         options: per action ("evaluate", "predict"), a dataclass of its settings beyond
-            `--run`, `--data` and `--output`, declared with `option()` as `train`'s config is
-            (for example charrnn's `predict --temperature`). The command line turns its fields
-            into flags and passes the ones given to the action as keyword arguments; the action
-            completes and checks them with `make_config(options_class, flag_values=...)`.
+            `--run`, `--data` and `--output`, declared with `settings.option()` as `train`'s
+            config is (for example charrnn's `predict --temperature`). The command line turns its
+            fields into flags and passes the ones given to the action as keyword arguments; the
+            action completes and checks them with `make_config(options_class, flag_values=...)`.
         aliases: per action, other names it answers to on the command line (for example
             charrnn `generate` for `predict`).
     """
@@ -910,21 +674,12 @@ __all__ = [
     "RunRecord",
     "StopAfterMinutes",
     "Task",
-    "TrainConfig",
     "UsageError",
-    "add_config_arguments",
-    "check_at_least",
-    "check_positive",
-    "check_rate",
-    "check_split_fractions",
     "default_out",
     "format_table",
     "library_versions",
-    "make_config",
     "open_run",
-    "option",
     "progress_verbosity",
-    "read_config_file",
     "read_json",
     "save_history_plot",
     "set_seed",

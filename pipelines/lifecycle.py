@@ -308,8 +308,11 @@ class Pipeline:
         description, examples, aliases: the command line's help and action aliases (see
             `common.Task`).
         evaluate_options, predict_options: dataclasses of the settings `evaluate` and
-            `predict` take beyond `run`, `data` and `output`, declared with `common.option`
+            `predict` take beyond `run`, `data` and `output`, declared with `settings.option`
             (or None).
+        A task on the command line takes its name, config class, help, aliases and options
+        from the `settings.TaskCard` of its `pipelines/configs/<task>.py`, which `--help` reads
+        without importing the task's module (nor TensorFlow).
         data_paths: config fields naming files, made absolute so that evaluate and predict find
             them from any working directory.
         renamed_settings: settings of older versions' config.json under their new names.

@@ -29,108 +29,24 @@ from seqlab.data.translation import (
     read_test_pairs, token_text, tokenize,
 )
 from seqlab.models import Translator
-from seqlab.models.translator import KINDS as MODEL_KINDS, TextTranslator
+from seqlab.models.translator import TextTranslator
 from seqlab.pipelines.common import (
-    ActionResult, TrainConfig, UsageError, check_at_least, check_rate, check_split_fractions,
-    fill_in_setting, make_config, option, pyplot, write_export_archive, write_text_atomic,
+    ActionResult, UsageError, pyplot, write_export_archive, write_text_atomic,
+)
+from seqlab.pipelines.configs.translate import (
+    CARD,
+    TASK_NAME,
+    EvaluateOptions,
+    PredictOptions,
+    TranslateConfig,
+    check_sources,
 )
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import (
     translation_examples, translation_figures, translation_table,
 )
+from seqlab.pipelines.settings import fill_in_setting, make_config
 
-TASK_NAME = "translate"
-# Token embedding size when neither --embedding-dim nor --embeddings gives one.
-DEFAULT_EMBEDDING_DIM = 128
-
-
-@dataclasses.dataclass
-class TranslateConfig(TrainConfig):
-    """Every setting of a translation run; the defaults suit the embedded sample."""
-
-    data: str | None = option(
-        None,
-        "a TSV of sentence pairs (source, target, other columns ignored), or a folder of aligned "
-        "split files train.<src-lang> / train.<tgt-lang>, val.*, test*.* "
-        "(default: the embedded English -> German smoke-test sample)",
-    )
-    src: str | None = option(None, "aligned source-language file, one sentence per line")
-    tgt: str | None = option(None, "aligned target-language file, line n translates --src line n")
-    src_lang: str | None = option(None, "source-language suffix of the --data folder's files")
-    tgt_lang: str | None = option(None, "target-language suffix of the --data folder's files")
-    tsv_columns: list[int] = option([1, 2], "1-based source and target columns of a TSV")
-    val_fraction: float = option(0.1, "share of pairs held out for validation when the data "
-                                      "has no val split")
-    test_fraction: float = option(0.1, "share of pairs held out for the test split when the "
-                                       "data has no test split")
-    epochs: int = option(40, "maximum number of epochs (early stopping may end sooner)")
-    batch_size: int = option(64, "sentence pairs per batch (also per decoding batch)")
-    model: str = option("transformer", "model kind", MODEL_KINDS)
-    embedding_dim: int | None = option(
-        None, f"token embedding size of both languages (transformer: the model width) "
-        f"(default: {DEFAULT_EMBEDDING_DIM}, or the dimension of --embeddings)"
-    )
-    embeddings: str | None = option(
-        None, "pretrained word vectors of the SOURCE language, copied into the encoder's token "
-        "embedding before training (a token is looked up without its space mark, as it is, "
-        "then in other case): a GloVe, word2vec or fastText text file (.gz too) or a "
-        "registered name such as glove.6B.100d"
-    )
-    freeze_embeddings: bool = option(
-        False, "keep the pretrained vectors of --embeddings fixed while training"
-    )
-    units: int = option(128, "gru-attention: GRU units per direction and attention units")
-    layers: int = option(2, "transformer: encoder layers and decoder layers")
-    num_heads: int = option(4, "transformer: attention heads")
-    ff_dim: int = option(256, "transformer: feed-forward width")
-    dropout: float = option(0.1, "dropout rate")
-    max_length: int = option(64, "most tokens of a training sentence (longer pairs are "
-                                 "skipped and counted) and of an output")
-    min_count: int = option(1, "tokens seen fewer times in the training split become [UNK]")
-    max_vocabulary: int = option(32000, "most ids per language (most frequent tokens kept)")
-    learning_rate: float = option(1e-3, "peak Adam learning rate (then cosine decay to a tenth "
-                                        "of it)")
-    warmup_steps: int = option(0, "batches of linear learning-rate warmup from 0")
-    clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
-    patience: int = option(5, "early-stopping patience in epochs (best weights restored)")
-    beam_width: int = option(4, "beam width of the beam-search figures and of the SavedModel")
-    length_penalty: float = option(0.6, "GNMT length penalty alpha of beam search")
-    attention_plots: int = option(3, "validation sentences whose attention is plotted")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.embedding_dim is None and self.embeddings is None:
-            self.embedding_dim = DEFAULT_EMBEDDING_DIM  # else the vectors' dimension (prepare)
-        if self.freeze_embeddings and self.embeddings is None:
-            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
-                             "--embeddings. Received: embeddings=None")
-        check_at_least(self, 1, "embedding_dim", "units", "layers", "num_heads", "ff_dim",
-                       "min_count", "patience", "beam_width")
-        check_at_least(self, 0, "warmup_steps", "attention_plots", "length_penalty")
-        check_at_least(self, 2, "max_length")
-        check_at_least(self, 5, "max_vocabulary")
-        check_rate(self, "dropout")
-        check_split_fractions(self)
-        columns = self.tsv_columns
-        if len(columns) != 2 or len(set(columns)) != 2 or min(columns) < 1:
-            raise ValueError(
-                "tsv_columns must be two different 1-based column numbers. Received: "
-                f"tsv_columns={self.tsv_columns}"
-            )
-        _check_sources(self.data, self.src, self.tgt, ValueError)
-        if (self.model == "transformer" and self.embedding_dim is not None
-                and self.embedding_dim % self.num_heads):
-            raise ValueError(
-                "embedding_dim must be divisible by num_heads for the transformer. Received: "
-                f"embedding_dim={self.embedding_dim}, num_heads={self.num_heads}"
-            )
-
-
-def _check_sources(data, src, tgt, error):
-    if (src is None) != (tgt is None):
-        raise error("--src and --tgt go together: give both aligned files, or neither")
-    if src is not None and data is not None:
-        raise error("give either --data or --src/--tgt, not both")
 
 
 def _reading(config, data):
@@ -221,81 +137,15 @@ def save_attention_plots(translator, pairs, count, folder):
 # The task
 
 
-@dataclasses.dataclass
-class DecodingOptions:
-    """Beam search settings of `evaluate` and `predict` (None: the run's)."""
-
-    beam_width: int | None = option(None, "beam width (default: the run's beam_width)",
-                                    metavar="K")
-    length_penalty: float | None = option(
-        None, "GNMT length penalty alpha (default: the run's)", metavar="ALPHA"
-    )
-
-    def __post_init__(self):
-        check_at_least(self, 1, "beam_width")
-        check_at_least(self, 0, "length_penalty")
-
-    def settings(self, config):
-        """`(beam_width, length_penalty)`, the run's `config` filling in what is None."""
-        return (config.beam_width if self.beam_width is None else self.beam_width,
-                config.length_penalty if self.length_penalty is None else self.length_penalty)
-
-
-@dataclasses.dataclass
-class EvaluateOptions(DecodingOptions):
-    """The settings of `seqlab translate evaluate` besides --run, --data and --output."""
-
-    src: str | None = option(None, "aligned source file to score", metavar="FILE")
-    tgt: str | None = option(None, "aligned reference file to score", metavar="FILE")
-
-
-@dataclasses.dataclass
-class PredictOptions(DecodingOptions):
-    """The settings of `seqlab translate predict` besides --run, --data and --output."""
-
-    texts: list[str] = option([], "sentences to translate", positional=True, metavar="TEXT")
-    input: str | None = option(None, "a file of sentences to translate, one per line",
-                               metavar="FILE")
-    n_best: int = option(1, "print the N best translations with their scores", metavar="N")
-
-
 class TranslatePipeline(Pipeline):
     """Translation on the shared run lifecycle (pipelines/lifecycle.py)."""
 
-    name = TASK_NAME
+    name = CARD.name
     config_class = TranslateConfig
     model_class = Translator
     data_paths = ("data", "src", "tgt")
-    description = (
-        "Translate sentences with a GRU encoder-decoder with additive attention "
-        "(--model gru-attention) or a Transformer (--model transformer) built from seqlab's "
-        "layers, trained with teacher forcing on aligned files (--src/--tgt), a folder of "
-        "aligned split files (--data DIR --src-lang en --tgt-lang de) or a TSV of pairs. "
-        "Scored on the test split with sacreBLEU (BLEU with its signature, and chrF), greedy "
-        "and beam search. Without data it trains on a small English -> German smoke-test "
-        "sample shipped with seqlab."
-    )
-    examples = {
-        "train": [
-            "seqlab translate train",
-            "seqlab translate train --data multi30k --src-lang en --tgt-lang de --min-count 2 "
-            "--out runs/multi30k",
-            "seqlab translate train --src corpus.en --tgt corpus.de --model gru-attention",
-            "seqlab translate train --data deu.txt --epochs 20     # Anki pairs: English, German",
-        ],
-        "evaluate": [
-            "seqlab translate evaluate --run runs/multi30k",
-            "seqlab translate evaluate --run runs/multi30k --src test.en --tgt test.de "
-            "--beam-width 8",
-        ],
-        "predict": [
-            'seqlab translate predict --run runs/multi30k "A man is riding a bike."',
-            "seqlab translate predict --run runs/multi30k --input sentences.txt --output out.txt",
-            'seqlab translate predict --run runs/multi30k --beam-width 8 --n-best 3 "Two dogs '
-            'play."',
-        ],
-        "export": ["seqlab translate export --run runs/multi30k --out serving/translate/1"],
-    }
+    description = CARD.description
+    examples = CARD.examples
     evaluate_options = EvaluateOptions
     predict_options = PredictOptions
 
@@ -416,7 +266,7 @@ class TranslatePipeline(Pipeline):
         src, tgt = options.src, options.tgt
         loaded, translator, (beam_width, length_penalty) = self._load(run, options)
         config = loaded.config
-        _check_sources(data, src, tgt, UsageError)
+        check_sources(data, src, tgt, UsageError)
         if src is None and data is None:
             tests = _load_data(config).tests
         else:

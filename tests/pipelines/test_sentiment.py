@@ -14,7 +14,7 @@ from seqlab import cli
 from seqlab.data.classification import make_splits
 from seqlab.data.errors import DataError
 from seqlab.models import TextClassifier, TextClassifierEnsemble
-from seqlab.pipelines.common import UsageError, make_config
+from seqlab.pipelines.common import UsageError
 from seqlab.pipelines.sentiment import (
     PIPELINE,
     SentimentConfig,
@@ -25,6 +25,7 @@ from seqlab.pipelines.sentiment import (
     settle_length_and_pooling,
     train,
 )
+from seqlab.pipelines.settings import make_config
 
 KEYWORDS = {
     "good": ["great", "superb", "lovely", "brilliant"],

@@ -1,0 +1,131 @@
+"""The settings of `seqlab timeseries` and its command-line card (no TensorFlow: see `configs`)."""
+
+import dataclasses
+
+from seqlab.pipelines.settings import (
+    TaskCard,
+    TrainConfig,
+    check_at_least,
+    check_rate,
+    check_split_fractions,
+    option,
+)
+
+TASK_NAME = "timeseries"
+# The choices of data/timeseries.py and models/forecaster.py (those import TensorFlow); the
+# tests check that they agree.
+FILL_METHODS = ("ffill", "interpolate")
+FILL_ENDS = ("drop", "nearest", "refuse")
+SCALER_METHODS = ("minmax", "standard")
+MODEL_KINDS = ("lstm", "gru", "rnn", "transformer", "linear")
+NORMALIZATIONS = ("window", "none")
+
+
+@dataclasses.dataclass
+class TimeseriesConfig(TrainConfig):
+    """Every setting of a forecasting run; the defaults suit the embedded yearly sunspots."""
+
+    data: str | None = option(
+        None, "CSV file to forecast (default: yearly sunspots 1700-2008 from statsmodels)"
+    )
+    epochs: int = option(200, "maximum number of epochs (early stopping usually ends sooner)")
+    batch_size: int = option(32, "windows per batch")
+    time_column: list[str] | None = option(
+        None, "time column (dates or numbers), or the columns whose whole numbers make the time "
+        "stamps (year month day hour, or year,month,day,hour); default: the first column if it "
+        "holds dates, else columns named year, month[, day, hour, minute, second]",
+        metavar="COL",
+    )
+    target: list[str] | None = option(
+        None, "column(s) to forecast (default: the only numeric column)"
+    )
+    features: list[str] | None = option(
+        None, "input columns (default: every numeric column besides time)"
+    )
+    categorical: list[str] = option([], "columns to one-hot encode as inputs")
+    fill: str | None = option(
+        None, "repair missing or non-numeric values (default: refuse them)", FILL_METHODS
+    )
+    fill_ends: str = option(
+        "drop", "rows --fill cannot repair (before a column's first value; with interpolate also "
+        "after its last): drop them (the summary says which), copy the nearest value, or refuse",
+        FILL_ENDS,
+    )
+    lookback: int | None = option(
+        None, "past rows the model sees per forecast (default: two seasons, or 24 rows without "
+        "a season; at most half the training rows)"
+    )
+    horizon: int = option(1, "future rows to forecast")
+    stride: int = option(1, "rows between the starts of training windows")
+    val_fraction: float = option(0.15, "share of rows for validation (after training rows)")
+    test_fraction: float = option(0.15, "share of rows for the test split (the last rows)")
+    split_targets: bool = option(
+        True, "splits hold the forecast targets, windows may reach back into earlier rows "
+        "(--no-split-targets: windows inside each split, as seqlab 0.1.0)"
+    )
+    backtest: int = option(
+        0, "also retrain and score at K-1 earlier origins, each one test split before the next "
+        "(expanding window); 0 or 1: the test split only"
+    )
+    scaler: str = option("standard", "scaling fitted on training rows", SCALER_METHODS)
+    model: str = option(
+        "gru", "model kind (linear: one dense layer over the normalised window)", MODEL_KINDS
+    )
+    normalization: str = option(
+        "window", "window: each window shifted by its last value and scaled by its spread "
+        "(restored on the forecast); none: as it is", NORMALIZATIONS
+    )
+    units: int = option(32, "units per recurrent layer (transformer: model width)")
+    layers: int = option(1, "stacked recurrent or Transformer layers")
+    dropout: float = option(0.0, "dropout rate of the layers' inputs")
+    clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
+    learning_rate: float = option(1e-3, "Adam learning rate")
+    patience: int = option(20, "early-stopping patience in epochs (best weights restored)")
+    season: int | None = option(
+        None, "season of the seasonal-naive baseline (default: estimated from training data)"
+    )
+    num_heads: int = option(4, "transformer: attention heads")
+    ff_dim: int = option(64, "transformer: feed-forward width")
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
+                       "num_heads", "ff_dim", "season")
+        check_at_least(self, 0, "backtest")
+        check_rate(self, "dropout")
+        check_split_fractions(self)
+
+
+CARD = TaskCard(
+    name=TASK_NAME,
+    description=(
+        "Forecast the next --horizon rows of one or more numeric columns from the last "
+        "--lookback rows, with a GRU, LSTM, SimpleRNN, Transformer or linear model built from "
+        "seqlab's layers. Every row of the test split (the last rows) is forecast and scored "
+        "in original units beside the naive (last value), seasonal-naive and ETS "
+        "(Holt-Winters) forecasts. Without --data it uses the yearly sunspot numbers "
+        "1700-2008 shipped with statsmodels."
+    ),
+    examples={
+        "train": [
+            "seqlab timeseries train",
+            "seqlab timeseries train --data temps.csv --time-column Date --target Temp "
+            "--lookback 30 --out runs/temps",
+            "seqlab timeseries train --data sales.csv --target sales --features sales price "
+            "--categorical weekday --fill interpolate --horizon 7 --model gru",
+            "seqlab timeseries train --config settings.toml --epochs 50",
+        ],
+        "evaluate": [
+            "seqlab timeseries evaluate --run runs/temps",
+            "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
+        ],
+        "predict": [
+            "seqlab timeseries predict --run runs/temps",
+            "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
+        ],
+        "export": [
+            "seqlab timeseries export --run runs/temps --out serving/temps/1",
+        ],
+    },
+    config_class=TimeseriesConfig,
+)

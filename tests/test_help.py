@@ -1,0 +1,130 @@
+"""`seqlab --help`, `seqlab <task> --help` and `seqlab <task> <action> --help` answer without
+importing TensorFlow: the parser is built from the tasks' cards (pipelines/configs/), whose
+settings and choices must agree with the task modules and the TensorFlow modules they mirror."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from seqlab.pipelines import TASKS, load_card, load_task
+from seqlab.pipelines.settings import flag_name
+
+ACTIONS = ("train", "evaluate", "predict", "export")
+# Runs each command line of argv[1] (a JSON list) in one fresh interpreter, then prints, as JSON,
+# what each printed and which heavy modules got imported.
+HELP_SCRIPT = """
+import contextlib, io, json, sys
+from seqlab import cli
+printed = []
+for argv in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            cli.main(argv)
+        except SystemExit as exit_:
+            assert exit_.code in (0, None), (argv, exit_.code)
+    printed.append(out.getvalue())
+loaded = [name for name in ("tensorflow", "keras") if name in sys.modules]
+print(json.dumps({"printed": printed, "loaded": loaded}))
+"""
+# `seqlab timeseries train --help` as it was before the parser was built from the card.
+TIMESERIES_TRAIN_FLAGS = (
+    "--data --out --epochs --batch-size --seed --distribute --tensorboard --no-tensorboard "
+    "--time-column --target --features --categorical --fill --fill-ends --lookback --horizon "
+    "--stride --val-fraction --test-fraction --split-targets --no-split-targets --backtest "
+    "--scaler --model --normalization --units --layers --dropout --clipnorm --learning-rate "
+    "--patience --season --num-heads --ff-dim --config --overwrite --debug"
+).split()
+
+
+def help_texts(command_lines):
+    """What each of `command_lines` prints, and whether tensorflow or keras got imported."""
+    finished = subprocess.run(
+        [sys.executable, "-c", HELP_SCRIPT, json.dumps(command_lines)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    result = json.loads(finished.stdout)
+    return result["printed"], result["loaded"]
+
+
+def option_flags(options_class):
+    return [flag_name(field.name) for field in dataclasses.fields(options_class)
+            if not field.metadata.get("positional")]
+
+
+def test_top_level_help_imports_no_tensorflow():
+    (top, datasets), loaded = help_texts([["--help"], ["datasets", "--help"]])
+    assert loaded == []
+    assert all(task in top for task in TASKS)
+    assert "download" in datasets
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_tasks_help_imports_no_tensorflow_and_shows_every_setting(task):
+    card = load_card(task)
+    printed, loaded = help_texts([[task, "--help"]] + [[task, action, "--help"]
+                                                       for action in ACTIONS])
+    assert loaded == []
+    task_help, train, evaluate, predict, export = printed
+    assert card.description.split()[0] in task_help and all(a in task_help for a in ACTIONS)
+    for flag in option_flags(card.config_class) + ["--config", "--overwrite"]:
+        assert flag in train, flag
+    assert card.examples["train"][0] in train
+    for text, action in ((evaluate, "evaluate"), (predict, "predict")):
+        assert "--run" in text and "--data" in text
+        if action in card.options:
+            for flag in option_flags(card.options[action]):
+                assert flag in text, (action, flag)
+    assert "--run" in export and "--out" in export
+
+
+def test_timeseries_train_help_has_the_flags_it_had():
+    (train,), _ = help_texts([["timeseries", "train", "--help"]])
+    usage = train.split("\n\n")[0]
+    flags = [word.strip("[]") for word in usage.split() if word.strip("[]").startswith("--")]
+    assert flags == TIMESERIES_TRAIN_FLAGS
+    assert "{lstm,gru,rnn,transformer,linear}" in usage
+    assert "(default: 200)" in train  # --epochs, the task's own default
+
+
+def test_an_action_alias_answers_without_tensorflow():
+    (generate,), loaded = help_texts([["charrnn", "generate", "--help"]])
+    assert loaded == [] and "--temperature" in generate
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_task_module_takes_its_settings_and_help_from_the_card(task):
+    card, task_object = load_card(task), load_task(task)
+    for field in dataclasses.fields(card):
+        assert getattr(task_object, field.name) == getattr(card, field.name), field.name
+
+
+def test_the_cards_choices_agree_with_the_tensorflow_modules():
+    from seqlab.data import conll, text, timeseries as timeseries_data
+    from seqlab.layers import char_encoder
+    from seqlab.models import char_lm, forecaster, text_classifier, translator
+    from seqlab.pipelines.configs import charrnn, ner, sentiment, timeseries, translate
+
+    assert timeseries.FILL_METHODS == timeseries_data.FILL_METHODS
+    assert timeseries.FILL_ENDS == timeseries_data.FILL_ENDS
+    assert timeseries.SCALER_METHODS == timeseries_data.SCALER_METHODS
+    assert timeseries.MODEL_KINDS == forecaster.KINDS
+    assert timeseries.NORMALIZATIONS == forecaster.NORMALIZATIONS
+    assert charrnn.RECURRENT_KINDS == tuple(char_lm.RECURRENT_LAYERS)
+    assert charrnn.UNSEEN_POLICIES == text.UNSEEN_POLICIES
+    assert sentiment.MODEL_KINDS == text_classifier.KINDS
+    assert sentiment.POOLINGS == text_classifier.POOLINGS
+    assert sentiment.TRUNCATIONS == text_classifier.TRUNCATIONS
+    assert ner.SCHEMES == conll.SCHEMES
+    assert ner.INPUT_FORMATS == conll.INPUT_FORMATS
+    assert ner.CHAR_ENCODERS == char_encoder.CHAR_ENCODERS
+    assert translate.MODEL_KINDS == translator.KINDS
+
+
+def test_unknown_task_has_no_card():
+    with pytest.raises(KeyError):
+        load_card("settings")
