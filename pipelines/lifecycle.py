@@ -345,12 +345,6 @@ class Pipeline:
         """
         raise NotImplementedError
 
-    def settle_config(self, config, prepared):
-        """The config the run records and trains with: settings left to the data (None by
-        default, e.g. a lookback) as `prepare` chose them. Deterministic, so that a rerun with
-        the same flags resumes."""
-        return config
-
     def build_model(self, config, prepared):
         """The compiled and built model (called inside the distribution strategy's scope).
 
@@ -445,7 +439,6 @@ class Pipeline:
                              "tensorboard (or pip install 'seqlab[tensorboard]')")
         config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
         prepared = self.prepare(config, distribution)
-        config = self.settle_config(config, prepared)
         start_run(run, config)
 
         with distribution.scope():

@@ -50,6 +50,7 @@ from seqlab.pipelines.common import (
 )
 from seqlab.pipelines.configs.timeseries import CARD, TASK_NAME, TimeseriesConfig
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
+from seqlab.pipelines.settings import fill_in_setting
 from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
 
 # The default lookback without a season, and the longest one chosen without --lookback.
@@ -326,17 +327,15 @@ class TimeseriesPipeline(Pipeline):
                 schema.targets[0],
             )
         lookback, lookback_source = choose_lookback(config, season, train_end)
+        if config.lookback is None:
+            fill_in_setting(config, "lookback", lookback, lookback_source)
         windows = make_windows(
-            dataclasses.replace(config, lookback=lookback), series, schema,
-            batch_size=distribution.global_batch_size(config.batch_size),
+            config, series, schema, batch_size=distribution.global_batch_size(config.batch_size),
         )
         targets = series.values[schema.targets].to_numpy(dtype="float64")
         ets_specs, notes = fit_ets(targets, train_end, season, schema.targets)
         return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
                               lookback_source, ets_specs, notes)
-
-    def settle_config(self, config, prepared):
-        return dataclasses.replace(config, lookback=prepared.lookback)
 
     def build_model(self, config, prepared):
         return build_model(config, prepared.schema)

@@ -53,7 +53,7 @@ class TimeseriesConfig(TrainConfig):
     )
     lookback: int | None = option(
         None, "past rows the model sees per forecast (default: two seasons, or 24 rows without "
-        "a season; at most half the training rows)"
+        "a season; at most half the training rows and 256)"
     )
     horizon: int = option(1, "future rows to forecast")
     stride: int = option(1, "rows between the starts of training windows")
