@@ -182,6 +182,42 @@ MUTATIONS = [
         ("tests/pipelines/test_timeseries.py",),
         "`predict` forecasts from the first lookback rows, not the last (issue 19)",
     ),
+    Mutation(
+        "target_split_skips_first_row", "data/timeseries.py",
+        "            start = max(start - self.lookback, 0)",
+        "            start = max(start - self.lookback + 1, 0)",
+        ("tests/data/test_timeseries.py",),
+        "the first row of each split is never a forecast target (issue 16)",
+    ),
+    Mutation(
+        "best_baseline_ignores_ets", "pipelines/metrics.py",
+        "    best = min((name for name in BASELINES if name in forecasts),",
+        "    best = min((name for name in BASELINES[:2] if name in forecasts),",
+        ("tests/pipelines/test_timeseries.py",),
+        "the ratio to the best baseline leaves ETS out (issue 16)",
+        select="baselines",
+    ),
+    Mutation(
+        "ets_trend_not_damped_ahead", "models/ets.py",
+        "    damping = np.cumsum(spec.phi ** steps) if spec.trend else np.zeros(horizon)",
+        "    damping = steps.astype(float) if spec.trend else np.zeros(horizon)",
+        ("tests/models/test_ets.py",),
+        "the damped trend is extrapolated undamped (issue 16)",
+    ),
+    Mutation(
+        "ets_season_one_cycle_old", "models/ets.py",
+        "        seasonal = seasons[phase_rows + m]",
+        "        seasonal = seasons[np.maximum(phase_rows, 0)]",
+        ("tests/models/test_ets.py",),
+        "the forecast reads the seasonal state one season older than the latest (issue 16)",
+    ),
+    Mutation(
+        "window_scale_not_restored", "models/forecaster.py",
+        "            return change * target_scale + self._target_statistics(level)",
+        "            return change + self._target_statistics(level)",
+        ("tests/models/test_forecaster.py",),
+        "the window-normalised forecast is shifted back but not scaled back (issue 16)",
+    ),
     # --- char-RNN -----------------------------------------------------------------------------
     Mutation(
         "charrnn_unigram_off_by_one", "pipelines/metrics.py",

@@ -259,11 +259,8 @@ class CharRNNPipeline(Pipeline):
         )
 
     def summary_lines(self, config, prepared, metrics):
-        notes, corpus, time_box = [], prepared.corpus, prepared.time_box
-        if time_box and time_box.stopped_epoch:
-            notes.append(
-                f"--max-minutes {config.max_minutes}: stopped after epoch {time_box.stopped_epoch}"
-            )
+        # A stop by --max-minutes is said in the lifecycle's `training:` line.
+        notes, corpus = [], prepared.corpus
         if corpus.unused_train_chars:
             notes.append(
                 f"--max-train-chars: {corpus.unused_train_chars} training characters left out"
