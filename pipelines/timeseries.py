@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
+from seqlab.data.errors import DataError
 from seqlab.data.timeseries import (
     SUNSPOTS_SOURCE,
     SUNSPOTS_TIME_COLUMN,
@@ -125,6 +126,39 @@ def choose_lookback(config, season, train_rows):
     if DEFAULT_LOOKBACK <= limit:
         return DEFAULT_LOOKBACK, f"no season: {DEFAULT_LOOKBACK} rows"
     return limit, "no season; half the training rows"
+
+
+def backtest_folds(config, series, schema, bounds):
+    """`[(rows kept, WindowGenerator)]` of the `config.backtest - 1` folds before the run's own.
+
+    Fold k keeps the series up to k test splits before its end (expanding window), with the
+    run's validation and test split sizes in rows; its scaler is fitted on its own training rows.
+
+    Raises:
+        DataError: the earliest fold is too short for one window per split (checked before
+            anything is trained).
+    """
+    test_rows = bounds["test"][1] - bounds["test"][0]
+    val_rows = bounds["val"][1] - bounds["val"][0]
+    folds = []
+    for back in range(config.backtest - 1, 0, -1):
+        end = len(series.values) - back * test_rows
+        try:
+            if end <= val_rows + test_rows:
+                raise DataError(f"it would keep {max(end, 0)} rows, fewer than the validation "
+                                f"and test splits ({val_rows} + {test_rows} rows)")
+            fold_config = dataclasses.replace(
+                config, val_fraction=val_rows / end, test_fraction=test_rows / end
+            )
+            fold_series = dataclasses.replace(series, values=series.values.iloc[:end])
+            folds.append((end, make_windows(fold_config, fold_series, schema)))
+        except DataError as error:
+            raise DataError(
+                f"--backtest {config.backtest}: the earliest fold (the first {max(end, 0)} "
+                f"rows) is too short: {error.message}; use a smaller --backtest",
+                path=series.source,
+            ) from None
+    return folds
 
 
 def fit_ets(targets, train_rows, season, names):
@@ -299,6 +333,7 @@ class PreparedSeries:
     lookback_source: str
     ets_specs: list | None
     notes: list
+    backtest_folds: list
 
 
 class TimeseriesPipeline(Pipeline):
@@ -332,10 +367,11 @@ class TimeseriesPipeline(Pipeline):
         windows = make_windows(
             config, series, schema, batch_size=distribution.global_batch_size(config.batch_size),
         )
+        folds = backtest_folds(config, series, schema, windows.bounds)
         targets = series.values[schema.targets].to_numpy(dtype="float64")
         ets_specs, notes = fit_ets(targets, train_end, season, schema.targets)
         return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
-                              lookback_source, ets_specs, notes)
+                              lookback_source, ets_specs, notes, folds)
 
     def build_model(self, config, prepared):
         return build_model(config, prepared.schema)
@@ -378,26 +414,14 @@ class TimeseriesPipeline(Pipeline):
         return metrics
 
     def backtest(self, config, prepared, last_fold):
-        """Retrains and scores at `config.backtest - 1` earlier origins (expanding window).
+        """Retrains and scores at the earlier origins of `prepared.backtest_folds`.
 
-        Fold k (k = 1 .. K-1 before the run's own test split, which is the last fold) keeps the
-        series up to `k` test splits before its end, with the run's validation and test split
-        sizes in rows; the scaler, season and ETS parameters are fitted again on that fold's
-        training rows. Returns `{"folds": [...], "mean": {...}}`, the last fold being the run's.
+        Returns `{"folds": [...], "mean": {...}}`, the last fold being the run's own test split.
         """
-        values, schema = prepared.series.values, prepared.schema
-        bounds = prepared.windows.bounds
-        test_rows = bounds["test"][1] - bounds["test"][0]
-        val_rows = bounds["val"][1] - bounds["val"][0]
+        schema = prepared.schema
         folds = []
-        for back in range(config.backtest - 1, 0, -1):
-            end = len(values) - back * test_rows
-            fold_values = values.iloc[:end]
-            fold_config = dataclasses.replace(
-                config, val_fraction=val_rows / end, test_fraction=test_rows / end
-            )
-            fold_series = dataclasses.replace(prepared.series, values=fold_values)
-            windows = make_windows(fold_config, fold_series, schema)
+        for end, windows in prepared.backtest_folds:
+            fold_values = prepared.series.values.iloc[:end]
             train_end = windows.bounds["train"][1]
             targets = fold_values[schema.targets].to_numpy(dtype="float64")
             specs, _ = fit_ets(targets, train_end, prepared.season, schema.targets)
@@ -414,7 +438,7 @@ class TimeseriesPipeline(Pipeline):
                 config.lookback, config.horizon, prepared.season, specs,
             )
             folds.append(fold_summary(fold, end))
-        folds.append(fold_summary(last_fold, len(values)))
+        folds.append(fold_summary(last_fold, len(prepared.series.values)))
         names = [k for k in folds[-1] if isinstance(folds[-1][k], float)]
         mean = {name: float(np.mean([fold[name] for fold in folds if name in fold]))
                 for name in names}
@@ -509,11 +533,12 @@ class TimeseriesPipeline(Pipeline):
             loaded.model, scaler, schema, series.values, starts, config.lookback,
             config.horizon, loaded.metrics["season"], loaded.artifacts["ets"],
         )
-        metrics.update(split=split, source=series.source)
+        metrics.update(split=split, source=series.source, notes=series.notes)
         summary = [
             f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}",
             forecast_table(metrics, config.model),
+            *series.notes,
         ]
         return evaluation_result(summary, metrics, output)
 

@@ -475,3 +475,18 @@ def test_the_default_lookback_comes_from_the_season_and_the_training_rows(tmp_pa
     assert result.metrics["lookback_source"] == "two seasons of 12"
     assert "lookback 24: two seasons of 12" in result.summary
     assert result.metrics["windows"] == 16  # every test row of 108 * 0.15
+
+
+def test_a_backtest_longer_than_the_series_is_refused_before_training(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    # 18 test rows per fold: a ninth fold back would keep 120 - 8 * 18 < 0 rows.
+    with pytest.raises(DataError, match=r"--backtest 9: the earliest fold \(the first 0 rows\) "
+                                        r"is too short: it would keep 0 rows.*smaller --backtest"):
+        train(tiny_config(data, tmp_path / "run", backtest=9))
+    assert not (tmp_path / "run.partial").exists()
+    # Five folds: the earliest keeps 120 - 4 * 18 = 48 rows, 12 of them for training: less
+    # than one window of 12 + 2 rows.
+    with pytest.raises(DataError, match=r"--backtest 5: the earliest fold \(the first 48 rows\) "
+                                        r"is too short: the series is too short: the train split "
+                                        r"has 12 rows"):
+        train(tiny_config(data, tmp_path / "run", backtest=5))
