@@ -53,7 +53,7 @@ from seqlab.pipelines.common import (
 from seqlab.pipelines.configs.ner import CARD, TASK_NAME, NerConfig, PredictOptions
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import entity_scores, entity_scores_table
-from seqlab.pipelines.settings import make_config
+from seqlab.pipelines.settings import fill_in_setting, make_config
 
 SPLITS = ("train", "validation", "test")
 # Sentences shown on the terminal when predictions go to a file.
@@ -132,7 +132,8 @@ def read_embeddings(config, vocabulary, encoded_train):
                                        first_word_id=2, dimension=config.word_dim,
                                        setting="--word-dim", case_fallback=True)
     if config.word_dim is None:
-        config.word_dim = embeddings.dimension
+        fill_in_setting(config, "word_dim", embeddings.dimension,
+                        f"the dimension of {embeddings.path}")
     return embeddings
 
 

@@ -8,7 +8,8 @@ import keras).
   (`batch_size` -> `--batch-size`) and a key of `--config FILE` (JSON or TOML); flags win over the
   file, the file over the dataclass defaults. `option()` declares a field with its help.
 - Shared config checks: `check_at_least`, `check_positive`, `check_rate`,
-  `check_split_fractions`; `fill_in_setting` for a setting the data decides.
+  `check_split_fractions`, `check_embedding_settings`; `fill_in_setting` for a setting the
+  data decides.
 - `add_config_arguments`, `read_config_file` and `make_config` turn flags and files into a config.
 - `TaskCard`: what the command line shows of a task (name, help, examples, flags, aliases).
 
@@ -103,6 +104,17 @@ def check_rate(config, *names):
         value = getattr(config, name)
         if not 0 <= value < 1:
             raise ValueError(f"{name} must lie in [0, 1). Received: {name}={value}")
+
+
+def check_embedding_settings(config, size_name, default_size):
+    """Pretrained-vector settings: the embedding size `size_name` defaults to `default_size`
+    unless `--embeddings` is given (then `prepare` takes the vectors' dimension), and
+    `--freeze-embeddings` needs `--embeddings`."""
+    if getattr(config, size_name) is None and config.embeddings is None:
+        setattr(config, size_name, default_size)
+    if config.freeze_embeddings and config.embeddings is None:
+        raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
+                         "--embeddings. Received: embeddings=None")
 
 
 def check_split_fractions(config, validation_may_be_zero=True):

@@ -6,6 +6,7 @@ from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
     check_at_least,
+    check_embedding_settings,
     check_rate,
     check_split_fractions,
     option,
@@ -92,11 +93,7 @@ class NerConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.word_dim is None and self.embeddings is None:
-            self.word_dim = DEFAULT_WORD_DIM  # else the vectors' dimension (prepare)
-        if self.freeze_embeddings and self.embeddings is None:
-            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
-                             "--embeddings. Received: embeddings=None")
+        check_embedding_settings(self, "word_dim", DEFAULT_WORD_DIM)
         check_at_least(self, 1, "min_count", "max_word_chars", "word_dim", "char_dim",
                        "char_units", "char_kernel", "units", "patience")
         check_rate(self, "dropout")

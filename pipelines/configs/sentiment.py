@@ -6,6 +6,7 @@ from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
     check_at_least,
+    check_embedding_settings,
     check_positive,
     check_rate,
     option,
@@ -119,8 +120,7 @@ class SentimentConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.embedding_dim is None and self.embeddings is None:
-            self.embedding_dim = DEFAULT_EMBEDDING_DIM  # else the vectors' dimension (prepare)
+        check_embedding_settings(self, "embedding_dim", DEFAULT_EMBEDDING_DIM)
         check_at_least(self, 1, "sequence_length", "embedding_dim", "units", "layers",
                        "num_heads", "ff_dim", "patience", "ensemble", "ngrams")
         check_at_least(self, 3, "vocabulary_size")  # padding, [UNK] and one token
@@ -143,9 +143,6 @@ class SentimentConfig(TrainConfig):
                 f"--embeddings with {', '.join(k for k in MODEL_KINDS if k != 'ngrams')}. "
                 f"Received: model='ngrams', embeddings={self.embeddings!r}"
             )
-        if self.freeze_embeddings and self.embeddings is None:
-            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
-                             "--embeddings. Received: embeddings=None")
         if (self.model == "transformer" and self.embedding_dim is not None
                 and self.embedding_dim % self.num_heads):
             raise ValueError(

@@ -6,6 +6,7 @@ from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
     check_at_least,
+    check_embedding_settings,
     check_rate,
     check_split_fractions,
     option,
@@ -82,11 +83,7 @@ class TranslateConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.embedding_dim is None and self.embeddings is None:
-            self.embedding_dim = DEFAULT_EMBEDDING_DIM  # else the vectors' dimension (prepare)
-        if self.freeze_embeddings and self.embeddings is None:
-            raise ValueError("freeze_embeddings keeps pretrained vectors fixed: give them with "
-                             "--embeddings. Received: embeddings=None")
+        check_embedding_settings(self, "embedding_dim", DEFAULT_EMBEDDING_DIM)
         check_at_least(self, 1, "embedding_dim", "units", "layers", "num_heads", "ff_dim",
                        "min_count", "patience", "beam_width")
         check_at_least(self, 0, "warmup_steps", "attention_plots", "length_penalty")
