@@ -24,10 +24,11 @@ def test_a_recurrent_forecaster_equals_keras_layers_with_copied_weights(kind, bu
     np.testing.assert_allclose(model(WINDOWS), reference(WINDOWS), atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["lstm", "transformer"])
-def test_config_round_trip_fit_and_keras_file(kind, tmp_path):
+@pytest.mark.parametrize("kind, normalization", [("lstm", "none"), ("transformer", "none"),
+                                                 ("gru", "window"), ("linear", "window")])
+def test_config_round_trip_fit_and_keras_file(kind, normalization, tmp_path):
     model = Forecaster(lookback=6, n_features=2, horizon=3, n_targets=2, kind=kind, units=4,
-                       num_heads=2, ff_dim=4, dropout=0.1, seed=3)
+                       num_heads=2, ff_dim=4, dropout=0.1, seed=3, normalization=normalization)
     rebuilt = Forecaster.from_config(model.get_config())
     assert rebuilt.get_config() == model.get_config()
     model.compile(optimizer="adam", loss="mse")
