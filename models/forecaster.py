@@ -1,12 +1,14 @@
-"""`Forecaster`: a window of past rows in, the next `horizon` rows of the targets out."""
+"""`Forecaster`: a window of past rows in, the next `horizon` rows of the targets out;
+`AutoForecaster`: a neural and a least-squares linear `Forecaster`, the better one kept."""
 
 import keras
+import numpy as np
 
 from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
 
 RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 KINDS = (*RECURRENT_LAYERS, "transformer", "linear")
-NORMALIZATIONS = ("window", "none")
+NORMALIZATIONS = ("window", "shift", "none")
 # Added to the window's variance: a flat window is not blown up (inputs are standardised).
 WINDOW_VARIANCE_FLOOR = 1e-2
 
@@ -27,21 +29,24 @@ class Forecaster(keras.Model):
     per feature, before the layers, and the forecast is mapped back with the targets' shift and
     scale. The layers then learn the change from the last value (zero output is the naive
     forecast), so a forecast can leave the range of the training rows: a trending series does
-    not defeat the model. `"none"` feeds the window as it is (seqlab 0.1.0).
+    not defeat the model. `"shift"` only subtracts the last row (and adds it back): the model
+    learns the change in the series' own units. `"none"` feeds the window as it is (seqlab
+    0.1.0).
 
     Args:
         lookback: rows per window.
         n_features: input columns per row.
         horizon: future rows to forecast.
         n_targets: columns to forecast.
-        kind: "lstm", "gru", "rnn" or "transformer".
+        kind: "lstm", "gru", "rnn", "transformer" or "linear" (one dense layer over the
+            flattened window; `fit_least_squares` fits it in closed form).
         units: units per recurrent layer, or the Transformer's model width.
         layers: stacked recurrent or encoder layers.
         dropout: dropout rate of the layers' inputs.
         num_heads: Transformer attention heads.
         ff_dim: Transformer feed-forward width.
         seed: seed of the recurrent layers' dropout masks.
-        normalization: "window" or "none" (see above).
+        normalization: "window", "shift" or "none" (see above).
         target_features: for each target, its column among the input features (`None` for a
             target that is not an input: its forecast is not shifted or scaled); default
             `range(n_targets)`, the targets are the first features.
@@ -117,10 +122,23 @@ class Forecaster(keras.Model):
 
     def _window_statistics(self, window):
         """Per window and feature: the last row `[batch, 1, n_features]` and the standard
-        deviation over time (floored) of the same shape."""
+        deviation over time (floored; 1 with "shift") of the same shape."""
         level = window[:, -1:, :]
+        if self.normalization == "shift":
+            return level, keras.ops.ones_like(level)
         variance = keras.ops.var(window, axis=1, keepdims=True)
         return level, keras.ops.sqrt(variance + WINDOW_VARIANCE_FLOOR)
+
+    def _normalize(self, window):
+        """`(what the layers read, target level, target scale)`: the forecast is
+        `layers(read) * scale + level`, `[batch, 1, n_targets]` each (0 and 1 without
+        normalisation)."""
+        if self.normalization == "none":
+            zeros = keras.ops.zeros_like(window[:, :1, :1])
+            return window, keras.ops.repeat(zeros, self.n_targets, axis=-1), 1.0 + zeros
+        level, scale = self._window_statistics(window)
+        return ((window - level) / scale, self._target_statistics(level),
+                self._target_statistics(scale - 1.0) + 1.0)
 
     def _target_statistics(self, statistics):
         """The window statistics of each target's input column: `[batch, 1, n_targets]`."""
@@ -132,12 +150,58 @@ class Forecaster(keras.Model):
         return keras.ops.concatenate(columns, axis=-1)
 
     def call(self, window, training=False):
-        if self.normalization == "window":
-            level, scale = self._window_statistics(window)
-            change = self._forecast((window - level) / scale, training)
-            target_scale = self._target_statistics(scale - 1.0) + 1.0
-            return change * target_scale + self._target_statistics(level)
-        return self._forecast(window, training)
+        if self.normalization == "none":
+            return self._forecast(window, training)
+        read, level, scale = self._normalize(window)
+        return self._forecast(read, training) * scale + level
+
+    def fit_least_squares(self, data):
+        """Sets a linear forecaster's dense layer to the least-squares fit on `data`.
+
+        Minimises `sum || head(flatten(read)) - (target - level) / scale ||^2` over the
+        windows in closed form (`read`, `level`, `scale` as `call` normalises; with "none" or
+        "shift" exactly the squared forecast error), the bias included: the normal equations
+        are summed batch by batch in float64 and solved with `numpy.linalg.lstsq`, whose
+        minimum-norm answer also covers columns that are always zero (the last row after a
+        shift) or repeat each other.
+
+        Args:
+            data: an iterable of `(windows [b, lookback, n_features], targets [b, horizon,
+                n_targets])` batches (a batched `tf.data.Dataset` will do), or one such pair
+                of arrays.
+
+        Returns:
+            The number of windows fitted on.
+
+        Raises:
+            ValueError: the forecaster is not linear, or `data` holds no window.
+        """
+        if self.kind != "linear":
+            raise ValueError(f"fit_least_squares fits a linear forecaster only. Received: "
+                             f"kind={self.kind!r}")
+        if not self.head.built:
+            self.build()
+        if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
+            data = [data]
+        size = self.lookback * self.n_features + 1
+        gram = np.zeros((size, size))
+        moments = np.zeros((size, self.horizon * self.n_targets))
+        count = 0
+        for windows, targets in data:
+            read, level, scale = (np.asarray(part, dtype="float64") for part in
+                                  self._normalize(keras.ops.convert_to_tensor(windows)))
+            design = np.concatenate(
+                [read.reshape(len(read), -1), np.ones((len(read), 1))], axis=1)
+            goal = ((np.asarray(targets, dtype="float64") - level) / scale).reshape(
+                len(read), -1)
+            gram += design.T @ design
+            moments += design.T @ goal
+            count += len(read)
+        if not count:
+            raise ValueError("fit_least_squares needs at least one window. Received none.")
+        solution = np.linalg.lstsq(gram, moments, rcond=None)[0]
+        self.head.set_weights([solution[:-1].astype("float32"), solution[-1].astype("float32")])
+        return count
 
     def _forecast(self, window, training):
         hidden = window
@@ -172,4 +236,126 @@ class Forecaster(keras.Model):
             "seed": self.seed,
             "normalization": self.normalization,
             "target_features": self.target_features,
+        }
+
+
+MEMBERS = ("neural", "linear")
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class AutoForecaster(keras.Model):
+    """Two forecasters over the same windows; it forecasts with the one that did better on
+    held-out windows.
+
+    `neural` is a `Forecaster` of `kind` (default "gru") with the given sizes and
+    normalisation, trained by `fit` as usual. `linear` is a linear `Forecaster` over the
+    shifted window (`normalization="shift"`: the next values minus the last one, a linear
+    autoregression on the window) whose weights come from `fit_linear` (least squares, closed
+    form) and are not trained (`linear.trainable` is False). `choose(data)` scores both on
+    held-out windows by mean squared error and sets `choice` to the better one ("linear" on a
+    tie); until then (`choice=None`) the model is its neural member, so that `fit` trains it.
+    The choice is part of the config: a saved model forecasts with the member it chose.
+
+    Why: on short or trending series a network learns the seasonal profile from few windows,
+    and a linear autoregression fitted in closed form can beat it (and the classical
+    baselines); on long noisy ones the network wins. The validation split decides.
+
+    Args:
+        kind: the neural member's kind ("lstm", "gru", "rnn" or "transformer").
+        choice: None, "neural" or "linear".
+        All others: as `Forecaster`'s (the linear member shares lookback, n_features,
+            horizon, n_targets and target_features).
+
+    Example:
+
+    ```python
+    model = AutoForecaster(lookback=24, n_features=1, units=16)
+    model.compile(optimizer="adam", loss="mse")
+    model.fit_linear((train_windows, train_targets))
+    model.fit(train_windows, train_targets, epochs=20)
+    model.choose((val_windows, val_targets))  # {"neural": ..., "linear": ...}
+    ```
+    """
+
+    def __init__(self, lookback, n_features, horizon=1, n_targets=1, kind="gru", units=32,
+                 layers=1, dropout=0.0, num_heads=4, ff_dim=64, seed=None,
+                 normalization="window", target_features=None, choice=None, **kwargs):
+        if kind == "linear" or kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(RECURRENT_LAYERS)}, transformer "
+                             f"(the linear member is always there). Received: kind={kind!r}")
+        if choice not in (None, *MEMBERS):
+            raise ValueError(f"choice must be None or one of {', '.join(MEMBERS)}. "
+                             f"Received: choice={choice!r}")
+        kwargs.setdefault("name", f"forecast_auto_{kind}")
+        super().__init__(**kwargs)
+        shared = dict(lookback=lookback, n_features=n_features, horizon=horizon,
+                      n_targets=n_targets, target_features=target_features)
+        self.neural = Forecaster(kind=kind, units=units, layers=layers, dropout=dropout,
+                                 num_heads=num_heads, ff_dim=ff_dim, seed=seed,
+                                 normalization=normalization, name="neural", **shared)
+        self.linear = Forecaster(kind="linear", normalization="shift", name="linear", **shared)
+        self.linear.trainable = False
+        self.choice = choice
+        self.member_settings = dict(kind=kind, units=units, layers=layers, dropout=dropout,
+                                    num_heads=num_heads, ff_dim=ff_dim, seed=seed,
+                                    normalization=normalization)
+        self.lookback, self.n_features = lookback, n_features
+        self.horizon, self.n_targets = horizon, n_targets
+        self.kind = kind
+
+    def build(self, input_shape=None):
+        for member in (self.neural, self.linear):
+            member.build(input_shape)
+
+    @property
+    def chosen(self):
+        """The member the model forecasts with (the neural one before `choose`)."""
+        return self.linear if self.choice == "linear" else self.neural
+
+    def call(self, window, training=False):
+        return self.chosen(window, training=training)
+
+    def fit_linear(self, data):
+        """Fits the linear member by least squares (`Forecaster.fit_least_squares`)."""
+        return self.linear.fit_least_squares(data)
+
+    def member_errors(self, data):
+        """Each member's mean squared error over `data` (batches of `(windows, targets)`, or
+        one pair of arrays): `{"neural": float, "linear": float}`."""
+        if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
+            data = [data]
+        sums, count = dict.fromkeys(MEMBERS, 0.0), 0
+        for windows, targets in data:
+            targets = np.asarray(targets, dtype="float64")
+            for name in MEMBERS:
+                forecast = np.asarray(getattr(self, name)(windows), dtype="float64")
+                sums[name] += float(np.sum((forecast - targets) ** 2))
+            count += targets.size
+        if not count:
+            raise ValueError("member_errors needs at least one window. Received none.")
+        return {name: total / count for name, total in sums.items()}
+
+    def choose(self, data):
+        """Sets `choice` to the member with the lower mean squared error over `data`.
+
+        Returns:
+            Both members' errors (`member_errors`).
+        """
+        errors = self.member_errors(data)
+        self.choice = "linear" if errors["linear"] <= errors["neural"] else "neural"
+        return errors
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.horizon, self.n_targets)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "lookback": self.lookback,
+            "n_features": self.n_features,
+            "horizon": self.horizon,
+            "n_targets": self.n_targets,
+            **self.member_settings,
+            "target_features": self.neural.target_features,
+            "choice": self.choice,
         }

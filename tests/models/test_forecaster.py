@@ -1,10 +1,11 @@
-"""`Forecaster`: the function it computes, its config and its `.keras` round trip."""
+"""`Forecaster` and `AutoForecaster`: the functions they compute, their least-squares fit, config
+and `.keras` round trip."""
 
 import keras
 import numpy as np
 import pytest
 
-from seqlab.models import Forecaster
+from seqlab.models import AutoForecaster, Forecaster
 
 WINDOWS = np.random.default_rng(0).normal(size=(4, 6, 2)).astype("float32")
 
@@ -102,8 +103,143 @@ def test_a_target_that_is_not_an_input_is_not_shifted():
 
 
 def test_bad_normalisation_settings_are_refused():
-    with pytest.raises(ValueError, match="normalization must be one of window, none. "
+    with pytest.raises(ValueError, match="normalization must be one of window, shift, none. "
                                          "Received: normalization='robust'"):
         Forecaster(lookback=6, n_features=2, normalization="robust")
     with pytest.raises(ValueError, match=r"target_features must name one input feature"):
         Forecaster(lookback=6, n_features=2, n_targets=1, target_features=[2])
+
+
+def test_shift_normalisation_is_the_plain_model_on_windows_minus_their_last_row():
+    options = dict(lookback=6, n_features=2, horizon=3, n_targets=2, kind="gru", units=4,
+                   target_features=[1, 0])
+    model = Forecaster(normalization="shift", **options)
+    plain = Forecaster(normalization="none", **options)
+    model.build((None, 6, 2))
+    plain.build((None, 6, 2))
+    plain.set_weights(model.get_weights())
+    level = WINDOWS[:, -1:, :]
+    expected = plain(WINDOWS - level).numpy() + level[..., ::-1]
+    np.testing.assert_allclose(model(WINDOWS), expected, rtol=1e-5, atol=1e-5)
+
+
+# --- least squares -----------------------------------------------------------------------------
+
+
+def explicit_least_squares(windows, targets, normalization, target_features):
+    """The reference: the design matrix written out and solved by `numpy.linalg.lstsq`."""
+    windows, targets = windows.astype("float64"), targets.astype("float64")
+    level = windows[:, -1:, :]
+    if normalization == "window":
+        scale = np.sqrt(windows.var(axis=1, keepdims=True) + 1e-2)
+    else:
+        scale = np.ones_like(level)
+    read = (windows - level) / scale
+    goal = (targets - level[..., target_features]) / scale[..., target_features]
+    design = np.concatenate([read.reshape(len(read), -1), np.ones((len(read), 1))], axis=1)
+    solution = np.linalg.lstsq(design, goal.reshape(len(goal), -1), rcond=None)[0]
+    return solution[:-1], solution[-1]
+
+
+@pytest.mark.parametrize("normalization", ["shift", "window"])
+def test_least_squares_equals_the_explicit_design_matrix_solution(normalization):
+    rng = np.random.default_rng(1)
+    windows = rng.normal(size=(40, 5, 2)).astype("float32")
+    targets = rng.normal(size=(40, 3, 2)).astype("float32")
+    model = Forecaster(lookback=5, n_features=2, horizon=3, n_targets=2, kind="linear",
+                       normalization=normalization, target_features=[1, 0])
+    model.build((None, 5, 2))
+    # In batches of 16 (a dataset's shape), summed by the normal equations.
+    batches = [(windows[i:i + 16], targets[i:i + 16]) for i in range(0, 40, 16)]
+    assert model.fit_least_squares(batches) == 40
+    kernel, bias = explicit_least_squares(windows, targets, normalization, [1, 0])
+    np.testing.assert_allclose(model.head.kernel.numpy(), kernel, atol=1e-4)
+    np.testing.assert_allclose(model.head.bias.numpy(), bias, atol=1e-4)
+
+
+def test_least_squares_recovers_an_exact_autoregression():
+    # y[t] = 1.2 y[t-1] - 0.5 y[t-2] + 0.3: a linear forecaster of the shifted window holds it.
+    series = np.zeros(200)
+    series[:2] = [1.0, 0.5]
+    for t in range(2, 200):
+        series[t] = 1.2 * series[t - 1] - 0.5 * series[t - 2] + 0.3
+    starts = np.arange(200 - 6)
+    windows = series[starts[:, None] + np.arange(5)][..., None].astype("float32")
+    targets = series[starts + 5][:, None, None].astype("float32")
+    model = Forecaster(lookback=5, n_features=1, kind="linear", normalization="shift")
+    model.build((None, 5, 1))
+    model.fit_least_squares((windows, targets))
+    np.testing.assert_allclose(model(windows), targets, atol=1e-4)
+
+
+def test_least_squares_is_refused_for_other_kinds_and_without_windows():
+    model = Forecaster(lookback=5, n_features=1, kind="gru", units=2)
+    with pytest.raises(ValueError, match="fits a linear forecaster only. Received: kind='gru'"):
+        model.fit_least_squares((WINDOWS[:, :5, :1], np.zeros((4, 1, 1))))
+    linear = Forecaster(lookback=5, n_features=1, kind="linear")
+    linear.build((None, 5, 1))
+    with pytest.raises(ValueError, match="at least one window"):
+        linear.fit_least_squares([])
+
+
+# --- AutoForecaster ----------------------------------------------------------------------------
+
+
+def autoregressive_windows():
+    """Windows and targets of a noiseless AR(2): the linear member fits them exactly."""
+    series = np.zeros(120)
+    series[:2] = [1.0, 0.5]
+    for t in range(2, 120):
+        series[t] = 1.2 * series[t - 1] - 0.5 * series[t - 2] + 0.3
+    starts = np.arange(120 - 6)
+    windows = series[starts[:, None] + np.arange(6)][..., None].astype("float32")
+    return windows, series[starts + 6][:, None, None].astype("float32")
+
+
+def test_auto_forecaster_trains_its_neural_member_and_chooses_the_better_one(tmp_path):
+    windows, targets = autoregressive_windows()
+    model = AutoForecaster(lookback=6, n_features=1, units=3, seed=0)
+    model.build((None, 6, 1))
+    model.fit_linear((windows, targets))
+    linear_weights = [w.copy() for w in model.linear.get_weights()]
+    neural_weights = [w.copy() for w in model.neural.get_weights()]
+    # Before `choose` the model is its neural member, the one `fit` trains.
+    np.testing.assert_allclose(model(windows), model.neural(windows))
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    model.fit(windows, targets, epochs=2, verbose=0)
+    assert any(not np.allclose(a, b) for a, b in zip(model.neural.get_weights(), neural_weights))
+    for after, before in zip(model.linear.get_weights(), linear_weights):
+        np.testing.assert_array_equal(after, before)
+    errors = model.choose((windows, targets))
+    expected = {name: float(np.mean((getattr(model, name)(windows).numpy() - targets) ** 2))
+                for name in ("neural", "linear")}
+    assert errors == pytest.approx(expected, rel=1e-4)
+    assert errors["linear"] < 1e-6 < errors["neural"] and model.choice == "linear"
+    np.testing.assert_allclose(model(windows), model.linear(windows))
+    # The choice is part of the saved model.
+    model.save(tmp_path / "auto.keras")
+    loaded = keras.saving.load_model(tmp_path / "auto.keras")
+    assert isinstance(loaded, AutoForecaster) and loaded.choice == "linear"
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_allclose(loaded.predict(windows, verbose=0), model(windows), atol=1e-6)
+
+
+def test_auto_forecaster_keeps_the_neural_member_when_the_linear_one_is_worse():
+    windows, targets = autoregressive_windows()
+    model = AutoForecaster(lookback=6, n_features=1, units=3, seed=0)
+    model.build((None, 6, 1))
+    # A linear member that forecasts 100 more than the last value: far worse than any GRU here.
+    model.linear.head.set_weights([np.zeros((6, 1), "float32"), np.full(1, 100.0, "float32")])
+    errors = model.choose((windows, targets))
+    assert errors["neural"] < errors["linear"] and model.choice == "neural"
+    np.testing.assert_allclose(model(windows), model.neural(windows))
+
+
+def test_auto_forecaster_settings_are_checked():
+    with pytest.raises(ValueError, match="the linear member is always there"):
+        AutoForecaster(lookback=6, n_features=1, kind="linear")
+    with pytest.raises(ValueError, match="choice must be None or one of neural, linear"):
+        AutoForecaster(lookback=6, n_features=1, choice="best")
+    model = AutoForecaster(lookback=6, n_features=2, n_targets=2, kind="lstm", units=4,
+                           target_features=[1, None], choice="neural")
+    assert AutoForecaster.from_config(model.get_config()).get_config() == model.get_config()
