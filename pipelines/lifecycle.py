@@ -304,7 +304,7 @@ class Pipeline:
     Class attributes:
         name: the task's name on the command line.
         config_class: its `TrainConfig` subclass.
-        model_class: the `seqlab.models` class its runs hold.
+        model_class: the `seqlab.models` class its runs hold (or a tuple of classes).
         description, examples, aliases: the command line's help and action aliases (see
             `common.Task`).
         evaluate_options, predict_options: dataclasses of the settings `evaluate` and
@@ -376,6 +376,12 @@ class Pipeline:
             monitor=monitor, mode=self.monitored(config)[1], patience=config.patience,
             restore_best_weights=True,
         )]
+
+    def after_fit(self, config, prepared, model):
+        """Called once the model holds its trained weights, before it is saved as
+        `model.keras` (also when a rerun continues after an earlier call's `fit`): for what
+        depends on the trained model and belongs in its file (the forecaster's member choice).
+        """
 
     def score(self, config, model, prepared):
         """The test-split figures of metrics.json (without the common keys added after)."""
@@ -457,6 +463,7 @@ class Pipeline:
             if model.optimizer is not None:  # so that the saved optimizer state loads too
                 model.optimizer.build(model.trainable_variables)
             model.load_weights(model_path)
+            self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)
             history = EpochHistory(run.path("history.csv"))
             fit_record = {**read_json(fit_done_path), "train_seconds": 0.0}
@@ -484,6 +491,7 @@ class Pipeline:
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
                 verbose=progress_verbosity(),
             )
+            self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)
             training = training_record(
                 config.epochs, history.history, best_epoch(history.history, monitor, mode),

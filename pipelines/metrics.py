@@ -136,12 +136,15 @@ def backtest_table(backtest):
     """The terminal table of the backtest folds and their mean."""
     folds, mean = backtest["folds"], backtest["mean"]
     columns = [k for k in folds[-1] if k.endswith("_rmse") or k.startswith("rmse_ratio")]
-    headers = ["backtest fold", "rows", *[c.replace("_rmse", " RMSE")
-                                          .replace("rmse_ratio_to_best_baseline", "ratio")
-                                          for c in columns]]
-    rows = [[str(index), fold["rows"], *[fold.get(c, float("nan")) for c in columns]]
+    kinds = "model_kind" in folds[-1]  # which model each fold kept (--model auto)
+    headers = ["backtest fold", "rows", *(["model"] if kinds else []),
+               *[c.replace("_rmse", " RMSE").replace("rmse_ratio_to_best_baseline", "ratio")
+                 for c in columns]]
+    rows = [[str(index), fold["rows"], *([fold.get("model_kind", "")] if kinds else []),
+             *[fold.get(c, float("nan")) for c in columns]]
             for index, fold in enumerate(folds, start=1)]
-    rows.append(["mean", "", *[mean.get(c, float("nan")) for c in columns]])
+    rows.append(["mean", "", *([""] if kinds else []),
+                 *[mean.get(c, float("nan")) for c in columns]])
     return format_table(headers, rows)
 
 

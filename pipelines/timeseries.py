@@ -4,7 +4,8 @@
 (the splits hold the forecast TARGETS: every test row is forecast, from windows that may reach
 back into earlier rows), scales it on the training rows, fits a recurrent or Transformer model
 built from seqlab's layers (each window normalised by its own last value and spread, so the
-model extrapolates trends) and scores it on the test split in original units beside the naive
+model extrapolates trends; by default `--model auto`: a GRU and a least-squares linear
+autoregression, the one better on the validation split kept) and scores it on the test split in original units beside the naive
 (last value), seasonal-naive and exponential-smoothing (ETS) forecasts of the same targets from
 the same origins. `--backtest K` repeats the fit and the scoring at K rolling origins.
 `evaluate`, `predict` and `export` work from the run directory.
@@ -39,7 +40,7 @@ from seqlab.data.timeseries import (
     split_bounds,
 )
 from seqlab.models.ets import SmoothingSpec, fit_smoothing, smoothing_forecast
-from seqlab.models.forecaster import Forecaster
+from seqlab.models.forecaster import AutoForecaster, Forecaster
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
@@ -178,14 +179,21 @@ def fit_ets(targets, train_rows, season, names):
 # Model
 
 
+# The neural member of `--model auto`.
+AUTO_NEURAL_KIND = "gru"
+
+
 def build_model(config, schema):
-    """The compiled `Forecaster` of a config (in scaled units)."""
+    """The compiled `Forecaster` (`AutoForecaster` for `--model auto`) of a config, in scaled
+    units; an auto model's linear member is not fitted yet (`fit_linear_member`)."""
     features = schema.input_columns
-    model = Forecaster(
+    auto = config.model == "auto"
+    model = (AutoForecaster if auto else Forecaster)(
         lookback=config.lookback, n_features=len(features), horizon=config.horizon,
-        n_targets=len(schema.targets), kind=config.model, units=config.units,
-        layers=config.layers, dropout=config.dropout, num_heads=config.num_heads,
-        ff_dim=config.ff_dim, seed=config.seed, normalization=config.normalization,
+        n_targets=len(schema.targets), kind=AUTO_NEURAL_KIND if auto else config.model,
+        units=config.units, layers=config.layers, dropout=config.dropout,
+        num_heads=config.num_heads, ff_dim=config.ff_dim, seed=config.seed,
+        normalization=config.normalization,
         target_features=[features.index(t) if t in features else None for t in schema.targets],
     )
     model.compile(
@@ -197,19 +205,91 @@ def build_model(config, schema):
     return model
 
 
+def fit_linear_member(model, windows):
+    """Fits an `AutoForecaster`'s linear member on the training windows (nothing for another
+    model)."""
+    if isinstance(model, AutoForecaster):
+        model.fit_linear(windows.arrays("train"))
+
+
+def choose_member(model, windows):
+    """Makes an `AutoForecaster` choose its member on the validation windows (the training
+    ones when there is no validation split); returns which split decided (None for another
+    model)."""
+    if not isinstance(model, AutoForecaster):
+        return None
+    split = "val" if len(windows.window_starts("val")) else "train"
+    model.choose(windows.arrays(split))
+    if split == "val":
+        return "validation split"
+    return "training split, as there is no validation split"
+
+
+def model_label(config, model):
+    """The model's name in tables: its kind, or "auto: <member kind>"."""
+    if isinstance(model, AutoForecaster):
+        return f"auto: {member_kind(model, model.choice or 'neural')}"
+    return config.model
+
+
+def member_kind(model, member):
+    return "linear" if member == "linear" else model.kind
+
+
+def member_report(model, scaler, schema, series, windows, lookback, horizon, decided_on):
+    """What `--model auto` chose and both members' RMSE (original units, every target and
+    step) on the validation and test splits."""
+    targets = series.values[schema.targets].to_numpy(dtype="float64")
+    report = {"chosen": member_kind(model, model.choice), "chosen_on": decided_on,
+              "members": {}}
+    for member in ("neural", "linear"):
+        figures = {}
+        for split, key in (("val", "validation_rmse"), ("test", "test_rmse")):
+            starts = windows.window_starts(split)
+            if not len(starts):
+                continue
+            forecast = forecast_windows(getattr(model, member), scaler, schema, series.values,
+                                        starts, lookback, direct=True)
+            rows = starts[:, None] + lookback + np.arange(horizon)
+            figures[key] = float(np.sqrt(np.mean((forecast - targets[rows]) ** 2)))
+        report["members"][member_kind(model, member)] = figures
+    return report
+
+
+def describe_choice(report):
+    """One summary line about `member_report`'s figures."""
+    members, chosen = report["members"], report["chosen"]
+    other = next(name for name in members if name != chosen)
+    figures = [f"{label} RMSE {members[chosen][key]:.4g} vs {other} {members[other][key]:.4g}"
+               for key, label in (("validation_rmse", "validation"), ("test_rmse", "test"))
+               if key in members[chosen]]
+    return (f"model auto: kept {chosen}, chosen on the {report['chosen_on']} "
+            f"({'; '.join(figures)})")
+
+
 # ---------------------------------------------------------------------------------------------
 # Scoring
 
 
-def forecast_windows(model, scaler, schema, values, starts, lookback):
+def forecast_windows(model, scaler, schema, values, starts, lookback, direct=False):
     """Model forecasts in original units for the windows starting at rows `starts`.
+
+    Args:
+        direct: call the model on chunks of windows instead of `model.predict` (for an auto
+            model's members: each `predict` traces a function of its own, and Keras warns
+            about retracing after a few).
 
     Returns:
         float64 array `[len(starts), horizon, n_targets]`.
     """
     inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
     windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
-    scaled = model.predict(windows, verbose=0, batch_size=256)
+    if direct:
+        chunk = 4096
+        scaled = np.concatenate([np.asarray(model(windows[i:i + chunk]))
+                                 for i in range(0, len(windows), chunk)])
+    else:
+        scaled = model.predict(windows, verbose=0, batch_size=256)
     return scaler.inverse_transform(scaled, schema.targets)
 
 
@@ -334,6 +414,7 @@ class PreparedSeries:
     ets_specs: list | None
     notes: list
     backtest_folds: list
+    chosen_on: str | None = None  # which split `--model auto` chose its member on
 
 
 class TimeseriesPipeline(Pipeline):
@@ -341,7 +422,7 @@ class TimeseriesPipeline(Pipeline):
 
     name = CARD.name
     config_class = TimeseriesConfig
-    model_class = Forecaster
+    model_class = (Forecaster, AutoForecaster)
     description = CARD.description
     examples = CARD.examples
 
@@ -374,7 +455,12 @@ class TimeseriesPipeline(Pipeline):
                               lookback_source, ets_specs, notes, folds)
 
     def build_model(self, config, prepared):
-        return build_model(config, prepared.schema)
+        model = build_model(config, prepared.schema)
+        fit_linear_member(model, prepared.windows)
+        return model
+
+    def after_fit(self, config, prepared, model):
+        prepared.chosen_on = choose_member(model, prepared.windows)
 
     def datasets(self, config, prepared, batch_size):
         windows = prepared.windows
@@ -389,6 +475,10 @@ class TimeseriesPipeline(Pipeline):
         )
         # Kept for the plot, which the lifecycle asks for after scoring.
         prepared.test_forecast, prepared.test_actual = forecast, actual
+        metrics["model_kind"] = model_label(config, model)
+        if isinstance(model, AutoForecaster):
+            metrics["auto"] = member_report(model, windows.scaler, schema, series, windows,
+                                            config.lookback, config.horizon, prepared.chosen_on)
         if config.backtest > 1:
             metrics["backtest"] = self.backtest(config, prepared, metrics)
         metrics.update(
@@ -426,6 +516,7 @@ class TimeseriesPipeline(Pipeline):
             targets = fold_values[schema.targets].to_numpy(dtype="float64")
             specs, _ = fit_ets(targets, train_end, prepared.season, schema.targets)
             model = build_model(config, schema)
+            fit_linear_member(model, windows)
             has_validation = len(windows.window_starts("val")) > 0
             model.fit(
                 windows.train, validation_data=windows.val if has_validation else None,
@@ -433,12 +524,14 @@ class TimeseriesPipeline(Pipeline):
                 callbacks=self.callbacks(config, prepared,
                                          "val_loss" if has_validation else "loss"),
             )
+            choose_member(model, windows)
             fold, _, _ = score_windows(
                 model, windows.scaler, schema, fold_values, windows.window_starts("test"),
                 config.lookback, config.horizon, prepared.season, specs,
             )
-            folds.append(fold_summary(fold, end))
-        folds.append(fold_summary(last_fold, len(prepared.series.values)))
+            folds.append({**fold_summary(fold, end), "model_kind": model_label(config, model)})
+        folds.append({**fold_summary(last_fold, len(prepared.series.values)),
+                      "model_kind": last_fold["model_kind"]})
         names = [k for k in folds[-1] if isinstance(folds[-1][k], float)]
         mean = {name: float(np.mean([fold[name] for fold in folds if name in fold]))
                 for name in names}
@@ -478,7 +571,8 @@ class TimeseriesPipeline(Pipeline):
         return [
             f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}, target {', '.join(schema.targets)}",
-            forecast_table(metrics, config.model),
+            forecast_table(metrics, metrics["model_kind"]),
+            *([describe_choice(metrics["auto"])] if "auto" in metrics else []),
             *([backtest_table(metrics["backtest"])] if "backtest" in metrics else []),
             f"season {prepared.season}: {prepared.season_source}",
             f"lookback {config.lookback}: {prepared.lookback_source}",
@@ -537,7 +631,7 @@ class TimeseriesPipeline(Pipeline):
         summary = [
             f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}",
-            forecast_table(metrics, config.model),
+            forecast_table(metrics, model_label(config, loaded.model)),
             *series.notes,
         ]
         return evaluation_result(summary, metrics, output)

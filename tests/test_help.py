@@ -87,7 +87,7 @@ def test_timeseries_train_help_has_the_flags_it_had():
     usage = train.split("\n\n")[0]
     flags = [word.strip("[]") for word in usage.split() if word.strip("[]").startswith("--")]
     assert flags == TIMESERIES_TRAIN_FLAGS
-    assert "{lstm,gru,rnn,transformer,linear}" in usage
+    assert "{auto,lstm,gru,rnn,transformer,linear}" in usage
     assert "(default: 200)" in train  # --epochs, the task's own default
 
 
@@ -112,7 +112,7 @@ def test_the_cards_choices_agree_with_the_tensorflow_modules():
     assert timeseries.FILL_METHODS == timeseries_data.FILL_METHODS
     assert timeseries.FILL_ENDS == timeseries_data.FILL_ENDS
     assert timeseries.SCALER_METHODS == timeseries_data.SCALER_METHODS
-    assert timeseries.MODEL_KINDS == forecaster.KINDS
+    assert timeseries.MODEL_KINDS == ("auto", *forecaster.KINDS)
     assert timeseries.NORMALIZATIONS == forecaster.NORMALIZATIONS
     assert charrnn.RECURRENT_KINDS == tuple(char_lm.RECURRENT_LAYERS)
     assert charrnn.UNSEEN_POLICIES == text.UNSEEN_POLICIES

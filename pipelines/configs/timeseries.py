@@ -17,8 +17,8 @@ TASK_NAME = "timeseries"
 FILL_METHODS = ("ffill", "interpolate")
 FILL_ENDS = ("drop", "nearest", "refuse")
 SCALER_METHODS = ("minmax", "standard")
-MODEL_KINDS = ("lstm", "gru", "rnn", "transformer", "linear")
-NORMALIZATIONS = ("window", "none")
+MODEL_KINDS = ("auto", "lstm", "gru", "rnn", "transformer", "linear")
+NORMALIZATIONS = ("window", "shift", "none")
 
 
 @dataclasses.dataclass
@@ -69,11 +69,14 @@ class TimeseriesConfig(TrainConfig):
     )
     scaler: str = option("standard", "scaling fitted on training rows", SCALER_METHODS)
     model: str = option(
-        "gru", "model kind (linear: one dense layer over the normalised window)", MODEL_KINDS
+        "auto", "model kind; auto: a GRU and a linear autoregression fitted by least squares, "
+        "the one with the lower validation error kept (both reported); linear: one dense layer "
+        "over the normalised window, trained like the others", MODEL_KINDS
     )
     normalization: str = option(
         "window", "window: each window shifted by its last value and scaled by its spread "
-        "(restored on the forecast); none: as it is", NORMALIZATIONS
+        "(restored on the forecast); shift: by its last value only; none: as it is "
+        "(auto's linear member always uses shift)", NORMALIZATIONS
     )
     units: int = option(32, "units per recurrent layer (transformer: model width)")
     layers: int = option(1, "stacked recurrent or Transformer layers")
@@ -101,9 +104,10 @@ CARD = TaskCard(
     description=(
         "Forecast the next --horizon rows of one or more numeric columns from the last "
         "--lookback rows, with a GRU, LSTM, SimpleRNN, Transformer or linear model built from "
-        "seqlab's layers. Every row of the test split (the last rows) is forecast and scored "
-        "in original units beside the naive (last value), seasonal-naive and ETS "
-        "(Holt-Winters) forecasts. Without --data it uses the yearly sunspot numbers "
+        "seqlab's layers (by default the better, on the validation split, of a GRU and a "
+        "least-squares linear autoregression). Every row of the test split (the last rows) is "
+        "forecast and scored in original units beside the naive (last value), seasonal-naive "
+        "and ETS (Holt-Winters) forecasts. Without --data it uses the yearly sunspot numbers "
         "1700-2008 shipped with statsmodels."
     ),
     examples={

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pandas as pd
 import pytest
@@ -162,6 +163,10 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
     metrics = json.loads((result.path / "metrics.json").read_text())
     assert metrics["epochs_run"] == 3 and metrics["train_seconds_this_session"] == 0.0
     assert metrics["best_epoch"] in (1, 2, 3)
+    # --model auto chose its member again from the trained weights, and saved the choice.
+    model = keras.saving.load_model(result.path / "model.keras")
+    assert metrics["auto"]["chosen"] in ("gru", "linear")
+    assert model.choice == {"gru": "neural", "linear": "linear"}[metrics["auto"]["chosen"]]
     assert (result.path / "saved_model" / "saved_model.pb").is_file()
     assert not (result.path / "fit_done.json").exists()
 

@@ -456,6 +456,9 @@ def test_backtest_scores_rolling_origins_and_ends_with_the_runs_own_test_split(t
         np.mean([fold["model_rmse"] for fold in backtest["folds"]]))
     assert all(fold["origins"] == 29 for fold in backtest["folds"])
     assert "backtest fold" in result.summary
+    # --model auto chooses at every origin; the last fold's choice is the run's.
+    assert all(fold["model_kind"] in ("auto: gru", "auto: linear") for fold in backtest["folds"])
+    assert last["model_kind"] == result.metrics["model_kind"]
 
 
 def test_the_default_lookback_comes_from_the_season_and_the_training_rows(tmp_path):
@@ -490,3 +493,58 @@ def test_a_backtest_longer_than_the_series_is_refused_before_training(tmp_path):
                                         r"is too short: the series is too short: the train split "
                                         r"has 12 rows"):
         train(tiny_config(data, tmp_path / "run", backtest=5))
+
+
+# --- --model auto: a GRU and a least-squares linear autoregression, the better one kept ---------
+
+
+def test_auto_reports_both_members_and_keeps_the_one_better_on_validation(trained):
+    data, result = trained
+    metrics = result.metrics
+    auto = metrics["auto"]
+    members = auto["members"]
+    assert set(members) == {"gru", "linear"} and auto["chosen_on"] == "validation split"
+    other = next(name for name in members if name != auto["chosen"])
+    assert members[auto["chosen"]]["validation_rmse"] <= members[other]["validation_rmse"]
+    # The kept member is the model that was scored.
+    assert members[auto["chosen"]]["test_rmse"] == pytest.approx(metrics["model"]["rmse"],
+                                                                 rel=1e-5)
+    assert metrics["model_kind"] == f"auto: {auto['chosen']}"
+    assert f"model (auto: {auto['chosen']})" in result.summary
+    assert f"model auto: kept {auto['chosen']}, chosen on the validation split" in result.summary
+    loaded = keras.saving.load_model(result.path / "model.keras")
+    assert loaded.choice == {"gru": "neural", "linear": "linear"}[auto["chosen"]]
+
+
+def test_auto_keeps_the_linear_member_on_a_trend_with_a_season_and_forecasts_it(tmp_path):
+    # y = 2 t + 5 sin(2 pi t / 12): a linear recursion over 13 rows holds it exactly, so the
+    # least-squares member forecasts the test rows (far outside the training range) almost
+    # exactly; two epochs of a GRU do not.
+    steps = np.arange(180)
+    frame = pd.DataFrame({"t": steps, "y": 2.0 * steps + 5 * np.sin(2 * np.pi * steps / 12)})
+    frame.to_csv(tmp_path / "trend.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "trend.csv"), out=str(tmp_path / "run"),
+                              time_column=["t"], target=["y"], units=4, epochs=2)
+    result = train(config)
+    metrics = result.metrics
+    assert metrics["auto"]["chosen"] == "linear" and config.model == "auto"
+    assert metrics["model"]["rmse"] < 1e-2 * metrics["naive"]["rmse"]
+    assert metrics["rmse_ratio_to_best_baseline"] < 1.0  # ETS holds it nearly exactly too
+    # The SavedModel forecasts with the linear member too, in original units.
+    served = tf.saved_model.load(str(result.path / "saved_model")).signatures["serving_default"]
+    window = frame["y"].to_numpy()[-24:].reshape(1, 24, 1).astype("float32")
+    forecast = served(window=tf.constant(window))["forecast"].numpy().item()
+    assert forecast == pytest.approx(2.0 * 180 + 5 * np.sin(2 * np.pi * 180 / 12), abs=0.5)
+    evaluated = evaluate(result.path)
+    assert "model (auto: linear)" in evaluated.summary
+
+
+def test_auto_without_a_validation_split_chooses_on_the_training_split_and_says_so(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, lookback=6, horizon=1,
+                               val_fraction=0.0))
+    auto = result.metrics["auto"]
+    assert auto["chosen_on"] == "training split, as there is no validation split"
+    assert all(set(figures) == {"test_rmse"} for figures in auto["members"].values())
+    assert "chosen on the training split, as there is no validation split (test RMSE" in \
+        result.summary
