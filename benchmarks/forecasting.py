@@ -3,9 +3,9 @@
 Runs the default command (no settings besides `--data`, plus any extra flags given here) on the
 embedded yearly sunspots and on every CSV in a folder of series (default
 `../shared/data/timeseries/`), in one process, and prints one table: series, rows, the settings
-the data chose (season, lookback, ETS form), the model's test RMSE beside the naive,
-seasonal-naive and ETS forecasts of the same targets, the ratio to the best of them, and the
-training time. The aim is a ratio below 1.0 on every series.
+the data chose (season, lookback, ETS form), the model kept (`--model auto`: GRU or linear),
+its test RMSE beside the naive, seasonal-naive and ETS forecasts of the same targets, the ratio
+to the best of them, and the training time. The aim is a ratio below 1.0 on every series.
 
     python benchmarks/forecasting.py [--series DIR] [--only NAME ...] [-- extra train flags]
 
@@ -51,6 +51,7 @@ def run_series(data, extra, out):
         "lookback": settled["lookback"],
         "ets_form": "; ".join((metrics.get("ets_forms") or {}).values()) or "none",
         "origins": metrics["windows"],
+        "kept": metrics.get("model_kind", settled["model"]),
         "model": metrics["model"]["rmse"],
         "naive": metrics["naive"]["rmse"],
         "seasonal_naive": metrics["seasonal_naive"]["rmse"],
@@ -59,6 +60,8 @@ def run_series(data, extra, out):
         "best_baseline": metrics["best_baseline"],
         "seconds": round(seconds, 1),
         "epochs": metrics.get("epochs_run"),
+        # --model auto: both members' validation and test RMSE.
+        "members": (metrics.get("auto") or {}).get("members"),
     }
 
 
@@ -82,7 +85,7 @@ def main(argv=None):
             figures = run_series(data, extra, Path(folder) / f"run-{index}")
             results.append(figures)
             print(json.dumps(figures), flush=True)
-    columns = ["series", "rows", "season", "lookback", "ets_form", "model", "naive",
+    columns = ["series", "rows", "season", "lookback", "ets_form", "kept", "model", "naive",
                "seasonal_naive", "ets", "ratio", "best_baseline", "seconds"]
     print(format_table(columns, [[r[c] for c in columns] for r in results]))
 

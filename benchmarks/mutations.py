@@ -213,10 +213,31 @@ MUTATIONS = [
     ),
     Mutation(
         "window_scale_not_restored", "models/forecaster.py",
-        "            return change * target_scale + self._target_statistics(level)",
-        "            return change + self._target_statistics(level)",
+        "        return self._forecast(read, training) * scale + level",
+        "        return self._forecast(read, training) + level",
         ("tests/models/test_forecaster.py",),
         "the window-normalised forecast is shifted back but not scaled back (issue 16)",
+    ),
+    Mutation(
+        "shift_also_scales", "models/forecaster.py",
+        '        if self.normalization == "shift":',
+        '        if self.normalization == "no such normalization":',
+        ("tests/models/test_forecaster.py",),
+        "shift normalisation divides by the window's spread as well (issue 16)",
+    ),
+    Mutation(
+        "least_squares_without_bias", "models/forecaster.py",
+        "                [read.reshape(len(read), -1), np.ones((len(read), 1))], axis=1)",
+        "                [read.reshape(len(read), -1), np.zeros((len(read), 1))], axis=1)",
+        ("tests/models/test_forecaster.py",),
+        "the least-squares fit of the linear forecaster leaves out its bias (issue 16)",
+    ),
+    Mutation(
+        "auto_keeps_the_worse_member", "models/forecaster.py",
+        '        self.choice = "linear" if errors["linear"] <= errors["neural"] else "neural"',
+        '        self.choice = "linear" if errors["linear"] >= errors["neural"] else "neural"',
+        ("tests/models/test_forecaster.py", "tests/pipelines/test_timeseries.py"),
+        "--model auto keeps the member with the higher validation error (issue 16)",
     ),
     # --- char-RNN -----------------------------------------------------------------------------
     Mutation(
