@@ -11,6 +11,9 @@ KINDS = (*RECURRENT_LAYERS, "transformer", "linear")
 NORMALIZATIONS = ("window", "shift", "none")
 # Added to the window's variance: a flat window is not blown up (inputs are standardised).
 WINDOW_VARIANCE_FLOOR = 1e-2
+# The most weights per output `fit_least_squares` solves for (lookback x n_features + the bias):
+# its normal equations are a float64 matrix of that size squared (4097: 134 MB, a few seconds).
+MAX_LEAST_SQUARES_COLUMNS = 4097
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
@@ -174,16 +177,22 @@ class Forecaster(keras.Model):
             The number of windows fitted on.
 
         Raises:
-            ValueError: the forecaster is not linear, or `data` holds no window.
+            ValueError: the forecaster is not linear, has more than
+                `MAX_LEAST_SQUARES_COLUMNS` weights per output, or `data` holds no window.
         """
         if self.kind != "linear":
             raise ValueError(f"fit_least_squares fits a linear forecaster only. Received: "
                              f"kind={self.kind!r}")
+        size = self.lookback * self.n_features + 1
+        if size > MAX_LEAST_SQUARES_COLUMNS:
+            raise ValueError(
+                f"fit_least_squares solves for at most {MAX_LEAST_SQUARES_COLUMNS} weights per "
+                f"output. Received: lookback={self.lookback} x n_features={self.n_features} "
+                f"+ 1 bias = {size}")
         if not self.head.built:
             self.build()
         if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
             data = [data]
-        size = self.lookback * self.n_features + 1
         gram = np.zeros((size, size))
         moments = np.zeros((size, self.horizon * self.n_targets))
         count = 0

@@ -40,7 +40,7 @@ from seqlab.data.timeseries import (
     split_bounds,
 )
 from seqlab.models.ets import SmoothingSpec, fit_smoothing, smoothing_forecast
-from seqlab.models.forecaster import AutoForecaster, Forecaster
+from seqlab.models.forecaster import MAX_LEAST_SQUARES_COLUMNS, AutoForecaster, Forecaster
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
@@ -206,18 +206,32 @@ def build_model(config, schema):
 
 
 def fit_linear_member(model, windows):
-    """Fits an `AutoForecaster`'s linear member on the training windows (nothing for another
-    model)."""
-    if isinstance(model, AutoForecaster):
-        model.fit_linear(windows.arrays("train"))
+    """Fits an `AutoForecaster`'s linear member on the training windows.
 
-
-def choose_member(model, windows):
-    """Makes an `AutoForecaster` choose its member on the validation windows (the training
-    ones when there is no validation split); returns which split decided (None for another
-    model)."""
+    Returns:
+        None, or why the member was left out (a window too wide for the least-squares fit:
+        `choose_member` then keeps the neural one). Nothing happens for another model.
+    """
     if not isinstance(model, AutoForecaster):
         return None
+    weights = model.lookback * model.n_features
+    if weights + 1 > MAX_LEAST_SQUARES_COLUMNS:
+        return (f"--model auto: no linear member, as its window holds {model.lookback} rows x "
+                f"{model.n_features} inputs = {weights} values, more than the least-squares "
+                f"fit takes ({MAX_LEAST_SQUARES_COLUMNS - 1}); the {model.kind} is kept")
+    model.fit_linear(windows.arrays("train"))
+    return None
+
+
+def choose_member(model, windows, left_out=None):
+    """Makes an `AutoForecaster` choose its member on the validation windows (the training
+    ones when there is no validation split); returns which split decided (None for another
+    model). `left_out`: `fit_linear_member`'s reason, if the linear member was left out."""
+    if not isinstance(model, AutoForecaster):
+        return None
+    if left_out:
+        model.choice = "neural"
+        return "only member (no linear member)"
     split = "val" if len(windows.window_starts("val")) else "train"
     model.choose(windows.arrays(split))
     if split == "val":
@@ -242,7 +256,8 @@ def member_report(model, scaler, schema, series, windows, lookback, horizon, dec
     targets = series.values[schema.targets].to_numpy(dtype="float64")
     report = {"chosen": member_kind(model, model.choice), "chosen_on": decided_on,
               "members": {}}
-    for member in ("neural", "linear"):
+    members = ("neural",) if decided_on.startswith("only member") else ("neural", "linear")
+    for member in members:
         figures = {}
         for split, key in (("val", "validation_rmse"), ("test", "test_rmse")):
             starts = windows.window_starts(split)
@@ -259,6 +274,8 @@ def member_report(model, scaler, schema, series, windows, lookback, horizon, dec
 def describe_choice(report):
     """One summary line about `member_report`'s figures."""
     members, chosen = report["members"], report["chosen"]
+    if len(members) == 1:
+        return f"model auto: kept {chosen}, the {report['chosen_on']}"
     other = next(name for name in members if name != chosen)
     figures = [f"{label} RMSE {members[chosen][key]:.4g} vs {other} {members[other][key]:.4g}"
                for key, label in (("validation_rmse", "validation"), ("test_rmse", "test"))
@@ -415,6 +432,7 @@ class PreparedSeries:
     notes: list
     backtest_folds: list
     chosen_on: str | None = None  # which split `--model auto` chose its member on
+    linear_left_out: str | None = None  # why auto has no linear member, if it has none
 
 
 class TimeseriesPipeline(Pipeline):
@@ -456,11 +474,13 @@ class TimeseriesPipeline(Pipeline):
 
     def build_model(self, config, prepared):
         model = build_model(config, prepared.schema)
-        fit_linear_member(model, prepared.windows)
+        prepared.linear_left_out = fit_linear_member(model, prepared.windows)
+        if prepared.linear_left_out:
+            prepared.notes.append(prepared.linear_left_out)
         return model
 
     def after_fit(self, config, prepared, model):
-        prepared.chosen_on = choose_member(model, prepared.windows)
+        prepared.chosen_on = choose_member(model, prepared.windows, prepared.linear_left_out)
 
     def datasets(self, config, prepared, batch_size):
         windows = prepared.windows
@@ -516,7 +536,7 @@ class TimeseriesPipeline(Pipeline):
             targets = fold_values[schema.targets].to_numpy(dtype="float64")
             specs, _ = fit_ets(targets, train_end, prepared.season, schema.targets)
             model = build_model(config, schema)
-            fit_linear_member(model, windows)
+            left_out = fit_linear_member(model, windows)
             has_validation = len(windows.window_starts("val")) > 0
             model.fit(
                 windows.train, validation_data=windows.val if has_validation else None,
@@ -524,7 +544,7 @@ class TimeseriesPipeline(Pipeline):
                 callbacks=self.callbacks(config, prepared,
                                          "val_loss" if has_validation else "loss"),
             )
-            choose_member(model, windows)
+            choose_member(model, windows, left_out)
             fold, _, _ = score_windows(
                 model, windows.scaler, schema, fold_values, windows.window_starts("test"),
                 config.lookback, config.horizon, prepared.season, specs,

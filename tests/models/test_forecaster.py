@@ -243,3 +243,11 @@ def test_auto_forecaster_settings_are_checked():
     model = AutoForecaster(lookback=6, n_features=2, n_targets=2, kind="lstm", units=4,
                            target_features=[1, None], choice="neural")
     assert AutoForecaster.from_config(model.get_config()).get_config() == model.get_config()
+
+
+def test_least_squares_refuses_a_window_too_wide_to_solve(monkeypatch):
+    monkeypatch.setattr("seqlab.models.forecaster.MAX_LEAST_SQUARES_COLUMNS", 12)
+    model = Forecaster(lookback=6, n_features=2, kind="linear")
+    with pytest.raises(ValueError, match=r"at most 12 weights per output. Received: "
+                                         r"lookback=6 x n_features=2 \+ 1 bias = 13"):
+        model.fit_least_squares((WINDOWS, np.zeros((4, 1, 1))))

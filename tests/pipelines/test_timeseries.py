@@ -548,3 +548,15 @@ def test_auto_without_a_validation_split_chooses_on_the_training_split_and_says_
     assert all(set(figures) == {"test_rmse"} for figures in auto["members"].values())
     assert "chosen on the training split, as there is no validation split (test RMSE" in \
         result.summary
+
+
+def test_auto_leaves_out_a_linear_member_too_wide_to_solve_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr("seqlab.pipelines.timeseries.MAX_LEAST_SQUARES_COLUMNS", 6)
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, lookback=6, horizon=1))
+    auto = result.metrics["auto"]
+    assert auto["chosen"] == "gru" and list(auto["members"]) == ["gru"]
+    assert "model auto: kept gru, the only member (no linear member)" in result.summary
+    assert ("--model auto: no linear member, as its window holds 6 rows x 2 inputs = 12 values, "
+            "more than the least-squares fit takes (5); the gru is kept") in result.summary
+    assert keras.saving.load_model(result.path / "model.keras").choice == "neural"
