@@ -316,13 +316,18 @@ class AutoForecaster(keras.Model):
         for member in (self.neural, self.linear):
             member.build(input_shape)
 
-    @property
-    def chosen(self):
-        """The member the model forecasts with (the neural one before `choose`)."""
+    def chosen_member(self):
+        """The member the model forecasts with (the neural one before `choose`).
+
+        A method, not a property: Keras's `.keras` saving walks the attributes that hold
+        layers, and one that names a different member after `choose` would file that
+        member's weights under its own path, so that `load_weights` into a model that has
+        not chosen yet would read them into the wrong member.
+        """
         return self.linear if self.choice == "linear" else self.neural
 
     def call(self, window, training=False):
-        return self.chosen(window, training=training)
+        return self.chosen_member()(window, training=training)
 
     def fit_linear(self, data):
         """Fits the linear member by least squares (`Forecaster.fit_least_squares`)."""

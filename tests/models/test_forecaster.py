@@ -251,3 +251,21 @@ def test_least_squares_refuses_a_window_too_wide_to_solve(monkeypatch):
     with pytest.raises(ValueError, match=r"at most 12 weights per output. Received: "
                                          r"lookback=6 x n_features=2 \+ 1 bias = 13"):
         model.fit_least_squares((WINDOWS, np.zeros((4, 1, 1))))
+
+
+def test_auto_forecaster_weights_load_into_a_model_that_has_not_chosen(tmp_path):
+    # What a rerun that continues after fit does: a new model, then load_weights, then choose.
+    windows, targets = autoregressive_windows()
+    model = AutoForecaster(lookback=6, n_features=1, units=3, seed=0)
+    model.build((None, 6, 1))
+    model.fit_linear((windows, targets))
+    model.choose((windows, targets))
+    assert model.choice == "linear"
+    model.save(tmp_path / "auto.keras")
+    fresh = AutoForecaster(lookback=6, n_features=1, units=3, seed=1)
+    fresh.build((None, 6, 1))
+    fresh.load_weights(tmp_path / "auto.keras")
+    for loaded, saved in zip(fresh.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(loaded, saved)
+    fresh.choose((windows, targets))
+    np.testing.assert_allclose(fresh(windows), model(windows), atol=1e-6)
