@@ -5,10 +5,10 @@
 back into earlier rows), scales it on the training rows, fits a recurrent or Transformer model
 built from seqlab's layers (each window normalised by its own last value and spread, so the
 model extrapolates trends; by default `--model auto`: a GRU and a least-squares linear
-autoregression, the one better on the validation split kept) and scores it on the test split in original units beside the naive
-(last value), seasonal-naive and exponential-smoothing (ETS) forecasts of the same targets from
-the same origins. `--backtest K` repeats the fit and the scoring at K rolling origins.
-`evaluate`, `predict` and `export` work from the run directory.
+autoregression, the one better on the validation split kept) and scores it on the test split in
+original units beside the naive (last value), seasonal-naive and exponential-smoothing (ETS)
+forecasts of the same targets from the same origins. `--backtest K` repeats the fit and the
+scoring at K rolling origins. `evaluate`, `predict` and `export` work from the run directory.
 
 The run directory holds, besides the common files (pipelines/common.py): `schema.json` (how the
 CSV's columns become model inputs), `scaler.json`, `ets.json` (the ETS baseline's form and
