@@ -339,7 +339,10 @@ def copy_repository(destination):
 
 def run_tests(copy, environment, tests, select, timeout):
     """`(outcome, first failing test or note, seconds)` of pytest on `tests` in the copy."""
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    # One process (`-n 0`): the suite's default spreads files over workers, which here would
+    # only add their start-up.
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider",
+               *tests]
     if select:
         command += ["-k", select]
     start = time.perf_counter()

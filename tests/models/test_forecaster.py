@@ -157,15 +157,20 @@ def test_least_squares_equals_the_explicit_design_matrix_solution(normalization)
     np.testing.assert_allclose(model.head.bias.numpy(), bias, atol=1e-4)
 
 
-def test_least_squares_recovers_an_exact_autoregression():
-    # y[t] = 1.2 y[t-1] - 0.5 y[t-2] + 0.3: a linear forecaster of the shifted window holds it.
-    series = np.zeros(200)
+def autoregressive_windows(rows=120, lookback=6):
+    """Windows and targets of the noiseless AR(2) y[t] = 1.2 y[t-1] - 0.5 y[t-2] + 0.3: a
+    linear forecaster of the shifted window holds it exactly."""
+    series = np.zeros(rows)
     series[:2] = [1.0, 0.5]
-    for t in range(2, 200):
+    for t in range(2, rows):
         series[t] = 1.2 * series[t - 1] - 0.5 * series[t - 2] + 0.3
-    starts = np.arange(200 - 6)
-    windows = series[starts[:, None] + np.arange(5)][..., None].astype("float32")
-    targets = series[starts + 5][:, None, None].astype("float32")
+    starts = np.arange(rows - lookback)
+    windows = series[starts[:, None] + np.arange(lookback)][..., None].astype("float32")
+    return windows, series[starts + lookback][:, None, None].astype("float32")
+
+
+def test_least_squares_recovers_an_exact_autoregression():
+    windows, targets = autoregressive_windows(rows=200, lookback=5)
     model = Forecaster(lookback=5, n_features=1, kind="linear", normalization="shift")
     model.build((None, 5, 1))
     model.fit_least_squares((windows, targets))
@@ -183,17 +188,6 @@ def test_least_squares_is_refused_for_other_kinds_and_without_windows():
 
 
 # --- AutoForecaster ----------------------------------------------------------------------------
-
-
-def autoregressive_windows():
-    """Windows and targets of a noiseless AR(2): the linear member fits them exactly."""
-    series = np.zeros(120)
-    series[:2] = [1.0, 0.5]
-    for t in range(2, 120):
-        series[t] = 1.2 * series[t - 1] - 0.5 * series[t - 2] + 0.3
-    starts = np.arange(120 - 6)
-    windows = series[starts[:, None] + np.arange(6)][..., None].astype("float32")
-    return windows, series[starts + 6][:, None, None].astype("float32")
 
 
 def test_auto_forecaster_trains_its_neural_member_and_chooses_the_better_one(tmp_path):
