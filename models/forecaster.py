@@ -16,6 +16,27 @@ WINDOW_VARIANCE_FLOOR = 1e-2
 MAX_LEAST_SQUARES_COLUMNS = 4097
 
 
+class LeastSquaresTooWide(ValueError):
+    """A linear forecaster with more weights per output than `fit_least_squares` solves for.
+
+    Attributes:
+        weights: lookback x n_features + 1 (the bias).
+        limit: `MAX_LEAST_SQUARES_COLUMNS` when it was raised.
+    """
+
+    def __init__(self, weights, limit, message):
+        super().__init__(message)
+        self.weights, self.limit = weights, limit
+
+
+def _batches(data):
+    """`data` as an iterable of `(windows, targets)` batches: one pair of arrays becomes one
+    batch."""
+    if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
+        return [data]
+    return data
+
+
 @keras.saving.register_keras_serializable(package="seqlab")
 class Forecaster(keras.Model):
     """Stacked recurrent or Transformer layers and a dense head over one window.
@@ -177,26 +198,25 @@ class Forecaster(keras.Model):
             The number of windows fitted on.
 
         Raises:
-            ValueError: the forecaster is not linear, has more than
-                `MAX_LEAST_SQUARES_COLUMNS` weights per output, or `data` holds no window.
+            LeastSquaresTooWide: more than `MAX_LEAST_SQUARES_COLUMNS` weights per output
+                (raised before `data` is read).
+            ValueError: the forecaster is not linear, or `data` holds no window.
         """
         if self.kind != "linear":
             raise ValueError(f"fit_least_squares fits a linear forecaster only. Received: "
                              f"kind={self.kind!r}")
         size = self.lookback * self.n_features + 1
         if size > MAX_LEAST_SQUARES_COLUMNS:
-            raise ValueError(
+            raise LeastSquaresTooWide(size, MAX_LEAST_SQUARES_COLUMNS,
                 f"fit_least_squares solves for at most {MAX_LEAST_SQUARES_COLUMNS} weights per "
                 f"output. Received: lookback={self.lookback} x n_features={self.n_features} "
                 f"+ 1 bias = {size}")
         if not self.head.built:
             self.build()
-        if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
-            data = [data]
         gram = np.zeros((size, size))
         moments = np.zeros((size, self.horizon * self.n_targets))
         count = 0
-        for windows, targets in data:
+        for windows, targets in _batches(data):
             read, level, scale = (np.asarray(part, dtype="float64") for part in
                                   self._normalize(keras.ops.convert_to_tensor(windows)))
             design = np.concatenate(
@@ -336,10 +356,8 @@ class AutoForecaster(keras.Model):
     def member_errors(self, data):
         """Each member's mean squared error over `data` (batches of `(windows, targets)`, or
         one pair of arrays): `{"neural": float, "linear": float}`."""
-        if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
-            data = [data]
         sums, count = dict.fromkeys(MEMBERS, 0.0), 0
-        for windows, targets in data:
+        for windows, targets in _batches(data):
             targets = np.asarray(targets, dtype="float64")
             for name in MEMBERS:
                 forecast = np.asarray(getattr(self, name)(windows), dtype="float64")

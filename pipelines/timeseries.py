@@ -40,7 +40,7 @@ from seqlab.data.timeseries import (
     split_bounds,
 )
 from seqlab.models.ets import SmoothingSpec, fit_smoothing, smoothing_forecast
-from seqlab.models.forecaster import MAX_LEAST_SQUARES_COLUMNS, AutoForecaster, Forecaster
+from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
@@ -214,12 +214,12 @@ def fit_linear_member(model, windows):
     """
     if not isinstance(model, AutoForecaster):
         return None
-    weights = model.lookback * model.n_features
-    if weights + 1 > MAX_LEAST_SQUARES_COLUMNS:
+    try:
+        model.fit_linear(windows.arrays("train"))
+    except LeastSquaresTooWide as error:
         return (f"--model auto: no linear member, as its window holds {model.lookback} rows x "
-                f"{model.n_features} inputs = {weights} values, more than the least-squares "
-                f"fit takes ({MAX_LEAST_SQUARES_COLUMNS - 1}); the {model.kind} is kept")
-    model.fit_linear(windows.arrays("train"))
+                f"{model.n_features} inputs = {error.weights - 1} values, more than the "
+                f"least-squares fit takes ({error.limit - 1}); the {model.kind} is kept")
     return None
 
 

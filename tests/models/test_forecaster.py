@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from seqlab.models import AutoForecaster, Forecaster
+from seqlab.models.forecaster import LeastSquaresTooWide
 
 WINDOWS = np.random.default_rng(0).normal(size=(4, 6, 2)).astype("float32")
 
@@ -242,8 +243,8 @@ def test_auto_forecaster_settings_are_checked():
 def test_least_squares_refuses_a_window_too_wide_to_solve(monkeypatch):
     monkeypatch.setattr("seqlab.models.forecaster.MAX_LEAST_SQUARES_COLUMNS", 12)
     model = Forecaster(lookback=6, n_features=2, kind="linear")
-    with pytest.raises(ValueError, match=r"at most 12 weights per output. Received: "
-                                         r"lookback=6 x n_features=2 \+ 1 bias = 13"):
+    with pytest.raises(LeastSquaresTooWide, match=r"at most 12 weights per output. Received: "
+                                                  r"lookback=6 x n_features=2 \+ 1 bias = 13"):
         model.fit_least_squares((WINDOWS, np.zeros((4, 1, 1))))
 
 

@@ -551,7 +551,7 @@ def test_auto_without_a_validation_split_chooses_on_the_training_split_and_says_
 
 
 def test_auto_leaves_out_a_linear_member_too_wide_to_solve_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr("seqlab.pipelines.timeseries.MAX_LEAST_SQUARES_COLUMNS", 6)
+    monkeypatch.setattr("seqlab.models.forecaster.MAX_LEAST_SQUARES_COLUMNS", 6)
     data = write_series(tmp_path / "demand.csv", n_rows=120)
     result = train(tiny_config(data, tmp_path / "run", epochs=1, lookback=6, horizon=1))
     auto = result.metrics["auto"]
