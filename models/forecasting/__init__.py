@@ -1,0 +1,10 @@
+"""Forecasting members and their choice.
+
+- `seqlab.models.forecasting.classical`: statsforecast's automatic ETS, ARIMA and Theta and
+  seasonal naive, fitted by the library and forecast by seqlab's own recursions (parameters
+  fixed, state rolled forward), eagerly or inside a SavedModel.
+- `seqlab.models.forecasting.selection`: rolling-origin backtest folds, and the choice among
+  the members and the means of the best k by backtest error.
+
+The neural members are `seqlab.models.Forecaster` and `AutoForecaster`.
+"""

@@ -1,0 +1,378 @@
+"""Classical members (models/forecasting/classical.py) against statsforecast's own forecasts.
+
+statsforecast fits; our TensorFlow recursion forecasts with the fitted parameters held fixed.
+Every check compares with statsforecast running the SAME fixed parameters: its forecast at the
+end of the fitting rows, and its `forward` (same parameters, state re-run) at later origins.
+All four recursions are the same equations as statsforecast's, so the tolerance is float64
+round-off (rtol 1e-9), except where the graph's float32 input/output is involved.
+"""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from statsforecast.arima import forecast_arima, forward_arima
+from statsforecast.ets import forecast_ets, forward_ets
+from statsforecast.models import ARIMA, AutoARIMA, AutoETS, AutoTheta, SeasonalNaive
+from statsforecast.theta import auto_theta, forecast_theta
+
+from seqlab.models.forecasting import classical
+from seqlab.models.forecasting.classical import (
+    METHODS,
+    ClassicalSpec,
+    fit_classical,
+    forecast_at_origins,
+    forecast_from_history,
+)
+
+SEASON = 12
+FIT_ROWS = 72
+HORIZON = 14  # more than a season, so the forecasts wrap around the seasonal states
+RTOL = 1e-9
+
+
+def seasonal_series(n=108, seed=0, positive=True):
+    """A monthly-like series: trend, a season, a random-walk component and noise. Positive,
+    with a season growing with the level, so that multiplicative forms are possible; or
+    crossing zero, so that they are not."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    season = np.sin(2 * np.pi * steps / SEASON)
+    if positive:
+        level = 100 + 1.5 * steps + np.cumsum(rng.normal(0, 1.0, n))
+        return level * (1 + 0.2 * season) + rng.normal(0, 2, n)
+    drift = 0.3 * steps - 10 + np.cumsum(rng.normal(0, 0.5, n))
+    return drift + 15 * season + rng.normal(0, 2, n)
+
+
+def stationary_series(n=108, seed=3):
+    """ARMA(2, 1) noise around a mean of 50 with a season: a model with an intercept."""
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0, 1, n)
+    values = np.zeros(n)
+    for t in range(2, n):
+        values[t] = 0.6 * values[t - 1] - 0.2 * values[t - 2] + noise[t] + 0.4 * noise[t - 1]
+    return values + 50 + 5 * np.sin(2 * np.pi * np.arange(n) / SEASON)
+
+
+SERIES = seasonal_series()
+Y_FIT = SERIES[:FIT_ROWS]
+ORIGINS = np.array([FIT_ROWS + 5, FIT_ROWS + 17, len(SERIES) - 1])  # later rows of the series
+
+
+def _quiet(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit()
+
+
+# ---------------------------------------------------------------------------------------------
+# statsforecast references: the same fixed parameters, statsforecast's code
+
+
+def ets_reference(values, origin, model):
+    """statsforecast's ETS forecast from `origin`: forward_ets keeps the fitted parameters AND
+    the initial states and re-runs the state over values[:origin + 1], our protocol exactly."""
+    return forecast_ets(forward_ets(model, values[: origin + 1]), HORIZON)["mean"]
+
+
+def arima_reference(values, origin, model):
+    """statsforecast's forward_arima: the fitted coefficients fixed, the Kalman filter re-run
+    over values[:origin + 1] (the drift regressor counts from its first row)."""
+    return forecast_arima(_quiet(lambda: forward_arima(model, values[: origin + 1])),
+                          HORIZON)["mean"]
+
+
+def theta_reference(values, origin, spec):
+    """statsforecast's theta engine with the fitted parameters fixed, on the rows
+    deseasonalised by the FIXED seasonal indices, re-seasonalised by phase. (statsforecast's
+    own forward_theta would re-estimate the decomposition on values[:origin + 1]; our member
+    keeps the fitting rows' indices, so the reference does too.)"""
+    p = spec.params
+    indices = np.asarray(p["season_indices"]) if p["decomposition"] else np.zeros(1)
+    past = np.arange(origin + 1) % spec.season
+    future = (origin + 1 + np.arange(HORIZON)) % spec.season
+    y = values[: origin + 1]
+    if p["decomposition"] == "multiplicative":
+        y = y / indices[past]
+    elif p["decomposition"] == "additive":
+        y = y - indices[past]
+    fit = auto_theta(y, m=1, model=p["model"], initial_smoothed=p["initial_smoothed"],
+                     alpha=p["alpha"], theta=p["theta"])
+    mean = forecast_theta(fit, HORIZON)["mean"]
+    if p["decomposition"] == "multiplicative":
+        return mean * indices[future]
+    if p["decomposition"] == "additive":
+        return mean + indices[future]
+    return mean
+
+
+def seasonal_naive_reference(values, origin, spec):
+    return SeasonalNaive(season_length=spec.season).forecast(values[: origin + 1],
+                                                             HORIZON)["mean"]
+
+
+def fit_pair(method, values=Y_FIT, season=SEASON, model=None):
+    """Our spec and statsforecast's fitted model (fitted again: the fits are deterministic)."""
+    spec = _quiet(lambda: fit_classical(method, values, season, model=model))
+    if method == "ets":
+        damped = None if model is None else "d" in model
+        code = "ZZZ" if model is None else model.replace("d", "")
+        fitted = AutoETS(season_length=season, model=code, damped=damped).fit(values)
+    elif method == "arima":
+        fitted = _quiet(lambda: AutoARIMA(season_length=season).fit(values))
+    elif method == "theta":
+        fitted = AutoTheta(season_length=season, model=model).fit(values)
+    else:
+        fitted = SeasonalNaive(season_length=season).fit(values)
+    return spec, fitted
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return {method: fit_pair(method) for method in METHODS}
+
+
+def reference_at(method, spec, model, values, origin):
+    if method == "ets":
+        return ets_reference(values, origin, model.model_)
+    if method == "arima":
+        return arima_reference(values, origin, model.model_)
+    if method == "theta":
+        return theta_reference(values, origin, spec)
+    return seasonal_naive_reference(values, origin, spec)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1 and 2: statsforecast's forecast at the end of the fitting rows and at later origins
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_forecast_at_the_fit_end_equals_statsforecasts(fitted, method):
+    spec, model = fitted[method]
+    ours = forecast_at_origins(spec, Y_FIT, [FIT_ROWS - 1], HORIZON)
+    np.testing.assert_allclose(ours[0], model.predict(HORIZON)["mean"], rtol=RTOL)
+    assert spec.fit_rows == FIT_ROWS and spec.season == SEASON
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_rolling_origins_equal_statsforecasts_forward_with_the_same_parameters(fitted, method):
+    spec, model = fitted[method]
+    ours = forecast_at_origins(spec, SERIES, ORIGINS, HORIZON)
+    assert ours.shape == (len(ORIGINS), HORIZON) and ours.dtype == np.float64
+    for row, origin in zip(ours, ORIGINS):
+        np.testing.assert_allclose(row, reference_at(method, spec, model, SERIES, origin),
+                                   rtol=RTOL, err_msg=f"origin {origin}")
+
+
+def test_origins_inside_the_fitting_rows_and_in_any_order(fitted):
+    spec, model = fitted["ets"]
+    origins = np.array([40, 3, 60])
+    ours = forecast_at_origins(spec, SERIES, origins, HORIZON)
+    for row, origin in zip(ours, origins):
+        np.testing.assert_allclose(row, ets_reference(SERIES, origin, model.model_), rtol=RTOL)
+
+
+def test_seasonal_naive_repeats_the_last_value_of_each_phase_and_naive_at_season_1():
+    spec = fit_classical("seasonal_naive", Y_FIT, SEASON)
+
+    def last_of_phase(origin):
+        rows = [origin + 1 + i - SEASON * int(np.ceil((i + 1) / SEASON)) for i in range(HORIZON)]
+        return np.array([SERIES[row] if row >= 0 else np.nan for row in rows])
+
+    np.testing.assert_array_equal(forecast_at_origins(spec, SERIES, [50], HORIZON)[0],
+                                  last_of_phase(50))
+    # Before a full season has been seen, the phases not yet observed have no forecast (NaN),
+    # as in statsforecast's SeasonalNaive on a partial season.
+    early = forecast_at_origins(spec, SERIES, [4], HORIZON)[0]
+    assert np.isnan(early).sum() == 9
+    np.testing.assert_array_equal(early, last_of_phase(4))
+    naive = fit_classical("seasonal_naive", Y_FIT, 1)
+    assert naive.description == "naive"
+    np.testing.assert_array_equal(forecast_at_origins(naive, SERIES, [50], HORIZON)[0],
+                                  [SERIES[50]] * HORIZON)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3: no look-ahead
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_rows_after_the_origin_do_not_change_its_forecast(fitted, method):
+    spec = fitted[method][0]
+    origin = FIT_ROWS + 5
+    changed = SERIES.copy()
+    changed[origin + 1:] = changed[origin + 1:] * 3.0 + 50.0
+    before = forecast_at_origins(spec, SERIES, [origin], HORIZON)
+    after = forecast_at_origins(spec, changed, [origin, origin + 1], HORIZON)
+    np.testing.assert_array_equal(after[0], before[0])
+    assert not np.allclose(after[1], forecast_at_origins(spec, SERIES, [origin + 1], HORIZON)[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# 4: the same numbers from the graph (SavedModel signature [None, None])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_forecast_from_history_in_a_graph_equals_forecast_at_origins(fitted, method):
+    spec = fitted[method][0]
+    serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON),
+                        input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    other = seasonal_series(seed=5)
+    for origin in (FIT_ROWS + 5, len(SERIES) - 1):  # two lengths, one trace
+        # Both paths see the float32 values a request carries.
+        histories = np.stack([SERIES[: origin + 1], other[: origin + 1]]).astype(np.float32)
+        served = serve(tf.constant(histories))
+        assert served.dtype == tf.float32 and served.shape == (2, HORIZON)
+        for history, row in zip(histories, served.numpy()):
+            expected = forecast_at_origins(spec, history.astype(np.float64), [origin], HORIZON)
+            np.testing.assert_allclose(row, expected[0], rtol=1e-5)
+    assert len(serve._list_all_concrete_functions()) == 1
+
+
+def test_a_saved_model_serves_the_arima_member(fitted, tmp_path):
+    spec = fitted["arima"][0]
+    module = tf.Module()
+    module.forecast = tf.function(lambda history: forecast_from_history(spec, history, HORIZON),
+                                  input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    tf.saved_model.save(module, str(tmp_path / "saved"))
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    history = SERIES[None, : FIT_ROWS + 10].astype(np.float32)
+    np.testing.assert_allclose(
+        loaded.forecast(tf.constant(history)).numpy()[0],
+        forecast_at_origins(spec, history[0].astype(np.float64), [FIT_ROWS + 9], HORIZON)[0],
+        rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5: the spec as JSON
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_spec_round_trips_through_json(fitted, method):
+    spec = fitted[method][0]
+    restored = ClassicalSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+    assert restored == spec
+    np.testing.assert_array_equal(forecast_at_origins(restored, SERIES, ORIGINS, HORIZON),
+                                  forecast_at_origins(spec, SERIES, ORIGINS, HORIZON))
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.pop("season"), "'season'"),
+    (lambda d: d.update(method="prophet"), "'method'"),
+    (lambda d: d.update(season="12"), "'season'"),
+    (lambda d: d.update(fit_rows=0), "'fit_rows'"),
+    (lambda d: d.update(description=None), "'description'"),
+    (lambda d: d.update(extra=1), "'extra'"),
+    (lambda d: d.update(params=[]), "'params'"),
+    (lambda d: d["params"].pop("alpha"), "'params.alpha'"),
+    (lambda d: d["params"].update(alpha="0.3"), "'params.alpha'"),
+    (lambda d: d["params"].update(damped=1), "'params.damped'"),
+    (lambda d: d["params"].update(trend="X"), "'params.trend'"),
+    (lambda d: d["params"].update(initial_seasons=[1.0]), "'params.initial_seasons'"),
+    (lambda d: d["params"].update(alhpa=0.3), "'params'.*'alhpa'"),
+    (lambda d: d.update(method="arima"), "'params.order'"),
+])
+def test_a_bad_spec_dict_names_the_field(fitted, change, field):
+    values = json.loads(json.dumps(fitted["ets"][0].to_dict()))
+    change(values)
+    with pytest.raises(ValueError, match=field):
+        ClassicalSpec.from_dict(values)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda p: p.update(initial_covariance=[[1.0]]), "'params.initial_covariance'"),
+    (lambda p: p.update(order=[1, 0]), "'params.order'"),
+])
+def test_a_bad_arima_spec_dict_names_the_field(fitted, change, field):
+    values = json.loads(json.dumps(fitted["arima"][0].to_dict()))
+    change(values["params"])
+    with pytest.raises(ValueError, match=field):
+        ClassicalSpec.from_dict(values)
+
+
+def test_bad_arguments_and_failed_fits_raise_value_errors():
+    with pytest.raises(ValueError, match="method"):
+        fit_classical("prophet", Y_FIT, SEASON)
+    with pytest.raises(ValueError, match="too short"):
+        fit_classical("theta", Y_FIT[:3], SEASON)
+    with pytest.raises(ValueError, match="finite"):
+        fit_classical("ets", np.r_[Y_FIT[:-1], np.nan], SEASON)
+    with pytest.raises(ValueError, match="statsforecast could not fit"):
+        fit_classical("ets", -Y_FIT, SEASON, model="MNM")  # multiplicative needs positive data
+    spec = fit_classical("seasonal_naive", Y_FIT, SEASON)
+    with pytest.raises(ValueError, match="last_rows"):
+        forecast_at_origins(spec, SERIES, [len(SERIES)], HORIZON)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6: every branch of the recursions, not only what the automatic choice picks
+
+
+# Trend none / additive / damped, season none / additive / multiplicative, both error types
+# (the state update does not depend on the error type; the fitted parameters do).
+@pytest.mark.parametrize("form", ["ANN", "AAdN", "ANA", "AAdA", "MNM", "MAM", "MAdM"])
+def test_each_ets_form_equals_statsforecast(form):
+    spec, model = fit_pair("ets", model=form)
+    letters = form.replace("d", "")
+    assert spec.params["error"] + spec.params["trend"] + spec.params["seasonal"] == letters
+    assert spec.params["damped"] == ("d" in form)
+    np.testing.assert_allclose(forecast_at_origins(spec, Y_FIT, [FIT_ROWS - 1], HORIZON)[0],
+                               model.predict(HORIZON)["mean"], rtol=RTOL)
+    ours = forecast_at_origins(spec, SERIES, ORIGINS[:2], HORIZON)
+    for row, origin in zip(ours, ORIGINS[:2]):
+        np.testing.assert_allclose(row, ets_reference(SERIES, origin, model.model_), rtol=RTOL)
+
+
+@pytest.mark.parametrize("order, seasonal_order, options", [
+    ((0, 1, 1), (0, 1, 1), {}),  # MA and seasonal MA on both differences
+    ((2, 1, 1), (1, 1, 0), {}),  # AR(2), seasonal AR
+    ((1, 0, 1), (1, 1, 1), {"include_drift": True}),  # drift after one difference
+    ((2, 0, 1), (1, 0, 0), {"include_mean": True}),  # intercept, no differencing
+])
+def test_each_arima_structure_equals_statsforecast(order, seasonal_order, options):
+    longer = stationary_series() if options.get("include_mean") else SERIES
+    values = longer[:FIT_ROWS]
+    model = _quiet(lambda: ARIMA(order=order, season_length=SEASON,
+                                 seasonal_order=seasonal_order, **options).fit(values))
+    spec = classical._arima_spec(model.model_, SEASON, FIT_ROWS)
+    # The expanded polynomials are statsforecast's own (its state space is built from them).
+    state_space = model.model_["model"]
+    np.testing.assert_allclose(spec.params["ar"], state_space["phi"], rtol=RTOL)
+    np.testing.assert_allclose(spec.params["delta"], state_space["delta"], rtol=RTOL)
+    theta = np.zeros(len(state_space["theta"]))
+    theta[: len(spec.params["ma"])] = spec.params["ma"]
+    np.testing.assert_allclose(theta, state_space["theta"], rtol=RTOL, atol=1e-15)
+    np.testing.assert_allclose(forecast_at_origins(spec, values, [FIT_ROWS - 1], HORIZON)[0],
+                               model.predict(HORIZON)["mean"], rtol=RTOL)
+    origin = FIT_ROWS + 17
+    np.testing.assert_allclose(forecast_at_origins(spec, longer, [origin], HORIZON)[0],
+                               arima_reference(longer, origin, model.model_), rtol=RTOL)
+
+
+@pytest.mark.parametrize("form", ["STM", "OTM", "DSTM", "DOTM"])
+def test_each_theta_model_equals_statsforecast(form):
+    spec, model = fit_pair("theta", model=form)
+    assert spec.params["model"] == form
+    assert spec.params["decomposition"] == "multiplicative"
+    np.testing.assert_allclose(forecast_at_origins(spec, Y_FIT, [FIT_ROWS - 1], HORIZON)[0],
+                               model.predict(HORIZON)["mean"], rtol=RTOL)
+    np.testing.assert_allclose(forecast_at_origins(spec, SERIES, [ORIGINS[1]], HORIZON)[0],
+                               theta_reference(SERIES, ORIGINS[1], spec), rtol=RTOL)
+
+
+@pytest.mark.parametrize("positive, season, decomposition", [
+    (False, SEASON, "additive"),  # a series with negative values cannot be divided
+    (True, 1, None),  # no season: no decomposition
+])
+def test_theta_without_a_multiplicative_season(positive, season, decomposition):
+    values = seasonal_series(seed=2, positive=positive)
+    spec, model = fit_pair("theta", values=values[:FIT_ROWS], season=season, model="DOTM")
+    assert spec.params["decomposition"] == decomposition
+    np.testing.assert_allclose(
+        forecast_at_origins(spec, values[:FIT_ROWS], [FIT_ROWS - 1], HORIZON)[0],
+        model.predict(HORIZON)["mean"], rtol=RTOL)
+    np.testing.assert_allclose(forecast_at_origins(spec, values, [ORIGINS[1]], HORIZON)[0],
+                               theta_reference(values, ORIGINS[1], spec), rtol=RTOL)

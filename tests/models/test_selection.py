@@ -1,0 +1,101 @@
+"""Tests of models/forecasting/selection.py: backtest folds, candidates and the choice."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from seqlab.models.forecasting.selection import (
+    Selection,
+    backtest_folds,
+    backtest_region,
+    combine,
+    select,
+)
+
+
+@pytest.mark.parametrize("region_start, region_end, horizon, folds, first_origin",
+                         [(40, 70, 1, 3, 0), (40, 70, 3, 3, 0), (10, 13, 1, 5, 0),
+                          (30, 100, 6, 4, 35), (50, 51, 1, 3, 0)])
+def test_no_fold_target_lies_in_its_fitting_rows(region_start, region_end, horizon, folds,
+                                                 first_origin):
+    result = backtest_folds(region_start, region_end, horizon, folds, first_origin)
+    assert result and len(result) <= folds
+    for fold in result:
+        targets = fold.origins[:, None] + np.arange(1, horizon + 1)
+        assert targets.min() >= fold.fit_end  # never a fitting row
+        assert targets.max() < region_end  # never a test row
+        assert fold.origins.min() >= first_origin
+    # Each origin is scored once, and with horizon 1 every target row of the region from the
+    # first origin on is forecast exactly once.
+    origins = np.concatenate([fold.origins for fold in result])
+    assert len(origins) == len(set(origins))
+    if horizon == 1:
+        assert sorted(origins + 1) == list(range(max(region_start, first_origin + 1), region_end))
+    assert [fold.fit_end for fold in result] == sorted(fold.fit_end for fold in result)
+
+
+def test_the_backtest_region_is_a_third_of_the_rows_at_least_the_test_split():
+    assert backtest_region(90, 16, 10) == 60  # a third: 30 rows
+    assert backtest_region(90, 40, 10) == 50  # the test split is longer: 40 rows
+    assert backtest_region(30, 5, 26) == 26  # the earliest fit keeps 26 rows
+    assert backtest_region(30, 5, 30) is None  # nothing left to score
+
+
+def brute_force_choice(forecasts, actual):
+    """Every subset's mean, scored; the best among the singles and the best-k prefixes."""
+    scores = {}
+    for size in range(1, len(forecasts) + 1):
+        for members in itertools.combinations(sorted(forecasts), size):
+            mean = np.mean([forecasts[m] for m in members], axis=0)
+            scores[members] = float(np.sqrt(np.mean((mean - actual) ** 2)))
+    return scores
+
+
+def test_select_keeps_the_candidate_with_the_lowest_backtest_rmse():
+    rng = np.random.default_rng(3)
+    actual = rng.normal(size=(40, 2, 1))
+    # Three members with independent errors: their mean beats each one.
+    forecasts = {name: actual + rng.normal(scale=scale, size=actual.shape)
+                 for name, scale in (("a", 1.0), ("b", 1.1), ("c", 1.2), ("bad", 5.0))}
+    selection = select(forecasts, actual)
+    scores = brute_force_choice(forecasts, actual)
+    singles = {members[0]: score for members, score in scores.items() if len(members) == 1}
+    assert selection.member_rmse == pytest.approx(singles)
+    ranked = sorted(singles, key=singles.get)
+    tried = [(name,) for name in ranked] + [tuple(ranked[:k]) for k in range(2, 5)]
+    best = min(tried, key=lambda members: scores[tuple(sorted(members))])
+    assert selection.kept == best and len(selection.kept) > 1
+    assert selection.candidate_rmse[selection.name] == pytest.approx(
+        scores[tuple(sorted(best))])
+    assert selection.name == "mean of " + " + ".join(best)
+    assert len(selection.candidate_rmse) == 4 + 3
+    np.testing.assert_allclose(combine(forecasts, ("a", "b")),
+                               (forecasts["a"] + forecasts["b"]) / 2)
+
+
+def test_select_keeps_a_single_member_that_beats_every_mean():
+    actual = np.zeros((10, 1, 1))
+    forecasts = {"exact": actual.copy(), "off": actual + 1.0, "worse": actual - 3.0}
+    selection = select(forecasts, actual)
+    assert selection.kept == ("exact",) and selection.name == "exact"
+    assert "lowest backtest RMSE (0 over 10 origins) of 5 candidates" in selection.reason()
+
+
+def test_select_leaves_out_members_with_non_finite_forecasts():
+    actual = np.zeros((5, 1, 1))
+    forecasts = {"nan": np.full_like(actual, np.nan), "ok": actual + 0.5}
+    selection = select(forecasts, actual)
+    assert selection.kept == ("ok",) and set(selection.member_rmse) == {"ok"}
+    with pytest.raises(ValueError, match="finite"):
+        select({"nan": forecasts["nan"]}, actual)
+    with pytest.raises(ValueError, match="origin"):
+        select({"ok": actual[:0]}, actual[:0])
+
+
+def test_a_selection_survives_its_dict():
+    actual = np.zeros((4, 1, 1))
+    selection = select({"a": actual + 1, "b": actual - 1.5}, actual)
+    again = Selection.from_dict(selection.to_dict())
+    assert again == selection and again.reason() == selection.reason()
+    assert selection.to_dict()["why"] == selection.reason()
