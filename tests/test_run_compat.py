@@ -1,7 +1,10 @@
-"""Run directories written by seqlab 0.1.0 still evaluate and predict as they did.
+"""Run directories written by earlier versions still evaluate and predict as they did.
 
 `tests/fixtures/v0.1.0/<task>/` holds a tiny finished run of each task written by seqlab 0.1.0
-(`tests/fixtures/make_runs.sh`), with what its `evaluate` and `predict` answered then. The runs
+(`tests/fixtures/make_runs.sh`), with what its `evaluate` and `predict` answered then;
+`tests/fixtures/v0.2.0/timeseries/` a forecasting run of `--model auto` written before the
+classical members (commit bddc84d: a GRU and a linear member chosen on the validation split,
+a statsmodels ETS baseline in ets.json, no members.json). The runs
 are copied to a temporary folder first: reading a run must work without writing into it, and
 the fixtures stay untouched.
 """
@@ -17,7 +20,8 @@ import pytest
 from seqlab.pipelines import load_task
 from seqlab.pipelines.common import UsageError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "v0.1.0"
+FIXTURE_ROOT = Path(__file__).parent / "fixtures"
+FIXTURES = FIXTURE_ROOT / "v0.1.0"
 
 PREDICT_CALLS = {
     "timeseries": ({}, "expected_predict.csv"),
@@ -60,20 +64,25 @@ def _as_number(cell):
         return cell
 
 
+# "<version>/<run>" of every fixture run.
+OLD_RUNS = [f"v0.1.0/{name}" for name in PREDICT_CALLS] + ["v0.2.0/timeseries"]
+
+
 @pytest.fixture
 def old_run(tmp_path, request):
-    name = request.param
-    run = tmp_path / name
-    shutil.copytree(FIXTURES / name, run)
-    return name, run
+    fixture = FIXTURE_ROOT / request.param
+    run = tmp_path / fixture.name
+    shutil.copytree(fixture, run)
+    return fixture, run
 
 
-@pytest.mark.parametrize("old_run", list(PREDICT_CALLS), indirect=True)
-def test_a_0_1_0_run_evaluates_to_the_same_figures(old_run, tmp_path):
-    name, run = old_run
+@pytest.mark.parametrize("old_run", OLD_RUNS, indirect=True)
+def test_an_old_run_evaluates_to_the_same_figures(old_run, tmp_path):
+    fixture, run = old_run
+    name = fixture.name
     output = tmp_path / "figures.json"
     result = load_task(name.split("-")[0]).evaluate(run=str(run), output=str(output))
-    expected = json.loads((FIXTURES / name / "expected_evaluate.json").read_text())
+    expected = json.loads((fixture / "expected_evaluate.json").read_text())
     written = json.loads(output.read_text())
     # Paths in the figures name the copy, not the fixture.
     for figures in (expected, written):
@@ -82,13 +91,14 @@ def test_a_0_1_0_run_evaluates_to_the_same_figures(old_run, tmp_path):
     assert result.metrics is not None
 
 
-@pytest.mark.parametrize("old_run", list(PREDICT_CALLS), indirect=True)
-def test_a_0_1_0_run_predicts_the_same(old_run, tmp_path):
-    name, run = old_run
+@pytest.mark.parametrize("old_run", OLD_RUNS, indirect=True)
+def test_an_old_run_predicts_the_same(old_run, tmp_path):
+    fixture, run = old_run
+    name = fixture.name
     arguments, expected_name = PREDICT_CALLS[name]
     output = tmp_path / expected_name
     load_task(name.split("-")[0]).predict(run=str(run), output=str(output), **arguments)
-    expected = FIXTURES / name / expected_name
+    expected = fixture / expected_name
     if expected.suffix == ".csv":
         actual_rows, expected_rows = _cells(output), _cells(expected)
         assert actual_rows[0] == expected_rows[0]

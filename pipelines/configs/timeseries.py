@@ -69,9 +69,16 @@ class TimeseriesConfig(TrainConfig):
     )
     scaler: str = option("standard", "scaling fitted on training rows", SCALER_METHODS)
     model: str = option(
-        "auto", "model kind; auto: a GRU and a linear autoregression fitted by least squares, "
-        "the one with the lower validation error kept (both reported); linear: one dense layer "
+        "auto", "model kind; auto: statsforecast's automatic ETS, ARIMA and Theta, seasonal "
+        "naive, a GRU and a linear autoregression fitted by least squares, all scored by a "
+        "rolling-origin backtest before the test split; the member or mean of the best k with "
+        "the lowest backtest error is kept (every figure reported); linear: one dense layer "
         "over the normalised window, trained like the others", MODEL_KINDS
+    )
+    auto_folds: int = option(
+        3, "--model auto: backtest folds over the last third of the rows before the test "
+        "split (at least the test split's length); the classical and linear members are "
+        "refitted at each fold"
     )
     normalization: str = option(
         "window", "window: each window shifted by its last value and scaled by its spread "
@@ -93,7 +100,7 @@ class TimeseriesConfig(TrainConfig):
     def __post_init__(self):
         super().__post_init__()
         check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
-                       "num_heads", "ff_dim", "season")
+                       "num_heads", "ff_dim", "season", "auto_folds")
         check_at_least(self, 0, "backtest")
         check_rate(self, "dropout")
         check_split_fractions(self)
@@ -104,10 +111,11 @@ CARD = TaskCard(
     description=(
         "Forecast the next --horizon rows of one or more numeric columns from the last "
         "--lookback rows, with a GRU, LSTM, SimpleRNN, Transformer or linear model built from "
-        "seqlab's layers (by default the better, on the validation split, of a GRU and a "
-        "least-squares linear autoregression). Every row of the test split (the last rows) is "
-        "forecast and scored in original units beside the naive (last value), seasonal-naive "
-        "and ETS (Holt-Winters) forecasts. Without --data it uses the yearly sunspot numbers "
+        "seqlab's layers (by default the member or combination with the lowest rolling-origin "
+        "backtest error among statsforecast's automatic ETS, ARIMA and Theta, seasonal naive, "
+        "a GRU and a least-squares linear autoregression). Every row of the test split (the "
+        "last rows) is forecast and scored in original units beside the naive (last value), "
+        "seasonal-naive and statsforecast's automatic ETS, ARIMA and Theta forecasts. Without --data it uses the yearly sunspot numbers "
         "1700-2008 shipped with statsmodels."
     ),
     examples={

@@ -1,0 +1,328 @@
+"""The members of `seqlab timeseries train --model auto` on one series, and their choice.
+
+Members: statsforecast's automatic ETS, ARIMA and Theta and seasonal naive (fitted by the
+library, forecast by seqlab's recursions with the parameters fixed: models/forecasting/
+classical.py), the network (`AutoForecaster.neural`) and the least-squares linear
+autoregression (`AutoForecaster.linear`). Every member is scored on the same rolling-origin
+backtest over the rows before the test split (`models/forecasting/selection.py`): the
+classical members and the linear one are refitted at each fold, the network is trained once
+on the rows before the backtest region (training it once per fold would multiply the
+command's time). The kept candidate, a member or the mean of the best k, forecasts the test
+split, `predict` and the SavedModel.
+
+The classical members fitted on all rows before the test split are also the ETS, ARIMA and
+Theta baselines of every run's table, whatever its model.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+from seqlab.data.timeseries import WindowGenerator
+from seqlab.models.forecaster import Forecaster, LeastSquaresTooWide
+from seqlab.models.forecasting.classical import ClassicalSpec, fit_classical, forecast_at_origins
+from seqlab.models.forecasting.selection import (
+    Selection,
+    backtest_folds,
+    backtest_region,
+    combine,
+    select,
+)
+
+# Classical members of --model auto, and the ones scored as baselines in every run.
+CLASSICAL_MEMBERS = ("ets", "arima", "theta", "seasonal_naive")
+CLASSICAL_BASELINES = ("ets", "arima", "theta")
+MEMBERS_FORMAT = 1
+# The network's backtest training needs this many windows before the backtest region.
+MIN_NEURAL_WINDOWS = 20
+# Fewer backtest origins than this choose nothing: the classical members are combined.
+MIN_BACKTEST_ORIGINS = 4
+
+
+@dataclasses.dataclass
+class ForecastMembers:
+    """What a run keeps beside model.keras (members.json): the classical fits on the rows
+    before the test split and, for --model auto, the backtest's choice.
+
+    Attributes:
+        classical: `{method: [ClassicalSpec, one per target]}`.
+        selection: the `Selection` of --model auto (None for another model).
+        neural: the network member's name (its kind, e.g. "gru"); None without one.
+        notes: what was left out and why.
+    """
+
+    classical: dict
+    selection: Selection | None = None
+    neural: str | None = None
+    notes: list = dataclasses.field(default_factory=list)
+
+    def to_dict(self):
+        return {
+            "format": MEMBERS_FORMAT,
+            "classical": {method: [spec.to_dict() for spec in specs]
+                          for method, specs in self.classical.items()},
+            "selection": None if self.selection is None else self.selection.to_dict(),
+            "neural": self.neural,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, values):
+        """Reads `to_dict`'s output back.
+
+        Raises:
+            ValueError: a field is missing, of the wrong type or names an unknown member.
+        """
+        if not isinstance(values, dict) or values.get("format") != MEMBERS_FORMAT:
+            raise ValueError(f"members.json: expected an object with format {MEMBERS_FORMAT}")
+        classical = values.get("classical")
+        if not isinstance(classical, dict):
+            raise ValueError("members.json: field 'classical' must be an object")
+        specs = {}
+        for method, entries in classical.items():
+            if method not in CLASSICAL_MEMBERS or not isinstance(entries, list) or not entries:
+                raise ValueError(f"members.json: field 'classical.{method}' must be a "
+                                 f"non-empty list of a known method ({', '.join(CLASSICAL_MEMBERS)})")
+            specs[method] = [ClassicalSpec.from_dict(entry) for entry in entries]
+        selection = values.get("selection")
+        selection = None if selection is None else Selection.from_dict(selection)
+        neural = values.get("neural")
+        if neural is not None and not isinstance(neural, str):
+            raise ValueError("members.json: field 'neural' must be a string or null")
+        members = set(specs) | {neural, "linear"}
+        if selection is not None and not set(selection.kept) <= members:
+            raise ValueError(f"members.json: field 'selection.kept' names members this run "
+                             f"does not have: {sorted(set(selection.kept) - members)}")
+        return cls(specs, selection, neural, [str(note) for note in values.get("notes", [])])
+
+    @property
+    def kept(self):
+        return None if self.selection is None else self.selection.kept
+
+    def uses_history(self):
+        """Whether the kept forecast reads more than the model's window (a classical member
+        rolls its state over the whole series)."""
+        return self.kept is not None and any(name in self.classical for name in self.kept)
+
+
+def fit_classical_members(targets, fit_end, season, target_names, methods):
+    """`({method: [spec per target]}, notes)`: each method fitted on `targets[:fit_end]`.
+
+    A method that fails on any target is left out, with a note naming the target and why.
+    """
+    classical, notes = {}, []
+    for method in methods:
+        specs = []
+        for index, name in enumerate(target_names):
+            try:
+                specs.append(fit_classical(method, targets[:fit_end, index], season))
+            except ValueError as error:
+                notes.append(f"{method} left out: it could not be fitted to {name} ({error})")
+                break
+        else:
+            classical[method] = specs
+    return classical, notes
+
+
+def classical_forecasts(classical, targets, last_rows, horizon):
+    """`{method: [origins, horizon, n_targets]}` from the origins `last_rows` (each reads the
+    targets up to its origin only)."""
+    return {
+        method: np.stack([forecast_at_origins(spec, targets[:, index], last_rows, horizon)
+                          for index, spec in enumerate(specs)], axis=-1)
+        for method, specs in classical.items()
+    }
+
+
+def forecast_windows(model, scaler, schema, values, starts, lookback, direct=False):
+    """Forecasts of a Keras forecaster in original units for the windows starting at `starts`.
+
+    Args:
+        direct: call the model on chunks of windows instead of `model.predict` (for an auto
+            model's members: each `predict` traces a function of its own, and Keras warns
+            about retracing after a few).
+
+    Returns:
+        float64 array `[len(starts), horizon, n_targets]`.
+    """
+    inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
+    windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
+    if direct:
+        chunk = 4096
+        scaled = np.concatenate([np.asarray(model(windows[i:i + chunk]))
+                                 for i in range(0, len(windows), chunk)])
+    else:
+        scaled = model.predict(windows, verbose=0, batch_size=256)
+    return scaler.inverse_transform(scaled, schema.targets).astype("float64")
+
+
+def member_forecasts(names, model, members, scaler, schema, values, last_rows, lookback,
+                     horizon):
+    """`{name: [origins, horizon, n_targets]}` of the named members from the origins
+    `last_rows`, in original units."""
+    targets = values[schema.targets].to_numpy(dtype="float64")
+    classical = {name: members.classical[name] for name in names if name in members.classical}
+    forecasts = classical_forecasts(classical, targets, last_rows, horizon)
+    starts = last_rows - lookback + 1
+    for name in names:
+        if name == "linear":
+            forecasts[name] = forecast_windows(model.linear, scaler, schema, values, starts,
+                                               lookback, direct=True)
+        elif name == members.neural:
+            forecasts[name] = forecast_windows(model.neural, scaler, schema, values, starts,
+                                               lookback, direct=True)
+    return forecasts
+
+
+def kept_forecast(model, members, scaler, schema, values, last_rows, lookback, horizon):
+    """The kept candidate's forecast (the mean of its members) from the origins `last_rows`."""
+    forecasts = member_forecasts(members.kept, model, members, scaler, schema, values,
+                                 last_rows, lookback, horizon)
+    return combine(forecasts, members.kept)
+
+
+# --- the backtest -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class BacktestPlan:
+    """Where --model auto's members are scored: folds over the rows before the test split.
+
+    Attributes:
+        region_start: the first target row of the backtest region.
+        region_end: the first row of the test split.
+        folds: the `Fold`s (fit end and origins), earliest first.
+    """
+
+    region_start: int
+    region_end: int
+    folds: list
+
+    @property
+    def origins(self):
+        return np.concatenate([fold.origins for fold in self.folds])
+
+    def describe(self):
+        return (f"{len(self.folds)} folds over rows {self.region_start}..{self.region_end - 1}"
+                f" ({len(self.origins)} origins)")
+
+
+def plan_backtest(pre_test_rows, test_rows, lookback, horizon, season, folds):
+    """The backtest of the rows before the test split, or None when they are too few.
+
+    The earliest fold is fitted on at least two seasons (a seasonal model needs them) and the
+    model's window, and every origin has a full window behind it.
+    """
+    min_fit_rows = max(lookback, 2 * season if season > 1 else 0, 8) + horizon
+    region_start = backtest_region(pre_test_rows, test_rows, min_fit_rows)
+    if region_start is None:
+        return None
+    plan = BacktestPlan(region_start, pre_test_rows,
+                        backtest_folds(region_start, pre_test_rows, horizon, folds,
+                                       first_origin=lookback - 1))
+    if not plan.folds or len(plan.origins) < MIN_BACKTEST_ORIGINS:
+        return None
+    return plan
+
+
+def backtest_actual(targets, origins, horizon):
+    return targets[origins[:, None] + np.arange(1, horizon + 1)]
+
+
+def classical_backtest(plan, targets, season, target_names, methods, horizon):
+    """`({method: forecasts over plan.origins}, notes)`: each method refitted at each fold
+    on the rows before it; a method that fails at any fold is left out."""
+    per_fold, notes = [], []
+    usable = set(methods)
+    for fold in plan.folds:
+        classical, fold_notes = fit_classical_members(targets, fold.fit_end, season,
+                                                      target_names, methods)
+        usable &= set(classical)
+        notes += [f"backtest fold at row {fold.fit_end}: {note}" for note in fold_notes]
+        per_fold.append(classical_forecasts(classical, targets, fold.origins, horizon))
+    forecasts = {method: np.concatenate([fold[method] for fold in per_fold])
+                 for method in methods if method in usable}
+    return forecasts, notes
+
+
+def linear_backtest(plan, scaler, schema, values, lookback, horizon):
+    """The least-squares member refitted at each fold on the windows whose targets lie before
+    it; forecasts over `plan.origins` in original units.
+
+    Raises:
+        LeastSquaresTooWide: the window holds more values than the fit takes.
+    """
+    inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
+    scaled_targets = scaler.transform(values[schema.targets].to_numpy(), schema.targets)
+    linear = Forecaster(lookback=lookback, n_features=len(schema.input_columns),
+                        horizon=horizon, n_targets=len(schema.targets), kind="linear",
+                        normalization="shift", target_features=target_features(schema))
+    forecasts = []
+    for fold in plan.folds:
+        starts = np.arange(0, fold.fit_end - lookback - horizon + 1)
+        windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
+        goals = scaled_targets[starts[:, None] + lookback + np.arange(horizon)].astype("float32")
+        linear.fit_least_squares((windows, goals))
+        forecasts.append(forecast_windows(linear, scaler, schema, values,
+                                          fold.origins - lookback + 1, lookback, direct=True))
+    return np.concatenate(forecasts)
+
+
+def target_features(schema):
+    features = schema.input_columns
+    return [features.index(t) if t in features else None for t in schema.targets]
+
+
+def backtest_windows(config, schema, values, plan):
+    """A `WindowGenerator` over the rows before the test split whose test windows are the
+    backtest origins' and whose training and validation windows lie before the region (the
+    network's backtest training), or None when fewer than `MIN_NEURAL_WINDOWS` fit there."""
+    rows = plan.region_end
+    fit_rows = plan.region_start
+    windows_before = fit_rows - config.lookback - config.horizon + 1
+    if windows_before < MIN_NEURAL_WINDOWS:
+        return None
+    val_rows = int(round(fit_rows * config.val_fraction))
+    return WindowGenerator(
+        values.iloc[:rows], split_targets=True, lookback=config.lookback,
+        horizon=config.horizon, targets=schema.targets, features=schema.input_columns,
+        stride=config.stride, val_fraction=val_rows / rows,
+        test_fraction=(rows - fit_rows) / rows, scaler=config.scaler,
+        batch_size=config.batch_size, shuffle_seed=config.seed,
+    )
+
+
+def neural_backtest(build, windows, plan, schema, values, lookback, fit):
+    """Trains a fresh network on the rows before the backtest region and forecasts every
+    backtest origin (no refit per fold).
+
+    Args:
+        build: returns a compiled, built `Forecaster` of the run's neural kind.
+        windows: `backtest_windows`' generator.
+        fit: trains the model on `(train, validation)` datasets as the run does.
+    """
+    model = build()
+    fit(model, windows.train, windows.val if len(windows.window_starts("val")) else None)
+    return forecast_windows(model, windows.scaler, schema, values,
+                            plan.origins - lookback + 1, lookback, direct=True)
+
+
+def describe_members(members, figures):
+    """Summary lines: the kept candidate and why, then each member's backtest and test RMSE.
+
+    Args:
+        figures: `{member: {"backtest_rmse": .., "test_rmse": ..}}`.
+    """
+    def figure(values, key):
+        value = values.get(key)
+        return "-" if value is None else f"{value:.4g}"
+
+    selection = members.selection
+    lines = [f"model auto: kept {selection.name}: {selection.reason()}"]
+    rows = sorted(figures.items(), key=lambda item: (item[1].get("backtest_rmse") is None,
+                                                     item[1].get("backtest_rmse") or 0.0))
+    lines.append("  members (backtest RMSE / test RMSE): " + "; ".join(
+        f"{name} {figure(values, 'backtest_rmse')} / {figure(values, 'test_rmse')}"
+        for name, values in rows))
+    return lines
