@@ -239,6 +239,43 @@ MUTATIONS = [
         ("tests/models/test_forecaster.py", "tests/pipelines/test_timeseries.py"),
         "--model auto keeps the member with the higher validation error (issue 16)",
     ),
+    Mutation(
+        "auto_keeps_the_worst_candidate", "models/forecasting/selection.py",
+        "    kept = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])",
+        "    kept = max(candidates, key=lambda members: candidate_rmse[candidate_name(members)])",
+        ("tests/models/test_selection.py",),
+        "--model auto keeps the candidate with the highest backtest error (issue 23)",
+    ),
+    Mutation(
+        "backtest_fold_forecasts_a_fitting_row", "models/forecasting/selection.py",
+        "        origins = np.arange(max(start - 1, first_origin), last)",
+        "        origins = np.arange(max(start - 2, first_origin), last)",
+        ("tests/models/test_selection.py",),
+        "a backtest fold's first origin forecasts a row the fold was fitted on (issue 23)",
+    ),
+    Mutation(
+        "combination_is_its_first_member", "models/forecasting/selection.py",
+        "    return np.mean([forecasts[name] for name in members], axis=0)",
+        "    return forecasts[members[0]]",
+        ("tests/models/test_selection.py",),
+        "the mean of the best k is only the best member (issue 23)",
+    ),
+    Mutation(
+        "ets_level_update_without_the_old_level", "models/forecasting/classical.py",
+        "        new_level = q + self.alpha * (p - q)",
+        "        new_level = q + self.alpha * p",
+        ("tests/models/test_classical.py",),
+        "the classical ETS member's level update drops the (1 - alpha) share of the old level "
+        "(issue 23)",
+    ),
+    Mutation(
+        "classical_fitted_on_the_test_rows", "pipelines/timeseries.py",
+        "            config, schema, series.values, windows.bounds[\"test\"][0], season)",
+        "            config, schema, series.values, len(series.values), season)",
+        ("tests/pipelines/test_timeseries.py",),
+        "the classical baselines and members are fitted on the test rows too (issue 23)",
+        select="classical_baselines",
+    ),
     # --- char-RNN -----------------------------------------------------------------------------
     Mutation(
         "charrnn_unigram_off_by_one", "pipelines/metrics.py",
