@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 IGNORED = shutil.ignore_patterns(
-    ".git", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", "*.egg-info", "build", "dist",
+    ".git", ".venv", ".venv-test", ".ci-venv", "__pycache__", ".pytest_cache", "*.egg-info", "build", "dist",
     "runs", "*.pyc",
 )
 
