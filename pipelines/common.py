@@ -20,7 +20,6 @@ with status 2.
 
 import csv
 import dataclasses
-import datetime
 import io
 import json
 import os
@@ -35,14 +34,18 @@ from pathlib import Path
 import keras
 
 from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
+    RunRecord,
+    check_export_path,
+    is_saved_model,
+    open_run,
+    read_json,
+)
+from seqlab.pipelines.settings import default_out, utc_timestamp  # noqa: F401
 
 
 # ---------------------------------------------------------------------------------------------
 # Files
-
-
-def utc_timestamp():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 def write_text_atomic(path, text):
@@ -69,35 +72,6 @@ def write_text_atomic(path, text):
 
 def write_json_atomic(path, value):
     write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def is_saved_model(path):
-    """Whether `path` is a SavedModel directory (what an export writes)."""
-    path = Path(path)
-    return path.is_dir() and (path / "saved_model.pb").is_file()
-
-
-def check_export_path(path, overwrite=False):
-    """Refuses an export path that holds anything but a previous export to replace.
-
-    Raises:
-        UsageError: `path` is a file, a non-empty folder that is not a SavedModel, or a
-            SavedModel while `overwrite` is False.
-    """
-    path = Path(path)
-    if not path.exists():
-        return
-    if is_saved_model(path):
-        if not overwrite:
-            raise UsageError(
-                f"{path} already holds a SavedModel; pass --overwrite to replace it, or choose "
-                "another --out"
-            )
-    elif path.is_file() or any(path.iterdir()):
-        raise UsageError(
-            f"{path} exists and is not a SavedModel; seqlab never deletes what it did not "
-            "write: choose another --out"
-        )
 
 
 def write_export_archive(archive, path):
@@ -156,10 +130,6 @@ def replace_export(path, write):
     return path
 
 
-def read_json(path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
 def rows_to_csv(rows, columns=None):
     """CSV text of a list of dicts (columns: the first row's keys unless given)."""
     buffer = io.StringIO()
@@ -185,52 +155,6 @@ def library_versions():
 
 # ---------------------------------------------------------------------------------------------
 # The run directory
-
-
-@dataclasses.dataclass
-class RunRecord:
-    """A finished run read back from disk (for evaluate / predict / export).
-
-    Attributes:
-        path: the run directory.
-        task: the task name recorded in config.json.
-        settings: the settings dict recorded in config.json.
-    """
-
-    path: Path
-    task: str
-    settings: dict
-
-    def file(self, *parts):
-        return self.path.joinpath(*parts)
-
-
-def open_run(path, task):
-    """Reads the `config.json` of the finished run at `path` and checks it belongs to `task`.
-
-    Raises:
-        UsageError: `path` is not a finished run, or a run of another task.
-    """
-    path = Path(path)
-    config_path = path / "config.json"
-    if path.name.endswith(".partial"):
-        raise UsageError(
-            f"{path} is an unfinished run: rerun train with the same settings and "
-            f"--out {path.with_name(path.name[:-len('.partial')])} to finish it"
-        )
-    if not config_path.is_file():
-        hint = ""
-        if Path(f"{path}.partial").is_dir():
-            hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
-        raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
-    try:
-        record = read_json(config_path)
-        settings = record["settings"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{config_path}: not a seqlab run's config.json ({error!r})") from None
-    if record.get("task") != task:
-        raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
-    return RunRecord(path=path, task=task, settings=settings)
 
 
 LOCK_NAME = ".lock"
@@ -423,10 +347,6 @@ class RunDirectory:
             self.checkpoint_dir.rmdir()
         self.lock_path.unlink(missing_ok=True)
         return replace_directory(self.work, self.final)
-
-
-def default_out(task):
-    return str(Path("runs") / f"{task}-{utc_timestamp()}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,7 +37,6 @@ from seqlab.pipelines.common import (
     StopAfterMinutes,
     Task,
     UsageError,
-    check_export_path,
     open_run,
     progress_verbosity,
     read_json,
@@ -47,6 +46,7 @@ from seqlab.pipelines.common import (
     write_json_atomic,
 )
 from seqlab.pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.paths import export_path
 
 
 @dataclasses.dataclass
@@ -579,15 +579,16 @@ class Pipeline:
         return LoadedRun(record.path, config, artifacts, model, metrics)
 
     def export(self, run, out=None, overwrite=False):
-        """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`).
+        """Writes the run's SavedModel again: to `out`, or without `out` to the run's next
+        version folder `<run>/export/<n>/` (TensorFlow Serving's layout: serve `<run>/export`).
 
         Raises:
             UsageError: `out` holds something other than a SavedModel (never deleted), or a
-                SavedModel while `overwrite` is False.
+                SavedModel while `overwrite` is False; `overwrite` without `out`.
         """
+        open_run(run, self.name)  # before the model loads: a path that is no run is refused
+        path = export_path(run, out, overwrite)
         loaded = self.load_run(run)
-        path = Path(out) if out else loaded.file("saved_model")
-        check_export_path(path, overwrite)
         signature = None
 
         def write(target):

@@ -9,6 +9,7 @@ from seqlab.pipelines.settings import (
     check_at_least,
     check_positive,
     check_rate,
+    data_help,
     option,
 )
 
@@ -24,8 +25,8 @@ class CharRNNConfig(TrainConfig):
     """Every setting of a char-RNN run; the defaults suit the embedded text on a CPU."""
 
     data: str | None = option(
-        None, "UTF-8 text file or folder of text files (default: the source code of the "
-        "standard library's email package)"
+        None, data_help(TASK_NAME, "UTF-8 text file or folder of text files",
+                        "the source code of the standard library's email package")
     )
     epochs: int = option(10, "maximum number of epochs (early stopping may end sooner)")
     batch_size: int = option(64, "windows per batch (--stateful: the number of streams)")

@@ -75,10 +75,11 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     _, run = finished
     saved_model = run / "saved_model"
     first = (saved_model / "saved_model.pb").stat().st_mtime_ns
-    assert cli.main(["timeseries", "export", "--run", str(run)]) == 2
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(saved_model)]) == 2
     assert "already holds a SavedModel; pass --overwrite" in capsys.readouterr().err
     assert (saved_model / "saved_model.pb").stat().st_mtime_ns == first
-    assert cli.main(["timeseries", "export", "--run", str(run), "--overwrite"]) == 0
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(saved_model),
+                     "--overwrite"]) == 0
     assert (saved_model / "saved_model.pb").stat().st_mtime_ns != first
     window = np.zeros((1, 6, 1), "float32")
     forecast = tf.saved_model.load(str(saved_model)).signatures["serving_default"](
@@ -90,6 +91,57 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     empty.mkdir()
     assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(empty)]) == 0
     assert (empty / "saved_model.pb").is_file()
+
+
+def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys):
+    """`export --run RUN` as README shows it succeeds after train: it writes `RUN/export/1`,
+    then `RUN/export/2` (TensorFlow Serving's layout), and never touches `RUN/saved_model`."""
+    run = timeseries.train(tiny_config(tmp_path, epochs=1)).path
+    capsys.readouterr()
+    trained = (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns
+    (run / "export").mkdir()
+    (run / "export" / "notes").mkdir()  # not a version number: ignored, kept
+    for version in (1, 2):
+        assert cli.main(["timeseries", "export", "--run", str(run)]) == 0
+        assert capsys.readouterr().out.startswith(
+            f"SavedModel written to {run / 'export' / str(version)}\n")
+    assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+    assert (run / "export" / "2" / "saved_model.pb").is_file()
+    assert (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns == trained
+    # Without --out there is nothing to replace: --overwrite alone is refused, not ignored.
+    assert cli.main(["timeseries", "export", "--run", str(run), "--overwrite"]) == 2
+    assert "without --out each export is a new version" in capsys.readouterr().err
+    assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+
+
+def test_certain_export_refusals_come_before_tensorflow_loads(finished, tmp_path):
+    _, run = finished
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("draft")
+    code = (
+        "import sys\n"
+        "from seqlab.cli import main\n"
+        f"codes = [main(['timeseries', 'export', '--run', {str(run)!r}, '--out', {str(mine)!r}]),\n"
+        f"         main(['timeseries', 'export', '--run', {str(run)!r}, '--out',\n"
+        f"               {str(run / 'saved_model')!r}]),\n"
+        f"         main(['timeseries', 'export', '--run', {str(run)!r}, '--overwrite']),\n"
+        f"         main(['timeseries', 'export', '--run', {str(tmp_path / 'nothing')!r}]),\n"
+        f"         main(['timeseries', 'predict', '--run', {str(tmp_path / 'nothing')!r}]),\n"
+        f"         main(['charrnn', 'evaluate', '--run', {str(run)!r}])]\n"
+        "assert codes == [2] * 6, codes\n"
+        "heavy = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    finished_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=120, cwd=tmp_path)
+    assert finished_.returncode == 0, finished_.stderr
+    errors = finished_.stderr.splitlines()
+    assert len(errors) == 6
+    assert "exists and is not a SavedModel" in errors[0]
+    assert "already holds a SavedModel; pass --overwrite" in errors[1]
+    assert "is not a finished seqlab run" in errors[3] and "is a run of task" in errors[5]
+    assert (mine / "thesis.txt").read_text() == "draft"
 
 
 def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
