@@ -34,6 +34,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
     EpochHistory,
+    EpochProgress,
     StopAfterMinutes,
     Task,
     UsageError,
@@ -242,7 +243,8 @@ def _describe_training(record, stopped_by, restorer):
         if patience is not None and monitor:
             text += f" (no better {monitor} for {patience} epoch{'s' * (patience != 1)})"
     elif reason == "max_minutes":
-        text = f"stopped after --max-minutes at epoch {run} of {requested}"
+        text = (f"stopped on time at epoch {run} of {requested} (--max-minutes "
+                f"{stopped_by.seconds / 60:g})")
     elif reason == "stopped_during_epoch":
         text = f"stopped during epoch {run} of {requested}"
     elif reason == "unknown":
@@ -481,15 +483,21 @@ class Pipeline:
                 # event files beside the earlier ones.
                 run_callbacks.insert(1, keras.callbacks.TensorBoard(
                     str(run.path(TENSORBOARD_DIR))))
+            # --max-minutes, every task: the task's early stopping (after it) still puts back
+            # its best epoch's weights at the end of fit.
+            time_box = [StopAfterMinutes(config.max_minutes)] if config.max_minutes else []
+            verbosity = progress_verbosity()
+            progress = [] if verbosity else [EpochProgress(config.epochs, config.max_minutes)]
             stop_watch = StopWatch()
             started = time.perf_counter()
             model.fit(
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),
                 epochs=config.epochs,
-                callbacks=stop_watch.watch([*task_callbacks, *run_callbacks, *callbacks]),
+                callbacks=stop_watch.watch([*task_callbacks, *time_box, *run_callbacks,
+                                            *progress, *callbacks]),
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
-                verbose=progress_verbosity(),
+                verbose=verbosity,
             )
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)

@@ -99,9 +99,15 @@ class TrainConfig:
         "write TensorBoard logs (losses and metrics per epoch, the graph) to <out>/tensorboard; "
         "view them with: tensorboard --logdir <out>/tensorboard",
     )
+    max_minutes: float | None = option(
+        None, "stop after the first epoch that ends past this many minutes of training in this "
+        "session; the best epoch so far is kept, and the summary says training stopped on time "
+        "(default: no limit)", metavar="MINUTES"
+    )
 
     def __post_init__(self):
         check_at_least(self, 1, "epochs", "batch_size")
+        check_positive(self, "max_minutes")
         if hasattr(self, "learning_rate"):
             check_positive(self, "learning_rate")
         if hasattr(self, "clipnorm"):

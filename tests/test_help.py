@@ -33,6 +33,7 @@ print(json.dumps({"printed": printed, "loaded": loaded}))
 # `seqlab timeseries train --help` as it was before the parser was built from the card.
 TIMESERIES_TRAIN_FLAGS = (
     "--data --out --epochs --batch-size --seed --distribute --tensorboard --no-tensorboard "
+    "--max-minutes "
     "--time-column --target --features --categorical --fill --fill-ends --lookback --horizon "
     "--stride --val-fraction --test-fraction --split-targets --no-split-targets --backtest "
     "--scaler --model --normalization --units --layers --dropout --clipnorm --learning-rate "

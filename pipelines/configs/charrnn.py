@@ -50,10 +50,6 @@ class CharRNNConfig(TrainConfig):
     learning_rate: float = option(2e-3, "Adam learning rate")
     clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
     patience: int = option(3, "early-stopping patience in epochs (best weights restored)")
-    max_minutes: float | None = option(
-        None, "stop after the first epoch that ends past this many minutes of training in this "
-        "session (default: no limit)"
-    )
     sample_prompt: str | None = option(
         None, "prompt of the samples in metrics.json (default: the first line of the "
         "validation text, at most 40 characters)"
@@ -66,7 +62,7 @@ class CharRNNConfig(TrainConfig):
         check_at_least(self, 0, "embedding_dim", "sample_chars")
         check_at_least(self, 2, "max_train_chars")
         check_rate(self, "dropout", "val_fraction")
-        check_positive(self, "val_fraction", "max_minutes")
+        check_positive(self, "val_fraction")
         if self.stateful and self.distribute != "none":
             raise ValueError(
                 "stateful training runs on one device: each state row belongs to one stream of "
