@@ -7,9 +7,12 @@ Each task is a module of `pipelines/` listed in `pipelines.TASKS`. Its card
 the help and the examples, so `--help` answers without loading TensorFlow; its `Task` object (the
 task's module) supplies the action functions. This module holds no modelling logic. Bad data
 (`DataError`) and bad settings (`UsageError`) are printed as one line with exit status 2;
-`--debug` shows the traceback instead. TensorFlow's own C++ log is kept off the terminal
-(`quiet_tensorflow`, called once the arguments are parsed), unless `--debug` is given or
-`TF_CPP_MIN_LOG_LEVEL` is set.
+`--debug` shows the traceback instead. Before TensorFlow loads, the arguments are parsed and
+checked, a refusal that is certain is made (`--run` is not a finished run of the task, a
+refused `export --out`), and the data-set names among the data flags are downloaded
+(`_prepare_action`), so that these answer in seconds. TensorFlow's own C++ log is kept off the
+terminal (`quiet_tensorflow`, and `import seqlab` itself: `seqlab._tf_log`), unless `--debug`
+is given or `TF_CPP_MIN_LOG_LEVEL` is set.
 """
 
 import argparse

@@ -604,7 +604,11 @@ class Pipeline:
             signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, target)
 
         replace_export(path, write)
-        return ActionResult(summary=f"SavedModel written to {path}\n{signature}", path=path)
+        lines = [f"SavedModel written to {path}", signature]
+        if out is None:
+            lines.append(f"TensorFlow Serving serves the run's latest version with "
+                         f"--model_base_path={path.parent.resolve()}")
+        return ActionResult(summary="\n".join(lines), path=path)
 
     def task(self):
         """The `common.Task` the command line dispatches to."""

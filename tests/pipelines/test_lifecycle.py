@@ -104,8 +104,9 @@ def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys)
     (run / "export" / "notes").mkdir()  # not a version number: ignored, kept
     for version in (1, 2):
         assert cli.main(["timeseries", "export", "--run", str(run)]) == 0
-        assert capsys.readouterr().out.startswith(
-            f"SavedModel written to {run / 'export' / str(version)}\n")
+        out = capsys.readouterr().out
+        assert out.startswith(f"SavedModel written to {run / 'export' / str(version)}\n")
+        assert f"--model_base_path={(run / 'export').resolve()}" in out
     assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
     assert (run / "export" / "2" / "saved_model.pb").is_file()
     assert (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns == trained
