@@ -145,7 +145,9 @@ def _add_action_parsers(task_parser, card):
         "--output", metavar="FILE", help="where to write the predictions (default: in the run)"
     )
     parsers["export"].add_argument(
-        "--out", metavar="DIR", help="SavedModel directory (default: <run>/saved_model)"
+        "--out", metavar="DIR",
+        help="SavedModel directory (default: the run's next version <run>/export/<n>, as "
+        "TensorFlow Serving numbers versions)",
     )
     parsers["export"].add_argument(
         "--overwrite", action="store_true",

@@ -81,6 +81,7 @@ def test_a_tasks_help_imports_no_tensorflow_and_shows_every_setting(task):
             for flag in option_flags(card.options[action]):
                 assert flag in text, (action, flag)
     assert "--run" in export and "--out" in export
+    assert "(default: the run's next version <run>/export/<n>" in " ".join(export.split())
 
 
 @pytest.mark.parametrize("task", TASKS)
