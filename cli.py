@@ -7,24 +7,31 @@ Each task is a module of `pipelines/` listed in `pipelines.TASKS`. Its card
 the help and the examples, so `--help` answers without loading TensorFlow; its `Task` object (the
 task's module) supplies the action functions. This module holds no modelling logic. Bad data
 (`DataError`) and bad settings (`UsageError`) are printed as one line with exit status 2;
-`--debug` shows the traceback instead. TensorFlow's own C++ log is kept off the terminal
-(`quiet_tensorflow`, called once the arguments are parsed), unless `--debug` is given or
-`TF_CPP_MIN_LOG_LEVEL` is set.
+`--debug` shows the traceback instead. Before TensorFlow loads, the arguments are parsed and
+checked, a refusal that is certain is made (`--run` is not a finished run of the task, a
+refused `export --out`), and the data-set names among the data flags are downloaded
+(`_prepare_action`), so that these answer in seconds. TensorFlow's own C++ log is kept off the
+terminal (`quiet_tensorflow`, and `import seqlab` itself: `seqlab._tf_log`), unless `--debug`
+is given or `TF_CPP_MIN_LOG_LEVEL` is set.
 """
 
 import argparse
-import contextlib
 import dataclasses
-import os
 import sys
-import tempfile
+import textwrap
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
+from seqlab import _tf_log
 from seqlab.data.errors import DataError
 from seqlab.pipelines import TASKS, load_card, load_task
 from seqlab.pipelines.errors import UsageError
-from seqlab.pipelines.settings import add_config_arguments, make_config, read_config_file
+from seqlab.pipelines.settings import (
+    add_config_arguments,
+    default_out,
+    make_config,
+    read_config_file,
+)
 
 PROG = "seqlab"
 ACTIONS = {
@@ -43,11 +50,9 @@ DATASET_ACTIONS = {
     "download": "download a data set into the cache, checked (SHA-256) and extracted",
     "path": "the local path a task reads for a name (without downloading)",
 }
-TF_LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
-# INFO, WARNING and ERROR lines hidden: TensorFlow logs notices as errors too (cuInit's "failed
-# call" without a GPU, oneDNN's "supports DT_BOOL only on platforms with AVX-512"), and a real
-# error reaches the user as a Python exception.
-QUIET_TF_LOG_LEVEL = "3"
+# TensorFlow's C++ log: seqlab/_tf_log.py (shared with `import seqlab`).
+TF_LOG_LEVEL_VARIABLE = _tf_log.TF_LOG_LEVEL_VARIABLE
+QUIET_TF_LOG_LEVEL = _tf_log.QUIET_TF_LOG_LEVEL
 
 
 def package_version():
@@ -55,21 +60,6 @@ def package_version():
         return _dist_version("seqlab")
     except PackageNotFoundError:
         return "0+unknown (not installed)"
-
-
-@contextlib.contextmanager
-def _stderr_descriptor_to(file):
-    """Sends whatever is written to file descriptor 2 (C++ code included) to `file` inside the
-    block."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        os.dup2(file.fileno(), 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def quiet_tensorflow(debug=False):
@@ -87,20 +77,25 @@ def quiet_tensorflow(debug=False):
     Returns:
         True when the log was quieted.
     """
-    if debug or TF_LOG_LEVEL_VARIABLE in os.environ:
+    if debug:
+        _tf_log.leave_loud()
         return False
-    os.environ[TF_LOG_LEVEL_VARIABLE] = QUIET_TF_LOG_LEVEL
+    if not _tf_log.quiet_on_import():  # the user's own TF_CPP_MIN_LOG_LEVEL: kept
+        return False
     if "tensorflow" in sys.modules:  # loaded earlier in this process: its load lines are out
         return True
-    with tempfile.TemporaryFile() as captured:
-        try:
-            with _stderr_descriptor_to(captured):
-                import tensorflow  # noqa: F401
-        except BaseException:
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode("utf-8", "replace"))
-            raise
+    _tf_log.remove_hook()  # imported here, under the same capture
+    with _tf_log.quiet_descriptor_2():
+        import tensorflow  # noqa: F401
     return True
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Argparse's help, with flag help wrapped at spaces only: a data-set name such as
+    `daily-min-temperatures` stays whole, so that it can be copied."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 def _examples(lines):
@@ -109,7 +104,7 @@ def _examples(lines):
 
 def _add_action_parsers(task_parser, card):
     """The `train|evaluate|predict|export` sub-commands of one task (`card`: its `TaskCard`)."""
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = _HelpFormatter
     actions = task_parser.add_subparsers(dest="action", metavar="<action>")
     parsers = {}
     for action, summary in ACTIONS.items():
@@ -150,7 +145,9 @@ def _add_action_parsers(task_parser, card):
         "--output", metavar="FILE", help="where to write the predictions (default: in the run)"
     )
     parsers["export"].add_argument(
-        "--out", metavar="DIR", help="SavedModel directory (default: <run>/saved_model)"
+        "--out", metavar="DIR",
+        help="SavedModel directory (default: the run's next version <run>/export/<n>, as "
+        "TensorFlow Serving numbers versions)",
     )
     parsers["export"].add_argument(
         "--overwrite", action="store_true",
@@ -258,23 +255,55 @@ def _datasets_command(parser, values):
     return 0
 
 
-def _run_action(task, action, values):
-    """Calls the task's action with the parsed flags; returns its `ActionResult`."""
-    from seqlab.pipelines.common import default_out
+# Config fields and action flags that may name a registered data set (`seqlab datasets list`).
+DATA_SET_FIELDS = ("data", "validation_data", "test_data", "src", "tgt", "embeddings")
 
+
+def _fetch_named_data_sets(values):
+    """Downloads (or finds in the cache) each registered data-set name among `values`' data
+    fields, before TensorFlow loads: a download that cannot succeed fails in seconds."""
+    from seqlab.data import datasets
+
+    for field in DATA_SET_FIELDS:
+        value = values.get(field)
+        if isinstance(value, str) and datasets.is_name(value):
+            datasets.download(value)
+
+
+def _prepare_action(card, action, values):
+    """Everything an action needs that TensorFlow does not: the train config (flags, config
+    file, default `--out`), the checks that refuse for certain (`--run` is no finished run of
+    the task, a refused `export --out`), and the named data sets, downloaded. Returns the
+    keyword arguments of the action."""
+    from seqlab.pipelines.paths import export_path, open_run
+
+    if action == "train":
+        config_file = values.pop("config", None)
+        overwrite = values.pop("overwrite", False)
+        file_values = read_config_file(config_file) if config_file else {}
+        config = make_config(card.config_class, file_values, values,
+                             origin=config_file or "config")
+        if config.out is None:
+            # Chosen here, so that an interrupted run can be told where to resume.
+            config = dataclasses.replace(config, out=default_out(card.name))
+        _fetch_named_data_sets(dataclasses.asdict(config))
+        return {"config": config, "overwrite": overwrite}
+    open_run(values["run"], card.name)
+    if action == "export":
+        export_path(values["run"], values.get("out"), values.get("overwrite", False))
+    _fetch_named_data_sets(values)
+    return values
+
+
+def _run_action(task, action, arguments):
+    """Calls the task's action with the prepared arguments; returns its `ActionResult`."""
     if action != "train":
         # Only the flags given are passed: the action fills in and checks the rest through its
         # options dataclass, so a call from Python is checked the same way.
-        return getattr(task, action)(**values)
-    config_file = values.pop("config", None)
-    overwrite = values.pop("overwrite", False)
-    file_values = read_config_file(config_file) if config_file else {}
-    config = make_config(task.config_class, file_values, values, origin=config_file or "config")
-    if config.out is None:
-        # Chosen here, so that an interrupted run can be told where to resume.
-        config = dataclasses.replace(config, out=default_out(task.name))
+        return getattr(task, action)(**arguments)
+    config = arguments["config"]
     try:
-        return task.train(config, overwrite=overwrite)
+        return task.train(config, overwrite=arguments["overwrite"])
     except KeyboardInterrupt:
         print(
             f"\n{PROG}: interrupted; the finished epochs are kept in {config.out}.partial. "
@@ -300,11 +329,14 @@ def main(argv=None):
     if action is None:
         parser.parse_args([task_name, "--help"])
     debug = values.pop("debug", False)
-    # Only now, past the parsing (and any --help), does TensorFlow load: with the task's module.
-    quiet_tensorflow(debug=debug)
-    task = load_task(task_name)
     try:
-        result = _run_action(task, action, values)
+        # Settings, certain refusals and downloads first: they need no TensorFlow.
+        arguments = _prepare_action(load_card(task_name), action, values)
+        # Only now, past the parsing (and any --help), does TensorFlow load: with the task's
+        # module.
+        quiet_tensorflow(debug=debug)
+        task = load_task(task_name)
+        result = _run_action(task, action, arguments)
     except (DataError, UsageError) as error:
         if debug:
             raise

@@ -8,7 +8,8 @@ reported as such, never skipped silently. The unmutated tests are run first, onc
 test files, so that a failure means the mutation and not a broken tree.
 
 The copy (without .venv, .git and caches) is placed in a temporary folder under the name
-`seqlab`, first on PYTHONPATH, so it is imported ahead of the editable install; the script
+`seqlab`, first on PYTHONPATH, so it is imported ahead of the installed seqlab (editable or
+not: `pip install ".[test]"` gives the dependencies it needs); the script
 checks that `import seqlab` resolves to the copy before it runs anything. The working tree is
 never changed.
 
@@ -35,7 +36,7 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 IGNORED = shutil.ignore_patterns(
-    ".git", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", "*.egg-info", "build", "dist",
+    ".git", ".venv", ".venv-test", ".ci-venv", "__pycache__", ".pytest_cache", "*.egg-info", "build", "dist",
     "runs", "*.pyc",
 )
 

@@ -90,6 +90,8 @@ class RemoteFile:
             `member` extracted beside it).
         member: the folder ("tar.gz") or file ("zip") taken from the archive.
         unpacked_sha256: the SHA-256 of the decompressed file ("gz"), checked when given.
+        unpacked_size: the decompressed file's size in bytes ("gz"). With `unpacked_sha256`,
+            a mirror may serve the decompressed file (`product`) instead of the archive.
     """
 
     url: str
@@ -98,6 +100,7 @@ class RemoteFile:
     unpack: str = "none"
     member: str | None = None
     unpacked_sha256: str | None = None
+    unpacked_size: int | None = None
 
     @property
     def file_name(self):
@@ -210,9 +213,9 @@ def _glove(dimension):
     )
 
 
-def _multi30k_file(stem, lang, size, sha256, unpacked_sha256):
+def _multi30k_file(stem, lang, size, sha256, unpacked_size, unpacked_sha256):
     return RemoteFile(f"{_MULTI30K_RAW}{stem}.{lang}.gz", size, sha256, unpack="gz",
-                      unpacked_sha256=unpacked_sha256)
+                      unpacked_sha256=unpacked_sha256, unpacked_size=unpacked_size)
 
 
 _DATA_SETS = (
@@ -305,21 +308,27 @@ _DATA_SETS = (
         files=(
             _multi30k_file("train", "en", 568929,
                            "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+                           1801238,
                            "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6"),
             _multi30k_file("train", "de", 637044,
                            "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+                           2110398,
                            "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72"),
             _multi30k_file("val", "en", 21650,
                            "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+                           63297,
                            "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227"),
             _multi30k_file("val", "de", 24681,
                            "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+                           75981,
                            "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660"),
             _multi30k_file("test_2016_flickr", "en", 21077,
                            "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+                           62076,
                            "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182"),
             _multi30k_file("test_2016_flickr", "de", 22890,
                            "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+                           70649,
                            "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16"),
         ),
         reader_path=".",
@@ -526,30 +535,99 @@ def download(name, progress=None):
         The local path a task reads (`path(name)`).
 
     Raises:
-        DataError: an unknown name, a failed or interrupted download, a size or checksum that
-            differs from the registered one (naming the file and both hashes), or a damaged
-            archive. Nothing of a failed file is left in the cache.
+        DataError: an unknown name, a failed or interrupted download (the message names
+            `SEQLAB_DATA_MIRROR` and a local path as the ways without internet access), a
+            size or checksum that differs from the registered one (naming the file and both
+            sizes or hashes), or a damaged archive. Nothing of a failed file is left in the
+            cache, nor a cache folder this call created and left empty.
     """
     data_set = get(name)
     if data_set.embedded:
         return _embedded_path(data_set)
     folder = _folder(data_set)
     stream = sys.stderr if progress is None else progress
-    for remote in data_set.files:
-        if (folder / remote.product).exists():
-            continue
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise DataError(f"cannot create the data-set cache ({error.strerror}); set "
-                            f"{DATA_HOME_VARIABLE} to a folder you can write", path=folder)
-        _remove_stale_leftovers(folder)
-        archive = folder / remote.file_name
-        if not archive.exists():
-            _fetch(mirror_url(data_set, remote), archive, remote, stream)
-        if remote.unpack != "none":
-            _unpack(archive, remote, folder)
+    created = []
+    try:
+        for remote in data_set.files:
+            if (folder / remote.product).exists():
+                continue
+            if not created:
+                created = _make_folder(folder)
+            _remove_stale_leftovers(folder)
+            archive = folder / remote.file_name
+            if not archive.exists():
+                fetched = _fetch_remote(data_set, remote, folder, stream)
+                if fetched != archive:  # the mirror served the decompressed file
+                    continue
+            if remote.unpack != "none":
+                _unpack(archive, remote, folder)
+    except BaseException:
+        _remove_empty_folders(created)
+        raise
     return _local_path(data_set)
+
+
+def _make_folder(folder):
+    """Creates `folder` and its missing parents; returns those it created, deepest first."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        _remove_empty_folders(missing)
+        raise DataError(f"cannot create the data-set cache ({error.strerror}); set "
+                        f"{DATA_HOME_VARIABLE} to a folder you can write", path=folder)
+    return missing
+
+
+def _remove_empty_folders(folders):
+    """Removes each of `folders` (deepest first) that is empty: only folders this process
+    created are passed, and a folder something was written into stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or gone): kept
+            return
+
+
+def _offline_hint(data_set, remote, names):
+    """What to do without internet access, for a failed download of `remote`."""
+    mirror = os.environ.get(MIRROR_VARIABLE)
+    served = " or ".join(f"<URL>/{data_set.cache_folder}/{name}" for name in names)
+    hint = (f"without internet access, set {MIRROR_VARIABLE}=URL to a mirror serving {served} "
+            f"(http://, https:// or file://), or pass a local file or folder instead of the "
+            f"name (--data PATH; `seqlab datasets info {data_set.name}` lists the files)")
+    if mirror:
+        hint = f"{MIRROR_VARIABLE} is {mirror}; " + hint
+    return hint
+
+
+def _fetch_remote(data_set, remote, folder, stream):
+    """Fetches `remote` into `folder` from the mirror or the origin; returns the path written.
+
+    A mirror may serve a ".gz" file decompressed (its `product`, checked against the
+    decompressed size and SHA-256) when it does not hold the archive.
+    """
+    archive = folder / remote.file_name
+    url = mirror_url(data_set, remote)
+    plain = None
+    names = [remote.file_name]
+    if (os.environ.get(MIRROR_VARIABLE) and remote.unpack == "gz"
+            and remote.unpacked_sha256 and remote.unpacked_size is not None):
+        plain = RemoteFile(url.rsplit("/", 1)[0] + "/" + remote.product, remote.unpacked_size,
+                           remote.unpacked_sha256)
+        names.append(remote.product)
+    try:
+        try:
+            _fetch(url, archive, remote, stream)
+            return archive
+        except _NotFoundError:
+            if plain is None:
+                raise
+        _fetch(plain.url, folder / plain.file_name, plain, stream)
+        return folder / plain.file_name
+    except _NetworkError as error:
+        raise DataError(f"{error.message}; {_offline_hint(data_set, remote, names)}",
+                        path=error.path) from None
 
 
 def resolve_path(value):
@@ -597,21 +675,33 @@ def _remove_stale_leftovers(folder):
             pass  # another process removed or finished it
 
 
+class _NetworkError(DataError):
+    """A download that failed for want of a connection or a file at the URL (not a checksum)."""
+
+
+class _NotFoundError(_NetworkError):
+    """The URL names no file (HTTP 404, a missing file:// path)."""
+
+
 def _fetch(url, target, remote, stream):
     """Downloads `url` into `target`, checked against `remote`'s size and SHA-256; `target`
     appears only when complete and correct."""
     output, temporary = _temporary_file(target)
     try:
         with output:
-            received, digest = _copy_url(url, output, remote, stream)
+            received, digest, announced = _copy_url(url, output, remote, stream)
             output.flush()
             os.fsync(output.fileno())
         if received < remote.size:
-            raise DataError(
-                f"the download stopped after {received} of {remote.size} bytes (the connection "
-                f"was closed early) from {url}; nothing was kept, run the command again",
-                path=remote.file_name,
-            )
+            if announced is None or announced > received:
+                cause = ("the connection was closed early" if announced is not None else
+                         "the connection was closed early, or the server holds another file")
+                raise _NetworkError(
+                    f"the download stopped after {received} of {remote.size} bytes ({cause}) "
+                    f"from {url}; nothing was kept, run the command again",
+                    path=remote.file_name,
+                )
+            raise _wrong_file(url, remote, received)
         if digest != remote.sha256:
             raise DataError(
                 f"checksum mismatch: expected SHA-256 {remote.sha256}, got {digest} "
@@ -623,40 +713,53 @@ def _fetch(url, target, remote, stream):
         temporary.unlink(missing_ok=True)
 
 
+def _wrong_file(url, remote, size):
+    return DataError(
+        f"wrong file: expected {remote.size} bytes (SHA-256 {remote.sha256}), got {size} bytes "
+        f"from {url}; the server holds another file than the registered one (a mirror must "
+        "serve the files as their origin does); nothing was kept",
+        path=remote.file_name,
+    )
+
+
 def _copy_url(url, output, remote, stream):
-    """Streams `url` into `output`; returns `(bytes received, SHA-256 hex digest)`."""
+    """Streams `url` into `output`; returns `(bytes received, SHA-256 hex digest, the size the
+    server announced or None)`."""
     request = urllib.request.Request(url, headers={"User-Agent": "seqlab-datasets"})
     digest = hashlib.sha256()
     received = 0
     bar = _ProgressBar(remote.file_name, remote.size, stream)
     try:
         with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
+            announced = response.headers.get("Content-Length")
+            announced = int(announced) if announced and announced.isdigit() else None
+            if announced is not None and announced != remote.size:
+                raise _wrong_file(url, remote, announced)
             while chunk := response.read(_CHUNK_BYTES):
                 received += len(chunk)
                 if received > remote.size:
-                    raise DataError(
-                        f"the server sends more than the registered {remote.size} bytes "
-                        f"from {url}; the file was not kept",
-                        path=remote.file_name,
-                    )
+                    raise _wrong_file(url, remote, f"more than {remote.size}")
                 digest.update(chunk)
                 output.write(chunk)
                 bar.update(received)
     except urllib.error.HTTPError as error:
-        raise DataError(f"download failed: HTTP {error.code} {error.reason} from {url}",
-                        path=remote.file_name) from None
+        kind = _NotFoundError if error.code in (404, 410) else _NetworkError
+        raise kind(f"download failed: HTTP {error.code} {error.reason} from {url}",
+                   path=remote.file_name) from None
     except urllib.error.URLError as error:
-        raise DataError(f"download failed: {error.reason} ({url})",
-                        path=remote.file_name) from None
+        kind = _NotFoundError if isinstance(error.reason, FileNotFoundError) else _NetworkError
+        reason = error.reason.strerror if isinstance(error.reason, OSError) and \
+            error.reason.strerror else error.reason
+        raise kind(f"download failed: {reason} ({url})", path=remote.file_name) from None
     except OSError as error:  # a reset connection, a timeout
-        raise DataError(
+        raise _NetworkError(
             f"download failed after {received} of {remote.size} bytes: {error} ({url}); "
             "nothing was kept, run the command again",
             path=remote.file_name,
         ) from None
     finally:
         bar.close()
-    return received, digest.hexdigest()
+    return received, digest.hexdigest(), announced
 
 
 def _unpack(archive, remote, folder):

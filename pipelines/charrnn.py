@@ -51,7 +51,7 @@ from seqlab.models.char_lm import (
 )
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
-    ActionResult, StopAfterMinutes, UsageError, write_export_archive, write_text_atomic,
+    ActionResult, UsageError, write_export_archive, write_text_atomic,
 )
 from seqlab.pipelines.configs.charrnn import CARD, TASK_NAME, CharRNNConfig, GenerateOptions
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
@@ -67,12 +67,11 @@ SAMPLE_TEMPERATURES = (0.5, 1.0, 1.5)
 
 @dataclasses.dataclass
 class Prepared:
-    """What `train`'s hooks share: the corpus (`data.text.prepare_corpus`), its `(train,
-    validation)` datasets, and the `--max-minutes` callback once `callbacks` made it."""
+    """What `train`'s hooks share: the corpus (`data.text.prepare_corpus`) and its `(train,
+    validation)` datasets."""
 
     corpus: TextCorpus
     datasets: tuple
-    time_box: keras.callbacks.Callback = None
 
 
 def read_corpus(config, vocabulary=None):
@@ -206,9 +205,6 @@ class CharRNNPipeline(Pipeline):
         callbacks = super().callbacks(config, prepared, monitor)
         if config.stateful:
             callbacks.append(ResetStatesAtEpochStart())
-        if config.max_minutes:
-            prepared.time_box = StopAfterMinutes(config.max_minutes)
-            callbacks.append(prepared.time_box)
         return callbacks
 
     def score(self, config, model, prepared):
@@ -223,7 +219,6 @@ class CharRNNPipeline(Pipeline):
                                         seed=config.seed)}
             for t in SAMPLE_TEMPERATURES
         ]
-        time_box = prepared.time_box
         return {
             "split": "validation",
             **score_char_model(model, corpus.val_ids, counts, config.window, config.batch_size,
@@ -231,7 +226,6 @@ class CharRNNPipeline(Pipeline):
             "samples": samples,
             "sample_prompt": prompt,
             "sample_seed": config.seed,
-            "stopped_by_max_minutes": bool(time_box and time_box.stopped_epoch),
             "data": {**corpus.report(), "train_char_counts": counts},
         }
 

@@ -20,7 +20,6 @@ with status 2.
 
 import csv
 import dataclasses
-import datetime
 import io
 import json
 import os
@@ -35,14 +34,18 @@ from pathlib import Path
 import keras
 
 from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
+    RunRecord,
+    check_export_path,
+    is_saved_model,
+    open_run,
+    read_json,
+)
+from seqlab.pipelines.settings import default_out, utc_timestamp  # noqa: F401
 
 
 # ---------------------------------------------------------------------------------------------
 # Files
-
-
-def utc_timestamp():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 def write_text_atomic(path, text):
@@ -69,35 +72,6 @@ def write_text_atomic(path, text):
 
 def write_json_atomic(path, value):
     write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def is_saved_model(path):
-    """Whether `path` is a SavedModel directory (what an export writes)."""
-    path = Path(path)
-    return path.is_dir() and (path / "saved_model.pb").is_file()
-
-
-def check_export_path(path, overwrite=False):
-    """Refuses an export path that holds anything but a previous export to replace.
-
-    Raises:
-        UsageError: `path` is a file, a non-empty folder that is not a SavedModel, or a
-            SavedModel while `overwrite` is False.
-    """
-    path = Path(path)
-    if not path.exists():
-        return
-    if is_saved_model(path):
-        if not overwrite:
-            raise UsageError(
-                f"{path} already holds a SavedModel; pass --overwrite to replace it, or choose "
-                "another --out"
-            )
-    elif path.is_file() or any(path.iterdir()):
-        raise UsageError(
-            f"{path} exists and is not a SavedModel; seqlab never deletes what it did not "
-            "write: choose another --out"
-        )
 
 
 def write_export_archive(archive, path):
@@ -156,10 +130,6 @@ def replace_export(path, write):
     return path
 
 
-def read_json(path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
 def rows_to_csv(rows, columns=None):
     """CSV text of a list of dicts (columns: the first row's keys unless given)."""
     buffer = io.StringIO()
@@ -185,52 +155,6 @@ def library_versions():
 
 # ---------------------------------------------------------------------------------------------
 # The run directory
-
-
-@dataclasses.dataclass
-class RunRecord:
-    """A finished run read back from disk (for evaluate / predict / export).
-
-    Attributes:
-        path: the run directory.
-        task: the task name recorded in config.json.
-        settings: the settings dict recorded in config.json.
-    """
-
-    path: Path
-    task: str
-    settings: dict
-
-    def file(self, *parts):
-        return self.path.joinpath(*parts)
-
-
-def open_run(path, task):
-    """Reads the `config.json` of the finished run at `path` and checks it belongs to `task`.
-
-    Raises:
-        UsageError: `path` is not a finished run, or a run of another task.
-    """
-    path = Path(path)
-    config_path = path / "config.json"
-    if path.name.endswith(".partial"):
-        raise UsageError(
-            f"{path} is an unfinished run: rerun train with the same settings and "
-            f"--out {path.with_name(path.name[:-len('.partial')])} to finish it"
-        )
-    if not config_path.is_file():
-        hint = ""
-        if Path(f"{path}.partial").is_dir():
-            hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
-        raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
-    try:
-        record = read_json(config_path)
-        settings = record["settings"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{config_path}: not a seqlab run's config.json ({error!r})") from None
-    if record.get("task") != task:
-        raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
-    return RunRecord(path=path, task=task, settings=settings)
 
 
 LOCK_NAME = ".lock"
@@ -425,10 +349,6 @@ class RunDirectory:
         return replace_directory(self.work, self.final)
 
 
-def default_out(task):
-    return str(Path("runs") / f"{task}-{utc_timestamp()}")
-
-
 # ---------------------------------------------------------------------------------------------
 # Training
 
@@ -541,8 +461,103 @@ def training_callbacks(run):
 
 
 def progress_verbosity():
-    """Keras's progress bar on a terminal; one line per epoch in logs and pipes."""
-    return 1 if sys.stdout.isatty() else 2
+    """Keras's progress bar on a terminal; in logs and pipes, none: `EpochProgress` writes one
+    line per epoch instead."""
+    return 1 if sys.stdout.isatty() else 0
+
+
+def format_duration(seconds):
+    """`"8.3 s"`, `"4 min 7 s"`, `"2 h 5 min"`."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, seconds = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+class EpochProgress(keras.callbacks.Callback):
+    """One line per epoch for logs and pipes (where Keras's progress bar is off): the epoch's
+    time and figures, the time so far and the projected time of all epochs at this pace (the
+    mean time of the epochs after the session's first, which also builds and traces).
+
+    In the first epoch of a session, a line comes once `notice_seconds` have passed, with the
+    batches done and the projected time per epoch, so that a long epoch shows it is running.
+
+    Args:
+        epochs: the run's `--epochs`.
+        max_minutes: the run's `--max-minutes` (None: no limit), said beside the projection.
+        stream: where the lines go (default: `sys.stdout`, flushed after each line).
+        notice_seconds: when the first epoch's early line comes.
+        clock: the seconds counter (default: `time.perf_counter`).
+    """
+
+    def __init__(self, epochs, max_minutes=None, stream=None, notice_seconds=30.0,
+                 clock=time.perf_counter):
+        super().__init__()
+        self.clock = clock
+        self.epochs, self.max_minutes = epochs, max_minutes
+        self.stream, self.notice_seconds = stream, notice_seconds
+        self.started = self.epoch_started = None
+        self.first_epoch = self.current_epoch = self.first_seconds = None
+        self.noticed = False
+
+    def _print(self, line):
+        stream = self.stream or sys.stdout
+        print(line, file=stream, flush=True)
+
+    def on_train_begin(self, logs=None):
+        self.started = self.clock()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch_started = self.clock()
+        self.current_epoch = epoch
+        if self.first_epoch is None:
+            self.first_epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.noticed or self.current_epoch != self.first_epoch:
+            return
+        spent = self.clock() - self.epoch_started
+        if spent < self.notice_seconds:
+            return
+        self.noticed = True
+        steps = self.params.get("steps")
+        done = batch + 1
+        line = f"epoch {self.current_epoch + 1}/{self.epochs}: {done}"
+        if steps:
+            line += (f" of {steps} batches after {format_duration(spent)}; about "
+                     f"{format_duration(spent / done * steps)} per epoch")
+        else:
+            line += f" batches after {format_duration(spent)}"
+        self._print(line)
+
+    def on_epoch_end(self, epoch, logs=None):
+        now = self.clock()
+        figures = ", ".join(f"{name} {value:.4g}" for name, value in (logs or {}).items()
+                            if name != "learning_rate" and isinstance(value, (int, float)))
+        elapsed = now - self.started
+        done = epoch + 1 - self.first_epoch
+        if done == 1:
+            self.first_seconds = elapsed
+            per_epoch = elapsed
+        else:  # the first epoch's time includes building and tracing: left out of the pace
+            per_epoch = (elapsed - self.first_seconds) / (done - 1)
+        total = elapsed + per_epoch * (self.epochs - epoch - 1)
+        line = (f"epoch {epoch + 1}/{self.epochs}: {format_duration(now - self.epoch_started)}"
+                + (f" ({figures})" if figures else "")
+                + f"; {format_duration(elapsed)} so far")
+        if done == 1 and epoch + 1 < self.epochs:
+            # Building and tracing the model make it slower than the epochs after it.
+            line += " (the first epoch also builds the model: the projection starts next epoch)"
+        elif epoch + 1 < self.epochs:
+            line += f", about {format_duration(total)} for all {self.epochs} epochs at this pace"
+            if self.max_minutes:
+                line += f" (--max-minutes {self.max_minutes:g} stops sooner)" \
+                    if total > self.max_minutes * 60 else ""
+        self._print(line)
+        self.noticed = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -672,6 +687,7 @@ __all__ = [
     "EpochHistory",
     "RunDirectory",
     "RunRecord",
+    "EpochProgress",
     "StopAfterMinutes",
     "Task",
     "UsageError",
@@ -679,6 +695,7 @@ __all__ = [
     "format_table",
     "library_versions",
     "open_run",
+    "format_duration",
     "progress_verbosity",
     "read_json",
     "save_history_plot",

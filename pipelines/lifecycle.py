@@ -34,10 +34,10 @@ from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
     EpochHistory,
+    EpochProgress,
     StopAfterMinutes,
     Task,
     UsageError,
-    check_export_path,
     open_run,
     progress_verbosity,
     read_json,
@@ -47,6 +47,7 @@ from seqlab.pipelines.common import (
     write_json_atomic,
 )
 from seqlab.pipelines.distribute import begin_run, start_run
+from seqlab.pipelines.paths import export_path
 
 
 @dataclasses.dataclass
@@ -242,7 +243,8 @@ def _describe_training(record, stopped_by, restorer):
         if patience is not None and monitor:
             text += f" (no better {monitor} for {patience} epoch{'s' * (patience != 1)})"
     elif reason == "max_minutes":
-        text = f"stopped after --max-minutes at epoch {run} of {requested}"
+        text = (f"stopped on time at epoch {run} of {requested} (--max-minutes "
+                f"{stopped_by.seconds / 60:g})")
     elif reason == "stopped_during_epoch":
         text = f"stopped during epoch {run} of {requested}"
     elif reason == "unknown":
@@ -481,15 +483,21 @@ class Pipeline:
                 # event files beside the earlier ones.
                 run_callbacks.insert(1, keras.callbacks.TensorBoard(
                     str(run.path(TENSORBOARD_DIR))))
+            # --max-minutes, every task: the task's early stopping (after it) still puts back
+            # its best epoch's weights at the end of fit.
+            time_box = [StopAfterMinutes(config.max_minutes)] if config.max_minutes else []
+            verbosity = progress_verbosity()
+            progress = [] if verbosity else [EpochProgress(config.epochs, config.max_minutes)]
             stop_watch = StopWatch()
             started = time.perf_counter()
             model.fit(
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),
                 epochs=config.epochs,
-                callbacks=stop_watch.watch([*task_callbacks, *run_callbacks, *callbacks]),
+                callbacks=stop_watch.watch([*task_callbacks, *time_box, *run_callbacks,
+                                            *progress, *callbacks]),
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
-                verbose=progress_verbosity(),
+                verbose=verbosity,
             )
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)
@@ -579,15 +587,16 @@ class Pipeline:
         return LoadedRun(record.path, config, artifacts, model, metrics)
 
     def export(self, run, out=None, overwrite=False):
-        """Writes the run's SavedModel again, to `out` (default: `<run>/saved_model`).
+        """Writes the run's SavedModel again: to `out`, or without `out` to the run's next
+        version folder `<run>/export/<n>/` (TensorFlow Serving's layout: serve `<run>/export`).
 
         Raises:
             UsageError: `out` holds something other than a SavedModel (never deleted), or a
-                SavedModel while `overwrite` is False.
+                SavedModel while `overwrite` is False; `overwrite` without `out`.
         """
+        open_run(run, self.name)  # before the model loads: a path that is no run is refused
+        path = export_path(run, out, overwrite)
         loaded = self.load_run(run)
-        path = Path(out) if out else loaded.file("saved_model")
-        check_export_path(path, overwrite)
         signature = None
 
         def write(target):
@@ -595,7 +604,11 @@ class Pipeline:
             signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, target)
 
         replace_export(path, write)
-        return ActionResult(summary=f"SavedModel written to {path}\n{signature}", path=path)
+        lines = [f"SavedModel written to {path}", signature]
+        if out is None:
+            lines.append(f"TensorFlow Serving serves the run's latest version with "
+                         f"--model_base_path={path.parent.resolve()}")
+        return ActionResult(summary="\n".join(lines), path=path)
 
     def task(self):
         """The `common.Task` the command line dispatches to."""

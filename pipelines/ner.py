@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.conll import (
+    OUTSIDE,
     Sentence,
     TaggingSplits,
     TaggingVocabulary,
@@ -40,6 +41,7 @@ from seqlab.data.conll import (
     read_conll,
     read_sentences_to_tag,
     split_files,
+    to_bio,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
@@ -164,6 +166,56 @@ def predict_tags(model, vocabulary, sentences, batch_size=64, decode_function=No
     return [[vocabulary.tags[i] for i in row] for row in tag_ids]
 
 
+def repair_bio(tags):
+    """`tags` as valid BIO: an I-X that continues no X entity (after O, after another type, or
+    at the start) becomes B-X, as conlleval reads it; valid tags are unchanged. What `predict`
+    and the SavedModel output (a softmax decoder may predict such an I-X; the CRF with its
+    default constraints never does)."""
+    return to_bio(list(tags), "bio")
+
+
+def repair_bio_graph(tags):
+    """`repair_bio` of each row of a string tensor `[batch, time]`, inside a graph."""
+    previous = tf.pad(tags[:, :-1], [[0, 0], [1, 0]], constant_values=OUTSIDE)
+    # I-X continues the token before when that token is B-X or I-X.
+    continued = tf.equal(tf.strings.regex_replace(previous, "^B-", "I-"), tags)
+    starts = tf.strings.regex_full_match(tags, "I-.+") & tf.logical_not(continued)
+    return tf.where(starts, tf.strings.regex_replace(tags, "^I-", "B-"), tags)
+
+
+def count_entities(rows):
+    """The entities of BIO tag rows (each B-X, and each I-X that continues no X, starts one)."""
+    return sum(tag.startswith("B-") for row in rows for tag in repair_bio(row))
+
+
+def learning_notes(metrics, predicted_entities, train_sentences, sample):
+    """Plain words for figures that show the model learned nothing (no entity predicted, or
+    none right; types never found), and, on the shipped sample, that it is a smoke test."""
+    epochs = metrics.get("epochs_run")
+    too_few = (f"{train_sentences} training sentences"
+               + (f" and {epochs} epoch{'s' * (epochs != 1)}" if epochs else "")
+               + " are too few to learn from: train on more data (a data set such as "
+               "--data wnut17, or your own CoNLL files) or longer (--epochs, --patience)")
+    notes = []
+    if predicted_entities == 0:
+        notes.append("the model predicts no entity on the test split (every token O), so "
+                     f"every figure is 0; {too_few}")
+    elif metrics["f1"] == 0:
+        notes.append(f"none of the {predicted_entities} entities the model predicts on the test "
+                     f"split matches a test entity, so every figure is 0; {too_few}")
+    else:
+        missed = [kind for kind, row in metrics["per_type"].items()
+                  if row["support"] and row["f1"] == 0]
+        if missed:
+            notes.append(f"never found correctly on the test split (F1 0): {', '.join(missed)}; "
+                         "more examples of these types, or more epochs, may help")
+    if sample:
+        notes.append("the shipped sample is a smoke test that the pipeline runs: its template "
+                     "sentences are too few and too alike to measure a model; train on a real "
+                     "data set (--data wnut17) for figures that mean something")
+    return notes
+
+
 # ---------------------------------------------------------------------------------------------
 # Early stopping
 
@@ -228,7 +280,8 @@ def export_saved_model(model, vocabulary, path):
     """Writes a SavedModel whose `serving_default` tags tokenised sentences.
 
     `serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}`: rows are
-    padded with empty strings and get the empty tag there; an empty batch (shape `[0, n]` or
+    padded with empty strings and get the empty tag there; the tags are valid BIO
+    (`repair_bio_graph`: an I-X that continues nothing is B-X); an empty batch (shape `[0, n]` or
     `[n, 0]`) gets an empty result of its shape. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
     """
@@ -242,7 +295,7 @@ def export_saved_model(model, vocabulary, path):
         token_ids = tf.cast(word_lookup(tf.strings.lower(tokens, encoding="utf-8")), tf.int32)
         chars = tf.strings.unicode_split(tokens, "UTF-8")[:, :, :max_word_chars]
         char_ids = tf.cast(char_lookup(chars), tf.int32).to_tensor(0)
-        tags = tf.gather(tag_names, decode_function(token_ids, char_ids))
+        tags = repair_bio_graph(tf.gather(tag_names, decode_function(token_ids, char_ids)))
         return tf.where(real, tags, "")
 
     def serve(tokens):
@@ -366,6 +419,8 @@ class NerPipeline(Pipeline):
               if prepared.embeddings is not None else []),
             entity_scores_table(metrics),
             *invalid_tag_lines(splits.files),
+            *learning_notes(metrics, count_entities(prepared.test_predicted),
+                            len(splits.train), config.data is None),
         ]
 
     def model_for_run(self, config, artifacts):
@@ -441,7 +496,8 @@ class NerPipeline(Pipeline):
             ).sentences
         else:
             sentences = [Sentence(tokens, None, [1] * len(tokens))]
-        tags = predict_tags(loaded.model, loaded.artifacts["vocabulary"], sentences)
+        tags = [repair_bio(row) for row in
+                predict_tags(loaded.model, loaded.artifacts["vocabulary"], sentences)]
         path = Path(output) if output else (
             loaded.file("predictions.conll") if source_file else None
         )

@@ -18,6 +18,7 @@ A bad setting is a `UsageError`: the CLI prints it as one line and exits with st
 
 import argparse
 import dataclasses
+import datetime
 import json
 import tomllib
 import types
@@ -25,6 +26,33 @@ import typing
 from pathlib import Path
 
 from seqlab.pipelines.errors import UsageError
+
+
+def utc_timestamp():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def default_out(task):
+    """`runs/<task>-<UTC timestamp>`, the `--out` of a train that is given none."""
+    return str(Path("runs") / f"{task}-{utc_timestamp()}")
+
+
+def data_set_names(task):
+    """The registered data-set names whose usage line is `seqlab <task> ...` (no TensorFlow:
+    `data/datasets.py` imports none)."""
+    from seqlab.data import datasets
+
+    return [name for name in datasets.names()
+            if datasets.REGISTRY[name].usage.startswith(f"seqlab {task} ")]
+
+
+def data_help(task, what, default):
+    """The help of a task's `--data`: what a path holds, that a data-set name is taken too
+    (downloaded on first use), and the default."""
+    names = data_set_names(task)
+    listed = f" ({', '.join(names)}; seqlab datasets list)" if names else " (seqlab datasets list)"
+    return (f"{what}; or a data-set name{listed}, downloaded on first use "
+            f"(default: {default})")
 
 
 def option(default, help, choices=None, positional=False, metavar=None):
@@ -52,7 +80,9 @@ class TrainConfig:
     A task that wants other defaults redeclares the field with `option(...)`.
     """
 
-    data: str | None = option(None, "training data file (default: the task's embedded data)")
+    data: str | None = option(None, "training data file or folder, or a registered data-set "
+                              "name (seqlab datasets list), downloaded on first use "
+                              "(default: the task's embedded data)")
     out: str | None = option(
         None, "run directory to write (default: runs/<task>-<UTC timestamp>)"
     )
@@ -69,9 +99,15 @@ class TrainConfig:
         "write TensorBoard logs (losses and metrics per epoch, the graph) to <out>/tensorboard; "
         "view them with: tensorboard --logdir <out>/tensorboard",
     )
+    max_minutes: float | None = option(
+        None, "stop after the first epoch that ends past this many minutes of training in this "
+        "session; the best epoch so far is kept, and the summary says training stopped on time "
+        "(default: no limit)", metavar="MINUTES"
+    )
 
     def __post_init__(self):
         check_at_least(self, 1, "epochs", "batch_size")
+        check_positive(self, "max_minutes")
         if hasattr(self, "learning_rate"):
             check_positive(self, "learning_rate")
         if hasattr(self, "clipnorm"):

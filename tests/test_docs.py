@@ -300,6 +300,24 @@ def test_readme_quickstart_is_what_ci_runs():
     assert readme_commands == ci_commands
 
 
+def test_each_quickstart_command_gets_a_fresh_environment_of_its_own():
+    quickstart = next(
+        block for block in read_blocks(README)
+        if block.language in SHELL_LANGUAGES and "pip install" in block.code
+    )
+    environments = [re.search(r"python3 -m venv (\S+)", line)[1]
+                    for line in quickstart.code.splitlines() if "python3 -m venv" in line]
+    assert len(environments) == 2 and len(set(environments)) == 2, environments
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    removed = re.search(r"^rm -rf (.+)$", ci, flags=re.M)[1].split()
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    for environment in environments:
+        # Removed before the first command runs, so that each command starts from nothing.
+        assert environment in removed
+        assert ci.index("rm -rf ") < ci.index(f"python3 -m venv {environment} ")
+        assert f"{environment}/" in ignored
+
+
 def test_readme_is_a_short_front_page():
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from seqlab.pipelines import TASKS, load_card, load_task
-from seqlab.pipelines.settings import flag_name
+from seqlab.pipelines.settings import data_set_names, flag_name
 
 ACTIONS = ("train", "evaluate", "predict", "export")
 # Runs each command line of argv[1] (a JSON list) in one fresh interpreter, then prints, as JSON,
@@ -33,6 +33,7 @@ print(json.dumps({"printed": printed, "loaded": loaded}))
 # `seqlab timeseries train --help` as it was before the parser was built from the card.
 TIMESERIES_TRAIN_FLAGS = (
     "--data --out --epochs --batch-size --seed --distribute --tensorboard --no-tensorboard "
+    "--max-minutes "
     "--time-column --target --features --categorical --fill --fill-ends --lookback --horizon "
     "--stride --val-fraction --test-fraction --split-targets --no-split-targets --backtest "
     "--scaler --model --normalization --units --layers --dropout --clipnorm --learning-rate "
@@ -80,6 +81,20 @@ def test_a_tasks_help_imports_no_tensorflow_and_shows_every_setting(task):
             for flag in option_flags(card.options[action]):
                 assert flag in text, (action, flag)
     assert "--run" in export and "--out" in export
+    assert "(default: the run's next version <run>/export/<n>" in " ".join(export.split())
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_train_help_says_that_data_takes_a_data_set_name(task):
+    (train,), _ = help_texts([[task, "train", "--help"]])
+    words = " ".join(train.split())
+    data_help = words.split("--data DATA ", 1)[1].split(" --out ", 1)[0]
+    assert "or a data-set name" in data_help and "seqlab datasets list" in data_help
+    assert "downloaded on first use" in data_help and "(default: " in data_help
+    names = data_set_names(task)
+    assert names or task not in {"timeseries", "charrnn", "sentiment", "ner", "translate"}
+    for name in names:
+        assert name in data_help, name
 
 
 def test_timeseries_train_help_has_the_flags_it_had():

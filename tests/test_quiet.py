@@ -1,10 +1,12 @@
-"""The command line keeps TensorFlow's C++ log off the terminal, unless asked (`--debug`, or
-`TF_CPP_MIN_LOG_LEVEL` set by the user)."""
+"""The command line, and `import seqlab`, keep TensorFlow's C++ log off the terminal, unless
+asked (`--debug`, or `TF_CPP_MIN_LOG_LEVEL` set by the user); README's examples print nothing
+but their own output."""
 
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -54,6 +56,9 @@ def test_the_level_is_set_unless_debug_or_the_users_own(monkeypatch):
 
 def test_main_with_debug_leaves_the_level_alone(monkeypatch, tmp_path):
     monkeypatch.delenv(cli.TF_LOG_LEVEL_VARIABLE, raising=False)
+    # A run whose config.json passes the checks made before TensorFlow loads, and whose other
+    # files are missing: refused after TensorFlow has loaded.
+    (tmp_path / "config.json").write_text('{"task": "timeseries", "settings": {}}')
     with pytest.raises(UsageError):
         cli.main(["timeseries", "evaluate", "--run", str(tmp_path), "--debug"])
     assert cli.TF_LOG_LEVEL_VARIABLE not in os.environ
@@ -81,3 +86,67 @@ def test_train_and_help_print_no_tensorflow_log(tmp_path):
     )
     assert help_.returncode == 0 and "train" in help_.stdout
     assert tensorflow_log(help_.stderr) == [], help_.stderr
+
+
+# What a subprocess reports after it imported seqlab and ran TensorFlow ops.
+LIBRARY_SCRIPT = """
+import os, sys
+{imports}
+import numpy as np
+layer = LSTM(2)
+print(layer(np.zeros((1, 3, 1), "float32")).shape)  # TensorFlow runs an op: cuInit and all
+print("level", os.environ.get("TF_CPP_MIN_LOG_LEVEL"))
+"""
+
+
+@pytest.mark.parametrize("imports", [
+    "from seqlab.layers import LSTM",
+    "import seqlab\nimport tensorflow\nfrom seqlab.layers import LSTM",
+])
+def test_importing_seqlab_keeps_tensorflows_log_quiet(imports):
+    finished = subprocess.run(
+        [sys.executable, "-c", LIBRARY_SCRIPT.format(imports=imports)],
+        capture_output=True, text=True, timeout=300, env=environment_without_log_level(),
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert tensorflow_log(finished.stderr) == [], finished.stderr
+    assert finished.stderr.strip() == ""
+    assert "level 3" in finished.stdout
+
+
+def test_importing_seqlab_keeps_the_users_own_level():
+    environment = dict(environment_without_log_level(), TF_CPP_MIN_LOG_LEVEL="1")
+    finished = subprocess.run(
+        [sys.executable, "-c", LIBRARY_SCRIPT.format(imports="from seqlab.layers import LSTM")
+         + "from seqlab import _tf_log\nprint('hooked', _tf_log._HOOK in sys.meta_path)\n"],
+        capture_output=True, text=True, timeout=300, env=environment,
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "level 1" in finished.stdout and "hooked False" in finished.stdout
+
+
+def test_the_hook_and_the_level_are_undone_for_debug(monkeypatch):
+    from seqlab import _tf_log
+
+    monkeypatch.delenv(cli.TF_LOG_LEVEL_VARIABLE, raising=False)
+    monkeypatch.setattr(_tf_log, "_LEVEL_SET_HERE", False)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # as before TensorFlow loads
+    assert _tf_log.quiet_on_import() is True
+    assert _tf_log._HOOK in sys.meta_path and os.environ[cli.TF_LOG_LEVEL_VARIABLE] == "3"
+    _tf_log.leave_loud()
+    assert _tf_log._HOOK not in sys.meta_path and cli.TF_LOG_LEVEL_VARIABLE not in os.environ
+
+
+def test_the_readme_examples_print_only_their_own_output(tmp_path):
+    """README's Python examples, run as a user runs them: no TensorFlow log, no warning."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, flags=re.S | re.M)
+    assert len(blocks) == 3
+    script = tmp_path / "examples.py"
+    script.write_text("\n".join(blocks), encoding="utf-8")
+    finished = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=600, env=environment_without_log_level())
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert finished.stderr == "", finished.stderr
+    assert "(44, 3, 1)" in finished.stdout

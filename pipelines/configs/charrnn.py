@@ -9,6 +9,7 @@ from seqlab.pipelines.settings import (
     check_at_least,
     check_positive,
     check_rate,
+    data_help,
     option,
 )
 
@@ -24,8 +25,8 @@ class CharRNNConfig(TrainConfig):
     """Every setting of a char-RNN run; the defaults suit the embedded text on a CPU."""
 
     data: str | None = option(
-        None, "UTF-8 text file or folder of text files (default: the source code of the "
-        "standard library's email package)"
+        None, data_help(TASK_NAME, "UTF-8 text file or folder of text files",
+                        "the source code of the standard library's email package")
     )
     epochs: int = option(10, "maximum number of epochs (early stopping may end sooner)")
     batch_size: int = option(64, "windows per batch (--stateful: the number of streams)")
@@ -49,10 +50,6 @@ class CharRNNConfig(TrainConfig):
     learning_rate: float = option(2e-3, "Adam learning rate")
     clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
     patience: int = option(3, "early-stopping patience in epochs (best weights restored)")
-    max_minutes: float | None = option(
-        None, "stop after the first epoch that ends past this many minutes of training in this "
-        "session (default: no limit)"
-    )
     sample_prompt: str | None = option(
         None, "prompt of the samples in metrics.json (default: the first line of the "
         "validation text, at most 40 characters)"
@@ -65,7 +62,7 @@ class CharRNNConfig(TrainConfig):
         check_at_least(self, 0, "embedding_dim", "sample_chars")
         check_at_least(self, 2, "max_train_chars")
         check_rate(self, "dropout", "val_fraction")
-        check_positive(self, "val_fraction", "max_minutes")
+        check_positive(self, "val_fraction")
         if self.stateful and self.distribute != "none":
             raise ValueError(
                 "stateful training runs on one device: each state row belongs to one stream of "

@@ -9,6 +9,7 @@ from seqlab.pipelines.settings import (
     check_embedding_settings,
     check_rate,
     check_split_fractions,
+    data_help,
     option,
 )
 
@@ -26,9 +27,9 @@ CHAR_ENCODERS = ("lstm", "cnn")
 class NerConfig(TrainConfig):
     """Every setting of a tagging run; the defaults suit the embedded sample and WNUT-17."""
 
-    data: str | None = option(None, "directory of CoNLL files (names with train / valid or "
-                              "dev / test), or the training file (default: the smoke-test "
-                              "sample shipped with seqlab)")
+    data: str | None = option(None, data_help(
+        TASK_NAME, "directory of CoNLL files (names with train / valid or dev / test), or the "
+        "training file", "the smoke-test sample shipped with seqlab"))
     validation_data: str | None = option(None, "validation CoNLL file (default: the --data "
                                          "directory's, else --val-fraction of the training "
                                          "sentences)")

@@ -9,6 +9,7 @@ from seqlab.pipelines.settings import (
     check_embedding_settings,
     check_positive,
     check_rate,
+    data_help,
     option,
 )
 
@@ -40,9 +41,10 @@ class SentimentConfig(TrainConfig):
     """Every setting of a text-classification run; the defaults suit short review sentences."""
 
     data: str | None = option(
-        None, "CSV/TSV file, folder of line files (rt-polarity.pos, rt-polarity.neg) or of "
-        "class sub-folders (aclImdb; train/ and test/ used as given splits) (default: the "
-        "embedded 150-sentence smoke-test sample)",
+        None, data_help(
+            TASK_NAME, "CSV/TSV file, folder of line files (rt-polarity.pos, rt-polarity.neg) "
+            "or of class sub-folders (aclImdb; train/ and test/ used as given splits)",
+            "the embedded 150-sentence smoke-test sample"),
     )
     test_data: str | None = option(
         None, "test split in the same layout as --data (a folder with train/ and test/: its "

@@ -8,6 +8,7 @@ from seqlab.pipelines.settings import (
     check_at_least,
     check_rate,
     check_split_fractions,
+    data_help,
     option,
 )
 
@@ -26,7 +27,8 @@ class TimeseriesConfig(TrainConfig):
     """Every setting of a forecasting run; the defaults suit the embedded yearly sunspots."""
 
     data: str | None = option(
-        None, "CSV file to forecast (default: yearly sunspots 1700-2008 from statsmodels)"
+        None, data_help(TASK_NAME, "CSV file to forecast",
+                        "yearly sunspots 1700-2008 from statsmodels")
     )
     epochs: int = option(200, "maximum number of epochs (early stopping usually ends sooner)")
     batch_size: int = option(32, "windows per batch")

@@ -9,6 +9,7 @@ from seqlab.pipelines.settings import (
     check_embedding_settings,
     check_rate,
     check_split_fractions,
+    data_help,
     option,
 )
 
@@ -34,9 +35,9 @@ class TranslateConfig(TrainConfig):
 
     data: str | None = option(
         None,
-        "a TSV of sentence pairs (source, target, other columns ignored), or a folder of aligned "
-        "split files train.<src-lang> / train.<tgt-lang>, val.*, test*.* "
-        "(default: the embedded English -> German smoke-test sample)",
+        data_help(TASK_NAME, "a TSV of sentence pairs (source, target, other columns ignored), "
+                  "or a folder of aligned split files train.<src-lang> / train.<tgt-lang>, "
+                  "val.*, test*.*", "the embedded English -> German smoke-test sample"),
     )
     src: str | None = option(None, "aligned source-language file, one sentence per line")
     tgt: str | None = option(None, "aligned target-language file, line n translates --src line n")

@@ -156,7 +156,7 @@ def test_a_checksum_mismatch_names_the_file_and_both_hashes_and_keeps_nothing(
     message = str(error.value)
     assert message.startswith("input.txt: checksum mismatch")
     assert f"expected SHA-256 {entry.sha256}, got {sha256(tampered)}" in message
-    assert everything_in(tmp_path / "cache") == ["tiny-text"]
+    assert not (tmp_path / "cache").exists()  # the folders it created, removed
     with pytest.raises(DataError, match="not downloaded yet"):
         datasets.path("tiny-text")
 
@@ -168,7 +168,7 @@ def test_an_interrupted_download_leaves_nothing_a_later_run_would_trust(
     half = len(TEXT) // 2
     with pytest.raises(DataError, match=f"stopped after {half} of {len(TEXT)} bytes"):
         datasets.download("tiny-text")
-    assert everything_in(tmp_path / "cache") == ["tiny-text"]
+    assert not (tmp_path / "cache").exists()  # the folders it created, removed
     assert not datasets.is_downloaded("tiny-text")
     # The next run downloads it again, whole.
     mirror.truncated.clear()
@@ -185,7 +185,7 @@ def test_ctrl_c_during_a_download_leaves_no_file(mirror, monkeypatch, tmp_path):
     monkeypatch.setattr(datasets._ProgressBar, "update", interrupt)
     with pytest.raises(KeyboardInterrupt):
         datasets.download("tiny-text")
-    assert everything_in(tmp_path / "cache") == ["tiny-text"]
+    assert not (tmp_path / "cache").exists()  # the folders it created, removed
 
 
 def test_a_server_error_is_one_clear_data_error(mirror, monkeypatch, tmp_path):
@@ -194,7 +194,101 @@ def test_a_server_error_is_one_clear_data_error(mirror, monkeypatch, tmp_path):
     with pytest.raises(DataError, match=r"input.txt: download failed: HTTP 404 .*/tiny-text/"
                                         r"input.txt"):
         datasets.download("tiny-text")
-    assert everything_in(tmp_path / "cache") == ["tiny-text"]
+    assert not (tmp_path / "cache").exists()  # the folders it created, removed
+
+
+def test_without_a_connection_the_error_names_the_mirror_variable_and_a_local_path(
+        mirror, monkeypatch, tmp_path):
+    serve_file(mirror, monkeypatch, "tiny-text", "input.txt", TEXT)
+    monkeypatch.setenv(datasets.MIRROR_VARIABLE, "http://127.0.0.1:9")  # nothing listens there
+    home = tmp_path / "home" / "datasets" / "seqlab"
+    monkeypatch.setenv(datasets.DATA_HOME_VARIABLE, str(home))
+    (tmp_path / "home").mkdir()  # the user's: kept, as seqlab did not create it
+    with pytest.raises(DataError) as error:
+        datasets.download("tiny-text")
+    message = str(error.value)
+    assert message.startswith("input.txt: download failed: ")
+    assert "SEQLAB_DATA_MIRROR=URL" in message and "<URL>/tiny-text/input.txt" in message
+    assert "--data PATH" in message and "\n" not in message
+    # The folders this download created are gone; the one that was there is kept.
+    assert everything_in(tmp_path / "home") == []
+
+
+def test_a_failed_download_keeps_a_cache_folder_that_holds_other_files(
+        mirror, monkeypatch, tmp_path):
+    register(monkeypatch, "tiny-text", [RemoteFile(f"{ORIGIN}/input.txt", 10, "0" * 64)],
+             "input.txt")
+    mine = tmp_path / "cache" / "tiny-text" / "notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine")
+    with pytest.raises(DataError, match="HTTP 404"):
+        datasets.download("tiny-text")
+    assert everything_in(tmp_path / "cache") == ["tiny-text", "tiny-text/notes.txt"]
+
+
+def test_a_file_of_another_size_is_a_wrong_file_not_a_closed_connection(
+        mirror, monkeypatch, tmp_path):
+    entry = serve_file(mirror, monkeypatch, "tiny-text", "input.txt", TEXT)
+    for served in (TEXT[:100], TEXT + b"more"):
+        mirror.put("tiny-text", "input.txt", served)
+        with pytest.raises(DataError) as error:
+            datasets.download("tiny-text")
+        message = str(error.value)
+        assert message.startswith(f"input.txt: wrong file: expected {entry.size} bytes")
+        assert f"got {len(served)} bytes from {mirror.url}/tiny-text/input.txt" in message
+        assert "run the command again" not in message and "closed" not in message
+        assert not (tmp_path / "cache").exists()
+
+
+def test_a_mirror_may_serve_a_gz_file_decompressed(mirror, monkeypatch, tmp_path):
+    plain = b"A man rides a bike.\nTwo dogs play.\n"
+    serve_file(mirror, monkeypatch, "tiny-captions", "train.en.gz", gzip.compress(plain),
+               reader_path=".", unpack="gz", unpacked_sha256=sha256(plain),
+               unpacked_size=len(plain))
+    (mirror.root / "tiny-captions" / "train.en.gz").unlink()
+    mirror.put("tiny-captions", "train.en", plain)
+    folder = datasets.download("tiny-captions")
+    assert (folder / "train.en").read_bytes() == plain
+    assert everything_in(folder) == ["train.en"]
+    assert mirror.requests == ["/tiny-captions/train.en.gz", "/tiny-captions/train.en"]
+    assert datasets.is_downloaded("tiny-captions")
+
+
+def test_a_decompressed_file_on_a_mirror_is_checked_against_its_own_hash(
+        mirror, monkeypatch, tmp_path):
+    plain = b"A man rides a bike.\nTwo dogs play.\n"
+    serve_file(mirror, monkeypatch, "tiny-captions", "train.en.gz", gzip.compress(plain),
+               reader_path=".", unpack="gz", unpacked_sha256=sha256(plain),
+               unpacked_size=len(plain))
+    (mirror.root / "tiny-captions" / "train.en.gz").unlink()
+    other = plain.replace(b"bike", b"BIKE")
+    mirror.put("tiny-captions", "train.en", other)
+    with pytest.raises(DataError, match=rf"train.en: checksum mismatch: expected SHA-256 "
+                                        rf"{sha256(plain)}, got {sha256(other)}"):
+        datasets.download("tiny-captions")
+    mirror.put("tiny-captions", "train.en", plain + b"x")
+    with pytest.raises(DataError, match=rf"train.en: wrong file: expected {len(plain)} bytes"):
+        datasets.download("tiny-captions")
+    (mirror.root / "tiny-captions" / "train.en").unlink()
+    with pytest.raises(DataError, match=r"HTTP 404.*<URL>/tiny-captions/train.en.gz or "
+                                        r"<URL>/tiny-captions/train.en"):
+        datasets.download("tiny-captions")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_file_url_mirror_serves_the_plain_multi30k_files(monkeypatch, tmp_path):
+    """The plain Multi30k files (as /work/shared/data/multi30k holds them) are accepted from a
+    mirror: their registered decompressed sizes and hashes are those files'."""
+    data_set = datasets.get("multi30k")
+    root = tmp_path / "mirror" / "multi30k"
+    root.mkdir(parents=True)
+    for remote in data_set.files:
+        (root / remote.product).write_bytes(b"not the real file\n")
+    monkeypatch.setenv(datasets.MIRROR_VARIABLE, (tmp_path / "mirror").as_uri())
+    monkeypatch.setenv(datasets.DATA_HOME_VARIABLE, str(tmp_path / "cache"))
+    with pytest.raises(DataError, match=r"train.en: wrong file: expected 1801238 bytes"):
+        datasets.download("multi30k")
+    assert all(remote.unpacked_size and remote.unpacked_sha256 for remote in data_set.files)
 
 
 def test_tar_gz_is_extracted_into_place_and_the_archive_kept(mirror, monkeypatch, tmp_path):
@@ -540,6 +634,38 @@ def test_datasets_command_imports_no_tensorflow(tmp_path):
                               env=environment, timeout=120)
     assert finished.returncode == 0, finished.stderr
     assert "aclImdb_v1.tar.gz" in finished.stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["charrnn", "train", "--data", "tiny-text"],
+    ["ner", "train", "--data", "tiny-text"],
+])
+def test_a_name_that_cannot_be_downloaded_fails_before_tensorflow_loads(command, tmp_path):
+    """The CLI resolves data-set names and downloads them before it imports TensorFlow: a
+    machine without internet access hears so in seconds."""
+    code = (
+        "import sys\n"
+        "from seqlab.data import datasets\n"
+        "from seqlab.data.datasets import DataSet, RemoteFile\n"
+        "datasets.REGISTRY['tiny-text'] = DataSet(name='tiny-text', description='t', files=("
+        "RemoteFile('https://origin.invalid/input.txt', 10, '0' * 64),), reader_path='input.txt',"
+        " license='CC0', citation='T', usage='seqlab charrnn train --data tiny-text')\n"
+        "from seqlab.cli import main\n"
+        f"code = main({command!r})\n"
+        "heavy = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "sys.exit(code)\n"
+    )
+    environment = dict(os.environ, SEQLAB_DATA_HOME=str(tmp_path / "cache"),
+                       SEQLAB_DATA_MIRROR="http://127.0.0.1:9", no_proxy="127.0.0.1",
+                       NO_PROXY="127.0.0.1")
+    finished = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=environment, timeout=120, cwd=tmp_path)
+    assert finished.returncode == 2, finished.stderr
+    error = finished.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"seqlab {command[0]} train: error: input.txt: download failed")
+    assert "SEQLAB_DATA_MIRROR" in error and "--data PATH" in error
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "runs").exists()
 
 
 def test_python_dash_m_seqlab_runs_datasets(tmp_path):

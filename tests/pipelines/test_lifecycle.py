@@ -23,7 +23,8 @@ import tensorflow as tf
 from seqlab import cli
 from seqlab.pipelines import timeseries
 from seqlab.pipelines.common import (
-    RunDirectory, StopAfterMinutes, UsageError, take_lock, write_export_archive,
+    EpochProgress, RunDirectory, StopAfterMinutes, UsageError, format_duration, take_lock,
+    write_export_archive,
 )
 from seqlab.pipelines.lifecycle import StopWatch, training_record
 from tests.pipelines.plot_checks import record_saved_figures, restored_epoch_lines
@@ -75,10 +76,11 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     _, run = finished
     saved_model = run / "saved_model"
     first = (saved_model / "saved_model.pb").stat().st_mtime_ns
-    assert cli.main(["timeseries", "export", "--run", str(run)]) == 2
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(saved_model)]) == 2
     assert "already holds a SavedModel; pass --overwrite" in capsys.readouterr().err
     assert (saved_model / "saved_model.pb").stat().st_mtime_ns == first
-    assert cli.main(["timeseries", "export", "--run", str(run), "--overwrite"]) == 0
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(saved_model),
+                     "--overwrite"]) == 0
     assert (saved_model / "saved_model.pb").stat().st_mtime_ns != first
     window = np.zeros((1, 6, 1), "float32")
     forecast = tf.saved_model.load(str(saved_model)).signatures["serving_default"](
@@ -90,6 +92,58 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     empty.mkdir()
     assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(empty)]) == 0
     assert (empty / "saved_model.pb").is_file()
+
+
+def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys):
+    """`export --run RUN` as README shows it succeeds after train: it writes `RUN/export/1`,
+    then `RUN/export/2` (TensorFlow Serving's layout), and never touches `RUN/saved_model`."""
+    run = timeseries.train(tiny_config(tmp_path, epochs=1)).path
+    capsys.readouterr()
+    trained = (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns
+    (run / "export").mkdir()
+    (run / "export" / "notes").mkdir()  # not a version number: ignored, kept
+    for version in (1, 2):
+        assert cli.main(["timeseries", "export", "--run", str(run)]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"SavedModel written to {run / 'export' / str(version)}\n")
+        assert f"--model_base_path={(run / 'export').resolve()}" in out
+    assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+    assert (run / "export" / "2" / "saved_model.pb").is_file()
+    assert (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns == trained
+    # Without --out there is nothing to replace: --overwrite alone is refused, not ignored.
+    assert cli.main(["timeseries", "export", "--run", str(run), "--overwrite"]) == 2
+    assert "without --out each export is a new version" in capsys.readouterr().err
+    assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+
+
+def test_certain_export_refusals_come_before_tensorflow_loads(finished, tmp_path):
+    _, run = finished
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("draft")
+    code = (
+        "import sys\n"
+        "from seqlab.cli import main\n"
+        f"codes = [main(['timeseries', 'export', '--run', {str(run)!r}, '--out', {str(mine)!r}]),\n"
+        f"         main(['timeseries', 'export', '--run', {str(run)!r}, '--out',\n"
+        f"               {str(run / 'saved_model')!r}]),\n"
+        f"         main(['timeseries', 'export', '--run', {str(run)!r}, '--overwrite']),\n"
+        f"         main(['timeseries', 'export', '--run', {str(tmp_path / 'nothing')!r}]),\n"
+        f"         main(['timeseries', 'predict', '--run', {str(tmp_path / 'nothing')!r}]),\n"
+        f"         main(['charrnn', 'evaluate', '--run', {str(run)!r}])]\n"
+        "assert codes == [2] * 6, codes\n"
+        "heavy = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    finished_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=120, cwd=tmp_path)
+    assert finished_.returncode == 0, finished_.stderr
+    errors = finished_.stderr.splitlines()
+    assert len(errors) == 6
+    assert "exists and is not a SavedModel" in errors[0]
+    assert "already holds a SavedModel; pass --overwrite" in errors[1]
+    assert "is not a finished seqlab run" in errors[3] and "is a run of task" in errors[5]
+    assert (mine / "thesis.txt").read_text() == "draft"
 
 
 def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
@@ -323,8 +377,8 @@ def test_the_callback_that_stopped_training_is_named():
     assert (stop_watch.stopped_by, stop_watch.stopped_at) == (callbacks[1], 1)
     record = training_record(5, rows, 1, stop_watch, callbacks)
     assert record["reason"] == "max_minutes"
-    assert record["description"] == ("stopped after --max-minutes at epoch 1 of 5; restored "
-                                      "the best epoch 1")
+    assert record["description"] == ("stopped on time at epoch 1 of 5 (--max-minutes 0); "
+                                      "restored the best epoch 1")
     # Early stopping after epoch 2, although the (unexpired) time box comes first.
     callbacks = [StopAfterMinutes(60), early_stopping()]
     stop_watch, rows = fit_watched(callbacks)
@@ -386,3 +440,86 @@ def test_tensorboard_without_its_package_is_refused_before_anything_is_written(
     with pytest.raises(UsageError, match="--tensorboard needs the tensorboard package"):
         timeseries.train(tiny_config(tmp_path, tensorboard=True))
     assert not (tmp_path / "run.partial").exists()
+
+
+# --- --max-minutes and the epoch lines, every task ------------------------------------------------
+
+
+@pytest.mark.parametrize("task", ["timeseries", "charrnn", "sentiment", "ner", "translate"])
+def test_every_task_takes_max_minutes(task):
+    from seqlab.pipelines import load_card
+    from seqlab.pipelines.settings import make_config
+
+    card = load_card(task)
+    assert make_config(card.config_class, {}, {"max_minutes": 2.5}).max_minutes == 2.5
+    assert make_config(card.config_class).max_minutes is None
+    with pytest.raises(UsageError, match="max_minutes must be positive"):
+        make_config(card.config_class, {}, {"max_minutes": 0.0})
+
+
+def test_max_minutes_stops_on_time_and_keeps_the_best_epoch(tmp_path, capsys):
+    # A limit every epoch ends past: training stops after epoch 1 of 5.
+    config = tiny_config(tmp_path, epochs=5, max_minutes=1e-9, model="gru")
+    result = timeseries.train(config)
+    out = capsys.readouterr().out
+    training = result.metrics["training"]
+    assert training["reason"] == "max_minutes" and training["epochs_run"] == 1
+    assert training["best_epoch"] == 1 and training["best_epoch_restored"] is True
+    assert ("training: stopped on time at epoch 1 of 5 (--max-minutes 1e-09); restored the "
+            "best epoch 1") in result.summary
+    # stdout is not a terminal here: one line for the epoch, with its time and the projection.
+    lines = [line for line in out.splitlines() if line.startswith("epoch ")]
+    assert len(lines) == 1, out
+    assert re.fullmatch(r"epoch 1/5: \S+ (s|min \d+ s) \(loss [^)]*val_loss [^)]*\); .* so far "
+                        r"\(the first epoch also builds the model: the projection starts next "
+                        r"epoch\)", lines[0]), lines[0]
+
+
+class _Clock:
+    """A `time.perf_counter` that moves on by `step` seconds at each reading."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def test_epoch_lines_give_the_epoch_time_and_the_projected_total():
+    import io
+    import keras
+
+    stream = io.StringIO()
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(np.zeros((8, 1)), np.zeros((8, 1)), batch_size=2, epochs=3, verbose=0,
+              callbacks=[EpochProgress(3, stream=stream, notice_seconds=15,
+                                         clock=_Clock(10.0))])
+    lines = stream.getvalue().splitlines()
+    # Clock readings: train begins at 10, epoch 1 at 20; its batches end at 30 and 40 (20 s
+    # spent, 2 of 4 batches: the notice; later batches read no clock); it ends at 50: 30 s,
+    # 40 s so far, no projection yet. Epoch 2: 60 to 70, 60 s so far, and the pace is that of
+    # the epochs after the first: 20 s, so 80 s in all. Epoch 3: 80 to 90.
+    assert lines[0] == "epoch 1/3: 2 of 4 batches after 20.0 s; about 40.0 s per epoch"
+    assert re.fullmatch(r"epoch 1/3: 30\.0 s \(loss [0-9.e+-]+\); 40\.0 s so far \(the first "
+                        r"epoch also builds the model: the projection starts next epoch\)",
+                        lines[1]), lines[1]
+    assert re.fullmatch(r"epoch 2/3: 10\.0 s \(loss [0-9.e+-]+\); 1 min 0 s so far, about "
+                        r"1 min 20 s for all 3 epochs at this pace", lines[2]), lines[2]
+    assert re.fullmatch(r"epoch 3/3: 10\.0 s \(loss [0-9.e+-]+\); 1 min 20 s so far",
+                        lines[3]), lines[3]
+    # With --max-minutes below the projection, the line says that the limit comes first.
+    stream = io.StringIO()
+    model.fit(np.zeros((8, 1)), np.zeros((8, 1)), batch_size=2, epochs=3, verbose=0,
+              callbacks=[EpochProgress(3, max_minutes=0.5, stream=stream, clock=_Clock(10.0))])
+    (second,) = [line for line in stream.getvalue().splitlines()
+                 if line.startswith("epoch 2/3: ")]
+    assert second.endswith(
+        "for all 3 epochs at this pace (--max-minutes 0.5 stops sooner)"), second
+    assert len(lines) == 4
+
+
+def test_durations_read_as_people_write_them():
+    assert [format_duration(s) for s in (8.34, 59.9, 247, 7500)] == [
+        "8.3 s", "59.9 s", "4 min 7 s", "2 h 5 min"]

@@ -18,8 +18,11 @@ from seqlab.pipelines.ner import (
     NerConfig,
     build_model,
     fit_inputs,
+    learning_notes,
     predict_tags,
     read_splits,
+    repair_bio,
+    repair_bio_graph,
     train,
 )
 
@@ -146,10 +149,63 @@ def serve_and_compare(run_dir):
     model = keras.saving.load_model(run_dir / "model.keras")
     assert isinstance(model, SequenceTagger)
     vocabulary = TaggingVocabulary.from_dict(json.loads((run_dir / "vocabulary.json").read_text()))
-    expected = predict_tags(model, vocabulary, [Sentence(row, None, []) for row in rows])
+    expected = [repair_bio(tags) for tags in
+                predict_tags(model, vocabulary, [Sentence(row, None, []) for row in rows])]
     for row, tags, served_row in zip(rows, expected, served):
         assert list(served_row[: len(row)]) == tags
         assert all(tag == "" for tag in served_row[len(row):])
+
+
+INVALID_ROWS = [
+    (["I-PER", "O", "I-LOC", "I-LOC", "B-PER", "I-LOC", "I-PER"],
+     ["B-PER", "O", "B-LOC", "I-LOC", "B-PER", "B-LOC", "B-PER"]),
+    (["B-ORG", "I-ORG", "O", "I-MISC"], ["B-ORG", "I-ORG", "O", "B-MISC"]),
+    (["O", "O"], ["O", "O"]),
+]
+
+
+def test_an_i_tag_that_continues_nothing_is_repaired_to_b_in_python_and_in_the_graph():
+    for tags, repaired in INVALID_ROWS:
+        assert repair_bio(tags) == repaired
+    width = max(len(tags) for tags, _ in INVALID_ROWS)
+    batch = tf.constant([tags + [""] * (width - len(tags)) for tags, _ in INVALID_ROWS])
+    graph = tf.function(repair_bio_graph)(batch).numpy().astype(str)
+    for (tags, repaired), row in zip(INVALID_ROWS, graph):
+        assert list(row[: len(tags)]) == repaired
+
+
+def test_predict_never_prints_an_i_tag_that_continues_nothing(crf_run, monkeypatch):
+    from seqlab.pipelines import ner
+
+    monkeypatch.setattr(ner, "predict_tags", lambda model, vocabulary, sentences, **_: [
+        ["I-PER", "O", "O", "O", "I-LOC"] for _ in sentences])
+    status, stdout, stderr = run_cli(["ner", "predict", "--run", str(crf_run[0]),
+                                      "Einstein was born in Ulm"])
+    assert status == 0, stderr
+    assert stdout.splitlines() == ["Einstein\tB-PER", "was\tO", "born\tO", "in\tO",
+                                   "Ulm\tB-LOC"]
+
+
+def test_the_summary_says_plainly_when_the_model_learned_nothing():
+    zero = {"f1": 0.0, "epochs_run": 2,
+            "per_type": {"PER": {"support": 3, "f1": 0.0}, "LOC": {"support": 2, "f1": 0.0}}}
+    (line,) = learning_notes(zero, 0, 40, sample=False)
+    assert line.startswith("the model predicts no entity on the test split (every token O)")
+    assert "40 training sentences and 2 epochs are too few to learn from" in line
+    (line,) = learning_notes(zero, 7, 40, sample=False)
+    assert line.startswith("none of the 7 entities the model predicts on the test split "
+                           "matches a test entity")
+    some = {"f1": 0.5, "epochs_run": 9,
+            "per_type": {"PER": {"support": 3, "f1": 0.8}, "LOC": {"support": 2, "f1": 0.0},
+                         "ORG": {"support": 0, "f1": 0.0}}}
+    (line,) = learning_notes(some, 4, 40, sample=False)
+    assert line.startswith("never found correctly on the test split (F1 0): LOC;")
+    assert learning_notes({**some, "per_type": {}}, 4, 40, sample=False) == []
+    assert "the shipped sample is a smoke test" in learning_notes(some, 4, 40, sample=True)[-1]
+
+
+def test_the_sample_runs_summary_says_it_is_a_smoke_test(softmax_run):
+    assert "the shipped sample is a smoke test that the pipeline runs" in softmax_run.summary
 
 
 def test_saved_model_matches_the_in_process_crf_model(crf_run):
