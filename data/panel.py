@@ -12,7 +12,8 @@ with one id.
   filled; series shorter than `min_length` are left out with a note.
 - `read_m4(train_path, test_path)`: the M4 competition's wide files (one series a row: the id,
   then the values, shorter series ending in empty fields), the training parts as the panel and
-  the test rows as `Panel.holdout`.
+  the test rows as `Panel.holdout`; `read_m4_folder(folder_or_name, frequency)` finds both
+  files of one frequency in a folder or a registered set (`m4-hourly`, `m4-weekly`).
 """
 
 import csv
@@ -419,6 +420,30 @@ def read_m4(train_path, test_path, horizon=None):
         source=str(train_path),
         holdout=tuple(test_values[i] for i in train_ids),
     )
+
+
+def read_m4_folder(folder, frequency):
+    """Reads one M4 frequency from a folder holding `<Frequency>-train.csv` and
+    `<Frequency>-test.csv` (as `seqlab datasets download m4-hourly` leaves them, or a copy).
+
+    Args:
+        folder: the folder, or a registered name (`m4-hourly`, `m4-weekly`), downloaded if
+            needed.
+        frequency: a key of `M4_SETS` ("hourly", "weekly", ...).
+
+    Returns:
+        `read_m4`'s `Panel`, its holdout checked to be the frequency's horizon.
+
+    Raises:
+        DataError: an unknown frequency, a missing file, or what `read_m4` refuses.
+    """
+    if frequency not in M4_SETS:
+        raise DataError(f"unknown M4 frequency {frequency!r}; expected one of "
+                        f"{', '.join(M4_SETS)}")
+    folder = resolve_path(folder)
+    name = frequency.capitalize()
+    return read_m4(folder / f"{name}-train.csv", folder / f"{name}-test.csv",
+                   horizon=M4_SETS[frequency]["horizon"])
 
 
 def _read_wide(path, exact_length, horizon=None):
