@@ -218,7 +218,9 @@ def _read_table(path, id_column, time_column, target):
                             path=path)
     if target is None:
         others = [c for c in frame.columns if c not in (id_column, time_column)]
-        numeric = [c for c in others if pd.api.types.is_numeric_dtype(frame[c])]
+        # Mostly numbers counts as numeric, so that a typo is reported at its line (by
+        # `_numbers`) instead of hiding the column.
+        numeric = [c for c in others if _mostly_numbers(frame[c])]
         if len(numeric) != 1:
             found = f"the numeric ones are {', '.join(map(str, numeric))}" if numeric else \
                 "none is numeric"
@@ -259,6 +261,14 @@ def _read_table(path, id_column, time_column, target):
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
     return {"series": series, "notes": notes, "kind": kind, "target": str(target)}
+
+
+def _mostly_numbers(column):
+    """Whether at least half the present values of `column` are numbers."""
+    if pd.api.types.is_numeric_dtype(column):
+        return True
+    present = column.dropna()
+    return bool(present.size) and pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5
 
 
 def _numbers(column, what, path):
