@@ -96,7 +96,10 @@ class Panel:
         Raises:
             KeyError: an unknown id.
         """
-        return self.values[self.ids.index(series_id)]
+        try:
+            return self.values[self.ids.index(series_id)]
+        except ValueError:
+            raise KeyError(series_id) from None
 
     def to_frame(self):
         """The panel as one long DataFrame, the layout of statsforecast and neuralforecast:

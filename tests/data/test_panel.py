@@ -44,9 +44,23 @@ def test_a_long_table_is_grouped_by_series_in_first_seen_order_and_sorted_by_tim
         "2024-01-02", "2024-01-03", "2024-01-06"]
     assert all(v.dtype == np.float64 for v in panel.values)
     assert panel.series("a").tolist() == [1, 2, 3, 4]
+    with pytest.raises(KeyError):
+        panel.series("z")
     # Line 2 holds b's 2024-01-03, which belongs after line 6's 2024-01-02.
     assert any("not in (series, time) order (first out of place: line 6); sorted by series, "
                "then time" in note for note in panel.notes)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_any_order_of_the_rows_gives_the_same_series(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    header, *rows = LONG.splitlines()
+    shuffled = [rows[i] for i in rng.permutation(len(rows))]
+    panel = read_panel(write(tmp_path, "s.csv", "\n".join([header, *shuffled]) + "\n"),
+                       "store", "date")
+    assert {i: panel.series(i).tolist() for i in panel.ids} == {
+        "a": [1, 2, 3, 4], "b": [5, 6, 8], "c": [9]}
+    assert panel.ids == tuple(dict.fromkeys(row.split(",")[0] for row in shuffled))
 
 
 def test_gaps_are_reported_per_series_and_never_filled(tmp_path):
@@ -56,6 +70,15 @@ def test_gaps_are_reported_per_series_and_never_filled(tmp_path):
     assert "series 'b': 2 missing time stamps (gaps; the first after 2024-01-03); not filled" \
         in panel.notes
     assert panel.series("b").size == 3
+
+
+def test_monthly_stamps_of_28_to_31_days_are_regular_and_a_skipped_month_is_a_gap(tmp_path):
+    text = ("id,month,y\nm,2024-01-01,1\nm,2024-02-01,2\nm,2024-03-01,3\nm,2024-05-01,5\n"
+            "n,2023-11-01,7\nn,2023-12-01,8\n")
+    panel = read_panel(write(tmp_path, "m.csv", text), "id", "month")
+    assert panel.gaps == {"m": 1}
+    assert panel.notes == ("series 'm': 1 missing time stamps (gaps; the first after "
+                           "2024-03-01); not filled",)
 
 
 def test_numeric_time_steps_and_gaps(tmp_path):
