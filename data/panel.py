@@ -7,7 +7,8 @@ with one id.
 - `read_panel(path, id_column, time_column=None, target=None)`: a long CSV table, one row per
   (series, time), the series named in `id_column`; or a folder of CSV files, one series each,
   the file stem as its id; or one CSV file without `id_column`, one series named by its stem.
-  Rows out of (series, time) order are sorted, with a note; a repeated (id, time) is refused
+  Each series' rows are sorted by time (with a note when they were not in time order; rows of
+  several series may interleave); a repeated (id, time) is refused
   naming both lines; gaps in the time stamps are reported (notes and `Panel.gaps`), never
   filled; series shorter than `min_length` are left out with a note.
 - `read_m4(train_path, test_path)`: the M4 competition's wide files (one series a row: the id,
@@ -201,10 +202,10 @@ def _listed(items):
     return ", ".join(map(str, items[:_SHOWN])) + more
 
 
-def _lines(rows):
-    """File lines of 0-based data rows (line 1 is the header), listed briefly."""
-    shown = ", ".join(str(int(r) + 2) for r in rows[:_SHOWN])
-    return shown + (f" and {len(rows) - _SHOWN} more" if len(rows) > _SHOWN else "")
+def _lines(lines):
+    """File line numbers, listed briefly."""
+    shown = ", ".join(str(int(line)) for line in lines[:_SHOWN])
+    return shown + (f" and {len(lines) - _SHOWN} more" if len(lines) > _SHOWN else "")
 
 
 def _read_table(path, id_column, time_column, target):
@@ -219,6 +220,15 @@ def _read_table(path, id_column, time_column, target):
         if name is not None and name not in frame.columns:
             raise DataError(f"no {role} column {name!r}; the columns are {', '.join(columns)}",
                             path=path)
+    # read_csv keeps blank lines as empty rows (row r is line r + 2): they are skipped, and
+    # every other row keeps its line number for the messages.
+    blank = frame.isna().all(axis=1).to_numpy()
+    notes = []
+    if blank.any():
+        notes.append(f"{path}: skipped {int(blank.sum())} blank lines "
+                     f"({_lines(np.flatnonzero(blank) + 2)})")
+        frame = frame[~blank]
+    lines = frame.index.to_numpy() + 2
     if target is None:
         others = [c for c in frame.columns if c not in (id_column, time_column)]
         # Mostly numbers counts as numeric, so that a typo is reported at its line (by
@@ -233,37 +243,52 @@ def _read_table(path, id_column, time_column, target):
                 path=path,
             )
         target = numeric[0]
-    frame = frame.reset_index(drop=True)
     if id_column is None:
         ids = np.full(len(frame), Path(path).stem, dtype=object)
     else:
-        raw_ids = frame[id_column]
-        missing = np.flatnonzero(raw_ids.isna().to_numpy()
-                                 | (raw_ids.astype(str).str.strip() == "").to_numpy())
-        if missing.size:
-            raise DataError(f"id column {id_column!r} is empty at lines {_lines(missing)}; "
-                            "expected a series id on every row", path=path)
-        ids = raw_ids.astype(str).str.strip().to_numpy(dtype=object)
-    values = _numbers(frame[target], f"value column {target!r}", path)
+        ids = _ids(frame[id_column], id_column, lines, path)
+    values = _numbers(frame[target], f"value column {target!r}", lines, path)
     if time_column is None:
         kind, time = "steps", None
     else:
-        kind, time = _parse_times(frame[time_column], time_column, path)
-    notes = []
-    if time is not None:
-        _refuse_repeats(ids, time, time_column, path)
-        order = _series_order(ids, time)
-        if np.any(order != np.arange(len(frame))):
-            first = int(np.flatnonzero(order != np.arange(len(frame)))[0])
-            notes.append(f"{path}: rows were not in (series, time) order (first out of place: "
-                         f"line {int(order[first]) + 2}); sorted by series, then time")
-            ids, values, time = ids[order], values[order], time[order]
+        kind, time = _parse_times(frame[time_column], time_column, lines, path)
+    # Series in the order of their first row; rows grouped by series, then sorted by time
+    # (stable, so without a time column each series keeps its rows' order).
+    codes, unique_ids = pd.factorize(ids)
+    if time is None:
+        order = np.argsort(codes, kind="stable")
+    else:
+        _refuse_repeats(ids, time, time_column, lines, path)
+        order = np.lexsort((time, codes))
+        within = codes[order]
+        # Out of order when a series' rows are out of time order; rows of several series
+        # interleaved are merely grouped.
+        unsorted = np.flatnonzero((within[1:] == within[:-1]) & (order[1:] < order[:-1]))
+        if unsorted.size:
+            earlier, later = order[unsorted[0] + 1], order[unsorted[0]]
+            notes.append(f"{path}: rows were not in time order within their series (series "
+                         f"{ids[earlier]!r}: line {lines[later]} is earlier than line "
+                         f"{lines[earlier]}); sorted by time")
+    bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(unique_ids)))]
     series = []
-    for series_id in dict.fromkeys(ids):
-        rows = np.flatnonzero(ids == series_id)
+    for code, series_id in enumerate(unique_ids):
+        rows = order[bounds[code]: bounds[code + 1]]
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
     return {"series": series, "notes": notes, "kind": kind, "target": str(target)}
+
+
+def _ids(column, name, lines, path):
+    """The id column as text; whole numbers read as floats (a column pandas saw with blank
+    lines) lose their ".0"."""
+    missing = np.flatnonzero(column.isna().to_numpy()
+                             | (column.astype(str).str.strip() == "").to_numpy())
+    if missing.size:
+        raise DataError(f"id column {name!r} is empty at lines {_lines(lines[missing])}; "
+                        "expected a series id on every row", path=path)
+    if pd.api.types.is_float_dtype(column) and np.all(column == np.round(column)):
+        column = column.astype("int64")
+    return column.astype(str).str.strip().to_numpy(dtype=object)
 
 
 def _mostly_numbers(column):
@@ -274,30 +299,31 @@ def _mostly_numbers(column):
     return bool(present.size) and pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5
 
 
-def _numbers(column, what, path):
+def _numbers(column, what, lines, path):
     """The column as float64; a missing or non-numeric value is a `DataError` naming lines."""
     missing = np.flatnonzero(column.isna().to_numpy())
     if missing.size:
-        raise DataError(f"{what} has missing values at lines {_lines(missing)}; expected a "
-                        "number on every row (a panel is read as it is, never filled)",
+        raise DataError(f"{what} has missing values at lines {_lines(lines[missing])}; expected "
+                        "a number on every row (a panel is read as it is, never filled)",
                         path=path)
     numbers = pd.to_numeric(column, errors="coerce")
     bad = np.flatnonzero(numbers.isna().to_numpy())
     if bad.size:
-        shown = ", ".join(f"{r + 2} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
+        shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
         more = f" and {bad.size - _SHOWN} more" if bad.size > _SHOWN else ""
         raise DataError(f"{what} has values that are not numbers at lines {shown}{more}",
                         path=path)
     return numbers.to_numpy(dtype="float64")
 
 
-def _parse_times(column, name, path):
+def _parse_times(column, name, lines, path):
     """`(kind, times)`: "numbers" (int64 when all whole, else float64) or "dates"
     (datetime64)."""
     missing = np.flatnonzero(column.isna().to_numpy())
     if missing.size:
-        raise DataError(f"time column {name!r} has missing values at lines {_lines(missing)}; "
-                        "expected a time stamp on every row", path=path)
+        raise DataError(f"time column {name!r} has missing values at lines "
+                        f"{_lines(lines[missing])}; expected a time stamp on every row",
+                        path=path)
     if pd.api.types.is_numeric_dtype(column):
         numbers = column.to_numpy(dtype="float64")
         whole = np.all(numbers == np.round(numbers))
@@ -305,13 +331,13 @@ def _parse_times(column, name, path):
     dates = pd.to_datetime(column, errors="coerce", format="mixed")
     bad = np.flatnonzero(dates.isna().to_numpy())
     if bad.size:
-        shown = ", ".join(f"{r + 2} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
+        shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
         raise DataError(f"time column {name!r} has values that are not dates or numbers at "
                         f"lines {shown}", path=path)
     return "dates", dates.to_numpy()
 
 
-def _refuse_repeats(ids, time, time_column, path):
+def _refuse_repeats(ids, time, time_column, lines, path):
     """Raises `DataError` at the first row whose (id, time) an earlier row already has."""
     keys = pd.DataFrame({"id": ids, "time": time})
     repeated = np.flatnonzero(keys.duplicated().to_numpy())
@@ -322,20 +348,11 @@ def _refuse_repeats(ids, time, time_column, path):
             else time[row]
         more = f" ({repeated.size} repeated rows in all)" if repeated.size > 1 else ""
         raise DataError(
-            f"series {ids[row]!r} has {time_column} {stamp} twice: line {row + 2} repeats line "
-            f"{first + 2}{more}; expected one row per series and time",
+            f"series {ids[row]!r} has {time_column} {stamp} twice: line {lines[row]} repeats "
+            f"line {lines[first]}{more}; expected one row per series and time",
             path=path,
-            line=row + 2,
+            line=int(lines[row]),
         )
-
-
-def _series_order(ids, time):
-    """The row order that groups the series (in order of first appearance) and sorts each by
-    time, keeping rows that tie in place."""
-    first_seen = {series_id: position for position, series_id in
-                  enumerate(dict.fromkeys(ids))}
-    group = np.array([first_seen[i] for i in ids], dtype="int64")
-    return np.lexsort((time, group))
 
 
 def _find_gaps(parts, kind):

@@ -47,8 +47,9 @@ def test_a_long_table_is_grouped_by_series_in_first_seen_order_and_sorted_by_tim
     with pytest.raises(KeyError):
         panel.series("z")
     # Line 2 holds b's 2024-01-03, which belongs after line 6's 2024-01-02.
-    assert any("not in (series, time) order (first out of place: line 6); sorted by series, "
-               "then time" in note for note in panel.notes)
+    assert any(note.endswith("sales.csv: rows were not in time order within their series "
+                             "(series 'b': line 6 is earlier than line 2); sorted by time")
+               for note in panel.notes)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -108,6 +109,25 @@ def test_a_repeated_series_and_time_is_refused_naming_both_lines(tmp_path):
         read_panel(path, "id", "date")
 
 
+def test_series_that_interleave_in_time_order_are_grouped_without_a_note(tmp_path):
+    text = "date,id,y\n2024-01-01,a,1\n2024-01-01,b,10\n2024-01-02,a,2\n2024-01-02,b,20\n"
+    panel = read_panel(write(tmp_path, "p.csv", text), "id", "date")
+    assert [v.tolist() for v in panel.values] == [[1, 2], [10, 20]]
+    assert panel.notes == ()
+
+
+def test_blank_lines_are_skipped_with_a_note_and_later_lines_keep_their_numbers(tmp_path):
+    text = "id,t,y\n1,1,5\n\n1,2,6\n2,1,x\n"
+    path = write(tmp_path, "p.csv", text)
+    with pytest.raises(DataError, match=r"value column 'y' has values that are not numbers at "
+                                        r"lines 5 \('x'\)"):
+        read_panel(path, "id", "t")
+    path.write_text("id,t,y\n1,1,5\n\n1,2,6\n2,1,7\n")
+    panel = read_panel(path, "id", "t")
+    assert panel.ids == ("1", "2")  # whole-number ids, not "1.0"
+    assert panel.notes[0].endswith("p.csv: skipped 1 blank lines (3)")
+
+
 def test_without_a_time_column_rows_keep_their_order_as_steps(tmp_path):
     text = "id,y\na,3\nb,1\na,4\nb,2\na,5\n"
     panel = read_panel(write(tmp_path, "p.csv", text), "id")
@@ -134,7 +154,8 @@ def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_pat
     panel = read_panel(folder, time_column="date")
     assert panel.ids == ("north", "south")
     assert [v.tolist() for v in panel.values] == [[4, 5, 6], [1, 2]]
-    assert any("north.csv: rows were not in (series, time) order" in n for n in panel.notes)
+    assert any("north.csv: rows were not in time order within their series (series 'north': "
+               "line 3 is earlier than line 2)" in n for n in panel.notes)
     frame = panel.to_frame()
     assert list(frame.columns) == ["unique_id", "ds", "y"]
     assert frame["unique_id"].tolist() == ["north"] * 3 + ["south"] * 2
