@@ -15,6 +15,9 @@ with one id.
   then the values, shorter series ending in empty fields), the training parts as the panel and
   the test rows as `Panel.holdout`; `read_m4_folder(folder_or_name, frequency)` finds both
   files of one frequency in a folder or a registered set (`m4-hourly`, `m4-weekly`).
+- `Panel.with_holdout(horizon)`: the last `horizon` values of every series held out, the
+  competition's protocol for a panel read from a long table; `Panel.to_frame()`: the long
+  `unique_id, ds, y` frame statsforecast takes.
 """
 
 import csv
@@ -101,6 +104,42 @@ class Panel:
             return self.values[self.ids.index(series_id)]
         except ValueError:
             raise KeyError(series_id) from None
+
+    def with_holdout(self, horizon):
+        """The panel with each series' last `horizon` values held out (the competition's
+        protocol: forecast them from the end of the rest).
+
+        Returns:
+            A new `Panel`: values and times without their last `horizon` entries, `holdout`
+            the values taken off.
+
+        Raises:
+            DataError: `horizon < 1`, a panel with a holdout already, or series with no more
+                than `horizon` values (named; `read_panel(min_length=horizon + 1)` leaves them
+                out beforehand).
+        """
+        if horizon < 1:
+            raise DataError(f"the holdout must be at least 1 value; got {horizon}",
+                            path=self.source)
+        if self.holdout is not None:
+            raise DataError(f"the panel has a holdout of {self.horizon} values already",
+                            path=self.source)
+        short = [f"{i!r} ({v.size})" for i, v in zip(self.ids, self.values)
+                 if v.size <= horizon]
+        if short:
+            raise DataError(
+                f"{len(short)} series have no more values than the holdout of {horizon}: "
+                f"{_listed(short)}; expected at least {horizon + 1} (read them with "
+                f"min_length={horizon + 1} to leave them out)",
+                path=self.source,
+            )
+        return dataclasses.replace(
+            self,
+            values=tuple(v[:-horizon] for v in self.values),
+            times=tuple(t[:-horizon] for t in self.times),
+            holdout=tuple(v[-horizon:] for v in self.values),
+            notes=self.notes + (f"the last {horizon} values of each series held out",),
+        )
 
     def to_frame(self):
         """The panel as one long DataFrame, the layout of statsforecast and neuralforecast:

@@ -128,6 +128,20 @@ def test_blank_lines_are_skipped_with_a_note_and_later_lines_keep_their_numbers(
     assert panel.notes[0].endswith("p.csv: skipped 1 blank lines (3)")
 
 
+def test_with_holdout_takes_the_last_values_of_every_series(tmp_path):
+    panel = read_panel(write(tmp_path, "sales.csv", LONG), "store", "date", min_length=3)
+    held = panel.with_holdout(2)
+    assert [v.tolist() for v in held.values] == [[5], [1, 2]]
+    assert [v.tolist() for v in held.holdout] == [[6, 8], [3, 4]]
+    assert held.horizon == 2 and [t.size for t in held.times] == [1, 2]
+    assert panel.holdout is None  # the original is unchanged
+    with pytest.raises(DataError, match=r"1 series have no more values than the holdout of 3: "
+                                        r"'b' \(3\); expected at least 4"):
+        panel.with_holdout(3)
+    with pytest.raises(DataError, match=r"has a holdout of 2 values already"):
+        held.with_holdout(1)
+
+
 def test_without_a_time_column_rows_keep_their_order_as_steps(tmp_path):
     text = "id,y\na,3\nb,1\na,4\nb,2\na,5\n"
     panel = read_panel(write(tmp_path, "p.csv", text), "id")
