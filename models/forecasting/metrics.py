@@ -14,7 +14,10 @@ and averages over them, `owa` relates a method's averages to Naive2's.
   when M4's 90 % autocorrelation test says the history is seasonal, a classical multiplicative
   decomposition (R's `decompose`) gives the seasonal indices; else the indices are 1 and
   Naive2 is the naive forecast. This follows the M4 organisers' `Benchmarks and
-  Evaluation.R` (Mcompetitions/M4-methods), which produced the published figures.
+  Evaluation.R` (Mcompetitions/M4-methods), which produced the published figures, not the
+  same repository's `ML_benchmarks.py`, whose test leaves lag 1's autocorrelation unsquared
+  and whose moving average centres by the series' length instead of the season's (both kept
+  there, its comments say, so that the neural benchmarks stay reproducible).
 - OWA (M4): `(sMAPE / sMAPE_Naive2 + MASE / MASE_Naive2) / 2`, each a ratio of the SET's
   averages (as M4 ranked the methods), not an average of per-series ratios.
 
