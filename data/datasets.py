@@ -174,6 +174,20 @@ _POLARITY_COPY = (
     "https://raw.githubusercontent.com/dennybritz/cnn-text-classification-tf/"
     "18762b459e21d9c70e5c242f8d43fc4e6db37a0d/data/rt-polaritydata/"
 )
+# M4 (Makridakis et al.): the organisers' repository at a pinned commit. Only the hourly and
+# weekly files are registered: their SHA-256 were computed from the fetched files. The daily,
+# monthly, quarterly and yearly files live at the same commit (Dataset/Train/<F>-train.csv,
+# Dataset/Test/<F>-test.csv), but their hashes have not been computed here, and a name is only
+# registered with a checked hash.
+_M4_COMMIT = (
+    "https://raw.githubusercontent.com/Mcompetitions/M4-methods/"
+    "6c1067e5a57161249b17289a565178dc7a3fb3ca/Dataset/"
+)
+_M4_CITATION = (
+    "Makridakis, S., Spiliotis, E., Assimakopoulos, V. (2020) The M4 Competition: 100,000 time "
+    "series and 61 forecasting methods. International Journal of Forecasting 36(1), 54-74, "
+    "doi:10.1016/j.ijfor.2019.04.014"
+)
 _GLOVE_ZIP = dict(
     url="https://nlp.stanford.edu/data/glove.6B.zip",
     size=862182613,
@@ -191,6 +205,24 @@ def _time_series(name, file_name, size, sha256, description, source, usage):
         license=_TIME_SERIES_LICENSE,
         citation=f"{source}, via the Time Series Data Library (R. J. Hyndman)",
         usage=usage,
+    )
+
+
+def _m4(frequency, description, train, test):
+    """An M4 frequency: its training and test files, read by `data.panel.read_m4_folder`."""
+    name = frequency.capitalize()
+    return DataSet(
+        name=f"m4-{frequency}",
+        description=description,
+        files=(RemoteFile(f"{_M4_COMMIT}Train/{name}-train.csv", *train),
+               RemoteFile(f"{_M4_COMMIT}Test/{name}-test.csv", *test)),
+        reader_path=".",
+        license=(
+            "none stated in the repository; published by the competition's organisers for "
+            "research use (repository README)"
+        ),
+        citation=_M4_CITATION,
+        usage=f"seqlab datasets download m4-{frequency}",
     )
 
 
@@ -386,6 +418,16 @@ _DATA_SETS = (
         usage="seqlab timeseries train --data yearly-sunspots",
         embedded="statsmodels",
     ),
+    _m4("hourly",
+        "M4 competition, hourly: 414 series of 700 to 960 values, 48 to forecast (wide CSV: "
+        "Hourly-train.csv, Hourly-test.csv)",
+        (2347115, "ea59b7783573c49077a835ab6465c7d66f1474783360f310988a9a737fbca62f"),
+        (132820, "71a57fccb15e534d973626ada4fb87febf789e9317715b7cc6dd3b5f90db6f42")),
+    _m4("weekly",
+        "M4 competition, weekly: 359 series of 80 to 2,597 values, 13 to forecast (wide CSV: "
+        "Weekly-train.csv, Weekly-test.csv)",
+        (4015067, "d478d3f6ed673e6ed3c2cb0fbed5425f72eedd51318ebebeb0b5ecfcefc37714"),
+        (44247, "3b2bc4be8e636e802260dcd843ca3c5da40536a1fbe1ecb3229a97dae4f44688")),
     *(_glove(dimension) for dimension in (50, 100, 200, 300)),
 )
 

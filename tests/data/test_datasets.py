@@ -8,6 +8,7 @@ that bypassed the mirror would fail.
 """
 
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import http.server
@@ -558,6 +559,32 @@ def test_translation_reader_takes_a_name(mirror, monkeypatch):
     assert source == "tiny-captions"
     assert given["train"].sources == ["a dog", "a cat"]
     assert given["train"].targets == ["ein Hund", "eine Katze"]
+
+
+def test_m4_reader_takes_a_name_whose_two_files_are_fetched_and_checked(mirror, monkeypatch):
+    from seqlab.data import panel
+
+    files = {"Weekly-train.csv": b'"V1","V2","V3","V4"\n"W1","1","2","3"\n"W2","5","6",\n',
+             "Weekly-test.csv": b'"V1","V2"\n"W2","7"\n"W1","4"\n'}
+    entry = datasets.REGISTRY["m4-weekly"]
+    # The real entry's URLs and layout, with the tiny files' sizes and hashes.
+    monkeypatch.setitem(datasets.REGISTRY, "m4-weekly", DataSet(**{
+        **{f.name: getattr(entry, f.name) for f in dataclasses.fields(entry)},
+        "files": tuple(RemoteFile(r.url, len(files[r.file_name]), sha256(files[r.file_name]))
+                       for r in entry.files),
+    }))
+    for name, data in files.items():
+        mirror.put("m4-weekly", name, data)
+    with pytest.raises(DataError, match=r"series 'W2' has 1 test values; expected the horizon, "
+                                        r"13"):
+        panel.read_m4_folder("m4-weekly", "weekly")
+    read = panel.read_m4(datasets.path("m4-weekly") / "Weekly-train.csv",
+                         datasets.path("m4-weekly") / "Weekly-test.csv")
+    assert read.ids == ("W1", "W2")
+    assert [v.tolist() for v in read.values] == [[1, 2, 3], [5, 6]]
+    assert [v.tolist() for v in read.holdout] == [[4], [7]]
+    assert sorted(mirror.requests) == ["/m4-weekly/Weekly-test.csv",
+                                       "/m4-weekly/Weekly-train.csv"]
 
 
 def test_charrnn_trains_on_a_name_and_the_run_keeps_the_name(mirror, monkeypatch, tmp_path):

@@ -1,0 +1,153 @@
+"""The M4 competition's protocol on its hourly and weekly series: Naive2, seasonal naive and
+naive from the end of each training part, scored as M4 scored them.
+
+Every series' test values (48 hourly, 13 weekly) are forecast from the end of its training part;
+sMAPE and MASE (scale: the in-sample seasonal naive with M4's period, 24 hourly and 1 weekly)
+are averaged over the series of a set, and OWA relates them to Naive2's
+(`seqlab.models.forecasting.metrics`). Naive2's published figures (Makridakis, Spiliotis &
+Assimakopoulos 2020, the M4 paper's table of benchmarks) are printed beside ours: reproducing
+them to three decimals is the check that the reader, the metrics and Naive2 are the
+competition's. The script exits with status 1 when a published figure is not reproduced.
+
+`--peers` adds statsforecast's AutoETS and AutoTheta (season M4's period) on the first
+`--limit N` series of each set (default 20), with Naive2 on the same series for their OWA;
+AutoETS on every hourly series takes tens of minutes on 2 cores.
+
+    python benchmarks/m4.py [--data DIR_OR_NAME] [--sets hourly weekly] [--peers [--limit N]]
+
+`--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv` (default
+`../shared/data/m4/`) or a registered name (`m4-hourly`, `m4-weekly`: one frequency each).
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+from seqlab.data.panel import M4_SETS, read_m4_folder  # noqa: E402
+from seqlab.models.forecasting import metrics  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "m4"
+# Naive2's sMAPE and MASE in the M4 paper (Makridakis et al. 2020, International Journal of
+# Forecasting 36(1), the table of the benchmarks' accuracy by frequency).
+PUBLISHED_NAIVE2 = {"hourly": (18.383, 2.395), "weekly": (9.161, 2.777)}
+PEERS = ("AutoETS", "AutoTheta")
+
+
+def benchmark_forecasts(panel, frequency):
+    """`{method: [forecast per series]}` of Naive2, seasonal naive and naive, and the seconds
+    each took."""
+    horizon, season = M4_SETS[frequency]["horizon"], M4_SETS[frequency]["season"]
+    methods = {
+        "Naive2": lambda history: metrics.naive2_forecast(history, horizon, season),
+        "sNaive": lambda history: metrics.seasonal_naive_forecast(history, horizon, season),
+        "Naive": lambda history: metrics.naive_forecast(history, horizon),
+    }
+    forecasts, seconds = {}, {}
+    for name, method in methods.items():
+        start = time.perf_counter()
+        forecasts[name] = [method(history) for history in panel.values]
+        seconds[name] = time.perf_counter() - start
+    return forecasts, seconds
+
+
+def peer_forecasts(panel, frequency, limit):
+    """`({peer: [forecast per series]}, {peer: seconds})` of statsforecast's AutoETS and
+    AutoTheta on the first `limit` series, each model fitted on its own (one process)."""
+    from statsforecast import StatsForecast
+    from statsforecast.models import AutoETS, AutoTheta
+
+    horizon, season = M4_SETS[frequency]["horizon"], M4_SETS[frequency]["season"]
+    frame = panel.to_frame()
+    frame = frame[frame["unique_id"].isin(panel.ids[:limit])]
+    forecasts, seconds = {}, {}
+    for model in (AutoETS(season_length=season), AutoTheta(season_length=season)):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = StatsForecast(models=[model], freq=1, n_jobs=1).forecast(df=frame,
+                                                                              h=horizon)
+        seconds[repr(model)] = time.perf_counter() - start
+        by_id = {key: group[repr(model)].to_numpy()
+                 for key, group in result.groupby("unique_id", sort=False)}
+        forecasts[repr(model)] = [by_id[series_id] for series_id in panel.ids[:limit]]
+    return forecasts, seconds
+
+
+def score(panel, forecasts, frequency, count=None):
+    """`{method: PanelScores}` on the first `count` series (all by default)."""
+    count = len(panel) if count is None else count
+    season = M4_SETS[frequency]["season"]
+    return {name: metrics.score_panel(panel.holdout[:count], values[:count],
+                                      panel.values[:count], season)
+            for name, values in forecasts.items()}
+
+
+def print_table(title, scores, seconds, published=None):
+    naive2 = scores["Naive2"]
+    print(title)
+    print(f"  {'method':<10} {'sMAPE':>8} {'MASE':>8} {'OWA':>7} {'seconds':>8}"
+          + ("   published sMAPE / MASE" if published else ""))
+    for name, result in scores.items():
+        beside = ""
+        if published and name == "Naive2":
+            beside = f"   {published[0]:.3f} / {published[1]:.3f}"
+        print(f"  {name:<10} {result.mean_smape:8.3f} {result.mean_mase:8.3f} "
+              f"{metrics.owa(result, naive2):7.3f} {seconds.get(name, 0.0):8.2f}{beside}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA),
+                        help="folder of M4's files or a registered name (default: %(default)s)")
+    parser.add_argument("--sets", nargs="+", default=["hourly", "weekly"],
+                        choices=sorted(M4_SETS))
+    parser.add_argument("--peers", action="store_true",
+                        help="also statsforecast's AutoETS and AutoTheta on --limit series")
+    parser.add_argument("--limit", type=int, default=20,
+                        help="series per set for --peers (default: %(default)s)")
+    args = parser.parse_args(argv)
+    failures = []
+    for frequency in args.sets:
+        start = time.perf_counter()
+        panel = read_m4_folder(args.data, frequency)
+        read_seconds = time.perf_counter() - start
+        seasonal = sum(metrics.is_seasonal(values, M4_SETS[frequency]["season"])
+                       for values in panel.values)
+        print(f"M4 {frequency}: {len(panel)} series, {panel.lengths.min()} to "
+              f"{panel.lengths.max()} training values, horizon {panel.horizon}, season "
+              f"{M4_SETS[frequency]['season']}; {seasonal} seasonal by M4's test; read in "
+              f"{read_seconds:.2f} s")
+        forecasts, seconds = benchmark_forecasts(panel, frequency)
+        scores = score(panel, forecasts, frequency)
+        published = PUBLISHED_NAIVE2.get(frequency)
+        print_table(f"  all {len(panel)} series:", scores, seconds, published)
+        if published:
+            measured = (round(scores["Naive2"].mean_smape, 3), round(scores["Naive2"].mean_mase, 3))
+            if measured != published:
+                failures.append(f"{frequency}: Naive2 sMAPE / MASE {measured}, published "
+                                f"{published}")
+        if args.peers:
+            count = min(args.limit, len(panel))
+            extra, extra_seconds = peer_forecasts(panel, frequency, count)
+            subset = {name: forecasts[name] for name in ("Naive2", "sNaive")}
+            subset.update(extra)
+            print_table(f"  the first {count} series, with statsforecast's models:",
+                        score(panel, subset, frequency, count), extra_seconds)
+    if failures:
+        print("NOT reproduced: " + "; ".join(failures), file=sys.stderr)
+        return 1
+    checked = [f for f in args.sets if f in PUBLISHED_NAIVE2]
+    if checked:
+        print(f"Naive2's published sMAPE and MASE reproduced to 3 decimals: {', '.join(checked)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Many series at once (data/panel.py): the long-table and folder reader, M4's wide files.
+
+Every panel is built in the test: unsorted rows, gaps, unequal lengths and starts, a series
+too short to keep, repeated rows, and small M4-style files, good and broken.
+"""
+
+import numpy as np
+import pytest
+
+from seqlab.data.errors import DataError
+from seqlab.data.panel import M4_SETS, Panel, read_m4, read_m4_folder, read_panel
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+LONG = """\
+store,date,sales
+b,2024-01-03,6
+a,2024-01-01,1
+a,2024-01-03,3
+a,2024-01-02,2
+b,2024-01-02,5
+b,2024-01-06,8
+c,2024-01-01,9
+a,2024-01-04,4
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# Long tables
+
+
+def test_a_long_table_is_grouped_by_series_in_first_seen_order_and_sorted_by_time(tmp_path):
+    panel = read_panel(write(tmp_path, "sales.csv", LONG), "store", "date")
+    assert panel.ids == ("b", "a", "c")
+    assert [v.tolist() for v in panel.values] == [[5, 6, 8], [1, 2, 3, 4], [9]]
+    assert panel.lengths.tolist() == [3, 4, 1]
+    assert panel.time_kind == "dates" and panel.target == "sales"
+    assert [str(t) for t in panel.times[0].astype("datetime64[D]")] == [
+        "2024-01-02", "2024-01-03", "2024-01-06"]
+    assert all(v.dtype == np.float64 for v in panel.values)
+    assert panel.series("a").tolist() == [1, 2, 3, 4]
+    with pytest.raises(KeyError):
+        panel.series("z")
+    # Line 2 holds b's 2024-01-03, which belongs after line 6's 2024-01-02.
+    assert any(note.endswith("sales.csv: rows were not in time order within their series "
+                             "(series 'b': line 6 is earlier than line 2); sorted by time")
+               for note in panel.notes)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_any_order_of_the_rows_gives_the_same_series(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    header, *rows = LONG.splitlines()
+    shuffled = [rows[i] for i in rng.permutation(len(rows))]
+    panel = read_panel(write(tmp_path, "s.csv", "\n".join([header, *shuffled]) + "\n"),
+                       "store", "date")
+    assert {i: panel.series(i).tolist() for i in panel.ids} == {
+        "a": [1, 2, 3, 4], "b": [5, 6, 8], "c": [9]}
+    assert panel.ids == tuple(dict.fromkeys(row.split(",")[0] for row in shuffled))
+
+
+def test_gaps_are_reported_per_series_and_never_filled(tmp_path):
+    panel = read_panel(write(tmp_path, "sales.csv", LONG), "store", "date")
+    # b: 01-03 to 01-06 leaves 01-04 and 01-05 out; the usual step is one day.
+    assert panel.gaps == {"b": 2}
+    assert "series 'b': 2 missing time stamps (gaps; the first after 2024-01-03); not filled" \
+        in panel.notes
+    assert panel.series("b").size == 3
+
+
+def test_monthly_stamps_of_28_to_31_days_are_regular_and_a_skipped_month_is_a_gap(tmp_path):
+    text = ("id,month,y\nm,2024-01-01,1\nm,2024-02-01,2\nm,2024-03-01,3\nm,2024-05-01,5\n"
+            "n,2023-11-01,7\nn,2023-12-01,8\n")
+    panel = read_panel(write(tmp_path, "m.csv", text), "id", "month")
+    assert panel.gaps == {"m": 1}
+    assert panel.notes == ("series 'm': 1 missing time stamps (gaps; the first after "
+                           "2024-03-01); not filled",)
+
+
+def test_numeric_time_steps_and_gaps(tmp_path):
+    text = "id,t,y\nx,10,1\nx,11,2\nx,14,3\ny,3,7\ny,4,8\n"
+    panel = read_panel(write(tmp_path, "p.csv", text), "id", "t")
+    assert panel.time_kind == "numbers"
+    assert [t.tolist() for t in panel.times] == [[10, 11, 14], [3, 4]]
+    assert panel.gaps == {"x": 2}
+    assert not any("order" in note for note in panel.notes)
+
+
+def test_a_series_shorter_than_the_minimum_is_left_out_with_a_note(tmp_path):
+    panel = read_panel(write(tmp_path, "sales.csv", LONG), "store", "date", min_length=2)
+    assert panel.ids == ("b", "a")
+    assert "left out 1 series shorter than 2 values: 'c' (1)" in panel.notes
+    with pytest.raises(DataError, match=r"every series is shorter than the minimum of 10 "
+                                        r"values \(the longest has 4\)"):
+        read_panel(tmp_path / "sales.csv", "store", "date", min_length=10)
+
+
+def test_a_repeated_series_and_time_is_refused_naming_both_lines(tmp_path):
+    text = "id,date,y\na,2024-01-01,1\nb,2024-01-01,2\na,2024-01-02,3\na,2024-01-01,4\n"
+    path = write(tmp_path, "dup.csv", text)
+    with pytest.raises(DataError, match=r"dup\.csv, line 5: series 'a' has date 2024-01-01 "
+                                        r"00:00:00 twice: line 5 repeats line 2; expected one "
+                                        r"row per series and time"):
+        read_panel(path, "id", "date")
+
+
+def test_series_that_interleave_in_time_order_are_grouped_without_a_note(tmp_path):
+    text = "date,id,y\n2024-01-01,a,1\n2024-01-01,b,10\n2024-01-02,a,2\n2024-01-02,b,20\n"
+    panel = read_panel(write(tmp_path, "p.csv", text), "id", "date")
+    assert [v.tolist() for v in panel.values] == [[1, 2], [10, 20]]
+    assert panel.notes == ()
+
+
+def test_blank_lines_are_skipped_with_a_note_and_later_lines_keep_their_numbers(tmp_path):
+    text = "id,t,y\n1,1,5\n\n1,2,6\n2,1,x\n"
+    path = write(tmp_path, "p.csv", text)
+    with pytest.raises(DataError, match=r"value column 'y' has values that are not numbers at "
+                                        r"lines 5 \('x'\)"):
+        read_panel(path, "id", "t")
+    path.write_text("id,t,y\n1,1,5\n\n1,2,6\n2,1,7\n")
+    panel = read_panel(path, "id", "t")
+    assert panel.ids == ("1", "2")  # whole-number ids, not "1.0"
+    assert panel.notes[0].endswith("p.csv: skipped 1 blank lines (3)")
+
+
+def test_with_holdout_takes_the_last_values_of_every_series(tmp_path):
+    panel = read_panel(write(tmp_path, "sales.csv", LONG), "store", "date", min_length=3)
+    held = panel.with_holdout(2)
+    assert [v.tolist() for v in held.values] == [[5], [1, 2]]
+    assert [v.tolist() for v in held.holdout] == [[6, 8], [3, 4]]
+    assert held.horizon == 2 and [t.size for t in held.times] == [1, 2]
+    assert panel.holdout is None  # the original is unchanged
+    with pytest.raises(DataError, match=r"1 series have no more values than the holdout of 3: "
+                                        r"'b' \(3\); expected at least 4"):
+        panel.with_holdout(3)
+    with pytest.raises(DataError, match=r"has a holdout of 2 values already"):
+        held.with_holdout(1)
+
+
+def test_without_a_time_column_rows_keep_their_order_as_steps(tmp_path):
+    text = "id,y\na,3\nb,1\na,4\nb,2\na,5\n"
+    panel = read_panel(write(tmp_path, "p.csv", text), "id")
+    assert panel.time_kind == "steps"
+    assert [v.tolist() for v in panel.values] == [[3, 4, 5], [1, 2]]
+    assert [t.tolist() for t in panel.times] == [[0, 1, 2], [0, 1]]
+    assert panel.notes == () and panel.gaps == {}
+
+
+def test_one_file_without_an_id_column_is_one_series_named_by_its_stem(tmp_path):
+    panel = read_panel(write(tmp_path, "airline.csv", "Month,Passengers\n1949-01,112\n"
+                                                      "1949-02,118\n1949-03,132\n"),
+                       time_column="Month")
+    assert panel.ids == ("airline",)
+    assert panel.values[0].tolist() == [112, 118, 132]
+
+
+def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_path):
+    folder = tmp_path / "series"
+    folder.mkdir()
+    write(folder, "north.csv", "date,y\n2024-01-02,5\n2024-01-01,4\n2024-01-03,6\n")
+    write(folder, "south.csv", "date,y\n2023-12-30,1\n2023-12-31,2\n")
+    write(folder, "notes.txt", "not a series")
+    panel = read_panel(folder, time_column="date")
+    assert panel.ids == ("north", "south")
+    assert [v.tolist() for v in panel.values] == [[4, 5, 6], [1, 2]]
+    assert any("north.csv: rows were not in time order within their series (series 'north': "
+               "line 3 is earlier than line 2)" in n for n in panel.notes)
+    frame = panel.to_frame()
+    assert list(frame.columns) == ["unique_id", "ds", "y"]
+    assert frame["unique_id"].tolist() == ["north"] * 3 + ["south"] * 2
+    with pytest.raises(DataError, match=r"a folder holds one series per file, named by the "
+                                        r"file; expected no id column \(got 'store'\)"):
+        read_panel(folder, "store", "date")
+
+
+def test_an_empty_folder_is_refused(tmp_path):
+    with pytest.raises(DataError, match=r"the folder holds no \.csv files"):
+        read_panel(tmp_path)
+
+
+@pytest.mark.parametrize("text, kwargs, message", [
+    ("id,date,y\na,2024-01-01,1\n", dict(id_column="store", time_column="date"),
+     r"no id column 'store'; the columns are id, date, y"),
+    ("id,date,y\na,2024-01-01,1\n,2024-01-02,2\n", dict(id_column="id", time_column="date"),
+     r"id column 'id' is empty at lines 3; expected a series id on every row"),
+    ("id,date,y\na,2024-01-01,1\na,2024-01-02,\n", dict(id_column="id", time_column="date"),
+     r"value column 'y' has missing values at lines 3; expected a number on every row"),
+    ("id,date,y\na,2024-01-01,1\na,2024-01-02,lots\n", dict(id_column="id",
+                                                            time_column="date"),
+     r"value column 'y' has values that are not numbers at lines 3 \('lots'\)"),
+    ("id,date,y\na,2024-01-01,1\na,someday,2\n", dict(id_column="id", time_column="date"),
+     r"time column 'date' has values that are not dates or numbers at lines 3 \('someday'\)"),
+    ("id,date,y,z\na,2024-01-01,1,2\n", dict(id_column="id", time_column="date"),
+     r"expected one value column besides the id and time columns, or a target named; the "
+     r"numeric ones are y, z"),
+])
+def test_bad_long_tables_are_clear_errors(tmp_path, text, kwargs, message):
+    with pytest.raises(DataError, match=message):
+        read_panel(write(tmp_path, "bad.csv", text), **kwargs)
+
+
+def test_a_named_target_is_read_beside_other_columns(tmp_path):
+    text = "id,date,y,z\na,2024-01-01,1,2\na,2024-01-02,3,4\n"
+    panel = read_panel(write(tmp_path, "p.csv", text), "id", "date", target="z")
+    assert panel.values[0].tolist() == [2, 4] and panel.target == "z"
+
+
+# ---------------------------------------------------------------------------------------------
+# M4's wide files
+
+
+TRAIN = '''"V1","V2","V3","V4","V5"
+"W1","10","11","12","13"
+"W2","20","21",,
+"W3","5",,,
+'''
+TEST = '''"V1","V2","V3"
+"W2","22","23"
+"W1","14","15"
+"W3","6","7"
+'''
+
+
+def m4_files(tmp_path, train=TRAIN, test=TEST):
+    return write(tmp_path, "Weekly-train.csv", train), write(tmp_path, "Weekly-test.csv", test)
+
+
+def test_m4_wide_files_give_the_training_parts_and_the_holdout_by_id(tmp_path):
+    panel = read_m4(*m4_files(tmp_path))
+    assert isinstance(panel, Panel)
+    assert panel.ids == ("W1", "W2", "W3")
+    assert [v.tolist() for v in panel.values] == [[10, 11, 12, 13], [20, 21], [5]]
+    # The test file's order differs; the holdout follows the panel's ids.
+    assert [v.tolist() for v in panel.holdout] == [[14, 15], [22, 23], [6, 7]]
+    assert panel.horizon == 2 and panel.time_kind == "steps"
+    assert [t.tolist() for t in panel.times] == [[0, 1, 2, 3], [0, 1], [0]]
+
+
+def test_m4_folder_reader_checks_the_frequencys_horizon(tmp_path):
+    m4_files(tmp_path)
+    with pytest.raises(DataError, match=r"Weekly-test\.csv, line 2: series 'W2' has 2 test "
+                                        r"values; expected the horizon, 13"):
+        read_m4_folder(tmp_path, "weekly")
+    with pytest.raises(DataError, match=r"unknown M4 frequency 'fortnightly'"):
+        read_m4_folder(tmp_path, "fortnightly")
+    assert M4_SETS["weekly"] == {"horizon": 13, "season": 1, "prefix": "W"}
+    assert M4_SETS["hourly"]["season"] == 24
+
+
+@pytest.mark.parametrize("train, test, where, message", [
+    ('"V1","V2","V3"\n"W1","1","2"\n"W2","1",,\n', TEST, "train", r"line 3: the row has 4 "
+     r"fields; expected 3 like the header"),
+    ('"V1","V2","V3"\n"W1","1","2"\n"W2",,"3"\n', TEST, "train", r"line 3: column V3 holds "
+     r"'3' after an empty field in column V2; expected the values first"),
+    ('"V1","V2","V3"\n"W1","1","x"\n', TEST, "train", r"line 2: column V3 holds 'x'; expected "
+     r"a finite number"),
+    ('"V1","V2","V3"\n"","1","2"\n', TEST, "train", r"line 2: the first field \(the series "
+     r"id\) is empty"),
+    ('"V1","V2","V3"\n"W1","1","2"\n"W1","3","4"\n', TEST, "train", r"line 3: series id 'W1' "
+     r"is given twice"),
+    ('"V1","V2","V3"\n"W1",,\n', TEST, "train", r"line 2: series 'W1' has no values"),
+    (TRAIN, '"V1","V2","V3"\n"W1","1","2"\n"W2","3",\n"W3","4","5"\n', "test",
+     r"line 3: series 'W2' has 1 test values; expected the horizon, 2"),
+    (TRAIN, '"V1","V2","V3"\n"W1","1","2"\n"W2","3","4"\n"W9","4","5"\n', "test",
+     r"the training and test files hold different series: 1 only in the training file \(W3\); "
+     r"1 only in the test file \(W9\)"),
+    ("", TEST, "train", r"the file is empty"),
+])
+def test_broken_m4_files_are_clear_errors_naming_file_and_line(tmp_path, train, test, where,
+                                                               message):
+    with pytest.raises(DataError, match=message) as raised:
+        read_m4(*m4_files(tmp_path, train, test))
+    assert raised.value.path.endswith(f"Weekly-{where}.csv")
