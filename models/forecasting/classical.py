@@ -47,7 +47,9 @@ The recursions:
   first season) forecast NaN, as statsforecast's SeasonalNaive does for a partial season.
 """
 
+import contextlib
 import dataclasses
+import logging
 import math
 import warnings
 
@@ -798,10 +800,25 @@ def forecast_at_origins(spec, values, last_rows, horizon):
     if not np.all(np.isfinite(used)):
         raise ValueError("`values` up to the last origin must be finite (no NaN or infinity).")
     static, numeric = _parts(spec)
-    forecast = _origins_function(spec.method, static, numeric, horizon)(
-        tf.constant(used), tf.constant(last_rows, tf.int64),
-        {name: tf.constant(value) for name, value in numeric.items()})
+    function = _origins_function(spec.method, static, numeric, horizon)
+    with _quiet_tracing():
+        forecast = function(tf.constant(used), tf.constant(last_rows, tf.int64),
+                            {name: tf.constant(value) for name, value in numeric.items()})
     return forecast.numpy()
+
+
+@contextlib.contextmanager
+def _quiet_tracing():
+    """Keeps TensorFlow's "N of the last M calls triggered tf.function retracing" warning
+    off the user's terminal: each model form has a function of its own, traced once by design
+    (a backtest meets several forms in a row), which that warning counts as retracing."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def forecast_from_history(spec, history, horizon):
