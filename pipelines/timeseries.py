@@ -619,7 +619,8 @@ class TimeseriesPipeline(Pipeline):
             forecasts["linear"] = linear_backtest(plan, windows.scaler, schema, values,
                                                   config.lookback, config.horizon)
         targets = values[schema.targets].to_numpy(dtype="float64")
-        selection = select(forecasts, backtest_actual(targets, plan.origins, config.horizon))
+        selection = select(forecasts, backtest_actual(targets, plan.origins, config.horizon),
+                           alone_only=("seasonal_naive",))
         members.selection = selection
         scores = selection.member_rmse
         model.choice = ("linear" if scores.get("linear", np.inf)

@@ -124,7 +124,7 @@ class Selection:
                    dict(values["candidate_backtest_rmse"]), int(values["origins"]))
 
 
-def select(forecasts, actual):
+def select(forecasts, actual, alone_only=()):
     """Chooses among the members and the means of the best k by backtest RMSE.
 
     Args:
@@ -132,6 +132,9 @@ def select(forecasts, actual):
             `[origins, horizon, n_targets]`; a member whose forecasts are not all finite is
             left out.
         actual: the observed targets, the same shape.
+        alone_only: members that are candidates alone but never part of a mean (a benchmark
+            such as seasonal naive: on the 16 series of benchmarks/forecasting.py, means that
+            took it in because of a good backtest paid for it on the test rows).
 
     Returns:
         A `Selection`; ties keep the candidate tried first (fewer members).
@@ -147,8 +150,9 @@ def select(forecasts, actual):
         raise ValueError("select needs a member with finite forecasts. Received none.")
     member_rmse = {name: rmse(values, actual) for name, values in usable.items()}
     ranked = sorted(member_rmse, key=member_rmse.get)
-    candidates = [(name,) for name in ranked] + [tuple(ranked[:k])
-                                                for k in range(2, len(ranked) + 1)]
+    combinable = [name for name in ranked if name not in alone_only]
+    candidates = [(name,) for name in ranked] + [tuple(combinable[:k])
+                                                for k in range(2, len(combinable) + 1)]
     candidate_rmse = {candidate_name(members): rmse(combine(usable, members), actual)
                       for members in candidates}
     kept = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])

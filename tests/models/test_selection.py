@@ -82,6 +82,16 @@ def test_select_keeps_a_single_member_that_beats_every_mean():
     assert "lowest backtest RMSE (0 over 10 origins) of 5 candidates" in selection.reason()
 
 
+def test_a_member_kept_alone_only_never_enters_a_mean():
+    actual = np.zeros((6, 1, 1))
+    forecasts = {"a": actual + 1.0, "b": actual - 1.2, "benchmark": actual - 0.9}
+    assert select(forecasts, actual).kept == ("benchmark", "a")  # the best mean of the two
+    selection = select(forecasts, actual, alone_only=("benchmark",))
+    assert selection.kept == ("a", "b")
+    assert "mean of benchmark + a" not in selection.candidate_rmse
+    assert select({"benchmark": actual}, actual, alone_only=("benchmark",)).kept == ("benchmark",)
+
+
 def test_select_leaves_out_members_with_non_finite_forecasts():
     actual = np.zeros((5, 1, 1))
     forecasts = {"nan": np.full_like(actual, np.nan), "ok": actual + 0.5}
