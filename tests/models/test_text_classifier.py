@@ -501,8 +501,9 @@ def test_member_early_stopping_gives_each_member_its_own_best_epoch():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(kind="cnn"), "kind must be one of gru, lstm, bilstm, transformer, ngrams"),
+    (dict(kind="rnn"), "kind must be one of gru, lstm, bilstm, transformer, cnn, ngrams"),
     (dict(kind="transformer", pooling="last"), "The transformer kind has no last state"),
+    (dict(kind="cnn", pooling="last"), "The cnn kind has no last state"),
     (dict(kind="transformer", embedding_dim=6, num_heads=4),
      "embedding_dim must be a multiple of num_heads"),
     (dict(pooling="sum"), "pooling must be one of mean, max, last"),
