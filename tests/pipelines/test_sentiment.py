@@ -284,6 +284,7 @@ def test_command_line_trains_on_the_embedded_sample_then_predicts(tmp_path, caps
     assert metrics["best_epoch"] == 1 and metrics["epochs_run"] == 1
     assert 0 <= metrics["model"]["accuracy"] <= 1
     assert "model (transformer)" in printed and "smoke test" in printed
+    assert "(121 training sentences) is too small to learn sentiment from" in printed
 
     status = cli.main(["sentiment", "predict", "--run", str(out), "what a lovely evening",
                        "the soup was cold"])
