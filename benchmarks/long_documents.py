@@ -1,16 +1,15 @@
 """Sentiment on long documents built from sentence polarity, and on sentence polarity itself.
 
 The full-length movie-review set (Pang and Lee's 2,000 reviews) and IMDB cannot be downloaded
-here, so this script builds a stand-in of the same shape from the shared sentence-polarity
-snippets (`../shared/data/sentence_polarity/`): documents of about 700 words (sentences added
-until the document reaches `--words`), each a mixture of positive and negative snippets in
-which the document's own class holds a share drawn uniformly from `--majority` (default 0.55 to
-0.75): the label signal is spread through the whole document and no part of it decides alone.
-The snippets are split first (seeded, 90 % / 10 %): training documents draw from the first
-part and test documents from the second, so no test sentence was seen in training. Training
-documents reuse each training snippet several times (1,800 documents of ~33 sentences from
-~9,600 snippets), so the validation split (cut from the training documents by the pipeline)
-shares snippets with them and flatters every model alike. Written as class folders,
+here, so `build` makes a stand-in of the same shape from the shared sentence-polarity snippets
+(`../shared/data/sentence_polarity/`): documents of about 700 words (sentences added until the
+document reaches `--words`), each a mixture of positive and negative snippets in which the
+document's own class holds a share drawn uniformly from `--majority` (default 0.6 to 0.8): the
+label signal is spread through the whole document and no part of it decides alone. The snippets
+are split first (seeded, 80 / 10 / 10 %) and training, validation and test documents draw from
+separate parts: the training documents that the pipeline's seeded split (seed 42, validation
+10 %) will hold out for validation are found by running that split on the folder, so no
+validation or test sentence is seen in training. Written as class folders,
 `train/{pos,neg}/*.txt` and `test/{pos,neg}/*.txt` (1,800 and 200 documents by default), the
 layout `seqlab sentiment train --data FOLDER` reads as given splits.
 
@@ -19,8 +18,9 @@ layout `seqlab sentiment train --data FOLDER` reads as given splits.
         [-- extra train flags]
 
 `run` trains the default command (`seqlab sentiment train --data ...`, nothing else but the
-extra flags) on each data set and prints one table of every auto member's validation and test
-accuracy, the one kept, and the time; then one JSON line per data set.
+extra flags) on each data set and prints its summary, then one JSON line of figures per data
+set (test accuracy, the model kept, every auto candidate's validation and test figures, the
+length and cut, the time).
 
 This is not the real long-review figure: that needs the 2,000-review set, not measured here.
 """
@@ -151,12 +151,10 @@ def main(argv=None):
         return
     with tempfile.TemporaryDirectory() as scratch:
         long_folder = args.long or build(Path(scratch) / "long")
-        rows = []
         for name in args.only:
             data = long_folder if name == "long" else args.polarity
             figures = run_data(data, extra, Path(scratch) / f"run-{name}")
             print(figures.pop("summary"))
-            rows.append(figures)
             print(json.dumps({"set": name, **figures}), flush=True)
 
 

@@ -4,14 +4,17 @@
 `data/classification.py`) or the smoke-test sample shipped in the package, splits them (given
 train/test, or a seeded stratified split), learns the training split's vocabulary and fits a
 `seqlab.models.TextClassifier` (`--ensemble` N > 1: a `TextClassifierEnsemble`, each member
-stopping at its own best epoch) that vectorises raw strings itself and cuts long ones to a
+stopping at its own best epoch; `--model auto`, the default: an `AutoTextClassifier`, the
+ngrams model and a cnn trained side by side, then the one or their average that scores best
+on the validation split kept) that vectorises raw strings itself and cuts long ones to a
 length taken from the training texts (`settle_length_and_pooling`). Scored on the test split
 beside the majority-class baseline. `evaluate`, `predict` and `export` work from the run
 directory, also one written by seqlab 0.1.0.
 
 The run directory holds, besides the common files (pipelines/common.py): `vocabulary.txt` (one
 token per line; line n is token id n - 1, line 1 is the empty padding token, line 2 `[UNK]`;
-ngrams model: one n-gram per line, line 1 `[UNK]`), `classes.json` (class names in the order of
+ngrams model: one n-gram per line, line 1 `[UNK]`), `ngram_vocabulary.txt` (auto: its ngrams
+member's, laid out alike), `classes.json` (class names in the order of
 the model's outputs), `plots/loss.png`, `plots/confusion.png`, and `saved_model/` with
 `serving_default(text: string[None]) -> {"probabilities": float32[None, n_classes], "label":
 string[None]}`. `model.keras` loads with `keras.saving.load_model` once `seqlab.models` is

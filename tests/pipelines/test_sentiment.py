@@ -253,6 +253,26 @@ def test_interrupted_ensemble_run_resumes(tmp_path):
     assert history["epoch"].tolist() == [1, 2, 3]
 
 
+def test_interrupted_auto_run_resumes_and_chooses(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
+    config = tiny_config(data, tmp_path / "run", model="auto", epochs=3, patience=5)
+
+    class InterruptAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(config, callbacks=[InterruptAfterFirstEpoch()])
+    result = train(config)
+    assert result.metrics["epochs_run"] == 3
+    history = pd.read_csv(result.path / "history.csv")
+    assert history["epoch"].tolist() == [1, 2, 3]
+    auto = result.metrics["auto"]
+    assert auto["chosen"] in ("ngrams", "average", "cnn")
+    assert PIPELINE.load_run(result.path).model.choice == {"cnn": "neural"}.get(
+        auto["chosen"], auto["chosen"])
+
+
 def test_config_refuses_settings_that_cannot_work():
     with pytest.raises(UsageError, match="ensemble must be at least 1"):
         make_config(SentimentConfig, flag_values={"ensemble": 0})
