@@ -498,7 +498,7 @@ class SentimentPipeline(Pipeline):
             *([describe_choice(metrics["auto"])] if "auto" in metrics else []),
             classification_tables(metrics, metrics["model_kind"]),
             *([no_better_line(metrics, counts["train"])]
-              if metrics["model"]["accuracy"] <= metrics["majority_class"]["accuracy"] else []),
+              if no_better_than_majority(metrics) else []),
             *([f"skipped: {'; '.join(data['skipped'])}"] if data["skipped"] else []),
             *([f"classes without test examples: {', '.join(untested)}"] if untested else []),
             *([f"note: the embedded sample ({counts['train']} training sentences) is too "
@@ -585,12 +585,19 @@ class SentimentPipeline(Pipeline):
         return ActionResult(summary="\n".join(summary), path=path)
 
 
+def no_better_than_majority(metrics):
+    """Whether the model's test accuracy is at most the majority class's (below 1)."""
+    majority = metrics["majority_class"]["accuracy"]
+    return metrics["model"]["accuracy"] <= majority < 1
+
+
 def no_better_line(metrics, train_texts):
     """The summary's warning for a model no better than always answering the majority class."""
     majority = metrics["majority_class"]
     return (f"warning: the model is no better than always answering the majority class "
-            f"({majority['class']}, accuracy {majority['accuracy']:.4f}): {train_texts} "
-            "training texts are too few to learn from; give more labelled texts with --data")
+            f"({majority['class']}, accuracy {majority['accuracy']:.4f}): it has learned "
+            f"nothing the test split shows; {train_texts} training texts may be too few to "
+            "learn from (give more labelled texts with --data)")
 
 
 def _clip(text, width=70):

@@ -657,3 +657,19 @@ def test_auto_export_serves_what_each_choice_predicts(blinded_auto, tmp_path, ch
     np.testing.assert_allclose(expected, candidates[choice], atol=1e-6)
     assert [label.decode() for label in served["label"].numpy()] == [
         ["neg", "pos"][k] for k in np.argmax(expected, axis=-1)]
+
+
+def test_a_model_no_better_than_the_majority_class_is_called_so():
+    from seqlab.pipelines.sentiment import no_better_line, no_better_than_majority
+
+    figures = {"model": {"accuracy": 0.4}, "majority_class": {"accuracy": 0.4667,
+                                                               "class": "positive"}}
+    assert no_better_than_majority(figures)
+    assert no_better_line(figures, 121).startswith(
+        "warning: the model is no better than always answering the majority class (positive, "
+        "accuracy 0.4667)")
+    figures["model"]["accuracy"] = 0.5333
+    assert not no_better_than_majority(figures)
+    # A test split of one class that the model gets all right is no failure.
+    assert not no_better_than_majority({"model": {"accuracy": 1.0},
+                                        "majority_class": {"accuracy": 1.0}})
