@@ -183,8 +183,11 @@ CARD = TaskCard(
     name=TASK_NAME,
     description=(
         "Classify texts (sentiment or any other labels, two classes or more) with a GRU, LSTM, "
-        "bidirectional LSTM or Transformer built from seqlab's layers, or with a logistic "
-        "regression on word n-grams (--model ngrams). Text is vectorised inside the model, so "
+        "bidirectional LSTM, Transformer or convolutional reader built from seqlab's layers, "
+        "or with a logistic regression on word n-grams (--model ngrams); by default (--model "
+        "auto) the n-gram model and a convolutional reader are trained side by side and the "
+        "one, or their average, that scores best on the validation split is kept. Text is "
+        "vectorised inside the model, so "
         "runs and SavedModels take raw strings; padding is masked through every layer. Scored "
         "on the test split (given, or a seeded stratified split) beside the majority-class "
         "baseline. Without --data it trains on a 150-sentence smoke-test sample shipped with "
