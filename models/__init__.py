@@ -13,11 +13,16 @@ from seqlab.models.char_lm import CharLanguageModel, TextGenerator
 from seqlab.models.forecaster import AutoForecaster, Forecaster
 from seqlab.models.samplers import BeamSampler, GreedySampler, RandomSampler, Sampler, get_sampler
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
-from seqlab.models.text_classifier import TextClassifier, TextClassifierEnsemble
+from seqlab.models.text_classifier import (
+    AutoTextClassifier,
+    TextClassifier,
+    TextClassifierEnsemble,
+)
 from seqlab.models.translator import TextTranslator, Translator
 
 __all__ = [
     "AutoForecaster",
+    "AutoTextClassifier",
     "BeamSampler",
     "CharLanguageModel",
     "Forecaster",

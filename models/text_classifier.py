@@ -1,4 +1,5 @@
-"""`TextClassifier` and `TextClassifierEnsemble`: texts in, class probabilities out.
+"""`TextClassifier`, `TextClassifierEnsemble` and `AutoTextClassifier`: texts in, class
+probabilities out.
 
     raw strings -> TextVectorization -> token ids -> token dropout -> embedding -> dropout
       -> recurrent or Transformer encoder layers -> masked pooling -> dropout -> softmax
@@ -31,7 +32,9 @@ from seqlab.layers import (
 from seqlab.layers._checks import check_positive_int, check_rate
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
-KINDS = (*RECURRENT_LAYERS, "transformer", "ngrams")
+KINDS = (*RECURRENT_LAYERS, "transformer", "cnn", "ngrams")
+# Width of the cnn kind's convolution window, in tokens.
+CNN_KERNEL_SIZE = 5
 POOLINGS = ("mean", "max", "last")
 # Which end of a text longer than `sequence_length` tokens is cut off.
 TRUNCATIONS = ("end", "start")
@@ -176,8 +179,11 @@ class TextClassifier(keras.Model):
     `kind` "gru", "lstm" or "bilstm": `layers` stacked seqlab recurrent layers (bilstm: each
     bidirectional, `units` per direction) over the token embeddings; "transformer": the
     embeddings scaled by sqrt(embedding_dim) plus sinusoidal positions, then `layers`
-    Transformer encoder layers. The sequence is summarised by a masked mean or maximum over the
-    real tokens, or (recurrent kinds) by the last layer's last unmasked state, and
+    Transformer encoder layers; "cnn": `layers` stacked convolutions of `units` filters over
+    windows of `CNN_KERNEL_SIZE` tokens (ReLU, padding as zero vectors), whose cost grows
+    linearly with the text's length, so long documents can be read whole. The sequence is
+    summarised by a masked mean or maximum over the real tokens, or (recurrent kinds) by the
+    last layer's last unmasked state, and
 
         probabilities = softmax(Dropout(summary) W + b)
 
@@ -201,14 +207,14 @@ class TextClassifier(keras.Model):
         vocabulary: the tokens, as `adapt_vocabulary` returns them (padding "" and `[UNK]`
             first; ngrams kind: `[UNK]` first), or None for token-id inputs.
         vocabulary_size: the number of token ids (or n-gram columns) when `vocabulary` is None.
-        kind: "gru", "lstm", "bilstm", "transformer" or "ngrams".
+        kind: "gru", "lstm", "bilstm", "transformer", "cnn" or "ngrams".
         pooling: "mean", "max" or "last" (recurrent kinds only).
         sequence_length: tokens per text (raw strings are padded or truncated to it); the
             transformer's longest input.
         standardize: Keras's `TextVectorization` standardization, or None.
         ngrams: the ngrams kind's longest n-gram.
         embedding_dim: the token embedding size (transformer: the model width).
-        units: units per recurrent layer (bilstm: per direction).
+        units: units per recurrent layer (bilstm: per direction); the cnn kind's filters.
         layers: stacked recurrent or encoder layers.
         num_heads: the transformer's attention heads.
         ff_dim: the transformer's feed-forward width.
@@ -269,7 +275,16 @@ class TextClassifier(keras.Model):
         self.sequence_layers, self.pooler, self.pooled_dropout = [], None, None
         if kind != "ngrams":
             self.token_dropper = TokenDropout(token_dropout, seed=seed, name="token_dropout")
-            if kind == "transformer":
+            if kind == "cnn":
+                self.embedding = keras.layers.Embedding(
+                    size, embedding_dim, mask_zero=True, name="embedding"
+                )
+                self.sequence_layers = [
+                    keras.layers.Conv1D(units, CNN_KERNEL_SIZE, padding="same",
+                                        activation="relu", name=f"conv_{index}")
+                    for index in range(layers)
+                ]
+            elif kind == "transformer":
                 self.embedding = TokenAndPositionEmbedding(
                     size, sequence_length, embedding_dim, mask_zero=True, name="embedding"
                 )
@@ -337,8 +352,15 @@ class TextClassifier(keras.Model):
         mask = ops.not_equal(features, 0)
         tokens = self.token_dropper(features, training=training)
         hidden = self.embedding_dropout(self.embedding(tokens), training=training)
-        for layer in self.sequence_layers:
-            hidden = layer(hidden, mask=mask, training=training)
+        if self.kind == "cnn":
+            # A convolution does not take a mask: padding becomes zero vectors, so that a
+            # token beside it sees the same window however much padding follows.
+            keep = ops.expand_dims(ops.cast(mask, hidden.dtype), -1)
+            for layer in self.sequence_layers:
+                hidden = layer(hidden * keep) * keep
+        else:
+            for layer in self.sequence_layers:
+                hidden = layer(hidden, mask=mask, training=training)
         if self.pooler is not None:
             hidden = self.pooler(hidden, mask=mask)
         return self.output_layer(self.pooled_dropout(hidden, training=training))
@@ -413,9 +435,9 @@ def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooli
         check_positive_int(name, value)
     check_rate("dropout", dropout)
     check_rate("token_dropout", token_dropout)
-    if kind == "transformer" and pooling == "last":
+    if kind in ("transformer", "cnn") and pooling == "last":
         raise ValueError(
-            "The transformer kind has no last state; pool with the masked mean or max. "
+            f"The {kind} kind has no last state; pool with the masked mean or max. "
             f"Received: kind={kind!r}, pooling={pooling!r}"
         )
     if kind == "transformer" and embedding_dim % num_heads:
@@ -426,8 +448,77 @@ def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooli
     return _check_vocabulary(vocabulary, vocabulary_size)
 
 
+class _MembersTrainedAlone(keras.Model):
+    """A model of several classifiers, each trained on its own cross-entropy in one `fit`.
+
+    A subclass sets `num_members` and defines `member_probabilities(inputs, training)`
+    (float32 `[B, num_members, num_classes]`) and calls `_make_trackers()` in its constructor.
+    `fit` minimises the mean of the members' cross-entropies and logs `loss`, `accuracy` (of
+    the members' mean probabilities) and every member's `member_<k>_loss` and
+    `member_<k>_accuracy`, which `MemberEarlyStopping` watches.
+    """
+
+    def _make_trackers(self):
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.accuracy_tracker = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        self.member_trackers = [
+            (keras.metrics.Mean(name=f"member_{k}_loss"),
+             keras.metrics.SparseCategoricalAccuracy(name=f"member_{k}_accuracy"))
+            for k in range(self.num_members)
+        ]
+
+    def member_losses(self, labels, member_probabilities, sample_weight=None):
+        """Each member's cross-entropy, averaged over the batch: `[B], [B, N, C] -> [N]`.
+
+        With `sample_weight`, the sum of the weighted losses over the batch size (Keras's
+        "sum_over_batch_size").
+        """
+        labels = ops.reshape(ops.cast(labels, "int32"), (-1, 1))
+        labels = ops.repeat(labels, self.num_members, axis=1)
+        losses = keras.losses.sparse_categorical_crossentropy(labels, member_probabilities)
+        if sample_weight is not None:
+            losses *= ops.cast(ops.reshape(sample_weight, (-1, 1)), losses.dtype)
+        return ops.mean(losses, axis=0)
+
+    def _loss_and_figures(self, data, training):
+        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        probabilities = self.member_probabilities(inputs, training=training)
+        losses = self.member_losses(labels, probabilities, sample_weight)
+        loss = ops.mean(losses)
+        if self.losses:
+            loss += ops.sum(self.losses)
+        batch_size = ops.shape(probabilities)[0]
+        self.loss_tracker.update_state(loss, sample_weight=batch_size)
+        self.accuracy_tracker.update_state(labels, ops.mean(probabilities, axis=1),
+                                           sample_weight=sample_weight)
+        for k, (member_loss, member_accuracy) in enumerate(self.member_trackers):
+            member_loss.update_state(losses[k], sample_weight=batch_size)
+            member_accuracy.update_state(labels, probabilities[:, k],
+                                         sample_weight=sample_weight)
+        return loss
+
+    def train_step(self, data):
+        # Under a tf.distribute strategy the replicas' gradients are summed: each replica
+        # contributes its share of the global mean, as Keras's own train_step does.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            replica_share = self._loss_and_figures(data, training=True) / replicas
+        gradients = tape.gradient(replica_share, self.trainable_variables)
+        self.optimizer.apply(gradients, self.trainable_variables)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+    def test_step(self, data):
+        self._loss_and_figures(data, training=False)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker, self.accuracy_tracker,
+                *(tracker for pair in self.member_trackers for tracker in pair)]
+
+
 @keras.saving.register_keras_serializable(package="seqlab")
-class TextClassifierEnsemble(keras.Model):
+class TextClassifierEnsemble(_MembersTrainedAlone):
     """The mean of the probabilities of `num_members` `TextClassifier`s built alike, each
     trained on its own.
 
@@ -494,13 +585,7 @@ class TextClassifierEnsemble(keras.Model):
                            name=f"member_{k}", **self.member_config)
             for k in range(num_members)
         ]
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.accuracy_tracker = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
-        self.member_trackers = [
-            (keras.metrics.Mean(name=f"member_{k}_loss"),
-             keras.metrics.SparseCategoricalAccuracy(name=f"member_{k}_accuracy"))
-            for k in range(num_members)
-        ]
+        self._make_trackers()
         self.built = True  # the members built themselves
 
     def member_probabilities(self, inputs, training=False):
@@ -544,55 +629,6 @@ class TextClassifierEnsemble(keras.Model):
         return probabilities, [member.predict(features, batch_size=batch_size, verbose=0)
                                for member in self.members]
 
-    def member_losses(self, labels, member_probabilities, sample_weight=None):
-        """Each member's cross-entropy, averaged over the batch: `[B], [B, N, C] -> [N]`.
-
-        With `sample_weight`, the sum of the weighted losses over the batch size (Keras's
-        "sum_over_batch_size").
-        """
-        labels = ops.reshape(ops.cast(labels, "int32"), (-1, 1))
-        labels = ops.repeat(labels, self.num_members, axis=1)
-        losses = keras.losses.sparse_categorical_crossentropy(labels, member_probabilities)
-        if sample_weight is not None:
-            losses *= ops.cast(ops.reshape(sample_weight, (-1, 1)), losses.dtype)
-        return ops.mean(losses, axis=0)
-
-    def _loss_and_figures(self, data, training):
-        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        probabilities = self.member_probabilities(inputs, training=training)
-        losses = self.member_losses(labels, probabilities, sample_weight)
-        loss = ops.mean(losses)
-        if self.losses:
-            loss += ops.sum(self.losses)
-        batch_size = ops.shape(probabilities)[0]
-        self.loss_tracker.update_state(loss, sample_weight=batch_size)
-        self.accuracy_tracker.update_state(labels, ops.mean(probabilities, axis=1),
-                                           sample_weight=sample_weight)
-        for k, (member_loss, member_accuracy) in enumerate(self.member_trackers):
-            member_loss.update_state(losses[k], sample_weight=batch_size)
-            member_accuracy.update_state(labels, probabilities[:, k],
-                                         sample_weight=sample_weight)
-        return loss
-
-    def train_step(self, data):
-        # Under a tf.distribute strategy the replicas' gradients are summed: each replica
-        # contributes its share of the global mean, as Keras's own train_step does.
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        with tf.GradientTape() as tape:
-            replica_share = self._loss_and_figures(data, training=True) / replicas
-        gradients = tape.gradient(replica_share, self.trainable_variables)
-        self.optimizer.apply(gradients, self.trainable_variables)
-        return {metric.name: metric.result() for metric in self.metrics}
-
-    def test_step(self, data):
-        self._loss_and_figures(data, training=False)
-        return {metric.name: metric.result() for metric in self.metrics}
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.accuracy_tracker,
-                *(tracker for pair in self.member_trackers for tracker in pair)]
-
     def get_config(self):
         return {
             **super().get_config(),
@@ -602,6 +638,166 @@ class TextClassifierEnsemble(keras.Model):
             **self.member_config,
             "seed": self.seed,
         }
+
+
+# What `AutoTextClassifier` may classify with, in the order that breaks ties: the n-gram model
+# first (the cheapest, and the baseline the default must not fall below), then the average.
+AUTO_CHOICES = ("ngrams", "average", "neural")
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class AutoTextClassifier(_MembersTrainedAlone):
+    """An n-gram logistic regression and a neural classifier trained side by side; it
+    classifies with whichever of them, or their averaged probabilities, did best on held-out
+    texts.
+
+        ngrams:  softmax(x W + b), x the 0/1 presence of each 1..`ngrams`-gram of
+                 `ngram_vocabulary` (a `TextClassifier` of kind "ngrams")
+        neural:  a `TextClassifier` of `kind` over the tokens of `vocabulary`
+        average: (ngrams(text) + neural(text)) / 2
+
+    Both members take raw strings (each vectorises them itself) and `fit` trains each on its
+    own cross-entropy (see `TextClassifierEnsemble`): `MemberEarlyStopping` stops each at its
+    own best epoch (member 0 is the n-gram model, member 1 the neural one). `choose(texts,
+    label_ids)` then scores the three candidates by accuracy (ties: `AUTO_CHOICES` order) and
+    sets `choice`; until then the model answers with the average. The choice is part of the
+    config: a saved model and its SavedModel classify with the candidate it chose, and carry
+    both members (the n-gram vocabulary and weights as tensors).
+
+    Why: on short texts, and on long ones read by a model of a few thousand weights per
+    token, which words and word pairs occur is often as good a guide as a network's reading;
+    the validation split decides, so the default is not worse than its own n-gram model by
+    more than the split's noise.
+
+    Args:
+        num_classes: the number of classes.
+        vocabulary: the neural member's tokens (`adapt_vocabulary` of its kind).
+        ngram_vocabulary: the n-gram member's n-grams (`adapt_vocabulary(..., "ngrams")`).
+        kind: the neural member's kind (not "ngrams").
+        choice: None, or one of `AUTO_CHOICES`.
+        All others: as `TextClassifier`'s (`ngrams` and `standardize` are shared).
+
+    Example:
+
+    ```python
+    model = AutoTextClassifier(num_classes=2, vocabulary=adapt_vocabulary(texts),
+                               ngram_vocabulary=adapt_vocabulary(texts, "ngrams"), kind="cnn")
+    model.compile(keras.optimizers.Adam(1e-3))
+    model.fit(dataset, validation_data=validation, epochs=10,
+              callbacks=[MemberEarlyStopping("loss", patience=2)])
+    model.choose(validation_texts, validation_label_ids)  # {"ngrams": {...}, ...}
+    model.predict_probabilities(["a gripping, tender film"])
+    ```
+    """
+
+    def __init__(self, num_classes, vocabulary, ngram_vocabulary, kind="cnn", pooling="mean",
+                 sequence_length=64, standardize="lower_and_strip_punctuation", ngrams=2,
+                 embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5,
+                 token_dropout=0.5, seed=None, truncate="end", choice=None, **kwargs):
+        if kind == "ngrams" or kind not in KINDS:
+            raise ValueError(
+                f"kind must be one of {', '.join(k for k in KINDS if k != 'ngrams')} (the "
+                f"n-gram member is always there). Received: kind={kind!r}"
+            )
+        if choice not in (None, *AUTO_CHOICES):
+            raise ValueError(f"choice must be None or one of {', '.join(AUTO_CHOICES)}. "
+                             f"Received: choice={choice!r}")
+        kwargs.setdefault("name", f"text_classifier_auto_{kind}")
+        super().__init__(**kwargs)
+        self.num_members, self.num_classes = 2, num_classes
+        self.choice = choice
+        self.member_config = dict(
+            kind=kind, pooling=pooling, sequence_length=sequence_length,
+            embedding_dim=embedding_dim, units=units, layers=layers, num_heads=num_heads,
+            ff_dim=ff_dim, dropout=dropout, token_dropout=token_dropout, seed=seed,
+            truncate=truncate,
+        )
+        shared = dict(num_classes=num_classes, standardize=standardize, ngrams=ngrams)
+        self.ngram_model = TextClassifier(vocabulary=ngram_vocabulary, kind="ngrams",
+                                          name="ngrams", **shared)
+        self.neural = TextClassifier(vocabulary=vocabulary, name="neural",
+                                     **shared, **self.member_config)
+        self.standardize, self.ngrams = standardize, ngrams
+        self._make_trackers()
+        self.built = True  # the members built themselves
+
+    # Properties, not attributes: Keras's saving would file the same layers twice.
+    @property
+    def members(self):
+        return [self.ngram_model, self.neural]
+
+    @property
+    def vectorizer(self):
+        """The neural member's (the model takes raw strings)."""
+        return self.neural.vectorizer
+
+    def member_probabilities(self, inputs, training=False):
+        """Both members' probabilities, float32 `[B, 2, num_classes]` (n-grams first)."""
+        return ops.stack([member(inputs, training=training) for member in self.members],
+                         axis=1)
+
+    def call(self, inputs, training=False):
+        if self.choice == "ngrams":
+            return self.ngram_model(inputs, training=training)
+        if self.choice == "neural":
+            return self.neural(inputs, training=training)
+        return ops.mean(self.member_probabilities(inputs, training=training), axis=1)
+
+    def candidate_probabilities(self, texts, batch_size=256):
+        """Each of `AUTO_CHOICES`' probabilities of raw `texts`: `{name: float32 [n, C]}`."""
+        # Called batch by batch, not by `predict`: each member's `predict` would trace a
+        # function of its own, and Keras warns about retracing after a few.
+        texts = list(texts)
+        both = [ops.convert_to_numpy(self.member_probabilities(
+                    tf.constant(texts[start:start + batch_size], dtype=tf.string)))
+                for start in range(0, len(texts), batch_size)]
+        both = (np.concatenate(both) if both
+                else np.zeros((0, 2, self.num_classes), dtype="float32"))
+        ngrams, neural = both[:, 0], both[:, 1]
+        return {"ngrams": ngrams, "average": (ngrams + neural) / 2, "neural": neural}
+
+    def choose(self, texts, label_ids, batch_size=256):
+        """Sets `choice` to the candidate of highest accuracy on `texts` (ties: `AUTO_CHOICES`
+        order).
+
+        Returns:
+            `{candidate: {"accuracy": ..., "loss": ...}}` (loss: the mean cross-entropy).
+        """
+        figures = candidate_figures(self.candidate_probabilities(texts, batch_size), label_ids)
+        best = max(figures[name]["accuracy"] for name in AUTO_CHOICES)
+        self.choice = next(name for name in AUTO_CHOICES if figures[name]["accuracy"] == best)
+        return figures
+
+    def predict_probabilities(self, inputs, batch_size=256):
+        """The probabilities of the chosen candidate (see `TextClassifier`'s)."""
+        return _predict_probabilities(self, inputs, batch_size)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "vocabulary": list(self.neural.vocabulary),
+            "ngram_vocabulary": list(self.ngram_model.vocabulary),
+            "standardize": self.standardize,
+            "ngrams": self.ngrams,
+            **self.member_config,
+            "choice": self.choice,
+        }
+
+
+def candidate_figures(probabilities, label_ids):
+    """`{name: {"accuracy", "loss"}}` of `{name: float [n, C] probabilities}` against the true
+    class indices `label_ids` (accuracy and loss None for no texts)."""
+    label_ids = np.asarray(label_ids, dtype="int64")
+    figures = {}
+    for name, p in probabilities.items():
+        if not len(label_ids):
+            figures[name] = {"accuracy": None, "loss": None}
+            continue
+        chosen = np.clip(p[np.arange(len(label_ids)), label_ids], 1e-7, 1.0)
+        figures[name] = {"accuracy": float(np.mean(np.argmax(p, axis=-1) == label_ids)),
+                         "loss": float(-np.mean(np.log(chosen)))}
+    return figures
 
 
 class MemberEarlyStopping(keras.callbacks.Callback):

@@ -4,14 +4,17 @@
 `data/classification.py`) or the smoke-test sample shipped in the package, splits them (given
 train/test, or a seeded stratified split), learns the training split's vocabulary and fits a
 `seqlab.models.TextClassifier` (`--ensemble` N > 1: a `TextClassifierEnsemble`, each member
-stopping at its own best epoch) that vectorises raw strings itself and cuts long ones to a
+stopping at its own best epoch; `--model auto`, the default: an `AutoTextClassifier`, the
+ngrams model and a cnn trained side by side, then the one or their average that scores best
+on the validation split kept) that vectorises raw strings itself and cuts long ones to a
 length taken from the training texts (`settle_length_and_pooling`). Scored on the test split
 beside the majority-class baseline. `evaluate`, `predict` and `export` work from the run
 directory, also one written by seqlab 0.1.0.
 
 The run directory holds, besides the common files (pipelines/common.py): `vocabulary.txt` (one
 token per line; line n is token id n - 1, line 1 is the empty padding token, line 2 `[UNK]`;
-ngrams model: one n-gram per line, line 1 `[UNK]`), `classes.json` (class names in the order of
+ngrams model: one n-gram per line, line 1 `[UNK]`), `ngram_vocabulary.txt` (auto: its ngrams
+member's, laid out alike), `classes.json` (class names in the order of
 the model's outputs), `plots/loss.png`, `plots/confusion.png`, and `saved_model/` with
 `serving_default(text: string[None]) -> {"probabilities": float32[None, n_classes], "label":
 string[None]}`. `model.keras` loads with `keras.saving.load_model` once `seqlab.models` is
@@ -37,10 +40,13 @@ from seqlab.data.classification import (
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.models.text_classifier import (
+    AUTO_CHOICES,
+    AutoTextClassifier,
     MemberEarlyStopping,
     TextClassifier,
     TextClassifierEnsemble,
     adapt_vocabulary,
+    candidate_figures,
     count_tokens,
     text_vectorizer,
 )
@@ -54,9 +60,11 @@ from seqlab.pipelines.common import (
     write_text_atomic,
 )
 from seqlab.pipelines.configs.sentiment import (
+    AUTO_NEURAL_KIND,
     CARD,
     DEFAULT_WORD_VOCABULARY,
     LENGTH_PERCENTILE,
+    MAX_DEFAULT_CNN_SEQUENCE_LENGTH,
     MAX_DEFAULT_SEQUENCE_LENGTH,
     MIN_DEFAULT_SEQUENCE_LENGTH,
     TASK_NAME,
@@ -98,13 +106,19 @@ def _standardize(config):
     return None if config.standardize == "none" else config.standardize
 
 
+def neural_kind(config):
+    """The kind of the config's word-sequence model (auto's neural member), or "ngrams"."""
+    return AUTO_NEURAL_KIND if config.model == "auto" else config.model
+
+
 def settle_length_and_pooling(config, splits):
     """Sets an unset `config.sequence_length` and `config.pooling` from the training texts, and
     reports them and the texts the length cuts.
 
     The default length is the `LENGTH_PERCENTILE`th percentile of the training split's token
     counts (as the model tokenises them), at least `MIN_DEFAULT_SEQUENCE_LENGTH` and at most
-    `MAX_DEFAULT_SEQUENCE_LENGTH`. The default pooling is the masked mean up to
+    `MAX_DEFAULT_SEQUENCE_LENGTH` (cnn, and auto's cnn: `MAX_DEFAULT_CNN_SEQUENCE_LENGTH`).
+    The default pooling is the masked mean for the cnn; for the others the masked mean up to
     `MIN_DEFAULT_SEQUENCE_LENGTH` tokens and the masked maximum beyond.
 
     Returns:
@@ -120,19 +134,26 @@ def settle_length_and_pooling(config, splits):
     counts = {name: count_tokens(examples.texts, _standardize(config))
               for name, examples in splits.items()}
     percentile_tokens = int(np.ceil(np.percentile(counts["train"], LENGTH_PERCENTILE)))
+    kind = neural_kind(config)
+    longest = (MAX_DEFAULT_CNN_SEQUENCE_LENGTH if kind == "cnn"
+               else MAX_DEFAULT_SEQUENCE_LENGTH)
     chosen_by = "--sequence-length"
     if config.sequence_length is None:
         chosen_by = (f"the {LENGTH_PERCENTILE}th percentile of the training texts' token "
                      f"counts, {percentile_tokens}")
-        length = min(max(percentile_tokens, MIN_DEFAULT_SEQUENCE_LENGTH),
-                     MAX_DEFAULT_SEQUENCE_LENGTH)
+        length = min(max(percentile_tokens, MIN_DEFAULT_SEQUENCE_LENGTH), longest)
         if length > percentile_tokens:
             chosen_by += f", raised to the default's minimum {length}"
         elif length < percentile_tokens:
             chosen_by += f", lowered to the default's maximum {length}"
         fill_in_setting(config, "sequence_length", length, chosen_by)
     pooling_chosen_by = "--pooling"
-    if config.pooling is None:
+    if config.pooling is None and kind == "cnn":
+        # On 700-word documents whose label is spread through the text, the cnn with masked
+        # max pooling scored 58.5 %, with the mean 85.5 % (docs/performance.md).
+        pooling_chosen_by = "the cnn's default"
+        fill_in_setting(config, "pooling", "mean", pooling_chosen_by)
+    elif config.pooling is None:
         # Over hundreds of steps a mean dilutes the few words that decide; on short texts the
         # mean measured best (docs/performance.md).
         long_texts = config.sequence_length > MIN_DEFAULT_SEQUENCE_LENGTH
@@ -149,7 +170,7 @@ def settle_length_and_pooling(config, splits):
         "pooling_chosen_by": pooling_chosen_by,
         "percentile": LENGTH_PERCENTILE,
         "percentile_tokens": percentile_tokens,
-        "bounds": [MIN_DEFAULT_SEQUENCE_LENGTH, MAX_DEFAULT_SEQUENCE_LENGTH],
+        "bounds": [MIN_DEFAULT_SEQUENCE_LENGTH, longest],
         "truncate": config.truncate,
         **{name: {"cut": int(np.sum(c > config.sequence_length)), "texts": len(c),
                   "longest": int(c.max(initial=0))}
@@ -170,17 +191,20 @@ def truncation_line(truncation):
             f"{truncation['pooling']} pooling ({truncation['pooling_chosen_by']})")
 
 
-def make_model(config, vocabulary, n_classes):
-    """The (uncompiled) `TextClassifier`, or `TextClassifierEnsemble` of `config.ensemble`
-    members, of a config and its training split's vocabulary."""
+def make_model(config, vocabulary, n_classes, ngram_vocabulary=None):
+    """The (uncompiled) `TextClassifier`, `TextClassifierEnsemble` of `config.ensemble`
+    members, or `AutoTextClassifier` (with `ngram_vocabulary`) of a config and its training
+    split's vocabulary."""
     hyperparameters = dict(
-        num_classes=n_classes, vocabulary=vocabulary, kind=config.model,
+        num_classes=n_classes, vocabulary=vocabulary, kind=neural_kind(config),
         pooling=config.pooling, sequence_length=config.sequence_length,
         truncate=config.truncate, standardize=_standardize(config), ngrams=config.ngrams,
         embedding_dim=config.embedding_dim, units=config.units, layers=config.layers,
         num_heads=config.num_heads, ff_dim=config.ff_dim, dropout=config.dropout,
         token_dropout=config.token_dropout, seed=config.seed, name=f"sentiment_{config.model}",
     )
+    if config.model == "auto":
+        return AutoTextClassifier(ngram_vocabulary=ngram_vocabulary, **hyperparameters)
     if config.ensemble > 1:
         return TextClassifierEnsemble(num_members=config.ensemble, **hyperparameters)
     return TextClassifier(**hyperparameters)
@@ -192,7 +216,7 @@ def read_embeddings(config, vocabulary, texts):
     does); an unset `--embedding-dim` becomes the vectors' dimension."""
     if config.embeddings is None:
         return None
-    vectorizer = text_vectorizer(config.model, vocabulary, sequence_length=None,
+    vectorizer = text_vectorizer(neural_kind(config), vocabulary, sequence_length=None,
                                  standardize=_standardize(config))
     token_ids = vectorizer(tf.constant(list(texts), dtype=tf.string)).numpy()
     embeddings = pretrained_embeddings(
@@ -203,6 +227,70 @@ def read_embeddings(config, vocabulary, texts):
         fill_in_setting(config, "embedding_dim", embeddings.dimension,
                         f"the dimension of {embeddings.path}")
     return embeddings
+
+
+# ---------------------------------------------------------------------------------------------
+# --model auto
+
+
+def candidate_name(model, candidate):
+    """A candidate of `AUTO_CHOICES` as tables show it: ngrams, the neural kind, average."""
+    return model.neural.kind if candidate == "neural" else candidate
+
+
+def model_label(config, model):
+    """The model's name in tables: its kind, or "auto: <candidate kept>"."""
+    if isinstance(model, AutoTextClassifier):
+        return f"auto: {candidate_name(model, model.choice or 'average')}"
+    return config.model
+
+
+def choose_candidate(model, splits, ids):
+    """Makes an `AutoTextClassifier` choose on the validation split (the training split when
+    there is none); returns which split decided and the candidates' figures on it."""
+    split = "val" if len(splits["val"]) else "train"
+    figures = model.choose(splits[split].texts, ids[split])
+    if split == "val":
+        return "validation split", figures
+    return "training split, as there is no validation split", figures
+
+
+def auto_report(model, chosen_on, decided_figures, test_texts, test_ids, best_epochs=None):
+    """What `--model auto` kept and every candidate's accuracy and cross-entropy on the split
+    that decided and on the test split (metrics.json key `auto`)."""
+    test_figures = candidate_figures(model.candidate_probabilities(test_texts), test_ids)
+    decided = "validation" if chosen_on.startswith("validation") else "training"
+    report = {"chosen": candidate_name(model, model.choice), "chosen_on": chosen_on,
+              "members": {}}
+    for candidate in AUTO_CHOICES:
+        figures = {f"{decided}_accuracy": decided_figures[candidate]["accuracy"],
+                   f"{decided}_loss": decided_figures[candidate]["loss"],
+                   "test_accuracy": test_figures[candidate]["accuracy"],
+                   "test_loss": test_figures[candidate]["loss"]}
+        if best_epochs is not None and candidate != "average":
+            figures["best_epoch"] = best_epochs[0 if candidate == "ngrams" else 1]
+        report["members"][candidate_name(model, candidate)] = figures
+    return report
+
+
+def describe_choice(report):
+    """One summary line about `auto_report`'s figures."""
+    members, chosen = report["members"], report["chosen"]
+    neural = next(name for name in members if name not in AUTO_CHOICES)
+    order = [chosen, *(name for name in members if name != chosen)]
+    decided = "validation" if report["chosen_on"].startswith("validation") else "training"
+
+    def accuracies(split):
+        return ", ".join(f"{name} {_percent(members[name][f'{split}_accuracy'])}"
+                         for name in order)
+
+    return (f"model auto: kept {chosen}, chosen on the {report['chosen_on']} by accuracy "
+            f"({decided}: {accuracies(decided)}; test: {accuracies('test')}); average: the "
+            f"mean of the ngrams and {neural} probabilities")
+
+
+def _percent(value):
+    return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,6 +344,8 @@ class PreparedTexts:
     member_stopping: MemberEarlyStopping | None = None
     embeddings: PretrainedEmbeddings | None = None
     truncation: dict | None = None
+    ngram_vocabulary: list | None = None  # --model auto's n-gram member
+    choice: tuple | None = None  # --model auto: `choose_candidate`'s split and figures
 
 
 class SentimentPipeline(Pipeline):
@@ -263,7 +353,7 @@ class SentimentPipeline(Pipeline):
 
     name = CARD.name
     config_class = SentimentConfig
-    model_class = (TextClassifier, TextClassifierEnsemble)
+    model_class = (TextClassifier, TextClassifierEnsemble, AutoTextClassifier)
     data_paths = ("data", "test_data")
     description = CARD.description
     examples = CARD.examples
@@ -282,22 +372,29 @@ class SentimentPipeline(Pipeline):
         max_tokens = config.vocabulary_size
         if max_tokens is None and config.model != "ngrams":
             max_tokens = DEFAULT_WORD_VOCABULARY
-        vocabulary = adapt_vocabulary(splits["train"].texts, config.model, max_tokens,
+        vocabulary = adapt_vocabulary(splits["train"].texts, neural_kind(config), max_tokens,
                                       _standardize(config), config.ngrams)
+        # auto's n-gram member keeps every n-gram of the training split, as --model ngrams.
+        ngram_vocabulary = None if config.model != "auto" else adapt_vocabulary(
+            splits["train"].texts, "ngrams", None, _standardize(config), config.ngrams)
         truncation = settle_length_and_pooling(config, splits)
         ids = {name: label_ids(examples, classes) for name, examples in splits.items()}
         embeddings = read_embeddings(config, vocabulary, splits["train"].texts)
         return PreparedTexts(data, splits, report, classes, ids, vocabulary,
-                             embeddings=embeddings, truncation=truncation)
+                             embeddings=embeddings, truncation=truncation,
+                             ngram_vocabulary=ngram_vocabulary)
 
     def build_model(self, config, prepared):
-        model = make_model(config, prepared.vocabulary, len(prepared.classes))
+        model = make_model(config, prepared.vocabulary, len(prepared.classes),
+                           prepared.ngram_vocabulary)
         if prepared.embeddings is not None:
             # Before fit: a resumed run's BackupAndRestore then puts its own weights over them.
-            for classifier in getattr(model, "members", [model]):
+            classifiers = ([model.neural] if isinstance(model, AutoTextClassifier)
+                           else getattr(model, "members", [model]))
+            for classifier in classifiers:
                 prepared.embeddings.copy_into(classifier.embedding, config.freeze_embeddings)
         optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
-        if isinstance(model, TextClassifierEnsemble):
+        if isinstance(model, (TextClassifierEnsemble, AutoTextClassifier)):
             model.compile(optimizer)  # its loss: each member's own cross-entropy
         else:
             model.compile(optimizer, "sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -311,7 +408,7 @@ class SentimentPipeline(Pipeline):
         return train, make_dataset(splits["val"].texts, ids["val"], 256)
 
     def callbacks(self, config, prepared, monitor):
-        if config.ensemble == 1:
+        if config.ensemble == 1 and config.model != "auto":
             return super().callbacks(config, prepared, monitor)
         # Each member stops at its own best epoch, as if it had been trained alone.
         prepared.member_stopping = MemberEarlyStopping(
@@ -319,16 +416,25 @@ class SentimentPipeline(Pipeline):
         )
         return [prepared.member_stopping]
 
+    def after_fit(self, config, prepared, model):
+        if isinstance(model, AutoTextClassifier):
+            prepared.choice = choose_candidate(model, prepared.splits, prepared.ids)
+
     def score(self, config, model, prepared):
         probabilities, members = predict_probabilities(model, prepared.splits["test"].texts)
         metrics = score_classification(probabilities, prepared.ids["test"], prepared.classes,
                                        prepared.report["class_counts"]["train"], members)
         stopping = prepared.member_stopping
         if stopping is not None:
-            for figures, member_best in zip(metrics["members"], stopping.best_epochs):
+            for figures, member_best in zip(metrics.get("members", []), stopping.best_epochs):
                 figures["best_epoch"] = member_best
             if stopping.best_epoch is not None:
                 metrics["best_epoch"] = stopping.best_epoch
+        metrics["model_kind"] = model_label(config, model)
+        if isinstance(model, AutoTextClassifier):
+            metrics["auto"] = auto_report(
+                model, *prepared.choice, prepared.splits["test"].texts, prepared.ids["test"],
+                stopping.best_epochs if stopping is not None else None)
         data = prepared.data
         metrics.update(
             split="test",
@@ -339,6 +445,8 @@ class SentimentPipeline(Pipeline):
                 "layout": data.layout,
                 "split": prepared.report,
                 "vocabulary_size": len(prepared.vocabulary),
+                **({"ngram_vocabulary_size": len(prepared.ngram_vocabulary)}
+                   if prepared.ngram_vocabulary is not None else {}),
                 "skipped": data.train.skipped + (data.test.skipped if data.test else []),
             },
             truncation=prepared.truncation,
@@ -348,23 +456,30 @@ class SentimentPipeline(Pipeline):
         return metrics
 
     def artifacts(self, config, prepared):
-        return {"vocabulary": prepared.vocabulary, "classes": prepared.classes}
+        return {"vocabulary": prepared.vocabulary, "classes": prepared.classes,
+                "ngram_vocabulary": prepared.ngram_vocabulary}
 
     def write_artifacts(self, run, artifacts):
-        vocabulary = artifacts["vocabulary"]
-        run.write_text("vocabulary.txt", "".join(f"{token}\n" for token in vocabulary))
+        for name in ("vocabulary", "ngram_vocabulary"):
+            if artifacts[name] is not None:
+                run.write_text(f"{name}.txt", "".join(f"{token}\n" for token in artifacts[name]))
         run.write_json("classes.json", artifacts["classes"])
 
     def read_artifacts(self, path, config):
-        vocabulary = (path / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:-1]
-        return {"vocabulary": vocabulary, "classes": read_json(path / "classes.json")}
+        def lines(name):
+            return (path / name).read_text(encoding="utf-8").split("\n")[:-1]
+
+        return {"vocabulary": lines("vocabulary.txt"), "classes": read_json(path / "classes.json"),
+                "ngram_vocabulary": (lines("ngram_vocabulary.txt") if config.model == "auto"
+                                     else None)}
 
     def model_for_run(self, config, artifacts):
-        return make_model(config, artifacts["vocabulary"], len(artifacts["classes"]))
+        return make_model(config, artifacts["vocabulary"], len(artifacts["classes"]),
+                          artifacts["ngram_vocabulary"])
 
     def save_plots(self, run, config, prepared, model, metrics, history):
         save_confusion_plot(run.path("plots", "confusion.png"), metrics,
-                            title=f"{config.model}: test split")
+                            title=f"{metrics['model_kind']}: test split")
 
     def summary_lines(self, config, prepared, metrics):
         counts, data = prepared.report["examples"], metrics["data"]
@@ -374,14 +489,21 @@ class SentimentPipeline(Pipeline):
             f"{TASK_NAME}: {data['source']}, {len(prepared.classes)} classes, "
             f"{prepared.report['method']} split (train {counts['train']}, validation "
             f"{counts['val']}, test {counts['test']}), vocabulary {data['vocabulary_size']} "
-            f"{'n-grams' if config.model == 'ngrams' else 'tokens'}",
+            f"{'n-grams' if config.model == 'ngrams' else 'tokens'}"
+            + (f" and {data['ngram_vocabulary_size']} n-grams"
+               if "ngram_vocabulary_size" in data else ""),
             *([truncation_line(prepared.truncation)] if prepared.truncation else []),
             *([prepared.embeddings.summary_line(config.freeze_embeddings)]
               if prepared.embeddings is not None else []),
-            classification_tables(metrics, config.model),
+            *([describe_choice(metrics["auto"])] if "auto" in metrics else []),
+            classification_tables(metrics, metrics["model_kind"]),
+            *([no_better_line(metrics, counts["train"])]
+              if no_better_than_majority(metrics) else []),
             *([f"skipped: {'; '.join(data['skipped'])}"] if data["skipped"] else []),
             *([f"classes without test examples: {', '.join(untested)}"] if untested else []),
-            *(["note: the embedded sample is a smoke test; its figures measure nothing"]
+            *([f"note: the embedded sample ({counts['train']} training sentences) is too "
+               "small to learn sentiment from: it is a smoke test of the commands, its figures "
+               "and predictions measure nothing; train on real labelled texts with --data"]
               if data["source"] == SAMPLE_SOURCE else []),
         ]
 
@@ -415,10 +537,11 @@ class SentimentPipeline(Pipeline):
         true_ids = label_ids(examples, classes)
         probabilities, members = predict_probabilities(loaded.model, examples.texts)
         metrics = score_classification(probabilities, true_ids, classes, train_counts, members)
-        metrics.update(split=split, source=examples.source, classes=classes)
+        metrics.update(split=split, source=examples.source, classes=classes,
+                       model_kind=model_label(config, loaded.model))
         summary = [
             f"{TASK_NAME}: {examples.source}, {split}, {len(examples)} examples",
-            classification_tables(metrics, config.model),
+            classification_tables(metrics, metrics["model_kind"]),
         ]
         return evaluation_result(summary, metrics, output)
 
@@ -460,6 +583,21 @@ class SentimentPipeline(Pipeline):
         summary = [format_table(["label", "probability", "text"], shown),
                    *([f"... and {more} more"] if more > 0 else []), f"written to {path}"]
         return ActionResult(summary="\n".join(summary), path=path)
+
+
+def no_better_than_majority(metrics):
+    """Whether the model's test accuracy is at most the majority class's (below 1)."""
+    majority = metrics["majority_class"]["accuracy"]
+    return metrics["model"]["accuracy"] <= majority < 1
+
+
+def no_better_line(metrics, train_texts):
+    """The summary's warning for a model no better than always answering the majority class."""
+    majority = metrics["majority_class"]
+    return (f"warning: the model is no better than always answering the majority class "
+            f"({majority['class']}, accuracy {majority['accuracy']:.4f}): it has learned "
+            f"nothing the test split shows; {train_texts} training texts may be too few to "
+            "learn from (give more labelled texts with --data)")
 
 
 def _clip(text, width=70):

@@ -29,9 +29,15 @@ DEFAULT_EMBEDDING_DIM = 64
 LENGTH_PERCENTILE = 95
 MIN_DEFAULT_SEQUENCE_LENGTH = 64
 MAX_DEFAULT_SEQUENCE_LENGTH = 512
+# The cnn model's cost grows linearly with the length, so its default reads whole documents of
+# a few thousand words (the 95th percentile of 700-word reviews is about 1,000 tokens).
+MAX_DEFAULT_CNN_SEQUENCE_LENGTH = 4096
+# The neural member of --model auto: a convolutional reader with masked mean pooling, which
+# reads long documents whole in reasonable time on CPU (docs/performance.md).
+AUTO_NEURAL_KIND = "cnn"
 # The choices of models/text_classifier.py (it imports TensorFlow); the tests check that they
 # agree.
-MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer", "ngrams")
+MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer", "cnn", "ngrams")
 POOLINGS = ("mean", "max", "last")
 TRUNCATIONS = ("end", "start")
 
@@ -67,7 +73,8 @@ class SentimentConfig(TrainConfig):
     sequence_length: int | None = option(
         None, f"tokens per text; longer texts are cut (see --truncate) (default: the "
         f"{LENGTH_PERCENTILE}th percentile of the training texts' token counts, at least "
-        f"{MIN_DEFAULT_SEQUENCE_LENGTH} and at most {MAX_DEFAULT_SEQUENCE_LENGTH})"
+        f"{MIN_DEFAULT_SEQUENCE_LENGTH} and at most {MAX_DEFAULT_SEQUENCE_LENGTH}; cnn and "
+        f"auto: at most {MAX_DEFAULT_CNN_SEQUENCE_LENGTH})"
     )
     truncate: str = option(
         "start", "which end of a longer text is cut: start keeps its last tokens (reviews "
@@ -78,15 +85,18 @@ class SentimentConfig(TrainConfig):
         STANDARDIZE,
     )
     model: str = option(
-        "bilstm", "model kind: recurrent layers or a Transformer encoder over the token "
-        "embeddings, or ngrams: logistic regression on which 1..N-grams occur (a baseline)",
-        MODEL_KINDS,
+        "auto", "model kind: auto trains the ngrams model and a cnn side by side and keeps "
+        "the one, or their averaged probabilities, that scores best on the validation split; "
+        "recurrent layers, a Transformer encoder or convolutions (cnn) over the token "
+        "embeddings; or ngrams: logistic regression on which 1..N-grams occur (a baseline)",
+        ("auto", *MODEL_KINDS),
     )
     ngrams: int = option(2, "ngrams model: longest n-gram counted (1: words only)")
     pooling: str | None = option(
         None, "summary of the sequence: masked mean or maximum over the unmasked steps, or "
-        "the last unmasked recurrent state (default: mean when --sequence-length is at most "
-        f"{MIN_DEFAULT_SEQUENCE_LENGTH}, max when longer)", POOLINGS,
+        "the last unmasked recurrent state (default: cnn and auto mean; others mean when "
+        f"--sequence-length is at most {MIN_DEFAULT_SEQUENCE_LENGTH}, max when longer)",
+        POOLINGS,
     )
     embedding_dim: int | None = option(
         None, f"token embedding size (transformer: model width) (default: "
@@ -100,7 +110,10 @@ class SentimentConfig(TrainConfig):
     freeze_embeddings: bool = option(
         False, "keep the pretrained vectors of --embeddings fixed while training"
     )
-    units: int = option(64, "units per recurrent layer (bilstm: per direction)")
+    units: int = option(
+        64, "units per recurrent layer (bilstm: per direction); cnn and auto: convolution "
+        "filters"
+    )
     layers: int = option(1, "stacked recurrent or Transformer layers")
     dropout: float = option(0.5, "dropout rate on the embeddings and on the pooled features")
     token_dropout: float = option(
@@ -128,10 +141,16 @@ class SentimentConfig(TrainConfig):
         check_at_least(self, 3, "vocabulary_size")  # padding, [UNK] and one token
         check_rate(self, "dropout", "token_dropout", "test_fraction", "val_fraction")
         check_positive(self, "test_fraction")
-        if self.model == "transformer" and self.pooling == "last":
+        if self.model in ("transformer", "cnn", "auto") and self.pooling == "last":
             raise ValueError(
-                "the transformer model has no last state; pool with the masked mean or max. "
+                f"the {self.model} model has no last state; pool with the masked mean or max. "
                 f"Received: model={self.model!r}, pooling={self.pooling!r}"
+            )
+        if self.model == "auto" and self.ensemble > 1:
+            raise ValueError(
+                "--model auto trains one n-gram model and one cnn side by side; an ensemble "
+                "needs a single neural kind (for example --model cnn). Received: "
+                f"model='auto', ensemble={self.ensemble}"
             )
         if self.model == "ngrams" and self.ensemble > 1:
             raise ValueError(
@@ -166,8 +185,11 @@ CARD = TaskCard(
     name=TASK_NAME,
     description=(
         "Classify texts (sentiment or any other labels, two classes or more) with a GRU, LSTM, "
-        "bidirectional LSTM or Transformer built from seqlab's layers, or with a logistic "
-        "regression on word n-grams (--model ngrams). Text is vectorised inside the model, so "
+        "bidirectional LSTM, Transformer or convolutional reader built from seqlab's layers, "
+        "or with a logistic regression on word n-grams (--model ngrams); by default (--model "
+        "auto) the n-gram model and a convolutional reader are trained side by side and the "
+        "one, or their average, that scores best on the validation split is kept. Text is "
+        "vectorised inside the model, so "
         "runs and SavedModels take raw strings; padding is masked through every layer. Scored "
         "on the test split (given, or a seeded stratified split) beside the majority-class "
         "baseline. Without --data it trains on a 150-sentence smoke-test sample shipped with "

@@ -19,7 +19,7 @@ from seqlab.layers import (
     TokenDropout,
     TransformerEncoderLayer,
 )
-from seqlab.models import TextClassifier, TextClassifierEnsemble
+from seqlab.models import AutoTextClassifier, TextClassifier, TextClassifierEnsemble
 from seqlab.models.text_classifier import (
     MemberEarlyStopping,
     adapt_vocabulary,
@@ -501,8 +501,9 @@ def test_member_early_stopping_gives_each_member_its_own_best_epoch():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(kind="cnn"), "kind must be one of gru, lstm, bilstm, transformer, ngrams"),
+    (dict(kind="rnn"), "kind must be one of gru, lstm, bilstm, transformer, cnn, ngrams"),
     (dict(kind="transformer", pooling="last"), "The transformer kind has no last state"),
+    (dict(kind="cnn", pooling="last"), "The cnn kind has no last state"),
     (dict(kind="transformer", embedding_dim=6, num_heads=4),
      "embedding_dim must be a multiple of num_heads"),
     (dict(pooling="sum"), "pooling must be one of mean, max, last"),
@@ -515,3 +516,84 @@ def test_member_early_stopping_gives_each_member_its_own_best_epoch():
 def test_constructor_refuses_settings_that_cannot_work(overrides, message):
     with pytest.raises(ValueError, match=message):
         tiny_classifier(**overrides)
+
+
+def _auto_model(**overrides):
+    texts = ["great film", "awful film", "lovely and great", "dull and poor"]
+    settings = dict(num_classes=2, vocabulary=adapt_vocabulary(texts),
+                    ngram_vocabulary=adapt_vocabulary(texts, "ngrams"), kind="cnn",
+                    embedding_dim=4, units=4, sequence_length=8, seed=0)
+    settings.update(overrides)
+    return AutoTextClassifier(**settings)
+
+
+@pytest.mark.parametrize("ngrams_right, neural_right, chosen", [
+    (4, 2, "ngrams"),   # the n-gram model is better
+    (2, 4, "neural"),   # the neural one is better
+    (4, 4, "ngrams"),   # a tie goes to the n-gram model
+])
+def test_auto_chooses_the_candidate_of_highest_accuracy(monkeypatch, ngrams_right,
+                                                        neural_right, chosen):
+    model = _auto_model()
+    labels = np.array([0, 1, 0, 1])
+
+    def answers(right):
+        # Right on the first `right` texts, confidently wrong on the others.
+        return np.array([[0.9, 0.1] if (label == 0) == (k < right) else [0.1, 0.9]
+                         for k, label in enumerate(labels)], dtype="float32")
+
+    ngrams, neural = answers(ngrams_right), answers(neural_right)
+    monkeypatch.setattr(model, "candidate_probabilities", lambda texts, batch_size=256: {
+        "ngrams": ngrams, "average": (ngrams + neural) / 2, "neural": neural})
+    figures = model.choose(["a", "b", "c", "d"], labels)
+    assert model.choice == chosen
+    assert figures["ngrams"]["accuracy"] == ngrams_right / 4
+    assert figures["neural"]["accuracy"] == neural_right / 4
+
+
+def test_auto_average_wins_when_it_is_right_where_each_member_errs(monkeypatch):
+    model = _auto_model()
+    labels = np.array([0, 0, 0])
+    ngrams = np.array([[0.9, 0.1], [0.45, 0.55], [0.9, 0.1]], dtype="float32")
+    neural = np.array([[0.45, 0.55], [0.9, 0.1], [0.9, 0.1]], dtype="float32")
+    monkeypatch.setattr(model, "candidate_probabilities", lambda texts, batch_size=256: {
+        "ngrams": ngrams, "average": (ngrams + neural) / 2, "neural": neural})
+    model.choose(["a", "b", "c"], labels)
+    assert model.choice == "average"
+
+
+def test_auto_answers_with_its_choice_and_keeps_it_through_saving(tmp_path):
+    model = _auto_model(choice="neural")
+    texts = tf.constant(["great film", "dull and poor film"])
+    np.testing.assert_allclose(model(texts), model.neural(texts), atol=1e-7)
+    model.choice = "ngrams"
+    np.testing.assert_allclose(model(texts), model.ngram_model(texts), atol=1e-7)
+    model.choice = "average"
+    np.testing.assert_allclose(
+        model(texts), (model.ngram_model(texts) + model.neural(texts)) / 2, atol=1e-7)
+    model.choice = "ngrams"
+    model.ngram_model.output_layer.set_weights(
+        [np.random.default_rng(0).normal(size=(len(model.ngram_model.vocabulary), 2)),
+         np.zeros(2)])
+    model.save(tmp_path / "auto.keras")
+    loaded = keras.saving.load_model(tmp_path / "auto.keras")
+    assert loaded.choice == "ngrams"
+    np.testing.assert_allclose(loaded(texts), model(texts), atol=1e-6)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(kind="ngrams"), "the n-gram member is always there"),
+    (dict(choice="best"), "choice must be None or one of ngrams, average, neural"),
+])
+def test_auto_refuses_settings_that_cannot_work(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _auto_model(**overrides)
+
+
+def test_cnn_padding_changes_no_output():
+    model = TextClassifier(2, vocabulary_size=10, kind="cnn", embedding_dim=4, units=4,
+                           layers=2, sequence_length=32)
+    ids = tf.constant([[3, 4, 5, 6, 7], [2, 9, 0, 0, 0]], dtype="int64")
+    padded = tf.concat([ids, tf.zeros((2, 9), "int64")], axis=1)
+    np.testing.assert_allclose(model(ids), model(padded), atol=1e-6)
+    np.testing.assert_allclose(model(ids[1:, :2]), model(ids[1:]), atol=1e-6)

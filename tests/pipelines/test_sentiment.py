@@ -13,7 +13,7 @@ import tensorflow as tf
 from seqlab import cli
 from seqlab.data.classification import make_splits
 from seqlab.data.errors import DataError
-from seqlab.models import TextClassifier, TextClassifierEnsemble
+from seqlab.models import AutoTextClassifier, TextClassifier, TextClassifierEnsemble
 from seqlab.pipelines.common import UsageError
 from seqlab.pipelines.sentiment import (
     PIPELINE,
@@ -253,14 +253,38 @@ def test_interrupted_ensemble_run_resumes(tmp_path):
     assert history["epoch"].tolist() == [1, 2, 3]
 
 
+def test_interrupted_auto_run_resumes_and_chooses(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
+    config = tiny_config(data, tmp_path / "run", model="auto", epochs=3, patience=5)
+
+    class InterruptAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(config, callbacks=[InterruptAfterFirstEpoch()])
+    result = train(config)
+    assert result.metrics["epochs_run"] == 3
+    history = pd.read_csv(result.path / "history.csv")
+    assert history["epoch"].tolist() == [1, 2, 3]
+    auto = result.metrics["auto"]
+    assert auto["chosen"] in ("ngrams", "average", "cnn")
+    assert PIPELINE.load_run(result.path).model.choice == {"cnn": "neural"}.get(
+        auto["chosen"], auto["chosen"])
+
+
 def test_config_refuses_settings_that_cannot_work():
     with pytest.raises(UsageError, match="ensemble must be at least 1"):
         make_config(SentimentConfig, flag_values={"ensemble": 0})
     with pytest.raises(UsageError, match="the transformer model has no last state"):
         make_config(SentimentConfig, flag_values={"model": "transformer", "pooling": "last"})
-    with pytest.raises(UsageError, match="model must be one of gru, lstm, bilstm, transformer, "
-                                         "ngrams"):
-        make_config(SentimentConfig, flag_values={"model": "cnn"})
+    with pytest.raises(UsageError, match="model must be one of auto, gru, lstm, bilstm, "
+                                         "transformer, cnn, ngrams"):
+        make_config(SentimentConfig, flag_values={"model": "rnn"})
+    with pytest.raises(UsageError, match="--model auto trains one n-gram model and one cnn"):
+        make_config(SentimentConfig, flag_values={"ensemble": 2})
+    with pytest.raises(UsageError, match="the cnn model has no last state"):
+        make_config(SentimentConfig, flag_values={"model": "cnn", "pooling": "last"})
     with pytest.raises(UsageError, match="the ngrams model starts from zero weights"):
         make_config(SentimentConfig, flag_values={"model": "ngrams", "ensemble": 3})
     with pytest.raises(UsageError, match="ngrams must be at least 1"):
@@ -280,6 +304,7 @@ def test_command_line_trains_on_the_embedded_sample_then_predicts(tmp_path, caps
     assert metrics["best_epoch"] == 1 and metrics["epochs_run"] == 1
     assert 0 <= metrics["model"]["accuracy"] <= 1
     assert "model (transformer)" in printed and "smoke test" in printed
+    assert "(121 training sentences) is too small to learn sentiment from" in printed
 
     status = cli.main(["sentiment", "predict", "--run", str(out), "what a lovely evening",
                        "the soup was cold"])
@@ -329,27 +354,47 @@ def long_runs(tmp_path_factory):
     return data, default, ngrams
 
 
-def test_default_model_reads_long_documents_at_least_as_well_as_ngrams(long_runs):
-    _, default, ngrams = long_runs
-    accuracy = default.metrics["model"]["accuracy"]
-    # The verdict is in the last words: 0.1.0's first 64 tokens saw none of it (0.5).
-    assert accuracy >= ngrams.metrics["model"]["accuracy"] and accuracy >= 0.9
-    settings = json.loads((default.path / "config.json").read_text())["settings"]
-    assert (settings["sequence_length"], settings["truncate"], settings["pooling"]) == (
-        512, "start", "max")
-
-
-def test_chosen_length_and_cut_texts_are_reported(long_runs):
-    data, default, ngrams = long_runs
-    truncation = json.loads((default.path / "metrics.json").read_text())["truncation"]
+def _token_counts(data):
     config = SentimentConfig(data=str(data))
     splits, _ = make_splits(load_data(config), config.test_fraction, config.val_fraction,
                             config.seed)
     # The texts are lower-case words without punctuation: a word is a token.
-    counts = {name: np.array([len(text.split()) for text in examples.texts])
-              for name, examples in splits.items()}
+    return splits, {name: np.array([len(text.split()) for text in examples.texts])
+                    for name, examples in splits.items()}
+
+
+def test_default_model_reads_long_documents_at_least_as_well_as_ngrams(long_runs):
+    data, default, ngrams = long_runs
+    accuracy = default.metrics["model"]["accuracy"]
+    # The verdict is one word among the last five: 0.1.0's first 64 tokens saw none of it
+    # (0.5); a mean over ~500 tokens dilutes it, so the figure stays modest at 4 epochs.
+    assert accuracy >= ngrams.metrics["model"]["accuracy"] and accuracy >= 0.7
+    settings = json.loads((default.path / "config.json").read_text())["settings"]
+    _, counts = _token_counts(data)
     percentile = int(np.ceil(np.percentile(counts["train"], 95)))
+    # The cnn reads whole documents: the 95th percentile is not lowered to 512.
     assert percentile > 512
+    assert (settings["model"], settings["sequence_length"], settings["truncate"],
+            settings["pooling"]) == ("auto", percentile, "start", "mean")
+    auto = default.metrics["auto"]
+    assert set(auto["members"]) == {"ngrams", "cnn", "average"}
+    assert auto["chosen_on"] == "validation split"
+    chosen = auto["members"][auto["chosen"]]
+    assert chosen["test_accuracy"] == accuracy
+    assert chosen["validation_accuracy"] == max(
+        figures["validation_accuracy"] for figures in auto["members"].values())
+    assert default.metrics["model_kind"] == f"auto: {auto['chosen']}"
+    assert f"model auto: kept {auto['chosen']}, chosen on the validation split" in (
+        default.summary)
+
+
+def test_chosen_length_and_cut_texts_are_reported(long_runs):
+    data, default, ngrams = long_runs
+    splits, counts = _token_counts(data)
+    # A recurrent model's default length stops at 512 and pools by the maximum.
+    config = SentimentConfig(data=str(data), model="bilstm")
+    truncation = settle_length_and_pooling(config, splits)
+    percentile = int(np.ceil(np.percentile(counts["train"], 95)))
     assert truncation["percentile_tokens"] == percentile
     assert truncation["sequence_length"] == 512 and truncation["truncate"] == "start"
     assert truncation["chosen_by"] == (
@@ -361,33 +406,40 @@ def test_chosen_length_and_cut_texts_are_reported(long_runs):
                                     "texts": len(counts[name]),
                                     "longest": int(counts[name].max())}
     assert 0 < truncation["train"]["cut"] < truncation["train"]["texts"]
-    cut = truncation["train"]["cut"]
-    assert (f"sequence length 512 (the 95th percentile of the training texts' token counts, "
-            f"{percentile}, lowered to the default's maximum 512); longer texts cut at the "
-            f"start (their last 512 tokens kept): train {cut} of") in default.summary
-    assert "max pooling (sequence length 512, above 64)" in default.summary
+    # The default (auto, its cnn) reports its own length and cut.
+    reported = default.metrics["truncation"]
+    assert reported["sequence_length"] == percentile and reported["bounds"] == [64, 4096]
+    assert reported["train"]["cut"] == int(np.sum(counts["train"] > percentile))
+    cut = reported["train"]["cut"]
+    assert (f"sequence length {percentile} (the 95th percentile of the training texts' token "
+            f"counts, {percentile}); longer texts cut at the start (their last {percentile} "
+            f"tokens kept): train {cut} of") in default.summary
+    assert "mean pooling (the cnn's default)" in default.summary
     # The ngrams model reads whole texts: nothing to report.
     assert "truncation" not in ngrams.metrics or ngrams.metrics["truncation"] is None
     assert "sequence length" not in ngrams.summary
 
 
-def test_long_run_saved_model_cuts_texts_inside_the_graph(long_runs, tmp_path):
+def test_long_run_saved_model_serves_what_the_model_predicts(long_runs, tmp_path):
     data, default, _ = long_runs
     texts = pd.read_csv(data)["text"].tolist()[:3]
-    longer = [" ".join(["w1"] * 100 + text.split()) for text in texts]  # only the start differs
-    last_words = [" ".join(text.split()[-512:]) for text in longer]
     model = keras.saving.load_model(default.path / "model.keras")
+    assert isinstance(model, AutoTextClassifier)
     expected = model.predict(tf.constant(texts), verbose=0)
     serving = tf.saved_model.load(str(default.path / "saved_model")).signatures[
         "serving_default"]
-    def served(batch):
-        return serving(text=tf.constant(batch))["probabilities"].numpy()
-
-    np.testing.assert_allclose(served(texts), expected, atol=1e-6)
-    np.testing.assert_allclose(served(longer), served(last_words), atol=1e-6)
+    served = serving(text=tf.constant(texts))["probabilities"].numpy()
+    np.testing.assert_allclose(served, expected, atol=1e-6)
     reloaded = predict(default.path, texts=texts, output=str(tmp_path / "p.csv"))
     rows = pd.read_csv(reloaded.path)
     np.testing.assert_allclose(rows["p_pos"], expected[:, 1], atol=1e-5)
+    # The neural member cuts long texts inside the model (and so inside the SavedModel).
+    length = model.neural.sequence_length
+    longer = [" ".join(["w1"] * 100 + text.split()) for text in texts]  # only the start differs
+    last_words = [" ".join(text.split()[-length:]) for text in longer]
+    np.testing.assert_allclose(model.neural.predict(tf.constant(longer), verbose=0),
+                               model.neural.predict(tf.constant(last_words), verbose=0),
+                               atol=1e-6)
 
 
 def test_explicit_length_pooling_and_cut_win_and_short_texts_keep_64(tmp_path):
@@ -434,7 +486,8 @@ class EmbeddingsAtTrainBegin(keras.callbacks.Callback):
     """Keeps every classifier's token embedding matrix as `fit` starts (after a restore)."""
 
     def on_train_begin(self, logs=None):
-        classifiers = getattr(self.model, "members", [self.model])
+        classifiers = [c for c in getattr(self.model, "members", [self.model])
+                       if c.embedding is not None]  # auto's n-gram member has none
         self.matrices = [embedding_matrix(c) for c in classifiers]
         self.output_kernel = classifiers[0].output_layer.kernel.numpy().copy()
 
@@ -488,7 +541,7 @@ def test_frozen_pretrained_vectors_stay_bit_identical_and_the_run_exports(tmp_pa
                                model.predict(tf.constant(texts), verbose=0), atol=1e-6)
 
 
-@pytest.mark.parametrize("model_kind, ensemble", [("gru", 2), ("transformer", 1)])
+@pytest.mark.parametrize("model_kind, ensemble", [("gru", 2), ("transformer", 1), ("auto", 1)])
 def test_every_member_and_the_transformer_get_the_vectors(tmp_path, model_kind, ensemble):
     data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
     vectors = write_vectors(tmp_path / "vectors.txt", ["film", "great"])
@@ -545,3 +598,78 @@ def test_embeddings_settings_that_cannot_work_are_refused(tmp_path):
         train(tiny_config(data, tmp_path / "run", model="transformer", num_heads=8,
                           embedding_dim=None, embeddings=str(tmp_path / "vectors.txt")))
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
+
+
+# --model auto: the n-gram model, the neural one or their average, kept on the validation split
+
+
+def write_opening_verdicts(path, n_per_class=24, seed=0):
+    """A CSV whose class is told by its first word (a verdict, repeated), then filler."""
+    rng = np.random.default_rng(seed)
+    rows = [{"review": " ".join([rng.choice(VERDICTS[label])] * 2
+                                + list(rng.choice(LONG_FILLER, size=6))), "class": label}
+            for label in VERDICTS for _ in range(n_per_class)]
+    pd.DataFrame(rows).sample(frac=1, random_state=seed).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def blinded_auto(tmp_path_factory):
+    """An auto run whose neural member sees only each text's last word (filler): the n-gram
+    model, reading whole texts, clearly wins."""
+    folder = tmp_path_factory.mktemp("blinded")
+    data = write_opening_verdicts(folder / "verdicts.csv")
+    return train(tiny_config(data, folder / "run", model="auto", sequence_length=1,
+                             truncate="start", epochs=8, patience=8, val_fraction=0.25))
+
+
+def test_auto_keeps_the_member_that_wins_on_validation(blinded_auto):
+    auto = blinded_auto.metrics["auto"]
+    members = auto["members"]
+    assert members["ngrams"]["validation_accuracy"] >= 0.8
+    assert members["cnn"]["validation_accuracy"] <= 0.6
+    assert auto["chosen"] == "ngrams"
+    assert blinded_auto.metrics["model"]["accuracy"] == members["ngrams"]["test_accuracy"]
+    assert members["ngrams"]["best_epoch"] >= 1 and members["cnn"]["best_epoch"] >= 1
+    assert "model auto: kept ngrams, chosen on the validation split by accuracy" in (
+        blinded_auto.summary)
+    assert "model (auto: ngrams)" in blinded_auto.summary
+    assert (blinded_auto.path / "ngram_vocabulary.txt").is_file()
+    loaded = PIPELINE.load_run(blinded_auto.path)
+    assert isinstance(loaded.model, AutoTextClassifier) and loaded.model.choice == "ngrams"
+    assert loaded.artifacts["ngram_vocabulary"] == loaded.model.ngram_model.vocabulary
+    assert evaluate(blinded_auto.path).metrics["model"] == blinded_auto.metrics["model"]
+
+
+@pytest.mark.parametrize("choice", ["ngrams", "average", "neural"])
+def test_auto_export_serves_what_each_choice_predicts(blinded_auto, tmp_path, choice):
+    from seqlab.pipelines.sentiment import export_saved_model
+
+    model = PIPELINE.load_run(blinded_auto.path).model
+    model.choice = choice
+    texts = ["great great w1 w2", "dull dull w3", "w4 w5 lovely", ""]
+    expected = model.predict_probabilities(texts)
+    export_saved_model(model, ["neg", "pos"], tmp_path / "saved")
+    serving = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"]
+    served = serving(text=tf.constant(texts))
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-6)
+    candidates = model.candidate_probabilities(texts)
+    np.testing.assert_allclose(expected, candidates[choice], atol=1e-6)
+    assert [label.decode() for label in served["label"].numpy()] == [
+        ["neg", "pos"][k] for k in np.argmax(expected, axis=-1)]
+
+
+def test_a_model_no_better_than_the_majority_class_is_called_so():
+    from seqlab.pipelines.sentiment import no_better_line, no_better_than_majority
+
+    figures = {"model": {"accuracy": 0.4}, "majority_class": {"accuracy": 0.4667,
+                                                               "class": "positive"}}
+    assert no_better_than_majority(figures)
+    assert no_better_line(figures, 121).startswith(
+        "warning: the model is no better than always answering the majority class (positive, "
+        "accuracy 0.4667)")
+    figures["model"]["accuracy"] = 0.5333
+    assert not no_better_than_majority(figures)
+    # A test split of one class that the model gets all right is no failure.
+    assert not no_better_than_majority({"model": {"accuracy": 1.0},
+                                        "majority_class": {"accuracy": 1.0}})
