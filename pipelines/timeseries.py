@@ -759,8 +759,9 @@ class TimeseriesPipeline(Pipeline):
             *([backtest_table(metrics["backtest"])] if "backtest" in metrics else []),
             f"season {prepared.season}: {prepared.season_source}",
             f"lookback {config.lookback}: {prepared.lookback_source}",
-            *([f"classical models (statsforecast, fitted on the {prepared.windows.bounds['test'][0]}"
-               f" rows before the test split, state updated at each origin): "
+            *([f"classical models (statsforecast, fitted on the "
+               f"{prepared.windows.bounds['test'][0]} rows before the test split, state updated "
+               "at each origin): "
                + "; ".join(f"{name}: {', '.join(forms.values())}"
                            for name, forms in metrics["classical_forms"].items())]
               if metrics["classical_forms"] else []),
@@ -804,8 +805,8 @@ class TimeseriesPipeline(Pipeline):
             output: a JSON file to write the figures to (optional).
         """
         loaded = self.load_run(run)
-        config, schema, scaler = loaded.config, loaded.artifacts["schema"], loaded.artifacts["scaler"]
-        members = loaded.artifacts.get("members")
+        config, schema = loaded.config, loaded.artifacts["schema"]
+        scaler, members = loaded.artifacts["scaler"], loaded.artifacts.get("members")
         series = self._read_series(loaded, data)
         if data is None:
             windows = make_windows(config, series, schema, scaler=scaler)

@@ -83,7 +83,8 @@ class ForecastMembers:
         for method, entries in classical.items():
             if method not in CLASSICAL_MEMBERS or not isinstance(entries, list) or not entries:
                 raise ValueError(f"members.json: field 'classical.{method}' must be a "
-                                 f"non-empty list of a known method ({', '.join(CLASSICAL_MEMBERS)})")
+                                 "non-empty list of a known method "
+                                 f"({', '.join(CLASSICAL_MEMBERS)})")
             specs[method] = [ClassicalSpec.from_dict(entry) for entry in entries]
         selection = values.get("selection")
         selection = None if selection is None else Selection.from_dict(selection)

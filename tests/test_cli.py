@@ -109,7 +109,7 @@ def test_train_predict_and_evaluate_from_the_command_line(tmp_path, capsys):
     # ETS baseline fits a clean cycle almost exactly: it is reported, not asserted against).
     assert metrics["model"]["rmse"] < 0.8 * min(metrics["naive"]["rmse"],
                                                 metrics["seasonal_naive"]["rmse"])
-    assert metrics["best_baseline"] in ("naive", "seasonal_naive", "ets")
+    assert metrics["best_baseline"] in ("naive", "seasonal_naive", "ets", "arima", "theta")
 
     assert cli.main(["timeseries", "predict", "--run", str(out)]) == 0
     assert "2016-09-01" in capsys.readouterr().out  # the month after 200 months from 2000-01

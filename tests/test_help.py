@@ -36,8 +36,8 @@ TIMESERIES_TRAIN_FLAGS = (
     "--max-minutes "
     "--time-column --target --features --categorical --fill --fill-ends --lookback --horizon "
     "--stride --val-fraction --test-fraction --split-targets --no-split-targets --backtest "
-    "--scaler --model --normalization --units --layers --dropout --clipnorm --learning-rate "
-    "--patience --season --num-heads --ff-dim --config --overwrite --debug"
+    "--scaler --model --auto-folds --normalization --units --layers --dropout --clipnorm "
+    "--learning-rate --patience --season --num-heads --ff-dim --config --overwrite --debug"
 ).split()
 
 
