@@ -71,21 +71,79 @@ def write_json_atomic(path, value):
     write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
 
 
+# seqlab recognises the folders it writes by a marker file inside them, never by a common
+# file name (a `config.json` or a `saved_model.pb` of the user's own), and deletes or replaces
+# no folder without it. The marker moves with the folder (`<out>.partial` renamed to `<out>`).
+RUN_MARKER = "seqlab-run.json"
+EXPORT_MARKER = "seqlab-export.json"
+MARKER_FORMAT = 1
+# What a SavedModel directory holds. An export written before the markers (seqlab 0.1.0 and
+# until this version) is recognised by holding these and nothing else, `saved_model.pb` not empty.
+_SAVED_MODEL_ENTRIES = {"saved_model.pb", "fingerprint.pb", "variables", "assets",
+                        "keras_metadata.pb"}
+
+
+def write_marker(folder, name, kind, **fields):
+    """Writes the marker `name` (`RUN_MARKER` or `EXPORT_MARKER`) into `folder`, atomically."""
+    write_json_atomic(Path(folder) / name, {"seqlab": kind, "format": MARKER_FORMAT,
+                                            "created_utc": utc_timestamp(), **fields})
+
+
+def has_marker(folder, name, kind):
+    """Whether `folder` (not a symlink) holds seqlab's marker `name` of `kind`."""
+    marker = Path(folder) / name
+    if Path(folder).is_symlink() or marker.is_symlink() or not marker.is_file():
+        return False
+    try:
+        record = read_json(marker)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("seqlab") == kind \
+        and isinstance(record.get("format"), int)
+
+
+def _is_unmarked_saved_model(path):
+    """An export written before the markers: SavedModel entries only (variables/ holding
+    only variable files), and a `saved_model.pb` that is not empty."""
+    entries = {entry.name for entry in path.iterdir()}
+    if not entries <= _SAVED_MODEL_ENTRIES or "saved_model.pb" not in entries:
+        return False
+    if any(entry.is_symlink() for entry in path.iterdir()):
+        return False
+    graph, variables = path / "saved_model.pb", path / "variables"
+    if not graph.is_file() or graph.stat().st_size == 0:
+        return False
+    if variables.exists() and not (variables.is_dir() and all(
+            entry.is_file() and entry.name.startswith("variables.")
+            for entry in variables.iterdir())):
+        return False
+    return True
+
+
 def is_saved_model(path):
-    """Whether `path` is a SavedModel directory (what an export writes)."""
+    """Whether `path` is an export seqlab wrote (its marker, or an older version's complete
+    SavedModel): the only folders `export --overwrite` replaces."""
     path = Path(path)
-    return path.is_dir() and (path / "saved_model.pb").is_file()
+    if path.is_symlink() or not path.is_dir():
+        return False
+    return has_marker(path, EXPORT_MARKER, "export") or _is_unmarked_saved_model(path)
 
 
 def check_export_path(path, overwrite=False):
     """Refuses an export path that holds anything but a previous export to replace.
 
     Raises:
-        UsageError: `path` is a file, a non-empty folder that is not a SavedModel, or a
-            SavedModel while `overwrite` is False.
+        UsageError: `path` is a symlink, a file, a non-empty folder that is not an export of
+            seqlab's, or one while `overwrite` is False.
     """
     path = Path(path)
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symbolic link; seqlab does not write through links: "
+                         "give the real folder, or another --out")
     if not path.exists():
+        blocking = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")
         return
     if is_saved_model(path):
         if not overwrite:
@@ -95,8 +153,8 @@ def check_export_path(path, overwrite=False):
             )
     elif path.is_file() or any(path.iterdir()):
         raise UsageError(
-            f"{path} exists and is not a SavedModel; seqlab never deletes what it did not "
-            "write: choose another --out"
+            f"{path} exists and is not a SavedModel written by seqlab (no {EXPORT_MARKER}); "
+            "seqlab never deletes what it did not write: choose another --out"
         )
 
 
@@ -114,7 +172,11 @@ def write_export_archive(archive, path):
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         archive.write_out(str(temporary), verbose=False)
+        write_marker(temporary, EXPORT_MARKER, "export")
         os.replace(temporary, path)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write the SavedModel there ("
+                         f"{error.strerror or error})") from None
     finally:
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)
@@ -220,7 +282,7 @@ def open_run(path, task):
         )
     if not config_path.is_file():
         hint = ""
-        if Path(f"{path}.partial").is_dir():
+        if path.name and path.with_name(path.name + PARTIAL_SUFFIX).is_dir():
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
     try:
@@ -234,6 +296,19 @@ def open_run(path, task):
 
 
 LOCK_NAME = ".lock"
+PARTIAL_SUFFIX = ".partial"
+
+
+def _legacy_run_settings(path):
+    """`(task, settings)` of the config.json of a run written before the markers, or None."""
+    try:
+        record = read_json(Path(path) / "config.json")
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(record, dict) and isinstance(record.get("task"), str)
+            and isinstance(record.get("settings"), dict) and "versions" in record):
+        return None
+    return record["task"], record["settings"]
 # Written after `fit` (with the trained model.keras beside it): a rerun of an interrupted
 # train skips `fit` and continues with scoring, plots and export.
 FIT_DONE_NAME = "fit_done.json"
@@ -302,7 +377,10 @@ class RunDirectory:
 
     def __init__(self, out, task, overwrite=False):
         self.final = Path(out)
-        self.work = Path(f"{out}.partial")
+        if self.final.name in ("", ".."):  # "." or "..": the folder's own name
+            self.final = Path(os.path.abspath(out))
+        # From the name, not the text: `--out runs/a/` is `runs/a.partial`, not `runs/a/.partial`.
+        self.work = self.final.with_name(self.final.name + PARTIAL_SUFFIX)
         self.task = task
         self.overwrite = overwrite
         self.resumed = False
@@ -325,22 +403,62 @@ class RunDirectory:
         Raises:
             UsageError: as in `start()`.
         """
+        if self.final.name.endswith(PARTIAL_SUFFIX):
+            raise UsageError(
+                f"--out {self.final}: a name ending in {PARTIAL_SUFFIX} is where seqlab keeps an "
+                f"unfinished run; give the final name (--out "
+                f"{self.final.with_name(self.final.name[:-len(PARTIAL_SUFFIX)])})"
+            )
+        for path in (self.final, self.work):
+            if path.is_symlink():
+                raise UsageError(f"--out {self.final}: {path} is a symbolic link; seqlab does "
+                                 "not write through links: give the real folder")
         if self.final.is_file():
             raise UsageError(f"--out {self.final} is a file; give a folder for the run")
+        blocking = next((p for p in self.final.parents if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise UsageError(f"--out {self.final}: {blocking} is a file, not a folder")
         existing = next((p for p in (self.final, *self.final.parents) if p.exists()), None)
         if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
             raise UsageError(f"--out {self.final}: {existing} is not writable")
         if self.final.exists():
-            is_run = (self.final / "config.json").is_file()
+            is_run = has_marker(self.final, RUN_MARKER, "run")
             if not is_run and any(self.final.iterdir()):
+                if _legacy_run_settings(self.final) is not None:
+                    raise UsageError(
+                        f"--out {self.final} holds a run written by an earlier seqlab version "
+                        f"(no {RUN_MARKER}), which seqlab does not replace: evaluate, predict and "
+                        "export still read it; to train again choose another --out, or move it "
+                        "away yourself"
+                    )
                 raise UsageError(
-                    f"--out {self.final} exists and is not a seqlab run; choose another --out"
+                    f"--out {self.final} exists and is not a seqlab run (no {RUN_MARKER}); "
+                    "seqlab never deletes what it did not write: choose another --out"
                 )
             if is_run and not self.overwrite:
                 raise UsageError(
                     f"--out {self.final} already holds a finished run; pass --overwrite to "
                     "replace it, or choose another --out"
                 )
+        if self.work.exists():
+            if not self.work.is_dir():
+                raise UsageError(f"--out {self.final}: {self.work} is a file; seqlab keeps an "
+                                 "unfinished run there: move it away or choose another --out")
+            if not has_marker(self.work, RUN_MARKER, "run") and not self._unmarked_work_is_ours():
+                raise UsageError(
+                    f"--out {self.final}: {self.work} exists and was not written by seqlab (no "
+                    f"{RUN_MARKER}); seqlab never deletes what it did not write: move it away "
+                    "or choose another --out"
+                )
+
+    def _unmarked_work_is_ours(self):
+        """An unmarked `<out>.partial` that seqlab may use: empty (or only a lock), or an
+        earlier version's unfinished run of this task (which is resumed, never deleted)."""
+        entries = {entry.name for entry in self.work.iterdir()}
+        if entries <= {LOCK_NAME}:
+            return True
+        settings = _legacy_run_settings(self.work)
+        return settings is not None and settings[0] == self.task
 
     def start(self, settings):
         """Creates (or resumes) `<out>.partial` and writes config.json.
@@ -353,18 +471,29 @@ class RunDirectory:
 
         Raises:
             UsageError: `out` holds a finished run (without `overwrite`), holds something that is
-                not a seqlab run, or `<out>.partial` holds a run with other settings.
+                not a seqlab run, or `<out>.partial` holds a run with other settings, or is not
+                seqlab's.
         """
         self.check_out()
+        marked = self.work.is_dir() and has_marker(self.work, RUN_MARKER, "run")
+        self.work.mkdir(parents=True, exist_ok=True)
         # Owned before anything in it is read or removed: a second train into the same --out
         # is refused while the first runs.
-        self.work.mkdir(parents=True, exist_ok=True)
         self._lock()
-        if (self.work / "config.json").is_file() or len(list(self.work.iterdir())) > 1:
+        entries = {entry.name for entry in self.work.iterdir()} - {LOCK_NAME, RUN_MARKER}
+        if entries:
             previous = self.work / "config.json"
             previous_settings = read_json(previous)["settings"] if previous.is_file() else None
             if previous_settings == settings:
                 self.resumed = True
+            elif not marked:
+                # An earlier version's unfinished run (check_out let only that through): resumed
+                # with the same settings, otherwise left as it is.
+                raise UsageError(
+                    f"{self.work} holds an unfinished run of an earlier seqlab version (no "
+                    f"{RUN_MARKER}) with other settings; seqlab does not delete it: rerun with "
+                    "its settings to finish it, or move it away yourself"
+                )
             elif self.overwrite or previous_settings is None:
                 shutil.rmtree(self.work)
                 self.work.mkdir(parents=True)
@@ -381,6 +510,8 @@ class RunDirectory:
                     f"{self.work} holds an unfinished run with other settings ({details}); rerun "
                     "with the same settings to resume it, or pass --overwrite to start over"
                 )
+        if not has_marker(self.work, RUN_MARKER, "run"):
+            write_marker(self.work, RUN_MARKER, "run", task=self.task)
         if not self.resumed:
             write_json_atomic(
                 self.work / "config.json",
@@ -421,6 +552,11 @@ class RunDirectory:
                     leftover.unlink()
         if self.checkpoint_dir.exists() and not any(self.checkpoint_dir.iterdir()):
             self.checkpoint_dir.rmdir()
+        if self.final.exists() and (self.final.is_symlink() or (
+                not has_marker(self.final, RUN_MARKER, "run") and any(self.final.iterdir()))):
+            # Something not seqlab's appeared at --out while this run trained: never replaced.
+            raise UsageError(f"--out {self.final} now holds something that is not a seqlab run; "
+                             f"the finished run stays in {self.work}: move it there yourself")
         self.lock_path.unlink(missing_ok=True)
         return replace_directory(self.work, self.final)
 
@@ -689,5 +825,9 @@ __all__ = [
     "take_lock",
     "write_export_archive",
     "write_json_atomic",
+    "write_marker",
     "write_text_atomic",
+    "has_marker",
+    "RUN_MARKER",
+    "EXPORT_MARKER",
 ]

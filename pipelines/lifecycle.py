@@ -33,6 +33,7 @@ from seqlab.data.errors import DataError
 from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
+    RUN_MARKER,
     EpochHistory,
     StopAfterMinutes,
     Task,
@@ -279,7 +280,8 @@ def describe_run_directory(path):
         ("plots", sorted(str(p.relative_to(path)) for p in path.glob("plots/*.png"))),
         ("settings and files", sorted(p.name for p in path.iterdir()
                                       if p.is_file() and p.name not in listed
-                                      and not p.name.startswith("."))),
+                                      and not p.name.startswith(".")
+                                      and p.name != RUN_MARKER)),
     ):
         if names:
             lines.append(f"  {label}: {', '.join(names)}")

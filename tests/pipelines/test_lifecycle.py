@@ -71,6 +71,21 @@ def test_export_refuses_a_folder_of_the_users_files_and_the_run_itself(finished,
     assert _files(run) == before
 
 
+def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished, tmp_path,
+                                                                         capsys):
+    _, run = finished
+    mine = tmp_path / "models"
+    mine.mkdir()
+    (mine / "saved_model.pb").write_bytes(b"")
+    (mine / "results.csv").write_text("1,2\n")
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(mine),
+                     "--overwrite"]) == 2
+    error = capsys.readouterr().err
+    assert "is not a SavedModel written by seqlab (no seqlab-export.json)" in error
+    assert error.count("\n") == 1
+    assert _files(mine) == ["results.csv", "saved_model.pb"]
+
+
 def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_path, capsys):
     _, run = finished
     saved_model = run / "saved_model"
@@ -89,7 +104,7 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     empty = tmp_path / "serving"
     empty.mkdir()
     assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(empty)]) == 0
-    assert (empty / "saved_model.pb").is_file()
+    assert (empty / "saved_model.pb").is_file() and (empty / "seqlab-export.json").is_file()
 
 
 def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
@@ -99,7 +114,8 @@ def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
             (tmp_path / "half.txt").write_text("")
             raise OSError(28, "No space left on device")
 
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(UsageError, match=r"model: cannot write the SavedModel there \(No space "
+                                         r"left on device\)"):
         write_export_archive(FailingArchive(), tmp_path / "model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["half.txt"]
 
