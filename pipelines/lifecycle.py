@@ -106,6 +106,20 @@ def copy_weights_by_layer_name(source, target, origin):
         namesake.set_weights(layer.get_weights())
 
 
+class RecordFitEnd(keras.callbacks.Callback):
+    """At the end of `fit`, before the epoch backup is removed (it must come before
+    `BackupAndRestore` in the callbacks, after those that restore best weights): saves the
+    trained model to `model_path`, then calls `record()` (which writes fit_done.json)."""
+
+    def __init__(self, model_path, record):
+        super().__init__()
+        self.model_path, self.record = model_path, record
+
+    def on_train_end(self, logs=None):
+        self.model.save(self.model_path)
+        self.record()
+
+
 def best_epoch(history, monitor, mode="min"):
     """The 1-based epoch whose `monitor` was best, or None without history."""
     values = [row[monitor] for row in history if monitor in row]
@@ -485,6 +499,25 @@ class Pipeline:
                     str(run.path(TENSORBOARD_DIR))))
             stop_watch = StopWatch()
             started = time.perf_counter()
+
+            def fit_record_now():
+                training = training_record(
+                    config.epochs, history.history, best_epoch(history.history, monitor, mode),
+                    stop_watch, [*task_callbacks, *callbacks])
+                return {
+                    "train_seconds": round(time.perf_counter() - started, 2),
+                    "best_epoch": training["best_epoch"],
+                    "training": training,
+                }
+
+            # Keras removes its epoch backup when fit returns: the end of fit is recorded
+            # first (the trained model and fit_done.json), so that a kill in between
+            # continues after fit instead of training again from epoch 1.
+            run_callbacks.insert(
+                next(i for i, c in enumerate(run_callbacks)
+                     if isinstance(c, keras.callbacks.BackupAndRestore)),
+                RecordFitEnd(model_path, lambda: run.write_json(FIT_DONE_NAME,
+                                                                fit_record_now())))
             model.fit(
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),
@@ -495,14 +528,7 @@ class Pipeline:
             )
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)
-            training = training_record(
-                config.epochs, history.history, best_epoch(history.history, monitor, mode),
-                stop_watch, [*task_callbacks, *callbacks])
-            fit_record = {
-                "train_seconds": round(time.perf_counter() - started, 2),
-                "best_epoch": training["best_epoch"],
-                "training": training,
-            }
+            fit_record = fit_record_now()
             run.write_json(FIT_DONE_NAME, fit_record)
 
         metrics = self.score(config, model, prepared)

@@ -149,7 +149,8 @@ def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_
 # --- a crash after fit resumes after fit ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("dies_in", ["export", "finish after the export"])
+@pytest.mark.parametrize("dies_in", ["export", "finish after the export",
+                                     "the first step after fit returned"])
 def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, capsys, dies_in):
     config = tiny_config(tmp_path, epochs=3, patience=50)
 
@@ -158,13 +159,16 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
 
     if dies_in == "export":
         monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", die)
-    else:
+    elif dies_in == "finish after the export":
         monkeypatch.setattr(RunDirectory, "finish", die)
+    else:  # Keras has removed its epoch backup by then
+        monkeypatch.setattr(timeseries.TimeseriesPipeline, "after_fit", die)
     with pytest.raises(OSError):
         timeseries.train(config)
     partial = tmp_path / "run.partial"
     assert (partial / "model.keras").is_file() and (partial / "fit_done.json").is_file()
-    assert (partial / "saved_model").exists() == (dies_in != "export")
+    assert (partial / "saved_model").exists() == (dies_in == "finish after the export")
+    assert not (partial / "checkpoints").exists() or dies_in != "the first step after fit returned"
     with open(partial / "history.csv", newline="") as file:
         epochs = [row["epoch"] for row in csv.DictReader(file)]
     assert epochs == ["1", "2", "3"]
