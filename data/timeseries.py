@@ -961,8 +961,14 @@ class WindowGenerator:
         if not short:
             return
         split, rows = short[0]
-        needed = len(self.frame) + 1
-        # The split bounds round: find the shortest series these fractions accept.
+        # The split bounds round: find the shortest series these fractions accept. A split of
+        # n rows holds at most n * share + 1 rows, so none shorter than (rows - 1) / share
+        # does: the search starts there (a long window would otherwise take a step per row).
+        shares = {"train": 1 - val_fraction - test_fraction, "val": val_fraction,
+                  "test": test_fraction}
+        needed = max(len(self.frame) + 1, *(
+            int((self._rows_needed(name) - 1) / share) - 1
+            for name, share in shares.items() if share > 0))
         while short_splits(split_bounds(needed, val_fraction, test_fraction)):
             needed += 1
         what = (f"one window needs lookback + horizon = {self.lookback} + {self.horizon} = "

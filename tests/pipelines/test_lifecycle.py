@@ -223,10 +223,13 @@ def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, 
 
 
 def test_settings_that_cannot_train_are_refused(tmp_path, capsys):
-    for flag, value in (("--learning-rate", "-1"), ("--learning-rate", "nan"),
-                        ("--clipnorm", "0")):
+    for flag, value, message in (("--learning-rate", "-1", "must be positive"),
+                                 ("--learning-rate", "0", "must be positive"),
+                                 ("--learning-rate", "nan", "must be a finite number"),
+                                 ("--learning-rate", "inf", "must be a finite number"),
+                                 ("--clipnorm", "0", "must be positive")):
         assert cli.main(["timeseries", "train", flag, value, "--out", str(tmp_path / "r")]) == 2
-        assert "must be positive" in capsys.readouterr().err
+        assert message in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "r.partial").exists()
 
 
