@@ -26,7 +26,7 @@ from seqlab.data.datasets import resolve_path
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.data.translation import (
     END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, load_data, read_lines,
-    read_test_pairs, token_text, tokenize,
+    read_test_pairs, token_text, tokenize, within_max_length,
 )
 from seqlab.models import Translator
 from seqlab.models.translator import TextTranslator
@@ -245,9 +245,10 @@ class TranslatePipeline(Pipeline):
                  *([prepared.embeddings.summary_line(config.freeze_embeddings)]
                    if prepared.embeddings is not None else []),
                  translation_table(metrics["test"]), *data["splits"]]
-        if skipped["train"] or skipped["val"]:
+        if skipped["train"] or skipped["val"] or skipped.get("test"):
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "
-                         f"{skipped['train']} training and {skipped['val']} validation pairs")
+                         f"{skipped['train']} training, {skipped['val']} validation and "
+                         f"{skipped.get('test', 0)} test pairs")
         return [*lines, f"examples ({first_test}):",
                 *translation_examples(prepared.pairs.tests[first_test],
                                       prepared.examples[first_test])]
@@ -271,13 +272,17 @@ class TranslatePipeline(Pipeline):
             tests = _load_data(config).tests
         else:
             tests = read_test_pairs(data, src, tgt, **_reading(config, data))
-        figures = {
-            name: translation_figures(translator.translate, pairs, beam_width, length_penalty,
-                                      config.batch_size)[0]
-            for name, pairs in tests.items()
-        }
+        figures, skipped = {}, 0
+        for name, pairs in tests.items():
+            pairs, left_out = within_max_length(pairs, config.max_length)
+            skipped += left_out
+            figures[name] = translation_figures(translator.translate, pairs, beam_width,
+                                                length_penalty, config.batch_size)[0]
         source = src or data or "the run's test split"
         summary = [f"{TASK_NAME}: {source}", translation_table(figures)]
+        if skipped:
+            summary.append(f"left out (longer than max_length={config.max_length} tokens): "
+                           f"{skipped} pairs")
         return evaluation_result(summary, {"test": figures}, output)
 
     def predict(self, run, data=None, output=None, **options):
@@ -298,6 +303,14 @@ class TranslatePipeline(Pipeline):
         if not sentences:
             raise UsageError('nothing to translate: give sentences ("A man is riding a bike.") '
                              "or --input FILE")
+        lengths = tokenize(sentences).row_lengths().numpy()
+        too_long = next((index for index, length in enumerate(lengths)
+                         if length > loaded.config.max_length), None)
+        if too_long is not None:
+            where = (f"sentence {too_long + 1}" if too_long < len(texts or [])
+                     else f"{input}: line {too_long - len(texts or []) + 1}")
+            raise UsageError(f"{where} has {lengths[too_long]} tokens; this run translates at "
+                             f"most max_length={loaded.config.max_length}")
         results = translator.translate(
             sentences, beam_width=beam_width, length_penalty=length_penalty, num_return=n_best,
             batch_size=loaded.config.batch_size,

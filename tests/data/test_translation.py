@@ -329,6 +329,11 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
     report = prepared.report()
     assert report["pairs"] == {"train": 42, "val": 12, "test": 6}
     assert report["skipped_longer_than_max_length"]["train"] == prepared.train_ids.skipped
+    # A test source longer than max_length is left out too (translating it could run out of
+    # memory), and counted.
+    kept = prepared.tests["test"].sources
+    assert report["skipped_longer_than_max_length"]["test"] == 6 - len(kept) > 0
+    assert all(len(source.split()) <= 10 for source in kept)
     assert report["vocabulary"] == {"source": 6, "target": 6}
     assert sum(int(s.shape[0]) for (s, _), _ in val) == 12 - prepared.val_ids.skipped
     long_pairs = write(tmp_path / "long.tsv", "".join(f"a b c {i}\tx y z\n" for i in range(9)))
