@@ -169,6 +169,11 @@ def _rows_text(rows, values=None):
     return ", ".join(shown) + more
 
 
+# The largest absolute value a numeric column may hold: the model computes in float32, whose
+# squares (in the losses and figures) stay finite up to about 1e19.
+MAX_ABS_VALUE = 1e15
+
+
 def _parse_numbers(column):
     """Float values of `column`, with NaN where a value is missing or not a number."""
     if pd.api.types.is_bool_dtype(column):
@@ -676,6 +681,14 @@ class SeriesSchema:
                 )
             return values
         values = _parse_numbers(raw)
+        extreme = np.flatnonzero((values.abs() > MAX_ABS_VALUE).to_numpy())  # inf too, not NaN
+        if len(extreme):
+            raise DataError(
+                f"column {name!r} has values that are infinite or beyond +-{MAX_ABS_VALUE:g} at "
+                f"lines {_rows_text(extreme, raw.iloc[extreme].tolist())}; expected finite "
+                "numbers of at most that size (the model computes in float32)",
+                path=source,
+            )
         if self.fill is None:
             not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
             if len(not_numbers):

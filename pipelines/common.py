@@ -23,6 +23,7 @@ import dataclasses
 import datetime
 import io
 import json
+import math
 import os
 import platform
 import re
@@ -67,8 +68,25 @@ def write_text_atomic(path, text):
         temporary.unlink(missing_ok=True)
 
 
+def finite_or_none(value):
+    """`value` with every float that is NaN or infinite (in dicts, lists, NumPy scalars)
+    replaced by None: JSON has no such numbers, and a figure that is not a number is "none"."""
+    if isinstance(value, dict):
+        return {key: finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(item) for item in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():  # a NumPy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def write_json_atomic(path, value):
-    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+    """Writes `value` as JSON (strict: a NaN or infinite figure is written as null)."""
+    text = json.dumps(finite_or_none(value), indent=2, sort_keys=False, default=str,
+                      allow_nan=False)
+    write_text_atomic(path, text + "\n")
 
 
 # seqlab recognises the folders it writes by a marker file inside them, never by a common
@@ -656,6 +674,39 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         )
 
 
+class TrainingDiverged(UsageError):
+    """The loss became NaN or infinite during `fit`."""
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stops `fit` at the end of the first epoch whose loss (or any figure of its logs) is NaN
+    or infinite, with a one-line `TrainingDiverged` (Keras's `TerminateOnNaN` would end it
+    quietly, and the run's figures would be NaN). It must come first among the callbacks, so
+    that the diverged epoch reaches neither history.csv nor the backup: the epochs finished
+    before stay in the unfinished run.
+
+    Args:
+        learning_rate: the run's learning rate, named in the message.
+    """
+
+    def __init__(self, learning_rate=None):
+        super().__init__()
+        self.learning_rate = learning_rate
+
+    def on_epoch_end(self, epoch, logs=None):
+        bad = {name: float(value) for name, value in (logs or {}).items()
+               if isinstance(value, (int, float)) or hasattr(value, "__float__")}
+        bad = {name: value for name, value in bad.items() if not math.isfinite(value)}
+        if bad:
+            name, value = next(iter(bad.items()))
+            rate = f" (now {self.learning_rate:g})" if self.learning_rate else ""
+            raise TrainingDiverged(
+                f"training diverged: {name} became {value} in epoch {epoch + 1}; no figures "
+                f"were written. Lower --learning-rate{rate} or check the data for extreme "
+                "values, then rerun with --overwrite"
+            )
+
+
 def training_callbacks(run):
     """`[EpochHistory, AtomicBackupAndRestore]` for fitting inside `run` (a `RunDirectory`).
 
@@ -809,7 +860,9 @@ __all__ = [
     "RunDirectory",
     "RunRecord",
     "StopAfterMinutes",
+    "StopOnNonFiniteLoss",
     "Task",
+    "TrainingDiverged",
     "UsageError",
     "default_out",
     "format_table",

@@ -36,6 +36,7 @@ from seqlab.pipelines.common import (
     RUN_MARKER,
     EpochHistory,
     StopAfterMinutes,
+    StopOnNonFiniteLoss,
     Task,
     UsageError,
     check_export_path,
@@ -522,7 +523,9 @@ class Pipeline:
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),
                 epochs=config.epochs,
-                callbacks=stop_watch.watch([*task_callbacks, *run_callbacks, *callbacks]),
+                callbacks=stop_watch.watch([
+                    StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
+                    *task_callbacks, *run_callbacks, *callbacks]),
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
                 verbose=progress_verbosity(),
             )

@@ -255,6 +255,11 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"ffill or --fill interpolate to repair them"),
         ("t,y\n1,1\n2,abc\n3,3\n4,4\n", {"time_column": "t"},
          r"column 'y' has non-numeric values at lines 3 \('abc'\); expected numbers"),
+        ("t,y\n1,1\n2,inf\n3,1e308\n4,-Infinity\n", {"time_column": "t"},
+         r"series\.csv: column 'y' has values that are infinite or beyond \+-1e\+15 at lines "
+         r"3 \(inf\), 4 \(1e\+308\), 5 \(-inf\); expected finite numbers"),
+        ("t,y\n1,1\n2,inf\n3,3\n4,4\n", {"time_column": "t", "fill": "ffill"},
+         r"column 'y' has values that are infinite"),
         ("t,city,y\n1,Paris,1\n2,Rome,2\n", {"time_column": "t", "features": ["city", "y"],
                                              "targets": ["y"]},
          r"column 'city' is not numeric \(e\.g\. 'Paris' at line 2\); leave it out of "

@@ -1,6 +1,7 @@
 """Tests of pipelines/common.py: the run directory, epoch history, tables."""
 
 import json
+import math
 
 import pytest
 
@@ -8,11 +9,14 @@ from seqlab.pipelines.common import (
     RUN_MARKER,
     EpochHistory,
     RunDirectory,
+    StopOnNonFiniteLoss,
+    TrainingDiverged,
     UsageError,
     check_export_path,
     format_table,
     is_saved_model,
     open_run,
+    write_json_atomic,
     write_text_atomic,
 )
 
@@ -224,3 +228,26 @@ def test_export_paths_seqlab_did_not_write_are_refused(tmp_path):
     (tmp_path / "thesis.txt").write_text("draft")
     with pytest.raises(UsageError, match=r"thesis\.txt is a file, not a folder"):
         check_export_path(under_a_file)
+
+
+# --- no NaN figure ------------------------------------------------------------------------------
+
+
+def test_json_files_never_hold_nan_or_infinity(tmp_path):
+    import numpy as np
+
+    write_json_atomic(tmp_path / "m.json", {"a": float("nan"), "b": [np.float32("inf"), 1.5],
+                                            "c": {"d": -math.inf, "e": np.float64(2.0)}})
+    text = (tmp_path / "m.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": {"d": None, "e": 2.0}}
+
+
+def test_a_diverged_epoch_stops_training_in_one_line():
+    stop = StopOnNonFiniteLoss(learning_rate=5.0)
+    stop.on_epoch_end(0, {"loss": 0.5, "val_loss": 0.7})
+    with pytest.raises(TrainingDiverged, match=r"^training diverged: val_loss became nan in epoch "
+                                                r"3; no figures were written\. Lower "
+                                                r"--learning-rate \(now 5\)"):
+        stop.on_epoch_end(2, {"loss": 0.5, "val_loss": float("nan")})
+    assert issubclass(TrainingDiverged, UsageError)
