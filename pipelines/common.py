@@ -236,8 +236,46 @@ def replace_export(path, write):
     return path
 
 
+class JsonRecord(dict):
+    """A JSON object read by `read_json`: it knows its file (`source`), and a missing key is a
+    one-line `UsageError` naming the file and the field, not a bare KeyError."""
+
+    source = None
+
+    def __missing__(self, key):
+        raise UsageError(f"{self.source}: the field {key!r} is missing; the file was edited or "
+                         "damaged")
+
+
 def read_json(path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The JSON file `path`, strictly: its objects are `JsonRecord`s.
+
+    Raises:
+        UsageError: the file cannot be read, is not UTF-8 or not complete JSON, or holds NaN
+            or Infinity (which are not JSON numbers); the message names the file and where.
+    """
+    path = Path(path)
+
+    def record(pairs):
+        value = JsonRecord(pairs)
+        value.source = path
+        return value
+
+    def refuse_constant(name):
+        raise UsageError(f"{path}: holds {name}, which is not a number; the file was edited or "
+                         "damaged")
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; the file is damaged") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        return json.loads(text, object_pairs_hook=record, parse_constant=refuse_constant)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path}: not complete JSON ({error.msg} at line {error.lineno} column "
+                         f"{error.colno}); the file was edited or damaged") from None
 
 
 def rows_to_csv(rows, columns=None):
@@ -303,11 +341,11 @@ def open_run(path, task):
         if path.name and path.with_name(path.name + PARTIAL_SUFFIX).is_dir():
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
-    try:
-        record = read_json(config_path)
-        settings = record["settings"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{config_path}: not a seqlab run's config.json ({error!r})") from None
+    record = read_json(config_path)
+    if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+        raise UsageError(f"{config_path}: not a seqlab run's config.json (expected an object "
+                         "with the run's \"settings\")")
+    settings = record["settings"]
     if record.get("task") != task:
         raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
     return RunRecord(path=path, task=task, settings=settings)

@@ -24,6 +24,7 @@ name their sublayers as 0.1.0 did), and renamed settings are mapped (`renamed_se
 import dataclasses
 import importlib.util
 import time
+import zipfile
 from pathlib import Path
 
 import keras
@@ -119,6 +120,28 @@ class RecordFitEnd(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         self.model.save(self.model_path)
         self.record()
+
+
+def check_model_matches_settings(model, expected, record):
+    """Refuses a run whose model.keras does not hold the weights its config.json and files
+    describe (`expected`: the model they build), as after a hand-edited horizon or vocabulary.
+
+    Raises:
+        UsageError: naming the first weight whose shape differs.
+    """
+    for saved, wanted in zip(model.weights, expected.weights):
+        if tuple(saved.shape) != tuple(wanted.shape):
+            raise UsageError(
+                f"{record.file('config.json')}: the settings and files of the run do not match "
+                f"its model.keras (weight {saved.path} has shape {tuple(saved.shape)}, they give "
+                f"{tuple(wanted.shape)}); a file was edited or damaged: retrain the run"
+            )
+    if len(model.weights) != len(expected.weights):
+        raise UsageError(
+            f"{record.file('config.json')}: the settings of the run do not match its "
+            f"model.keras ({len(model.weights)} weights, they give {len(expected.weights)}); a "
+            "file was edited or damaged: retrain the run"
+        )
 
 
 def best_epoch(history, monitor, mode="min"):
@@ -587,14 +610,19 @@ class Pipeline:
                              f"({error})") from None
         try:
             artifacts = self.read_artifacts(record.path, config)
-        except DataError:
+        except (DataError, UsageError):
             raise
         except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
+            what = str(error) if type(error) is ValueError else repr(error)
             raise UsageError(f"{record.path}: a file of the run is missing or damaged "
-                             f"({error!r}); retrain it") from None
+                             f"({what}); retrain it") from None
         model_path = record.file("model.keras")
         if not model_path.is_file():
             raise UsageError(f"{model_path}: not found; the run is incomplete")
+        if not zipfile.is_zipfile(model_path):
+            raise UsageError(f"{model_path}: damaged (not a complete .keras archive; "
+                             f"{model_path.stat().st_size} bytes); retrain the run or put back "
+                             "the file")
         try:
             model = keras.saving.load_model(model_path, compile=False)
         except Exception as error:  # Keras raises many kinds for a damaged or unsafe file
@@ -605,6 +633,8 @@ class Pipeline:
             upgraded = self.model_for_run(config, artifacts)
             copy_weights_by_layer_name(model, upgraded, origin=str(record.path))
             model = upgraded
+        else:
+            check_model_matches_settings(model, self.model_for_run(config, artifacts), record)
         metrics_path = record.file("metrics.json")
         metrics = read_json(metrics_path) if metrics_path.is_file() else {}
         return LoadedRun(record.path, config, artifacts, model, metrics)

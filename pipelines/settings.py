@@ -117,7 +117,8 @@ def check_settings(config):
         if value is None and optional:
             continue
         values = value if is_list and isinstance(value, (list, tuple)) else [value]
-        if is_list and not isinstance(value, (list, tuple)):
+        # A list of names may be given as one name (as in a config file: `target = "y"`).
+        if is_list and not isinstance(value, (list, tuple)) and base is not str:
             raise ValueError(f"{name} must be a list of {base.__name__}. Received: "
                              f"{name}={value!r}")
         for item in values:

@@ -194,6 +194,24 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
 # --- a damaged run or a wrong path is one clear line, not a traceback ----------------------------
 
 
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def edit_json(path, **changes):
+    """Changes top-level fields of a JSON file (None removes one; a dict updates one)."""
+    record = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            record.pop(key)
+        elif isinstance(value, dict):
+            record[key].update(value)
+        else:
+            record[key] = value
+    path.write_text(json.dumps(record))
+
+
 def unsafe_keras_file(path):
     """A `.keras` file with a Lambda layer: Keras's safe mode refuses to load its code."""
     import keras
@@ -204,11 +222,29 @@ def unsafe_keras_file(path):
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda run: (run / "config.json").write_text("{not json"), r"config\.json: not a seqlab"),
-    (lambda run: (run / "model.keras").write_bytes(b"garbage"), r"model\.keras: cannot be loaded"),
+    (lambda run: (run / "config.json").write_text("{not json"),
+     r"config\.json: not complete JSON \(Expecting property name enclosed in double quotes at "
+     r"line 1 column 2\); the file was edited or damaged"),
+    (lambda run: (run / "model.keras").write_bytes(b"garbage"),
+     r"model\.keras: damaged \(not a complete \.keras archive"),
+    (lambda run: truncate(run / "model.keras"), r"model\.keras: damaged \(not a complete"),
     (lambda run: (run / "model.keras").unlink(), r"model\.keras: not found"),
-    (lambda run: (run / "scaler.json").unlink(), r"a file of the run is missing or damaged"),
-    (lambda run: (run / "scaler.json").write_text("[1, 2"), r"a file of the run is missing"),
+    (lambda run: (run / "scaler.json").unlink(), r"scaler\.json: cannot be read \(No such file"),
+    (lambda run: (run / "scaler.json").write_text("[1, 2"), r"scaler\.json: not complete JSON"),
+    (lambda run: edit_json(run / "scaler.json", scale=[float("nan")]),
+     r"scaler\.json: holds NaN, which is not a number"),
+    (lambda run: edit_json(run / "scaler.json", scale=["1"]),
+     r"scaler\.json: the field 'scale' must hold one finite number per column \(1\)"),
+    (lambda run: edit_json(run / "scaler.json", offset=None),
+     r"scaler\.json: the field 'offset' is missing"),
+    (lambda run: edit_json(run / "schema.json", targets="y"),
+     r"schema\.json: the field 'targets' must be a list of column names"),
+    (lambda run: edit_json(run / "config.json", settings={"horizon": 3}),
+     r"config\.json: the settings and files of the run do not match its model\.keras"),
+    (lambda run: edit_json(run / "config.json", settings={"lookback": "six"}),
+     r"config\.json: settings this version cannot use \(lookback must be int"),
+    (lambda run: edit_json(run / "config.json", settings=None),
+     r"config\.json: not a seqlab run's config\.json"),
     (lambda run: unsafe_keras_file(run / "model.keras"), r"model\.keras: cannot be loaded.*safe"),
 ])
 def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, message):

@@ -105,5 +105,5 @@ def test_out_of_bounds_action_options_are_refused(task, action, values, message)
 def test_a_config_file_of_the_wrong_types_is_refused():
     with pytest.raises(ValueError, match=r"epochs must be int\. Received: epochs='3'"):
         ToyConfig(epochs="3")
-    with pytest.raises(ValueError, match=r"columns must be a list of str"):
-        ToyConfig(columns="a")
+    with pytest.raises(ValueError, match=r"columns must be str\. Received: columns=3"):
+        ToyConfig(columns=["a", 3])
