@@ -34,6 +34,7 @@ import typing
 from pathlib import Path
 
 import keras
+import tensorflow as tf
 
 from seqlab.pipelines.errors import UsageError
 
@@ -57,15 +58,21 @@ def write_text_atomic(path, text):
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name to write to")
+    blocking = next((p for p in path.parents if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)
-    except (PermissionError, NotADirectoryError, FileExistsError) as error:
+    except OSError as error:  # read-only, under a file, disk full, ...
         raise UsageError(f"{path}: cannot write there ({error.strerror or error})") from None
     finally:
-        temporary.unlink(missing_ok=True)
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:  # its folder could not be made: there is no temporary
+            pass
 
 
 def finite_or_none(value):
@@ -192,9 +199,10 @@ def write_export_archive(archive, path):
         archive.write_out(str(temporary), verbose=False)
         write_marker(temporary, EXPORT_MARKER, "export")
         os.replace(temporary, path)
-    except OSError as error:
+    except (OSError, tf.errors.OpError) as error:  # TensorFlow's file errors are OpErrors
+        reason = (error.strerror if isinstance(error, OSError) else error.message) or error
         raise UsageError(f"{path}: cannot write the SavedModel there ("
-                         f"{error.strerror or error})") from None
+                         f"{str(reason).splitlines()[0]})") from None
     finally:
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)

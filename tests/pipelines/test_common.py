@@ -251,3 +251,18 @@ def test_a_diverged_epoch_stops_training_in_one_line():
                                                 r"--learning-rate \(now 5\)"):
         stop.on_epoch_end(2, {"loss": 0.5, "val_loss": float("nan")})
     assert issubclass(TrainingDiverged, UsageError)
+
+
+def test_a_file_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"out\.json: cannot write there \(.*notes\.txt is a file, "
+                                         r"not a folder\)"):
+        write_text_atomic(tmp_path / "notes.txt" / "out.json", "x")
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pathlib.Path.write_text", full)
+    with pytest.raises(UsageError, match=r"a\.txt: cannot write there \(No space left on device\)"):
+        write_text_atomic(tmp_path / "a.txt", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
