@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SEQLAB_FUZZ_EXAMPLES="${1:-2000}"
-exec python -m pytest -q -n 0 -p no:randomly tests/test_fuzz.py ${2:+-k "$2"} --hypothesis-show-statistics
+exec python -m pytest -q -n 0 tests/test_fuzz.py ${2:+-k "$2"} --hypothesis-show-statistics
