@@ -456,8 +456,8 @@ def within_max_length(pairs, max_length):
     lengths = tokenize(pairs.sources).row_lengths().numpy()
     keep = [index for index, length in enumerate(lengths) if length <= max_length]
     if not keep:
-        raise DataError(f"every sentence is longer than the run's max_length={max_length} "
-                        "tokens", path=pairs.name)
+        raise DataError(f"every source sentence is longer than {max_length} tokens, the most "
+                        "the model translates", path=pairs.name)
     if len(keep) == len(pairs):
         return pairs, 0
     return pairs.subset(keep), len(pairs) - len(keep)
@@ -598,10 +598,13 @@ class PreparedPairs:
     batches: int = 0
     test_skipped: dict = dataclasses.field(default_factory=dict)
 
-    def encode(self, min_count=1, max_vocabulary=None, max_length=None, batch_size=64):
+    def encode(self, min_count=1, max_vocabulary=None, max_length=None, batch_size=64,
+               max_test_tokens=None):
         """Builds the vocabularies of the training split (`Vocabulary.build`), the ids of train
-        and val (`encode_pairs`, pairs longer than `max_length` left out and counted) and the
-        number of training batches of `batch_size` per epoch; returns self.
+        and val (`encode_pairs`, pairs longer than `max_length` left out and counted), leaves
+        out the test pairs whose source has more than `max_test_tokens` tokens (the most the
+        model translates; counted), and the number of training batches of `batch_size` per
+        epoch; returns self.
 
         Raises:
             DataError: no validation pairs, or no training pair within `max_length`.
@@ -624,7 +627,8 @@ class PreparedPairs:
         # long line would not fit in memory), and counted.
         self.test_skipped = {}
         for name, pairs in list(self.tests.items()):
-            self.tests[name], self.test_skipped[name] = within_max_length(pairs, max_length)
+            self.tests[name], self.test_skipped[name] = within_max_length(pairs,
+                                                                          max_test_tokens)
         lengths = np.maximum(self.train_ids.source_ids.row_lengths().numpy(),
                              self.train_ids.target_ids.row_lengths().numpy() + 1)
         self.batches = planned_batches(lengths, batch_size)

@@ -29,7 +29,7 @@ from seqlab.data.translation import (
     read_test_pairs, token_text, tokenize, within_max_length,
 )
 from seqlab.models import Translator
-from seqlab.models.translator import TextTranslator
+from seqlab.models.translator import MAX_INPUT_TOKENS, TextTranslator
 from seqlab.pipelines.common import (
     ActionResult, UsageError, pyplot, write_export_archive, write_text_atomic,
 )
@@ -152,7 +152,7 @@ class TranslatePipeline(Pipeline):
     def prepare(self, config, distribution):
         pairs = _load_data(config).encode(
             config.min_count, config.max_vocabulary, config.max_length,
-            distribution.global_batch_size(config.batch_size),
+            distribution.global_batch_size(config.batch_size), max_test_tokens=MAX_INPUT_TOKENS,
         )
         return PreparedTranslation(pairs, embeddings=read_embeddings(config, pairs))
 
@@ -245,10 +245,12 @@ class TranslatePipeline(Pipeline):
                  *([prepared.embeddings.summary_line(config.freeze_embeddings)]
                    if prepared.embeddings is not None else []),
                  translation_table(metrics["test"]), *data["splits"]]
-        if skipped["train"] or skipped["val"] or skipped.get("test"):
+        if skipped["train"] or skipped["val"]:
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "
-                         f"{skipped['train']} training, {skipped['val']} validation and "
-                         f"{skipped.get('test', 0)} test pairs")
+                         f"{skipped['train']} training and {skipped['val']} validation pairs")
+        if skipped.get("test"):
+            lines.append(f"left out of the test split (sources longer than {MAX_INPUT_TOKENS} "
+                         f"tokens, the most the model translates): {skipped['test']} pairs")
         return [*lines, f"examples ({first_test}):",
                 *translation_examples(prepared.pairs.tests[first_test],
                                       prepared.examples[first_test])]
@@ -274,15 +276,15 @@ class TranslatePipeline(Pipeline):
             tests = read_test_pairs(data, src, tgt, **_reading(config, data))
         figures, skipped = {}, 0
         for name, pairs in tests.items():
-            pairs, left_out = within_max_length(pairs, config.max_length)
+            pairs, left_out = within_max_length(pairs, MAX_INPUT_TOKENS)
             skipped += left_out
             figures[name] = translation_figures(translator.translate, pairs, beam_width,
                                                 length_penalty, config.batch_size)[0]
         source = src or data or "the run's test split"
         summary = [f"{TASK_NAME}: {source}", translation_table(figures)]
         if skipped:
-            summary.append(f"left out (longer than max_length={config.max_length} tokens): "
-                           f"{skipped} pairs")
+            summary.append(f"left out (sources longer than {MAX_INPUT_TOKENS} tokens, the most "
+                           f"the model translates): {skipped} pairs")
         return evaluation_result(summary, {"test": figures}, output)
 
     def predict(self, run, data=None, output=None, **options):
@@ -305,12 +307,13 @@ class TranslatePipeline(Pipeline):
                              "or --input FILE")
         lengths = tokenize(sentences).row_lengths().numpy()
         too_long = next((index for index, length in enumerate(lengths)
-                         if length > loaded.config.max_length), None)
+                         if length > MAX_INPUT_TOKENS), None)
         if too_long is not None:
             where = (f"sentence {too_long + 1}" if too_long < len(texts or [])
                      else f"{input}: line {too_long - len(texts or []) + 1}")
-            raise UsageError(f"{where} has {lengths[too_long]} tokens; this run translates at "
-                             f"most max_length={loaded.config.max_length}")
+            raise UsageError(f"{where} has {lengths[too_long]} tokens; the model translates at "
+                             f"most {MAX_INPUT_TOKENS} (as its SavedModel): split it into "
+                             "sentences")
         results = translator.translate(
             sentences, beam_width=beam_width, length_penalty=length_penalty, num_return=n_best,
             batch_size=loaded.config.batch_size,

@@ -321,7 +321,7 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
              for a, b in rng.integers(1, 15, (60, 2))]
     tsv = write(tmp_path / "pairs.tsv", "".join(lines))
     prepared = load_data(tsv, val_fraction=0.2, test_fraction=0.1, seed=0)
-    assert prepared.encode(max_length=10, batch_size=4) is prepared
+    assert prepared.encode(max_length=10, batch_size=4, max_test_tokens=10) is prepared
     assert prepared.source_vocabulary.tokens[4:] == ["▁w", "w"]  # the more frequent first
     assert prepared.train_ids.skipped > 0 and prepared.val_ids.source_ids.nrows() > 0
     train, val = prepared.datasets(batch_size=4, seed=0)
@@ -329,8 +329,8 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
     report = prepared.report()
     assert report["pairs"] == {"train": 42, "val": 12, "test": 6}
     assert report["skipped_longer_than_max_length"]["train"] == prepared.train_ids.skipped
-    # A test source longer than max_length is left out too (translating it could run out of
-    # memory), and counted.
+    # A test source longer than the model takes is left out too (translating it could run out
+    # of memory), and counted.
     kept = prepared.tests["test"].sources
     assert report["skipped_longer_than_max_length"]["test"] == 6 - len(kept) > 0
     assert all(len(source.split()) <= 10 for source in kept)
