@@ -1136,6 +1136,8 @@ class WindowGenerator:
 def _detrended(values):
     """`values` (1-D floats) less their least-squares straight line."""
     values = np.asarray(values, dtype="float64")
+    if len(values) < 3:  # no line to fit (too short a series is refused later, with its length)
+        return values - values.mean() if len(values) else values
     steps = np.arange(len(values))
     return values - np.polyval(np.polyfit(steps, values, 1), steps)
 

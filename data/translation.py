@@ -75,7 +75,10 @@ def tokenize(texts):
         `tf.RaggedTensor` of strings `[batch, (tokens)]`.
     """
     texts = tf.strings.regex_replace(tf.convert_to_tensor(texts, tf.string), SPACE_MARK, " ")
-    texts = tf.strings.strip(tf.strings.regex_replace(texts, r"[\s\pZ]+", " "))
+    # Every character Python's str.isspace() counts (RE2's \s lacks \v, \x1c-\x1f, \x85), so
+    # that no token holds whitespace.
+    texts = tf.strings.strip(
+        tf.strings.regex_replace(texts, r"[\s\pZ\x0b\x1c-\x1f\x85]+", " "))
     texts = tf.strings.regex_replace(texts, " ", " " + SPACE_MARK)
     texts = tf.strings.regex_replace(texts, _PUNCTUATION, r" \1\2 ")
     return tf.strings.split(texts)

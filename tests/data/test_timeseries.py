@@ -693,3 +693,9 @@ def test_the_fft_autocorrelation_equals_the_sums_of_products():
 def test_future_time_labels_of_hourly_data_keep_the_time_of_day_at_midnight():
     hours = pd.Series(pd.date_range("2020-01-01 21:00", periods=3, freq="h"))
     assert future_time_labels(hours, 1) == ["2020-01-02 00:00:00"]
+
+
+def test_a_series_of_one_row_is_too_short_not_a_linear_algebra_error(tmp_path):
+    # Found by tests/test_fuzz.py: estimating the season of one row failed in numpy.polyfit.
+    assert estimate_season(np.array([0.0])) == 1
+    assert estimate_season(np.array([])) == 1

@@ -372,3 +372,13 @@ def test_long_pairs_are_left_out_and_counted_and_buckets_keep_every_pair():
         assert source.shape[1] <= 12 and target_in.shape[1] <= 12
         seen += source.shape[0]
     assert seen == keep.sum()
+
+
+def test_every_whitespace_character_separates_tokens(tmp_path):
+    # Found by tests/test_fuzz.py: "\x1f" (which str.isspace counts) made a token that the
+    # vocabulary then refused with a traceback.
+    assert tokenize(["0\x1f a\x0bb\x85c\x1cd"]).to_list() == [
+        [t.encode() for t in ["0", "▁a", "▁b", "▁c", "▁d"]]]
+    tsv = write(tmp_path / "pairs.tsv", "0\x1f\tein Hund läuft .\n"
+                + "a dog runs .\tein Hund läuft .\n" * 2)
+    load_data(tsv, val_fraction=0.34, test_fraction=0.33, seed=0).encode()
