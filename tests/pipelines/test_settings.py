@@ -8,7 +8,9 @@ import pytest
 
 from seqlab.pipelines import load_card
 from seqlab.pipelines.errors import UsageError
-from seqlab.pipelines.settings import TrainConfig, make_config, option, read_config_file
+from seqlab.pipelines.settings import (
+    MAXIMUMS, TrainConfig, make_config, option, read_config_file,
+)
 
 
 @dataclasses.dataclass
@@ -107,3 +109,15 @@ def test_a_config_file_of_the_wrong_types_is_refused():
         ToyConfig(epochs="3")
     with pytest.raises(ValueError, match=r"columns must be str\. Received: columns=3"):
         ToyConfig(columns=["a", 3])
+
+
+def test_the_limits_table_of_the_cli_reference_is_maximums():
+    from pathlib import Path
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = text[text.index("| setting | at most |"):]
+    rows = dict(re.findall(r"^\| `--([a-z-]+)` \| ([^ |]+)", table[:table.index("\n\n")],
+                           re.MULTILINE))
+    assert {name.replace("-", "_"): float(value) for name, value in rows.items()} == {
+        name: float(value) for name, value in MAXIMUMS.items()}
