@@ -494,6 +494,34 @@ def test_hand_edited_run_directories(current_runs, data):
         assert {k: v for k, v in snapshot(run).items() if k in damaged_files} == damaged_files
 
 
+# What each task's predict reads from a file, and how it is given.
+PREDICT_INPUTS = {
+    "timeseries-now": ("--data", "latest.csv", csv_series()),
+    "charrnn": ("--data", "prompt.txt", plain_text()),
+    "sentiment": ("--input", "texts.txt", plain_text()),
+    "ner": ("--input", "sentences.conll", conll()),
+    "translate": ("--input", "sentences.txt", plain_text()),
+}
+
+
+@fuzz_settings(6)
+@given(data=st.data())
+def test_damaged_files_given_to_a_finished_run(current_runs, data):
+    name = data.draw(st.sampled_from(sorted(PREDICT_INPUTS)))
+    task = name.split("-")[0]
+    flag, file_name, contents = PREDICT_INPUTS[name]
+    with sandbox_folder() as sandbox:
+        run = sandbox / "run"
+        shutil.copytree(current_runs[name], run)
+        path = sandbox / file_name
+        path.write_bytes(data.draw(damaged(contents)))
+        output = sandbox / "predictions.out"
+        extra = ["--num-chars", "5"] if task == "charrnn" else []
+        outcome = run_command([task, "predict", "--run", run, flag, path, "--output", output,
+                               *extra], sandbox)
+        check_outcome(outcome, task, "predict", sandbox, may_write=["predictions.out"])
+
+
 # --- odd paths --------------------------------------------------------------------------------------
 
 
