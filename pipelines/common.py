@@ -547,7 +547,14 @@ class RunDirectory:
         entries = {entry.name for entry in self.work.iterdir()} - {LOCK_NAME, RUN_MARKER}
         if entries:
             previous = self.work / "config.json"
-            previous_settings = read_json(previous)["settings"] if previous.is_file() else None
+            try:
+                previous_settings = (read_json(previous)["settings"] if previous.is_file()
+                                     else None)
+            except UsageError as error:  # a damaged config.json of the unfinished run
+                if not (marked and self.overwrite):
+                    raise UsageError(f"{error}; pass --overwrite to start the run over"
+                                     if marked else str(error)) from None
+                previous_settings = None
             if previous_settings == settings:
                 self.resumed = True
             elif not marked:

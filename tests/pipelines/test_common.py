@@ -266,3 +266,12 @@ def test_a_file_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match=r"a\.txt: cannot write there \(No space left on device\)"):
         write_text_atomic(tmp_path / "a.txt", "x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_an_unfinished_run_with_a_damaged_config_is_named_and_overwrite_starts_over(tmp_path):
+    RunDirectory(tmp_path / "run", "toy").start({"a": 1})
+    (tmp_path / "run.partial" / "config.json").write_text('{"settings": ')
+    with pytest.raises(UsageError, match=r"config\.json: not complete JSON .*; pass --overwrite "
+                                         r"to start the run over"):
+        RunDirectory(tmp_path / "run", "toy").start({"a": 1})
+    assert RunDirectory(tmp_path / "run", "toy", overwrite=True).start({"a": 1}) is False
