@@ -381,6 +381,37 @@ def test_action_options_at_and_beyond_their_bounds(case):
         assert outcome.code == 2
 
 
+def good_data(task):
+    """`(file name, text)` of small data that `task`'s train reads."""
+    rows = range(120)
+    if task == "timeseries":
+        return "series.csv", "t,y\n" + "".join(f"{i},{math.sin(i / 2):.4f}\n" for i in rows)
+    if task == "charrnn":
+        return "text.txt", "the quick brown fox jumps over the lazy dog. " * 60
+    if task == "sentiment":
+        return "reviews.csv", "text,label\n" + "".join(
+            f"{'a fine film' if i % 2 else 'dull and long'} {i},{'pos' if i % 2 else 'neg'}\n"
+            for i in rows)
+    if task == "ner":
+        return "train.conll", "".join(
+            f"John B-PER\nlives O\nin O\nParis{i} B-LOC\n\n" for i in rows)
+    return "pairs.tsv", "".join(f"a dog runs {i} .\tein Hund läuft {i} .\n" for i in rows)
+
+
+@fuzz_settings(30)
+@given(case=train_flags())
+def test_train_flags_with_data_that_reads(case, prepare_only):
+    """Flags that pass their own checks meet the data (a lookback longer than the series, a
+    season beyond it, a window longer than the text): one line or a prepared run."""
+    task, flags = case
+    name, text = good_data(task)
+    with sandbox_folder() as sandbox:
+        path = sandbox / name
+        path.write_text(text, encoding="utf-8")
+        argv = [task, "train", "--data", path, "--out", sandbox / "run", *flags]
+        check_outcome(run_command(argv, sandbox), task, "train", sandbox)
+
+
 # --- damaged input files ----------------------------------------------------------------------------
 
 
