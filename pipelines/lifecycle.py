@@ -628,13 +628,18 @@ class Pipeline:
         except Exception as error:  # Keras raises many kinds for a damaged or unsafe file
             raise UsageError(f"{model_path}: cannot be loaded ({type(error).__name__}: "
                              f"{str(error).splitlines()[0] if str(error) else ''})") from None
+        try:
+            expected = self.model_for_run(config, artifacts)
+        except (ValueError, TypeError, KeyError, IndexError) as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise UsageError(f"{record.path}: its settings and files do not make a model "
+                             f"({reason}); a file was edited or damaged: retrain the run") from None
         if not isinstance(model, self.model_class):
             # seqlab 0.1.0 saved functional models: move their weights into the task's class.
-            upgraded = self.model_for_run(config, artifacts)
-            copy_weights_by_layer_name(model, upgraded, origin=str(record.path))
-            model = upgraded
+            copy_weights_by_layer_name(model, expected, origin=str(record.path))
+            model = expected
         else:
-            check_model_matches_settings(model, self.model_for_run(config, artifacts), record)
+            check_model_matches_settings(model, expected, record)
         metrics_path = record.file("metrics.json")
         metrics = read_json(metrics_path) if metrics_path.is_file() else {}
         return LoadedRun(record.path, config, artifacts, model, metrics)
