@@ -517,10 +517,19 @@ def test_hand_edited_run_directories(current_runs, data):
         shutil.copytree(current_runs[name], run)
         what = damage_run(run, data.draw)
         damaged_files = snapshot(run)
-        arguments = PREDICT_ARGUMENTS.get(name, [])
-        outcome = run_command([task, "predict", "--run", run, *arguments], sandbox)
+        # The long budget also evaluates and exports (slower: the test split, a SavedModel).
+        action = data.draw(st.sampled_from(["predict", "evaluate", "export"] if LONG_BUDGET
+                                           else ["predict"]))
+        if action == "predict":
+            arguments = PREDICT_ARGUMENTS.get(name, [])
+        elif action == "evaluate":
+            arguments = ["--output", sandbox / "figures.json"]
+        else:
+            arguments = ["--out", sandbox / "export"]
+        outcome = run_command([task, action, "--run", run, *arguments], sandbox)
         # predict may add its output to the run (its default place), nothing else.
-        check_outcome(outcome, task, "predict", sandbox, may_write=["run"])
+        check_outcome(outcome, task, action, sandbox,
+                      may_write=["run", "figures.json", "export"])
         assert not outcome.changed, (what, outcome.changed)
         assert {k: v for k, v in snapshot(run).items() if k in damaged_files} == damaged_files
 
