@@ -249,10 +249,22 @@ class JsonRecord(dict):
     one-line `UsageError` naming the file and the field, not a bare KeyError."""
 
     source = None
+    absent = False  # `absent_json`: the file does not exist
 
     def __missing__(self, key):
+        if self.absent:
+            raise UsageError(f"{self.source}: not found (its field {key!r} is needed); the run "
+                             "is incomplete")
         raise UsageError(f"{self.source}: the field {key!r} is missing; the file was edited or "
                          "damaged")
+
+
+def absent_json(path):
+    """An empty `JsonRecord` standing for the missing JSON file `path`: reading a field of it
+    is a one-line `UsageError` that says the file is not there."""
+    record = JsonRecord()
+    record.source, record.absent = Path(path), True
+    return record
 
 
 def read_json(path):

@@ -40,6 +40,7 @@ from seqlab.pipelines.common import (
     StopOnNonFiniteLoss,
     Task,
     UsageError,
+    absent_json,
     check_export_path,
     open_run,
     progress_verbosity,
@@ -641,7 +642,10 @@ class Pipeline:
         else:
             check_model_matches_settings(model, expected, record)
         metrics_path = record.file("metrics.json")
-        metrics = read_json(metrics_path) if metrics_path.is_file() else {}
+        metrics = read_json(metrics_path) if metrics_path.is_file() else absent_json(metrics_path)
+        if not isinstance(metrics, dict):
+            raise UsageError(f"{metrics_path}: expected a JSON object of figures; the file was "
+                             "edited or damaged")
         return LoadedRun(record.path, config, artifacts, model, metrics)
 
     def export(self, run, out=None, overwrite=False):
