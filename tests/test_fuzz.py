@@ -199,7 +199,7 @@ def sandbox_folder():
         yield Path(folder)
 
 
-# --- strategies ---------------------------------------------------------------------------------
+# --- strategies ----------------------------------------------------------------------------------
 
 EDGE_NUMBERS = ["0", "-1", "1", "nan", "NaN", "inf", "-inf", "1e308", "-1e308", "1e-320",
                 "2147483648", "9" * 30, "0.5", "-0.0", "1e15", "1e16", "abc", "", "1,5", "0x10"]
@@ -334,7 +334,7 @@ READERS = {
 }
 
 
-# --- flags at and beyond their bounds -------------------------------------------------------------
+# --- flags at and beyond their bounds ------------------------------------------------------------
 
 
 @st.composite
@@ -412,7 +412,7 @@ def test_train_flags_with_data_that_reads(case, prepare_only):
         check_outcome(run_command(argv, sandbox), task, "train", sandbox)
 
 
-# --- damaged input files ----------------------------------------------------------------------------
+# --- damaged input files -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("task", sorted(READERS))
@@ -562,7 +562,7 @@ def test_damaged_files_given_to_a_finished_run(current_runs, data):
         check_outcome(outcome, task, "predict", sandbox, may_write=["predictions.out"])
 
 
-# --- odd paths --------------------------------------------------------------------------------------
+# --- odd paths -----------------------------------------------------------------------------------
 
 
 def make_path(sandbox, kind, run):
