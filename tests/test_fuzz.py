@@ -432,7 +432,7 @@ def test_damaged_input_files(task, prepare_only):
     case()
 
 
-# --- hand-edited run directories -------------------------------------------------------------------
+# --- hand-edited run directories -----------------------------------------------------------------
 
 PREDICT_ARGUMENTS = {
     "timeseries": [],
