@@ -258,29 +258,35 @@ def cell():
                      st.sampled_from(['"a,b"', '"', "x" * 5000, " ", "\t"]))
 
 
+def with_damaged_lines(draw, lines, damaged_line):
+    """`lines` (valid data) with a few of them replaced, dropped or doubled, or new ones
+    inserted from `damaged_line` (often none: then the data reads, and the run is prepared)."""
+    lines = list(lines)
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2, 3]))):
+        if not lines:
+            break
+        index = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["replace", "insert", "drop", "double"]))
+        if how == "replace":
+            lines[index] = draw(damaged_line)
+        elif how == "insert":
+            lines.insert(index, draw(damaged_line))
+        elif how == "drop":
+            del lines[index]
+        else:
+            lines.insert(index, lines[index])
+    return "\n".join(lines) + "\n"
+
+
 @st.composite
 def csv_series(draw):
-    """A time-series CSV: a time column and one or two value columns, some rows odd."""
-    n_rows = draw(st.integers(0, 60))
-    columns = draw(st.sampled_from([["t", "y"], ["t", "y", "x"], ["y"], ["date", "y"]]))
-    lines = [",".join(columns)]
-    for row in range(n_rows):
-        values = []
-        for column in columns:
-            if column == "t":
-                values.append(str(row))
-            elif column == "date":
-                values.append(f"2020-01-{row % 28 + 1:02d}")
-            else:
-                values.append(f"{math.sin(row / 3) * 10:.3f}")
-        if draw(st.integers(0, 9)) == 0:  # one damaged row in ten
-            index = draw(st.integers(0, len(values) - 1))
-            values[index] = draw(cell())
-            if draw(st.booleans()):
-                values = values[:draw(st.integers(0, len(values)))] + [draw(cell())] * draw(
-                    st.integers(0, 2))
-        lines.append(",".join(values))
-    return "\n".join(lines) + "\n"
+    """A time-series CSV (time column t, values y and maybe x), some lines damaged."""
+    columns = draw(st.sampled_from([["t", "y"], ["t", "y", "x"]]))
+    rows = [",".join(columns)] + [
+        ",".join([str(row), f"{math.sin(row / 3) * 10:.3f}", f"{row % 7}"][:len(columns)])
+        for row in range(draw(st.integers(0, 90)))]
+    damaged_row = st.lists(cell(), min_size=0, max_size=4).map(",".join)
+    return with_damaged_lines(draw, rows, damaged_row)
 
 
 @st.composite
@@ -294,39 +300,39 @@ def plain_text(draw):
 
 @st.composite
 def labelled_texts(draw):
-    header = draw(st.sampled_from(["text,label", "label,text", "text", "a,b,c", ""]))
-    rows = draw(st.lists(st.tuples(st.text(max_size=30), st.sampled_from(
-        ["pos", "neg", "", "pos,extra", '"']) | st.text(max_size=4)), max_size=60))
-    return header + "\n" + "".join(f"{t.replace(',', ' ')},{label}\n" for t, label in rows)
+    rows = ["text,label"] + [f"{'a fine film' if i % 2 else 'dull and long'} {i},"
+                             f"{'pos' if i % 2 else 'neg'}"
+                             for i in range(draw(st.integers(0, 80)))]
+    damaged_row = st.tuples(st.text(max_size=30), st.sampled_from(
+        ["pos", "neg", "", "pos,extra", '"', "x" * 5000])).map(",".join)
+    return with_damaged_lines(draw, rows, damaged_row)
 
 
 @st.composite
 def conll(draw):
-    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG", "X", "B-", ""]
     lines = []
-    for _ in range(draw(st.integers(0, 40))):
-        for _ in range(draw(st.integers(0, 8))):
-            token = draw(st.sampled_from(["John", "Paris", "in", "-DOCSTART-", ".", "é", ""])
-                         | st.text(max_size=6))
-            columns = draw(st.integers(1, 3))
-            lines.append(" ".join([token.replace(" ", "")] * (columns - 1)
-                                  + [draw(st.sampled_from(tags))]))
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    for i in range(draw(st.integers(0, 60))):
+        lines += ["John B-PER", "lives O", "in O", f"Paris{i} B-LOC", ""]
+    tags = ["O", "B-PER", "I-PER", "I-ORG", "X", "B-", ""]
+    damaged_line = st.tuples(
+        st.sampled_from(["John", "-DOCSTART-", ".", "é", "", "a b"]) | st.text(max_size=6),
+        st.sampled_from(tags)).map(" ".join)
+    return with_damaged_lines(draw, lines, damaged_line)
 
 
 @st.composite
 def sentence_pairs(draw):
-    pairs = draw(st.lists(st.tuples(
-        st.sampled_from(["a dog runs .", "two men talk .", "", "x " * 3000]) | st.text(max_size=20),
-        st.sampled_from(["ein Hund läuft .", "zwei Männer reden .", ""]) | st.text(max_size=20),
-        st.sampled_from(["", "\textra"])), max_size=60))
-    return "".join(f"{a.replace(chr(9), ' ')}\t{b.replace(chr(9), ' ')}{c}\n"
-                   for a, b, c in pairs)
+    lines = [f"a dog runs {i} .\tein Hund läuft {i} ." for i in range(draw(st.integers(0, 80)))]
+    damaged_line = st.tuples(
+        st.sampled_from(["a dog runs .", "", "x " * 3000]) | st.text(max_size=20),
+        st.sampled_from(["ein Hund läuft .", ""]) | st.text(max_size=20),
+        st.sampled_from(["", "extra"])).map("\t".join)
+    return with_damaged_lines(draw, lines, damaged_line)
 
 
 READERS = {
-    "timeseries": ("series.csv", csv_series(), ["--lookback", "4", "--epochs", "1"]),
+    "timeseries": ("series.csv", csv_series(), ["--time-column", "t", "--lookback", "4",
+                                                 "--epochs", "1"]),
     "charrnn": ("text.txt", plain_text(), ["--window", "8", "--epochs", "1"]),
     "sentiment": ("reviews.csv", labelled_texts(), ["--epochs", "1"]),
     "ner": ("train.conll", conll(), ["--epochs", "1"]),

@@ -382,3 +382,11 @@ def test_every_whitespace_character_separates_tokens(tmp_path):
     tsv = write(tmp_path / "pairs.tsv", "0\x1f\tein Hund läuft .\n"
                 + "a dog runs .\tein Hund läuft .\n" * 2)
     load_data(tsv, val_fraction=0.34, test_fraction=0.33, seed=0).encode()
+
+
+def test_a_nul_character_is_named_with_its_line(tmp_path):
+    # Found by tests/test_fuzz.py: a NUL became an empty token in Keras's StringLookup, whose
+    # ValueError came out as a traceback.
+    tsv = write(tmp_path / "pairs.tsv", "a dog runs .\tein Hund\n" * 3 + "a dog .\t\x00\n")
+    with pytest.raises(DataError, match=r"pairs\.tsv, line 4: a NUL character \(byte 0\)"):
+        load_data(tsv, val_fraction=0.25, test_fraction=0.25, seed=0)
