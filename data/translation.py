@@ -232,10 +232,6 @@ def read_lines(path):
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    nul = next((number for number, line in enumerate(lines, start=1) if "\x00" in line), None)
-    if nul is not None:  # a binary file; NumPy's strings would also drop a token's NULs
-        raise DataError("a NUL character (byte 0): expected text, one sentence per line",
-                        path=path, line=nul)
     return lines
 
 
