@@ -258,6 +258,12 @@ def _datasets_command(parser, values):
     return 0
 
 
+def one_line(error):
+    """The message of `error` on one line: line breaks inside it (a value quoted from the data)
+    are written as \\n."""
+    return str(error).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _run_action(task, action, values):
     """Calls the task's action with the parsed flags; returns its `ActionResult`."""
     from seqlab.pipelines.common import default_out
@@ -308,7 +314,7 @@ def main(argv=None):
     except (DataError, UsageError) as error:
         if debug:
             raise
-        print(f"{PROG} {task_name} {action}: error: {error}", file=sys.stderr)
+        print(f"{PROG} {task_name} {action}: error: {one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
