@@ -255,6 +255,12 @@ def _datasets_command(parser, values):
     return 0
 
 
+def one_line(error):
+    """The message of `error` on one line: line breaks inside it (a value quoted from the data)
+    are written as \\n."""
+    return str(error).replace("\r", "\\r").replace("\n", "\\n")
+
+
 # Config fields and action flags that may name a registered data set (`seqlab datasets list`).
 DATA_SET_FIELDS = ("data", "validation_data", "test_data", "src", "tgt", "embeddings")
 
@@ -340,7 +346,7 @@ def main(argv=None):
     except (DataError, UsageError) as error:
         if debug:
             raise
-        print(f"{PROG} {task_name} {action}: error: {error}", file=sys.stderr)
+        print(f"{PROG} {task_name} {action}: error: {one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -160,7 +160,7 @@ def read_table(path, text_column="text", label_column="label", classes=None):
     reader = csv.reader(
         io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True
     )
-    header = [name.strip() for name in next(reader)]
+    header = [name.strip() for name in next(_rows(reader, path), [])]
     if not any(header):
         raise DataError(
             f"the header line is empty; expected the column names, among them {text_column!r} "

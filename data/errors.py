@@ -35,7 +35,8 @@ def decode_utf8(raw, path):
     """UTF-8 text of the bytes `raw` read from `path` (a leading byte-order mark is dropped).
 
     Raises:
-        DataError: bytes that are not UTF-8, naming the line, the byte offset and the bytes.
+        DataError: bytes that are not UTF-8, naming the line, the byte offset and the bytes; a
+            NUL character (text files hold none).
     """
     try:
         text = raw.decode("utf-8")
@@ -48,6 +49,13 @@ def decode_utf8(raw, path):
             path=path,
             line=line,
         ) from None
+    nul = raw.find(b"\x00")
+    if nul >= 0:  # a binary file (NumPy's strings, and so Keras's lookups, also drop NULs)
+        raise DataError(
+            f"a NUL character (byte 0) at byte offset {nul}; expected text",
+            path=path,
+            line=len(_LINE_BREAK_BYTES.findall(raw, 0, nul)) + 1,
+        )
     return text.removeprefix("\ufeff")
 
 

@@ -169,6 +169,11 @@ def _rows_text(rows, values=None):
     return ", ".join(shown) + more
 
 
+# The largest absolute value a numeric column may hold: the model computes in float32, whose
+# squares (in the losses and figures) stay finite up to about 1e19.
+MAX_ABS_VALUE = 1e15
+
+
 def _parse_numbers(column):
     """Float values of `column`, with NaN where a value is missing or not a number."""
     if pd.api.types.is_bool_dtype(column):
@@ -676,6 +681,14 @@ class SeriesSchema:
                 )
             return values
         values = _parse_numbers(raw)
+        extreme = np.flatnonzero((values.abs() > MAX_ABS_VALUE).to_numpy())  # inf too, not NaN
+        if len(extreme):
+            raise DataError(
+                f"column {name!r} has values that are infinite or beyond +-{MAX_ABS_VALUE:g} at "
+                f"lines {_rows_text(extreme, raw.iloc[extreme].tolist())}; expected finite "
+                "numbers of at most that size (the model computes in float32)",
+                path=source,
+            )
         if self.fill is None:
             not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
             if len(not_numbers):
@@ -777,7 +790,59 @@ class SeriesSchema:
 
     @classmethod
     def from_dict(cls, config):
+        """The schema of a `to_dict` (schema.json), its fields checked.
+
+        Raises:
+            ValueError: a field is missing, unknown or of the wrong kind (the message names the
+                file, when `config` knows it as `source`, and the field).
+        """
+        where = _record_source(config, "schema")
+        _check_record(config, where, required=("time_column", "targets", "features"),
+                      optional=("categories", "fill", "skipped_columns", "fill_ends"))
+        for name in ("targets", "features", "skipped_columns"):
+            if name in config and not _is_list_of(config[name], str):
+                raise ValueError(f"{where}: the field {name!r} must be a list of column names. "
+                                 f"Received: {config[name]!r}")
+        if not config["targets"]:
+            raise ValueError(f"{where}: the field 'targets' names no column")
+        time_column = config["time_column"]
+        if not (time_column is None or isinstance(time_column, str)
+                or _is_list_of(time_column, str)):
+            raise ValueError(f"{where}: the field 'time_column' must be a column name, a list of "
+                             f"them or null. Received: {time_column!r}")
+        categories = config.get("categories", {})
+        if not (isinstance(categories, dict)
+                and all(_is_list_of(known, str) for known in categories.values())):
+            raise ValueError(f"{where}: the field 'categories' must map columns to lists of "
+                             f"categories. Received: {categories!r}")
+        for name, choices in (("fill", (None, *FILL_METHODS)), ("fill_ends", FILL_ENDS)):
+            if name in config and config[name] not in choices:
+                raise ValueError(f"{where}: the field {name!r} must be one of "
+                                 f"{', '.join(map(str, choices))}. Received: {config[name]!r}")
         return cls(**config)
+
+
+def _record_source(record, default):
+    """The file a JSON record came from (`pipelines.common.read_json` records it), or
+    `default`."""
+    return getattr(record, "source", None) or default
+
+
+def _is_list_of(value, kind):
+    return isinstance(value, list) and all(isinstance(item, kind) and not isinstance(item, bool)
+                                           for item in value)
+
+
+def _check_record(record, where, required, optional=()):
+    """`record` is a JSON object with the `required` fields and no others than `optional`."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object. Received: {type(record).__name__}")
+    missing = [name for name in required if name not in record]
+    if missing:
+        raise ValueError(f"{where}: the field {missing[0]!r} is missing")
+    unknown = sorted(set(record) - set(required) - set(optional))
+    if unknown:
+        raise ValueError(f"{where}: unknown field {unknown[0]!r}")
 
 
 @dataclasses.dataclass
@@ -838,6 +903,29 @@ class Scaler:
 
     @classmethod
     def from_dict(cls, config):
+        """The scaler of a `to_dict` (scaler.json), its fields checked: one finite offset and
+        one finite, non-zero scale per column.
+
+        Raises:
+            ValueError: naming the file (when `config` knows it as `source`) and the field.
+        """
+        where = _record_source(config, "scaler")
+        _check_record(config, where, required=("method", "columns", "offset", "scale"))
+        if config["method"] not in SCALER_METHODS:
+            raise ValueError(f"{where}: the field 'method' must be one of "
+                             f"{', '.join(SCALER_METHODS)}. Received: {config['method']!r}")
+        if not _is_list_of(config["columns"], str) or not config["columns"]:
+            raise ValueError(f"{where}: the field 'columns' must be a list of column names. "
+                             f"Received: {config['columns']!r}")
+        for name in ("offset", "scale"):
+            values = config[name]
+            if not (_is_list_of(values, (int, float)) and len(values) == len(config["columns"])
+                    and all(np.isfinite(values))):
+                raise ValueError(
+                    f"{where}: the field {name!r} must hold one finite number per column "
+                    f"({len(config['columns'])}). Received: {values!r}")
+        if not all(config["scale"]):
+            raise ValueError(f"{where}: the field 'scale' holds 0; scales must not be zero")
         return cls(**config)
 
 
@@ -961,8 +1049,14 @@ class WindowGenerator:
         if not short:
             return
         split, rows = short[0]
-        needed = len(self.frame) + 1
-        # The split bounds round: find the shortest series these fractions accept.
+        # The split bounds round: find the shortest series these fractions accept. A split of
+        # n rows holds at most n * share + 1 rows, so none shorter than (rows - 1) / share
+        # does: the search starts there (a long window would otherwise take a step per row).
+        shares = {"train": 1 - val_fraction - test_fraction, "val": val_fraction,
+                  "test": test_fraction}
+        needed = max(len(self.frame) + 1, *(
+            int((self._rows_needed(name) - 1) / share) - 1
+            for name, share in shares.items() if share > 0))
         while short_splits(split_bounds(needed, val_fraction, test_fraction)):
             needed += 1
         what = (f"one window needs lookback + horizon = {self.lookback} + {self.horizon} = "
@@ -1042,6 +1136,8 @@ class WindowGenerator:
 def _detrended(values):
     """`values` (1-D floats) less their least-squares straight line."""
     values = np.asarray(values, dtype="float64")
+    if len(values) < 3:  # no line to fit (too short a series is refused later, with its length)
+        return values - values.mean() if len(values) else values
     steps = np.arange(len(values))
     return values - np.polyval(np.polyfit(steps, values, 1), steps)
 

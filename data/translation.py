@@ -75,7 +75,10 @@ def tokenize(texts):
         `tf.RaggedTensor` of strings `[batch, (tokens)]`.
     """
     texts = tf.strings.regex_replace(tf.convert_to_tensor(texts, tf.string), SPACE_MARK, " ")
-    texts = tf.strings.strip(tf.strings.regex_replace(texts, r"[\s\pZ]+", " "))
+    # Every character Python's str.isspace() counts (RE2's \s lacks \v, \x1c-\x1f, \x85), so
+    # that no token holds whitespace.
+    texts = tf.strings.strip(
+        tf.strings.regex_replace(texts, r"[\s\pZ\x0b\x1c-\x1f\x85]+", " "))
     texts = tf.strings.regex_replace(texts, " ", " " + SPACE_MARK)
     texts = tf.strings.regex_replace(texts, _PUNCTUATION, r" \1\2 ")
     return tf.strings.split(texts)
@@ -445,6 +448,24 @@ def load_data(data=None, src=None, tgt=None, languages=(None, None), columns=(1,
     return PreparedPairs(train=train, val=val, tests=tests, source=source, notes=notes)
 
 
+def within_max_length(pairs, max_length):
+    """`(pairs whose source has at most max_length tokens, how many were left out)`.
+
+    Raises:
+        DataError: every source is longer.
+    """
+    if max_length is None or len(pairs) == 0:
+        return pairs, 0
+    lengths = tokenize(pairs.sources).row_lengths().numpy()
+    keep = [index for index, length in enumerate(lengths) if length <= max_length]
+    if not keep:
+        raise DataError(f"every source sentence is longer than {max_length} tokens, the most "
+                        "the model translates", path=pairs.name)
+    if len(keep) == len(pairs):
+        return pairs, 0
+    return pairs.subset(keep), len(pairs) - len(keep)
+
+
 def read_test_pairs(data=None, src=None, tgt=None, languages=(None, None), columns=(1, 2)):
     """`{test set name: SentencePairs}` to score a run on: aligned files or a TSV (one set,
     "test"), or the `test*` files of a folder (in the `languages`).
@@ -578,11 +599,15 @@ class PreparedPairs:
     train_ids: EncodedPairs = None
     val_ids: EncodedPairs = None
     batches: int = 0
+    test_skipped: dict = dataclasses.field(default_factory=dict)
 
-    def encode(self, min_count=1, max_vocabulary=None, max_length=None, batch_size=64):
+    def encode(self, min_count=1, max_vocabulary=None, max_length=None, batch_size=64,
+               max_test_tokens=None):
         """Builds the vocabularies of the training split (`Vocabulary.build`), the ids of train
-        and val (`encode_pairs`, pairs longer than `max_length` left out and counted) and the
-        number of training batches of `batch_size` per epoch; returns self.
+        and val (`encode_pairs`, pairs longer than `max_length` left out and counted), leaves
+        out the test pairs whose source has more than `max_test_tokens` tokens (the most the
+        model translates; counted), and the number of training batches of `batch_size` per
+        epoch; returns self.
 
         Raises:
             DataError: no validation pairs, or no training pair within `max_length`.
@@ -601,6 +626,12 @@ class PreparedPairs:
                 f"every training pair is longer than max_length={max_length} tokens",
                 path=self.source,
             )
+        # A test source longer than the model takes is left out too (its attention over a
+        # long line would not fit in memory), and counted.
+        self.test_skipped = {}
+        for name, pairs in list(self.tests.items()):
+            self.tests[name], self.test_skipped[name] = within_max_length(pairs,
+                                                                          max_test_tokens)
         lengths = np.maximum(self.train_ids.source_ids.row_lengths().numpy(),
                              self.train_ids.target_ids.row_lengths().numpy() + 1)
         self.batches = planned_batches(lengths, batch_size)
@@ -627,9 +658,11 @@ class PreparedPairs:
         return {
             "source": self.source,
             "pairs": {"train": len(self.train), "val": len(self.val),
-                      **{name: len(pairs) for name, pairs in self.tests.items()}},
+                      **{name: len(pairs) + self.test_skipped.get(name, 0)
+                         for name, pairs in self.tests.items()}},
             "skipped_longer_than_max_length": {"train": self.train_ids.skipped,
-                                               "val": self.val_ids.skipped},
+                                               "val": self.val_ids.skipped,
+                                               "test": sum(self.test_skipped.values())},
             "splits": self.notes,
             "vocabulary": {"source": len(self.source_vocabulary),
                            "target": len(self.target_vocabulary)},
@@ -657,4 +690,5 @@ __all__ = [
     "split_pairs",
     "token_text",
     "tokenize",
+    "within_max_length",
 ]

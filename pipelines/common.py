@@ -22,6 +22,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import platform
 import re
@@ -32,11 +33,19 @@ import typing
 from pathlib import Path
 
 import keras
+import tensorflow as tf
 
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
+    EXPORT_MARKER,
+    MARKER_FORMAT,
+    PARTIAL_SUFFIX,
+    RUN_MARKER,
+    JsonRecord,
     RunRecord,
+    absent_json,
     check_export_path,
+    has_marker,
     is_saved_model,
     open_run,
     read_json,
@@ -59,19 +68,48 @@ def write_text_atomic(path, text):
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name to write to")
+    blocking = next((p for p in path.parents if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)
-    except (PermissionError, NotADirectoryError, FileExistsError) as error:
+    except OSError as error:  # read-only, under a file, disk full, ...
         raise UsageError(f"{path}: cannot write there ({error.strerror or error})") from None
     finally:
-        temporary.unlink(missing_ok=True)
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:  # its folder could not be made: there is no temporary
+            pass
+
+
+def finite_or_none(value):
+    """`value` with every float that is NaN or infinite (in dicts, lists, NumPy scalars)
+    replaced by None: JSON has no such numbers, and a figure that is not a number is "none"."""
+    if isinstance(value, dict):
+        return {key: finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(item) for item in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():  # a NumPy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def write_json_atomic(path, value):
-    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False, default=str) + "\n")
+    """Writes `value` as JSON (strict: a NaN or infinite figure is written as null)."""
+    text = json.dumps(finite_or_none(value), indent=2, sort_keys=False, default=str,
+                      allow_nan=False)
+    write_text_atomic(path, text + "\n")
+
+
+def write_marker(folder, name, kind, **fields):
+    """Writes the marker `name` (`RUN_MARKER` or `EXPORT_MARKER`) into `folder`, atomically."""
+    write_json_atomic(Path(folder) / name, {"seqlab": kind, "format": MARKER_FORMAT,
+                                            "created_utc": utc_timestamp(), **fields})
 
 
 def write_export_archive(archive, path):
@@ -88,7 +126,12 @@ def write_export_archive(archive, path):
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         archive.write_out(str(temporary), verbose=False)
+        write_marker(temporary, EXPORT_MARKER, "export")
         os.replace(temporary, path)
+    except (OSError, tf.errors.OpError) as error:  # TensorFlow's file errors are OpErrors
+        reason = (error.strerror if isinstance(error, OSError) else error.message) or error
+        raise UsageError(f"{path}: cannot write the SavedModel there ("
+                         f"{str(reason).splitlines()[0]})") from None
     finally:
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)
@@ -158,6 +201,18 @@ def library_versions():
 
 
 LOCK_NAME = ".lock"
+
+
+def _legacy_run_settings(path):
+    """`(task, settings)` of the config.json of a run written before the markers, or None."""
+    try:
+        record = read_json(Path(path) / "config.json")
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(record, dict) and isinstance(record.get("task"), str)
+            and isinstance(record.get("settings"), dict) and "versions" in record):
+        return None
+    return record["task"], record["settings"]
 # Written after `fit` (with the trained model.keras beside it): a rerun of an interrupted
 # train skips `fit` and continues with scoring, plots and export.
 FIT_DONE_NAME = "fit_done.json"
@@ -226,7 +281,10 @@ class RunDirectory:
 
     def __init__(self, out, task, overwrite=False):
         self.final = Path(out)
-        self.work = Path(f"{out}.partial")
+        if self.final.name in ("", ".."):  # "." or "..": the folder's own name
+            self.final = Path(os.path.abspath(out))
+        # From the name, not the text: `--out runs/a/` is `runs/a.partial`, not `runs/a/.partial`.
+        self.work = self.final.with_name(self.final.name + PARTIAL_SUFFIX)
         self.task = task
         self.overwrite = overwrite
         self.resumed = False
@@ -249,22 +307,62 @@ class RunDirectory:
         Raises:
             UsageError: as in `start()`.
         """
+        if self.final.name.endswith(PARTIAL_SUFFIX):
+            raise UsageError(
+                f"--out {self.final}: a name ending in {PARTIAL_SUFFIX} is where seqlab keeps an "
+                f"unfinished run; give the final name (--out "
+                f"{self.final.with_name(self.final.name[:-len(PARTIAL_SUFFIX)])})"
+            )
+        for path in (self.final, self.work):
+            if path.is_symlink():
+                raise UsageError(f"--out {self.final}: {path} is a symbolic link; seqlab does "
+                                 "not write through links: give the real folder")
         if self.final.is_file():
             raise UsageError(f"--out {self.final} is a file; give a folder for the run")
+        blocking = next((p for p in self.final.parents if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise UsageError(f"--out {self.final}: {blocking} is a file, not a folder")
         existing = next((p for p in (self.final, *self.final.parents) if p.exists()), None)
         if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
             raise UsageError(f"--out {self.final}: {existing} is not writable")
         if self.final.exists():
-            is_run = (self.final / "config.json").is_file()
+            is_run = has_marker(self.final, RUN_MARKER, "run")
             if not is_run and any(self.final.iterdir()):
+                if _legacy_run_settings(self.final) is not None:
+                    raise UsageError(
+                        f"--out {self.final} holds a run written by an earlier seqlab version "
+                        f"(no {RUN_MARKER}), which seqlab does not replace: evaluate, predict and "
+                        "export still read it; to train again choose another --out, or move it "
+                        "away yourself"
+                    )
                 raise UsageError(
-                    f"--out {self.final} exists and is not a seqlab run; choose another --out"
+                    f"--out {self.final} exists and is not a seqlab run (no {RUN_MARKER}); "
+                    "seqlab never deletes what it did not write: choose another --out"
                 )
             if is_run and not self.overwrite:
                 raise UsageError(
                     f"--out {self.final} already holds a finished run; pass --overwrite to "
                     "replace it, or choose another --out"
                 )
+        if self.work.exists():
+            if not self.work.is_dir():
+                raise UsageError(f"--out {self.final}: {self.work} is a file; seqlab keeps an "
+                                 "unfinished run there: move it away or choose another --out")
+            if not has_marker(self.work, RUN_MARKER, "run") and not self._unmarked_work_is_ours():
+                raise UsageError(
+                    f"--out {self.final}: {self.work} exists and was not written by seqlab (no "
+                    f"{RUN_MARKER}); seqlab never deletes what it did not write: move it away "
+                    "or choose another --out"
+                )
+
+    def _unmarked_work_is_ours(self):
+        """An unmarked `<out>.partial` that seqlab may use: empty (or only a lock), or an
+        earlier version's unfinished run of this task (which is resumed, never deleted)."""
+        entries = {entry.name for entry in self.work.iterdir()}
+        if entries <= {LOCK_NAME}:
+            return True
+        settings = _legacy_run_settings(self.work)
+        return settings is not None and settings[0] == self.task
 
     def start(self, settings):
         """Creates (or resumes) `<out>.partial` and writes config.json.
@@ -277,18 +375,36 @@ class RunDirectory:
 
         Raises:
             UsageError: `out` holds a finished run (without `overwrite`), holds something that is
-                not a seqlab run, or `<out>.partial` holds a run with other settings.
+                not a seqlab run, or `<out>.partial` holds a run with other settings, or is not
+                seqlab's.
         """
         self.check_out()
+        marked = self.work.is_dir() and has_marker(self.work, RUN_MARKER, "run")
+        self.work.mkdir(parents=True, exist_ok=True)
         # Owned before anything in it is read or removed: a second train into the same --out
         # is refused while the first runs.
-        self.work.mkdir(parents=True, exist_ok=True)
         self._lock()
-        if (self.work / "config.json").is_file() or len(list(self.work.iterdir())) > 1:
+        entries = {entry.name for entry in self.work.iterdir()} - {LOCK_NAME, RUN_MARKER}
+        if entries:
             previous = self.work / "config.json"
-            previous_settings = read_json(previous)["settings"] if previous.is_file() else None
+            try:
+                previous_settings = (read_json(previous)["settings"] if previous.is_file()
+                                     else None)
+            except UsageError as error:  # a damaged config.json of the unfinished run
+                if not (marked and self.overwrite):
+                    raise UsageError(f"{error}; pass --overwrite to start the run over"
+                                     if marked else str(error)) from None
+                previous_settings = None
             if previous_settings == settings:
                 self.resumed = True
+            elif not marked:
+                # An earlier version's unfinished run (check_out let only that through): resumed
+                # with the same settings, otherwise left as it is.
+                raise UsageError(
+                    f"{self.work} holds an unfinished run of an earlier seqlab version (no "
+                    f"{RUN_MARKER}) with other settings; seqlab does not delete it: rerun with "
+                    "its settings to finish it, or move it away yourself"
+                )
             elif self.overwrite or previous_settings is None:
                 shutil.rmtree(self.work)
                 self.work.mkdir(parents=True)
@@ -305,6 +421,8 @@ class RunDirectory:
                     f"{self.work} holds an unfinished run with other settings ({details}); rerun "
                     "with the same settings to resume it, or pass --overwrite to start over"
                 )
+        if not has_marker(self.work, RUN_MARKER, "run"):
+            write_marker(self.work, RUN_MARKER, "run", task=self.task)
         if not self.resumed:
             write_json_atomic(
                 self.work / "config.json",
@@ -345,6 +463,11 @@ class RunDirectory:
                     leftover.unlink()
         if self.checkpoint_dir.exists() and not any(self.checkpoint_dir.iterdir()):
             self.checkpoint_dir.rmdir()
+        if self.final.exists() and (self.final.is_symlink() or (
+                not has_marker(self.final, RUN_MARKER, "run") and any(self.final.iterdir()))):
+            # Something not seqlab's appeared at --out while this run trained: never replaced.
+            raise UsageError(f"--out {self.final} now holds something that is not a seqlab run; "
+                             f"the finished run stays in {self.work}: move it there yourself")
         self.lock_path.unlink(missing_ok=True)
         return replace_directory(self.work, self.final)
 
@@ -438,6 +561,39 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             self._training_metadata_path,
             json.dumps({"epoch": self._current_epoch, "batch": self._last_batch_seen}),
         )
+
+
+class TrainingDiverged(UsageError):
+    """The loss became NaN or infinite during `fit`."""
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stops `fit` at the end of the first epoch whose loss (or any figure of its logs) is NaN
+    or infinite, with a one-line `TrainingDiverged` (Keras's `TerminateOnNaN` would end it
+    quietly, and the run's figures would be NaN). It must come first among the callbacks, so
+    that the diverged epoch reaches neither history.csv nor the backup: the epochs finished
+    before stay in the unfinished run.
+
+    Args:
+        learning_rate: the run's learning rate, named in the message.
+    """
+
+    def __init__(self, learning_rate=None):
+        super().__init__()
+        self.learning_rate = learning_rate
+
+    def on_epoch_end(self, epoch, logs=None):
+        bad = {name: float(value) for name, value in (logs or {}).items()
+               if isinstance(value, (int, float)) or hasattr(value, "__float__")}
+        bad = {name: value for name, value in bad.items() if not math.isfinite(value)}
+        if bad:
+            name, value = next(iter(bad.items()))
+            rate = f" (now {self.learning_rate:g})" if self.learning_rate else ""
+            raise TrainingDiverged(
+                f"training diverged: {name} became {value} in epoch {epoch + 1}; no figures "
+                f"were written. Lower --learning-rate{rate} or check the data for extreme "
+                "values, then rerun with --overwrite"
+            )
 
 
 def training_callbacks(run):
@@ -689,7 +845,9 @@ __all__ = [
     "RunRecord",
     "EpochProgress",
     "StopAfterMinutes",
+    "StopOnNonFiniteLoss",
     "Task",
+    "TrainingDiverged",
     "UsageError",
     "default_out",
     "format_table",
@@ -706,5 +864,9 @@ __all__ = [
     "take_lock",
     "write_export_archive",
     "write_json_atomic",
+    "write_marker",
     "write_text_atomic",
+    "has_marker",
+    "RUN_MARKER",
+    "EXPORT_MARKER",
 ]

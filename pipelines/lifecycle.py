@@ -24,6 +24,7 @@ name their sublayers as 0.1.0 did), and renamed settings are mapped (`renamed_se
 import dataclasses
 import importlib.util
 import time
+import zipfile
 from pathlib import Path
 
 import keras
@@ -33,11 +34,14 @@ from seqlab.data.errors import DataError
 from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
+    RUN_MARKER,
     EpochHistory,
     EpochProgress,
     StopAfterMinutes,
+    StopOnNonFiniteLoss,
     Task,
     UsageError,
+    absent_json,
     open_run,
     progress_verbosity,
     read_json,
@@ -104,6 +108,42 @@ def copy_weights_by_layer_name(source, target, origin):
                 "file does not match the model (edited or damaged?)"
             )
         namesake.set_weights(layer.get_weights())
+
+
+class RecordFitEnd(keras.callbacks.Callback):
+    """At the end of `fit`, before the epoch backup is removed (it must come before
+    `BackupAndRestore` in the callbacks, after those that restore best weights): saves the
+    trained model to `model_path`, then calls `record()` (which writes fit_done.json)."""
+
+    def __init__(self, model_path, record):
+        super().__init__()
+        self.model_path, self.record = model_path, record
+
+    def on_train_end(self, logs=None):
+        self.model.save(self.model_path)
+        self.record()
+
+
+def check_model_matches_settings(model, expected, record):
+    """Refuses a run whose model.keras does not hold the weights its config.json and files
+    describe (`expected`: the model they build), as after a hand-edited horizon or vocabulary.
+
+    Raises:
+        UsageError: naming the first weight whose shape differs.
+    """
+    for saved, wanted in zip(model.weights, expected.weights):
+        if tuple(saved.shape) != tuple(wanted.shape):
+            raise UsageError(
+                f"{record.file('config.json')}: the settings and files of the run do not match "
+                f"its model.keras (weight {saved.path} has shape {tuple(saved.shape)}, they give "
+                f"{tuple(wanted.shape)}); a file was edited or damaged: retrain the run"
+            )
+    if len(model.weights) != len(expected.weights):
+        raise UsageError(
+            f"{record.file('config.json')}: the settings of the run do not match its "
+            f"model.keras ({len(model.weights)} weights, they give {len(expected.weights)}); a "
+            "file was edited or damaged: retrain the run"
+        )
 
 
 def best_epoch(history, monitor, mode="min"):
@@ -281,7 +321,8 @@ def describe_run_directory(path):
         ("plots", sorted(str(p.relative_to(path)) for p in path.glob("plots/*.png"))),
         ("settings and files", sorted(p.name for p in path.iterdir()
                                       if p.is_file() and p.name not in listed
-                                      and not p.name.startswith("."))),
+                                      and not p.name.startswith(".")
+                                      and p.name != RUN_MARKER)),
     ):
         if names:
             lines.append(f"  {label}: {', '.join(names)}")
@@ -490,25 +531,38 @@ class Pipeline:
             progress = [] if verbosity else [EpochProgress(config.epochs, config.max_minutes)]
             stop_watch = StopWatch()
             started = time.perf_counter()
+
+            def fit_record_now():
+                training = training_record(
+                    config.epochs, history.history, best_epoch(history.history, monitor, mode),
+                    stop_watch, [*task_callbacks, *callbacks])
+                return {
+                    "train_seconds": round(time.perf_counter() - started, 2),
+                    "best_epoch": training["best_epoch"],
+                    "training": training,
+                }
+
+            # Keras removes its epoch backup when fit returns: the end of fit is recorded
+            # first (the trained model and fit_done.json), so that a kill in between
+            # continues after fit instead of training again from epoch 1.
+            run_callbacks.insert(
+                next(i for i, c in enumerate(run_callbacks)
+                     if isinstance(c, keras.callbacks.BackupAndRestore)),
+                RecordFitEnd(model_path, lambda: run.write_json(FIT_DONE_NAME,
+                                                                fit_record_now())))
             model.fit(
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),
                 epochs=config.epochs,
-                callbacks=stop_watch.watch([*task_callbacks, *time_box, *run_callbacks,
-                                            *progress, *callbacks]),
+                callbacks=stop_watch.watch([
+                    StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
+                    *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks]),
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
                 verbose=verbosity,
             )
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)
-            training = training_record(
-                config.epochs, history.history, best_epoch(history.history, monitor, mode),
-                stop_watch, [*task_callbacks, *callbacks])
-            fit_record = {
-                "train_seconds": round(time.perf_counter() - started, 2),
-                "best_epoch": training["best_epoch"],
-                "training": training,
-            }
+            fit_record = fit_record_now()
             run.write_json(FIT_DONE_NAME, fit_record)
 
         metrics = self.score(config, model, prepared)
@@ -564,26 +618,41 @@ class Pipeline:
                              f"({error})") from None
         try:
             artifacts = self.read_artifacts(record.path, config)
-        except DataError:
+        except (DataError, UsageError):
             raise
         except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
+            what = str(error) if type(error) is ValueError else repr(error)
             raise UsageError(f"{record.path}: a file of the run is missing or damaged "
-                             f"({error!r}); retrain it") from None
+                             f"({what}); retrain it") from None
         model_path = record.file("model.keras")
         if not model_path.is_file():
             raise UsageError(f"{model_path}: not found; the run is incomplete")
+        if not zipfile.is_zipfile(model_path):
+            raise UsageError(f"{model_path}: damaged (not a complete .keras archive; "
+                             f"{model_path.stat().st_size} bytes); retrain the run or put back "
+                             "the file")
         try:
             model = keras.saving.load_model(model_path, compile=False)
         except Exception as error:  # Keras raises many kinds for a damaged or unsafe file
             raise UsageError(f"{model_path}: cannot be loaded ({type(error).__name__}: "
                              f"{str(error).splitlines()[0] if str(error) else ''})") from None
+        try:
+            expected = self.model_for_run(config, artifacts)
+        except (ValueError, TypeError, KeyError, IndexError) as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise UsageError(f"{record.path}: its settings and files do not make a model "
+                             f"({reason}); a file was edited or damaged: retrain the run") from None
         if not isinstance(model, self.model_class):
             # seqlab 0.1.0 saved functional models: move their weights into the task's class.
-            upgraded = self.model_for_run(config, artifacts)
-            copy_weights_by_layer_name(model, upgraded, origin=str(record.path))
-            model = upgraded
+            copy_weights_by_layer_name(model, expected, origin=str(record.path))
+            model = expected
+        else:
+            check_model_matches_settings(model, expected, record)
         metrics_path = record.file("metrics.json")
-        metrics = read_json(metrics_path) if metrics_path.is_file() else {}
+        metrics = read_json(metrics_path) if metrics_path.is_file() else absent_json(metrics_path)
+        if not isinstance(metrics, dict):
+            raise UsageError(f"{metrics_path}: expected a JSON object of figures; the file was "
+                             "edited or damaged")
         return LoadedRun(record.path, config, artifacts, model, metrics)
 
     def export(self, run, out=None, overwrite=False):

@@ -5,9 +5,11 @@ task, `export --out` holds something else or a SavedModel without `--overwrite`)
 functions BEFORE TensorFlow loads, so that a refusal takes a moment, not the time TensorFlow
 takes to load; the lifecycle (`pipelines/lifecycle.py`) checks again with the same functions.
 
+- `read_json`: a run's JSON files, read strictly (one line naming the file and the field).
 - `open_run`: reads a finished run's `config.json` and checks its task.
-- `is_saved_model`, `check_export_path`: what an export may replace (only a previous export,
-  and only with `--overwrite`).
+- The markers (`seqlab-run.json`, `seqlab-export.json`) by which seqlab knows the folders it
+  wrote, `has_marker`; `is_saved_model`, `check_export_path`: what an export may replace (only
+  a previous export of seqlab's, and only with `--overwrite`).
 - `export_path`: where `export` writes: `--out`, else the run's next version folder
   `<run>/export/<n>/`, the layout TensorFlow Serving reads (`--model_base_path=<run>/export`
   serves the highest version).
@@ -23,8 +25,72 @@ from seqlab.pipelines.errors import UsageError
 EXPORT_DIR = "export"
 
 
+PARTIAL_SUFFIX = ".partial"
+
+# seqlab recognises the folders it writes by a marker file inside them, never by a common
+# file name (a `config.json` or a `saved_model.pb` of the user's own), and deletes or replaces
+# no folder without it. The marker moves with the folder (`<out>.partial` renamed to `<out>`).
+RUN_MARKER = "seqlab-run.json"
+EXPORT_MARKER = "seqlab-export.json"
+MARKER_FORMAT = 1
+# What a SavedModel directory holds. An export written before the markers (seqlab 0.1.0 and
+# until this version) is recognised by holding these and nothing else, `saved_model.pb` not empty.
+_SAVED_MODEL_ENTRIES = {"saved_model.pb", "fingerprint.pb", "variables", "assets",
+                        "keras_metadata.pb"}
+
+
+class JsonRecord(dict):
+    """A JSON object read by `read_json`: it knows its file (`source`), and a missing key is a
+    one-line `UsageError` naming the file and the field, not a bare KeyError."""
+
+    source = None
+    absent = False  # `absent_json`: the file does not exist
+
+    def __missing__(self, key):
+        if self.absent:
+            raise UsageError(f"{self.source}: not found (its field {key!r} is needed); the run "
+                             "is incomplete")
+        raise UsageError(f"{self.source}: the field {key!r} is missing; the file was edited or "
+                         "damaged")
+
+
+def absent_json(path):
+    """An empty `JsonRecord` standing for the missing JSON file `path`: reading a field of it
+    is a one-line `UsageError` that says the file is not there."""
+    record = JsonRecord()
+    record.source, record.absent = Path(path), True
+    return record
+
+
 def read_json(path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The JSON file `path`, strictly: its objects are `JsonRecord`s.
+
+    Raises:
+        UsageError: the file cannot be read, is not UTF-8 or not complete JSON, or holds NaN
+            or Infinity (which are not JSON numbers); the message names the file and where.
+    """
+    path = Path(path)
+
+    def record(pairs):
+        value = JsonRecord(pairs)
+        value.source = path
+        return value
+
+    def refuse_constant(name):
+        raise UsageError(f"{path}: holds {name}, which is not a number; the file was edited or "
+                         "damaged")
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; the file is damaged") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        return json.loads(text, object_pairs_hook=record, parse_constant=refuse_constant)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path}: not complete JSON ({error.msg} at line {error.lineno} column "
+                         f"{error.colno}); the file was edited or damaged") from None
 
 
 @dataclasses.dataclass
@@ -60,34 +126,74 @@ def open_run(path, task):
         )
     if not config_path.is_file():
         hint = ""
-        if Path(f"{path}.partial").is_dir():
+        if path.name and path.with_name(path.name + PARTIAL_SUFFIX).is_dir():
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
-    try:
-        record = read_json(config_path)
-        settings = record["settings"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{config_path}: not a seqlab run's config.json ({error!r})") from None
+    record = read_json(config_path)
+    if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+        raise UsageError(f"{config_path}: not a seqlab run's config.json (expected an object "
+                         "with the run's \"settings\")")
+    settings = record["settings"]
     if record.get("task") != task:
         raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
     return RunRecord(path=path, task=task, settings=settings)
 
 
+def has_marker(folder, name, kind):
+    """Whether `folder` (not a symlink) holds seqlab's marker `name` of `kind`."""
+    marker = Path(folder) / name
+    if Path(folder).is_symlink() or marker.is_symlink() or not marker.is_file():
+        return False
+    try:
+        record = read_json(marker)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("seqlab") == kind \
+        and isinstance(record.get("format"), int)
+
+
+def _is_unmarked_saved_model(path):
+    """An export written before the markers: SavedModel entries only (variables/ holding
+    only variable files), and a `saved_model.pb` that is not empty."""
+    entries = {entry.name for entry in path.iterdir()}
+    if not entries <= _SAVED_MODEL_ENTRIES or "saved_model.pb" not in entries:
+        return False
+    if any(entry.is_symlink() for entry in path.iterdir()):
+        return False
+    graph, variables = path / "saved_model.pb", path / "variables"
+    if not graph.is_file() or graph.stat().st_size == 0:
+        return False
+    if variables.exists() and not (variables.is_dir() and all(
+            entry.is_file() and entry.name.startswith("variables.")
+            for entry in variables.iterdir())):
+        return False
+    return True
+
+
 def is_saved_model(path):
-    """Whether `path` is a SavedModel directory (what an export writes)."""
+    """Whether `path` is an export seqlab wrote (its marker, or an older version's complete
+    SavedModel): the only folders `export --overwrite` replaces."""
     path = Path(path)
-    return path.is_dir() and (path / "saved_model.pb").is_file()
+    if path.is_symlink() or not path.is_dir():
+        return False
+    return has_marker(path, EXPORT_MARKER, "export") or _is_unmarked_saved_model(path)
 
 
 def check_export_path(path, overwrite=False):
     """Refuses an export path that holds anything but a previous export to replace.
 
     Raises:
-        UsageError: `path` is a file, a non-empty folder that is not a SavedModel, or a
-            SavedModel while `overwrite` is False.
+        UsageError: `path` is a symlink, a file, a non-empty folder that is not an export of
+            seqlab's, or one while `overwrite` is False.
     """
     path = Path(path)
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symbolic link; seqlab does not write through links: "
+                         "give the real folder, or another --out")
     if not path.exists():
+        blocking = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")
         return
     if is_saved_model(path):
         if not overwrite:
@@ -97,8 +203,8 @@ def check_export_path(path, overwrite=False):
             )
     elif path.is_file() or any(path.iterdir()):
         raise UsageError(
-            f"{path} exists and is not a SavedModel; seqlab never deletes what it did not "
-            "write: choose another --out"
+            f"{path} exists and is not a SavedModel written by seqlab (no {EXPORT_MARKER}); "
+            "seqlab never deletes what it did not write: choose another --out"
         )
 
 

@@ -20,6 +20,8 @@ import argparse
 import dataclasses
 import datetime
 import json
+import math
+import os
 import tomllib
 import types
 import typing
@@ -106,12 +108,80 @@ class TrainConfig:
     )
 
     def __post_init__(self):
+        check_settings(self)
         check_at_least(self, 1, "epochs", "batch_size")
         check_positive(self, "max_minutes")
         if hasattr(self, "learning_rate"):
             check_positive(self, "learning_rate")
         if hasattr(self, "clipnorm"):
             check_positive(self, "clipnorm")
+
+
+# The largest value of every size a user sets, by setting name (any task's config or action
+# options that has the setting), checked before any work; docs/cli.md lists them. They keep a
+# typo (`--lookback 1000000000`) from running for hours or running out of memory.
+# `num_chars` is also the SavedModel's limit (models/char_lm.py MAX_NUM_CHARS; a test checks).
+MAXIMUMS = {
+    "epochs": 100_000, "batch_size": 65_536, "patience": 100_000,
+    "units": 8_192, "ff_dim": 65_536, "embedding_dim": 8_192, "word_dim": 8_192,
+    "char_dim": 1_024, "char_units": 4_096, "char_kernel": 64, "layers": 64, "num_heads": 256,
+    "lookback": 100_000, "horizon": 10_000, "stride": 100_000, "season": 100_000,
+    "backtest": 100,
+    "window": 100_000, "sample_chars": 100_000, "num_chars": 100_000, "top_k": 100_000,
+    "max_train_chars": 10**12,
+    "vocabulary_size": 10_000_000, "max_vocabulary": 10_000_000, "sequence_length": 100_000,
+    "ngrams": 10, "ensemble": 100, "min_count": 10**9, "max_word_chars": 1_000,
+    "max_length": 10_000, "beam_width": 64, "n_best": 64, "warmup_steps": 10**9,
+    "attention_plots": 100, "token_column": 999, "tag_column": 999,
+    "learning_rate": 10.0, "clipnorm": 1e6, "length_penalty": 10.0, "max_minutes": 10**7,
+}
+# The smallest values that `check_at_least` and the like do not already give.
+MINIMUMS = {"token_column": -999, "tag_column": -999}
+SEED_RANGE = (0, 2**31 - 1)
+
+
+def check_settings(config):
+    """Every field of a config or options dataclass: the type its annotation names (numbers
+    finite), within `MAXIMUMS` / `MINIMUMS`, and a `seed` within `SEED_RANGE`.
+
+    Raises:
+        ValueError: "<name> must ... Received: <name>=<value>".
+    """
+    for field in dataclasses.fields(config):
+        name, value = field.name, getattr(config, field.name)
+        base, is_list, optional = _field_type(field)
+        if value is None and optional:
+            continue
+        values = value if is_list and isinstance(value, (list, tuple)) else [value]
+        # A list of names may be given as one name (as in a config file: `target = "y"`).
+        if is_list and not isinstance(value, (list, tuple)) and base is not str:
+            raise ValueError(f"{name} must be a list of {base.__name__}. Received: "
+                             f"{name}={value!r}")
+        for item in values:
+            _check_value(name, base, item)
+            if base in (int, float):
+                high, low = MAXIMUMS.get(name), MINIMUMS.get(name)
+                if name == "seed":
+                    low, high = SEED_RANGE
+                if high is not None and item > high:
+                    raise ValueError(f"{name} must be at most {high}. Received: {name}={item}")
+                if low is not None and item < low:
+                    raise ValueError(f"{name} must be at least {low}. Received: {name}={item}")
+
+
+def _check_value(name, base, value):
+    if base is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif base is float:
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value))
+    elif base is str:
+        ok = isinstance(value, (str, os.PathLike))
+    else:
+        ok = isinstance(value, base)
+    if not ok:
+        what = "a finite number" if base is float else base.__name__
+        raise ValueError(f"{name} must be {what}. Received: {name}={value!r}")
 
 
 # The checks task configs share in `__post_init__`. Each raises `ValueError("<name> must ...
@@ -297,7 +367,9 @@ def make_config(config_class, file_values=None, flag_values=None, origin="config
         if choices and value is not None and value not in choices:
             raise UsageError(f"{key} must be one of {', '.join(choices)}. Received: {value!r}")
     try:
-        return config_class(**values)
+        config = config_class(**values)
+        check_settings(config)  # action options have no base class that checks them
+        return config
     except ValueError as error:
         raise UsageError(str(error)) from None
 

@@ -26,10 +26,10 @@ from seqlab.data.datasets import resolve_path
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.data.translation import (
     END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, load_data, read_lines,
-    read_test_pairs, token_text, tokenize,
+    read_test_pairs, token_text, tokenize, within_max_length,
 )
 from seqlab.models import Translator
-from seqlab.models.translator import TextTranslator
+from seqlab.models.translator import MAX_INPUT_TOKENS, TextTranslator
 from seqlab.pipelines.common import (
     ActionResult, UsageError, pyplot, write_export_archive, write_text_atomic,
 )
@@ -152,7 +152,7 @@ class TranslatePipeline(Pipeline):
     def prepare(self, config, distribution):
         pairs = _load_data(config).encode(
             config.min_count, config.max_vocabulary, config.max_length,
-            distribution.global_batch_size(config.batch_size),
+            distribution.global_batch_size(config.batch_size), max_test_tokens=MAX_INPUT_TOKENS,
         )
         return PreparedTranslation(pairs, embeddings=read_embeddings(config, pairs))
 
@@ -248,6 +248,9 @@ class TranslatePipeline(Pipeline):
         if skipped["train"] or skipped["val"]:
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "
                          f"{skipped['train']} training and {skipped['val']} validation pairs")
+        if skipped.get("test"):
+            lines.append(f"left out of the test split (sources longer than {MAX_INPUT_TOKENS} "
+                         f"tokens, the most the model translates): {skipped['test']} pairs")
         return [*lines, f"examples ({first_test}):",
                 *translation_examples(prepared.pairs.tests[first_test],
                                       prepared.examples[first_test])]
@@ -271,13 +274,17 @@ class TranslatePipeline(Pipeline):
             tests = _load_data(config).tests
         else:
             tests = read_test_pairs(data, src, tgt, **_reading(config, data))
-        figures = {
-            name: translation_figures(translator.translate, pairs, beam_width, length_penalty,
-                                      config.batch_size)[0]
-            for name, pairs in tests.items()
-        }
+        figures, skipped = {}, 0
+        for name, pairs in tests.items():
+            pairs, left_out = within_max_length(pairs, MAX_INPUT_TOKENS)
+            skipped += left_out
+            figures[name] = translation_figures(translator.translate, pairs, beam_width,
+                                                length_penalty, config.batch_size)[0]
         source = src or data or "the run's test split"
         summary = [f"{TASK_NAME}: {source}", translation_table(figures)]
+        if skipped:
+            summary.append(f"left out (sources longer than {MAX_INPUT_TOKENS} tokens, the most "
+                           f"the model translates): {skipped} pairs")
         return evaluation_result(summary, {"test": figures}, output)
 
     def predict(self, run, data=None, output=None, **options):
@@ -298,6 +305,15 @@ class TranslatePipeline(Pipeline):
         if not sentences:
             raise UsageError('nothing to translate: give sentences ("A man is riding a bike.") '
                              "or --input FILE")
+        lengths = tokenize(sentences).row_lengths().numpy()
+        too_long = next((index for index, length in enumerate(lengths)
+                         if length > MAX_INPUT_TOKENS), None)
+        if too_long is not None:
+            where = (f"sentence {too_long + 1}" if too_long < len(texts or [])
+                     else f"{input}: line {too_long - len(texts or []) + 1}")
+            raise UsageError(f"{where} has {lengths[too_long]} tokens; the model translates at "
+                             f"most {MAX_INPUT_TOKENS} (as its SavedModel): split it into "
+                             "sentences")
         results = translator.translate(
             sentences, beam_width=beam_width, length_penalty=length_penalty, num_return=n_best,
             batch_size=loaded.config.batch_size,

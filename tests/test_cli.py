@@ -142,3 +142,16 @@ def test_usage_errors_exit_with_status_2(tmp_path, capsys):
     config.write_text('{"lookbak": 3}')
     assert cli.main(["timeseries", "train", "--config", str(config)]) == 2
     assert "unknown setting 'lookbak'" in capsys.readouterr().err
+
+
+def test_an_error_quoting_a_line_break_from_the_data_stays_one_line(tmp_path, capsys):
+    # Found by tests/test_fuzz.py: a label quoted across two lines made a two-line error.
+    from seqlab.pipelines.errors import UsageError
+
+    assert cli.one_line(UsageError("labels: 'neg\n,'")) == "labels: 'neg\\n,'"
+    data = tmp_path / "reviews.csv"
+    data.write_text('text,label\n"dull and long",neg\n"a fine film","pos\n,"\n')
+    assert cli.main(["sentiment", "train", "--data", str(data), "--out",
+                     str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("seqlab sentiment train: error: ")

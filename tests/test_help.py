@@ -123,6 +123,7 @@ def test_the_cards_choices_agree_with_the_tensorflow_modules():
     from seqlab.layers import char_encoder
     from seqlab.models import char_lm, forecaster, text_classifier, translator
     from seqlab.pipelines.configs import charrnn, ner, sentiment, timeseries, translate
+    from seqlab.pipelines.settings import MAXIMUMS
 
     assert timeseries.FILL_METHODS == timeseries_data.FILL_METHODS
     assert timeseries.FILL_ENDS == timeseries_data.FILL_ENDS
@@ -138,6 +139,8 @@ def test_the_cards_choices_agree_with_the_tensorflow_modules():
     assert ner.INPUT_FORMATS == conll.INPUT_FORMATS
     assert ner.CHAR_ENCODERS == char_encoder.CHAR_ENCODERS
     assert translate.MODEL_KINDS == translator.KINDS
+    # One limit for `charrnn predict --num-chars` and the SavedModel's generate signature.
+    assert MAXIMUMS["num_chars"] == char_lm.MAX_NUM_CHARS
 
 
 def test_unknown_task_has_no_card():

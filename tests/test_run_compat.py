@@ -119,3 +119,25 @@ def test_a_vocabulary_that_does_not_match_the_model_is_named(tmp_path):
                                          r"\[\(160, 8\)\], but the run's settings and files give "
                                          r"\[\(9, 8\)\]: a vocabulary or settings file does not"):
         load_task("translate").predict(run=str(run), texts=["a dog"])
+
+
+def test_an_emptied_vocabulary_is_one_line(tmp_path):
+    # Found by tests/test_fuzz.py: an empty vocabulary.txt reached Keras's StringLookup, whose
+    # ValueError came out as a traceback.
+    run = tmp_path / "sentiment"
+    shutil.copytree(FIXTURES / "sentiment", run)
+    (run / "vocabulary.txt").write_text("", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"sentiment: its settings and files do not make a "
+                                         r"model \(Cannot set an empty vocabulary"):
+        load_task("sentiment").predict(run=str(run), texts=["a fine film"])
+
+
+def test_a_missing_metrics_json_is_one_line_when_evaluate_needs_it(tmp_path):
+    # Found by tests/test_fuzz.py: charrnn evaluate read the training character counts from a
+    # metrics.json that was not there, and failed with a KeyError.
+    run = tmp_path / "charrnn"
+    shutil.copytree(FIXTURES / "charrnn", run)
+    (run / "metrics.json").unlink()
+    with pytest.raises(UsageError, match=r"metrics\.json: not found \(its field 'data' is "
+                                         r"needed\); the run is incomplete"):
+        load_task("charrnn").evaluate(run=str(run))

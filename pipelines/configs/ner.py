@@ -99,6 +99,11 @@ class NerConfig(TrainConfig):
                        "char_units", "char_kernel", "units", "patience")
         check_rate(self, "dropout")
         check_split_fractions(self, validation_may_be_zero=False)
+        if self.token_column == self.tag_column:
+            raise ValueError(
+                "token_column and tag_column must be different columns. Received: "
+                f"token_column={self.token_column}, tag_column={self.tag_column}"
+            )
         if self.repair and self.strict_tags:
             raise ValueError(
                 "repair reads invalid tag sequences and strict_tags refuses them: give one. "

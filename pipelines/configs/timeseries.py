@@ -106,6 +106,11 @@ class TimeseriesConfig(TrainConfig):
         check_at_least(self, 0, "backtest")
         check_rate(self, "dropout")
         check_split_fractions(self)
+        if self.model == "transformer" and self.units % self.num_heads:
+            raise ValueError(
+                "units (the transformer's width) must be a multiple of num_heads. Received: "
+                f"units={self.units}, num_heads={self.num_heads}"
+            )
 
 
 CARD = TaskCard(

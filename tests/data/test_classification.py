@@ -364,6 +364,12 @@ def test_unclosed_quote_is_a_data_error(tmp_path):
         "here"
     )):
         read_table(path)
+    # Found by tests/test_fuzz.py: a quote never closed in the header line was a traceback.
+    path = write(tmp_path / "h.csv", '"text,label\ngood,pos\n')
+    with pytest.raises(DataError, match=re.escape(
+        f"{path}, line 1: not a well-formed table: unexpected end of data"
+    )):
+        read_table(path)
 
 
 def test_unknown_label_at_evaluation_names_file_and_line(tmp_path):

@@ -268,3 +268,13 @@ def test_prepare_corpus_splits_in_order_and_encodes_with_the_training_vocabulary
         prepare_corpus(path, val_fraction=0.2, unseen_chars="error")
     with pytest.raises(DataError, match="the text is too short to split"):
         prepare_corpus(path, val_fraction=0.01)
+
+
+def test_a_nul_character_is_named_with_its_line(tmp_path):
+    # Found by tests/test_fuzz.py: a NUL became an empty character in Keras's StringLookup,
+    # whose ValueError came out as a traceback. Every reader decodes through decode_utf8.
+    path = tmp_path / "text.txt"
+    path.write_bytes(b"first line\nsecond\x00line\n")
+    with pytest.raises(DataError, match=r"text\.txt, line 2: a NUL character \(byte 0\) at byte "
+                                        r"offset 17; expected text"):
+        read_text(path)

@@ -321,7 +321,7 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
              for a, b in rng.integers(1, 15, (60, 2))]
     tsv = write(tmp_path / "pairs.tsv", "".join(lines))
     prepared = load_data(tsv, val_fraction=0.2, test_fraction=0.1, seed=0)
-    assert prepared.encode(max_length=10, batch_size=4) is prepared
+    assert prepared.encode(max_length=10, batch_size=4, max_test_tokens=10) is prepared
     assert prepared.source_vocabulary.tokens[4:] == ["▁w", "w"]  # the more frequent first
     assert prepared.train_ids.skipped > 0 and prepared.val_ids.source_ids.nrows() > 0
     train, val = prepared.datasets(batch_size=4, seed=0)
@@ -329,6 +329,11 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
     report = prepared.report()
     assert report["pairs"] == {"train": 42, "val": 12, "test": 6}
     assert report["skipped_longer_than_max_length"]["train"] == prepared.train_ids.skipped
+    # A test source longer than the model takes is left out too (translating it could run out
+    # of memory), and counted.
+    kept = prepared.tests["test"].sources
+    assert report["skipped_longer_than_max_length"]["test"] == 6 - len(kept) > 0
+    assert all(len(source.split()) <= 10 for source in kept)
     assert report["vocabulary"] == {"source": 6, "target": 6}
     assert sum(int(s.shape[0]) for (s, _), _ in val) == 12 - prepared.val_ids.skipped
     long_pairs = write(tmp_path / "long.tsv", "".join(f"a b c {i}\tx y z\n" for i in range(9)))
@@ -367,3 +372,22 @@ def test_long_pairs_are_left_out_and_counted_and_buckets_keep_every_pair():
         assert source.shape[1] <= 12 and target_in.shape[1] <= 12
         seen += source.shape[0]
     assert seen == keep.sum()
+
+
+def test_every_whitespace_character_separates_tokens(tmp_path):
+    # Found by tests/test_fuzz.py: "\x1f" (which str.isspace counts) made a token that the
+    # vocabulary then refused with a traceback.
+    assert tokenize(["0\x1f a\x0bb\x85c\x1cd"]).to_list() == [
+        [t.encode() for t in ["0", "▁a", "▁b", "▁c", "▁d"]]]
+    tsv = write(tmp_path / "pairs.tsv", "0\x1f\tein Hund läuft .\n"
+                + "a dog runs .\tein Hund läuft .\n" * 2)
+    load_data(tsv, val_fraction=0.34, test_fraction=0.33, seed=0).encode()
+
+
+def test_a_nul_character_is_named_with_its_line(tmp_path):
+    # Found by tests/test_fuzz.py: a NUL became an empty token in Keras's StringLookup, whose
+    # ValueError came out as a traceback.
+    tsv = write(tmp_path / "pairs.tsv", "a dog runs .\tein Hund\n" * 3 + "a dog .\t\x00\n")
+    with pytest.raises(DataError, match=r"pairs\.tsv, line 4: a NUL character \(byte 0\) at "
+                                        r"byte offset \d+; expected text"):
+        load_data(tsv, val_fraction=0.25, test_fraction=0.25, seed=0)

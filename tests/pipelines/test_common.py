@@ -1,15 +1,22 @@
 """Tests of pipelines/common.py: the run directory, epoch history, tables."""
 
 import json
+import math
 
 import pytest
 
 from seqlab.pipelines.common import (
+    RUN_MARKER,
     EpochHistory,
     RunDirectory,
+    StopOnNonFiniteLoss,
+    TrainingDiverged,
     UsageError,
+    check_export_path,
     format_table,
+    is_saved_model,
     open_run,
+    write_json_atomic,
     write_text_atomic,
 )
 
@@ -105,3 +112,166 @@ def test_format_table_aligns_columns():
         "model   1.2346",
         "naive  10.0000",
     ]
+
+
+# --- seqlab deletes only folders that carry its marker -------------------------------------------
+
+
+def _tree(folder):
+    return sorted((str(p.relative_to(folder)), p.read_bytes() if p.is_file() else None)
+                  for p in folder.rglob("*"))
+
+
+def test_a_finished_run_carries_the_marker_and_is_replaced_with_overwrite(tmp_path):
+    out = finished_run(tmp_path / "run", {"a": 1})
+    marker = json.loads((out / RUN_MARKER).read_text())
+    assert marker["seqlab"] == "run" and marker["format"] == 1 and marker["task"] == "toy"
+    run = RunDirectory(out, "toy", overwrite=True)
+    run.start({"a": 2})
+    assert run.finish() == out and open_run(out, "toy").settings == {"a": 2}
+
+
+def test_a_partial_folder_of_the_users_own_is_never_deleted(tmp_path):
+    mine = tmp_path / "a.partial"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    (mine / "config.json").write_text("{}")
+    before = _tree(mine)
+    for overwrite in (False, True):
+        with pytest.raises(UsageError, match=r"a\.partial exists and was not written by seqlab "
+                                             r"\(no seqlab-run\.json\)"):
+            RunDirectory(tmp_path / "a", "toy", overwrite=overwrite).start({"a": 1})
+    assert _tree(mine) == before and not (tmp_path / "a").exists()
+
+
+def test_overwrite_never_replaces_a_folder_with_a_config_json_of_the_users(tmp_path):
+    mine = tmp_path / "data"
+    mine.mkdir()
+    (mine / "config.json").write_text('{"task": "toy", "settings": {}}')
+    (mine / "measurements.csv").write_text("1,2\n")
+    before = _tree(mine)
+    with pytest.raises(UsageError, match=r"exists and is not a seqlab run \(no seqlab-run"):
+        RunDirectory(mine, "toy", overwrite=True).start({})
+    assert _tree(mine) == before and not (tmp_path / "data.partial").exists()
+
+
+def test_a_run_of_an_earlier_version_is_read_but_not_replaced(tmp_path):
+    out = finished_run(tmp_path / "old", {"a": 1})
+    (out / RUN_MARKER).unlink()  # as seqlab wrote runs before the marker
+    assert open_run(out, "toy").settings == {"a": 1}
+    before = _tree(out)
+    with pytest.raises(UsageError, match=r"holds a run written by an earlier seqlab version "
+                                         r"\(no seqlab-run\.json\), which seqlab does not "
+                                         r"replace: evaluate, predict and export still read it"):
+        RunDirectory(out, "toy", overwrite=True).start({"a": 2})
+    assert _tree(out) == before
+
+
+def test_an_unfinished_run_of_an_earlier_version_is_resumed_but_never_deleted(tmp_path):
+    RunDirectory(tmp_path / "run", "toy").start({"a": 1})
+    partial = tmp_path / "run.partial"
+    (partial / RUN_MARKER).unlink()
+    (partial / ".lock").unlink()
+    with pytest.raises(UsageError, match=r"unfinished run of an earlier seqlab version"):
+        RunDirectory(tmp_path / "run", "toy", overwrite=True).start({"a": 2})
+    assert (partial / "config.json").is_file()
+    assert RunDirectory(tmp_path / "run", "toy").start({"a": 1}) is True
+    assert (partial / RUN_MARKER).is_file()
+
+
+@pytest.mark.parametrize("name", ["x.partial", "x.partial/"])
+def test_a_partial_name_is_refused_as_out(tmp_path, name):
+    with pytest.raises(UsageError, match=r"a name ending in \.partial is where seqlab keeps an "
+                                         r"unfinished run; give the final name \(--out .*x\)"):
+        RunDirectory(f"{tmp_path}/{name}", "toy").start({})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trailing_separator_names_the_same_run(tmp_path):
+    run = RunDirectory(f"{tmp_path / 'run'}/", "toy")
+    run.start({})
+    assert run.work == tmp_path / "run.partial"
+    assert run.finish() == tmp_path / "run"
+
+
+@pytest.mark.parametrize("linked", ["run", "run.partial"])
+def test_symlinked_run_folders_are_refused_and_not_followed(tmp_path, linked):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    (tmp_path / linked).symlink_to(target)
+    with pytest.raises(UsageError, match=r"is a symbolic link; seqlab does not write through"):
+        RunDirectory(tmp_path / "run", "toy", overwrite=True).start({})
+    assert [p.name for p in target.iterdir()] == ["keep.txt"]
+
+
+def test_export_paths_seqlab_did_not_write_are_refused(tmp_path):
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "saved_model.pb").write_bytes(b"")
+    (fake / "thesis.txt").write_text("draft")
+    with pytest.raises(UsageError, match=r"is not a SavedModel written by seqlab"):
+        check_export_path(fake, overwrite=True)
+    old = tmp_path / "old"  # an export written before the marker: SavedModel files only
+    (old / "variables").mkdir(parents=True)
+    (old / "saved_model.pb").write_bytes(b"graph")
+    (old / "variables" / "variables.index").write_bytes(b"index")
+    assert is_saved_model(old)
+    check_export_path(old, overwrite=True)
+    (old / "variables" / "mine.txt").write_text("mine")
+    assert not is_saved_model(old)
+    link = tmp_path / "link"
+    link.symlink_to(old)
+    with pytest.raises(UsageError, match=r"is a symbolic link"):
+        check_export_path(link, overwrite=True)
+    under_a_file = tmp_path / "thesis.txt" / "export"
+    (tmp_path / "thesis.txt").write_text("draft")
+    with pytest.raises(UsageError, match=r"thesis\.txt is a file, not a folder"):
+        check_export_path(under_a_file)
+
+
+# --- no NaN figure ------------------------------------------------------------------------------
+
+
+def test_json_files_never_hold_nan_or_infinity(tmp_path):
+    import numpy as np
+
+    write_json_atomic(tmp_path / "m.json", {"a": float("nan"), "b": [np.float32("inf"), 1.5],
+                                            "c": {"d": -math.inf, "e": np.float64(2.0)}})
+    text = (tmp_path / "m.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": {"d": None, "e": 2.0}}
+
+
+def test_a_diverged_epoch_stops_training_in_one_line():
+    stop = StopOnNonFiniteLoss(learning_rate=5.0)
+    stop.on_epoch_end(0, {"loss": 0.5, "val_loss": 0.7})
+    with pytest.raises(TrainingDiverged, match=r"^training diverged: val_loss became nan in epoch "
+                                                r"3; no figures were written\. Lower "
+                                                r"--learning-rate \(now 5\)"):
+        stop.on_epoch_end(2, {"loss": 0.5, "val_loss": float("nan")})
+    assert issubclass(TrainingDiverged, UsageError)
+
+
+def test_a_file_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"out\.json: cannot write there \(.*notes\.txt is a file, "
+                                         r"not a folder\)"):
+        write_text_atomic(tmp_path / "notes.txt" / "out.json", "x")
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pathlib.Path.write_text", full)
+    with pytest.raises(UsageError, match=r"a\.txt: cannot write there \(No space left on device\)"):
+        write_text_atomic(tmp_path / "a.txt", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_an_unfinished_run_with_a_damaged_config_is_named_and_overwrite_starts_over(tmp_path):
+    RunDirectory(tmp_path / "run", "toy").start({"a": 1})
+    (tmp_path / "run.partial" / "config.json").write_text('{"settings": ')
+    with pytest.raises(UsageError, match=r"config\.json: not complete JSON .*; pass --overwrite "
+                                         r"to start the run over"):
+        RunDirectory(tmp_path / "run", "toy").start({"a": 1})
+    assert RunDirectory(tmp_path / "run", "toy", overwrite=True).start({"a": 1}) is False

@@ -73,6 +73,21 @@ def test_export_refuses_a_folder_of_the_users_files_and_the_run_itself(finished,
     assert _files(run) == before
 
 
+def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished, tmp_path,
+                                                                         capsys):
+    _, run = finished
+    mine = tmp_path / "models"
+    mine.mkdir()
+    (mine / "saved_model.pb").write_bytes(b"")
+    (mine / "results.csv").write_text("1,2\n")
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(mine),
+                     "--overwrite"]) == 2
+    error = capsys.readouterr().err
+    assert "is not a SavedModel written by seqlab (no seqlab-export.json)" in error
+    assert error.count("\n") == 1
+    assert _files(mine) == ["results.csv", "saved_model.pb"]
+
+
 def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_path, capsys):
     _, run = finished
     saved_model = run / "saved_model"
@@ -94,7 +109,7 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     empty = tmp_path / "serving"
     empty.mkdir()
     assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(empty)]) == 0
-    assert (empty / "saved_model.pb").is_file()
+    assert (empty / "saved_model.pb").is_file() and (empty / "seqlab-export.json").is_file()
 
 
 def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys):
@@ -156,7 +171,8 @@ def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
             (tmp_path / "half.txt").write_text("")
             raise OSError(28, "No space left on device")
 
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(UsageError, match=r"model: cannot write the SavedModel there \(No space "
+                                         r"left on device\)"):
         write_export_archive(FailingArchive(), tmp_path / "model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["half.txt"]
 
@@ -190,7 +206,8 @@ def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_
 # --- a crash after fit resumes after fit ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("dies_in", ["export", "finish after the export"])
+@pytest.mark.parametrize("dies_in", ["export", "finish after the export",
+                                     "the first step after fit returned"])
 def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, capsys, dies_in):
     config = tiny_config(tmp_path, epochs=3, patience=50)
 
@@ -199,13 +216,16 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
 
     if dies_in == "export":
         monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", die)
-    else:
+    elif dies_in == "finish after the export":
         monkeypatch.setattr(RunDirectory, "finish", die)
+    else:  # Keras has removed its epoch backup by then
+        monkeypatch.setattr(timeseries.TimeseriesPipeline, "after_fit", die)
     with pytest.raises(OSError):
         timeseries.train(config)
     partial = tmp_path / "run.partial"
     assert (partial / "model.keras").is_file() and (partial / "fit_done.json").is_file()
-    assert (partial / "saved_model").exists() == (dies_in != "export")
+    assert (partial / "saved_model").exists() == (dies_in == "finish after the export")
+    assert not (partial / "checkpoints").exists() or dies_in != "the first step after fit returned"
     with open(partial / "history.csv", newline="") as file:
         epochs = [row["epoch"] for row in csv.DictReader(file)]
     assert epochs == ["1", "2", "3"]
@@ -237,6 +257,24 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
 # --- a damaged run or a wrong path is one clear line, not a traceback ----------------------------
 
 
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def edit_json(path, **changes):
+    """Changes top-level fields of a JSON file (None removes one; a dict updates one)."""
+    record = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            record.pop(key)
+        elif isinstance(value, dict):
+            record[key].update(value)
+        else:
+            record[key] = value
+    path.write_text(json.dumps(record))
+
+
 def unsafe_keras_file(path):
     """A `.keras` file with a Lambda layer: Keras's safe mode refuses to load its code."""
     import keras
@@ -247,11 +285,29 @@ def unsafe_keras_file(path):
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda run: (run / "config.json").write_text("{not json"), r"config\.json: not a seqlab"),
-    (lambda run: (run / "model.keras").write_bytes(b"garbage"), r"model\.keras: cannot be loaded"),
+    (lambda run: (run / "config.json").write_text("{not json"),
+     r"config\.json: not complete JSON \(Expecting property name enclosed in double quotes at "
+     r"line 1 column 2\); the file was edited or damaged"),
+    (lambda run: (run / "model.keras").write_bytes(b"garbage"),
+     r"model\.keras: damaged \(not a complete \.keras archive"),
+    (lambda run: truncate(run / "model.keras"), r"model\.keras: damaged \(not a complete"),
     (lambda run: (run / "model.keras").unlink(), r"model\.keras: not found"),
-    (lambda run: (run / "scaler.json").unlink(), r"a file of the run is missing or damaged"),
-    (lambda run: (run / "scaler.json").write_text("[1, 2"), r"a file of the run is missing"),
+    (lambda run: (run / "scaler.json").unlink(), r"scaler\.json: cannot be read \(No such file"),
+    (lambda run: (run / "scaler.json").write_text("[1, 2"), r"scaler\.json: not complete JSON"),
+    (lambda run: edit_json(run / "scaler.json", scale=[float("nan")]),
+     r"scaler\.json: holds NaN, which is not a number"),
+    (lambda run: edit_json(run / "scaler.json", scale=["1"]),
+     r"scaler\.json: the field 'scale' must hold one finite number per column \(1\)"),
+    (lambda run: edit_json(run / "scaler.json", offset=None),
+     r"scaler\.json: the field 'offset' is missing"),
+    (lambda run: edit_json(run / "schema.json", targets="y"),
+     r"schema\.json: the field 'targets' must be a list of column names"),
+    (lambda run: edit_json(run / "config.json", settings={"horizon": 3}),
+     r"config\.json: the settings and files of the run do not match its model\.keras"),
+    (lambda run: edit_json(run / "config.json", settings={"lookback": "six"}),
+     r"config\.json: settings this version cannot use \(lookback must be int"),
+    (lambda run: edit_json(run / "config.json", settings=None),
+     r"config\.json: not a seqlab run's config\.json"),
     (lambda run: unsafe_keras_file(run / "model.keras"), r"model\.keras: cannot be loaded.*safe"),
 ])
 def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, message):
@@ -266,10 +322,13 @@ def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, 
 
 
 def test_settings_that_cannot_train_are_refused(tmp_path, capsys):
-    for flag, value in (("--learning-rate", "-1"), ("--learning-rate", "nan"),
-                        ("--clipnorm", "0")):
+    for flag, value, message in (("--learning-rate", "-1", "must be positive"),
+                                 ("--learning-rate", "0", "must be positive"),
+                                 ("--learning-rate", "nan", "must be a finite number"),
+                                 ("--learning-rate", "inf", "must be a finite number"),
+                                 ("--clipnorm", "0", "must be positive")):
         assert cli.main(["timeseries", "train", flag, value, "--out", str(tmp_path / "r")]) == 2
-        assert "must be positive" in capsys.readouterr().err
+        assert message in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "r.partial").exists()
 
 

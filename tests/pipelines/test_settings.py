@@ -2,11 +2,15 @@
 
 import dataclasses
 import json
+import math
 
 import pytest
 
+from seqlab.pipelines import load_card
 from seqlab.pipelines.errors import UsageError
-from seqlab.pipelines.settings import TrainConfig, make_config, option, read_config_file
+from seqlab.pipelines.settings import (
+    MAXIMUMS, TrainConfig, make_config, option, read_config_file,
+)
 
 
 @dataclasses.dataclass
@@ -59,3 +63,61 @@ def test_unreadable_config_files_raise_usage_errors(tmp_path):
     broken.write_text("{epochs: 3")
     with pytest.raises(UsageError, match=r"broken\.json: not a valid json file"):
         read_config_file(broken)
+
+
+# --- bounds and types, checked before any work ----------------------------------------------------
+
+
+@pytest.mark.parametrize("task, values, message", [
+    ("timeseries", {"lookback": 10**9}, r"lookback must be at most 100000\. Received: "
+                                        r"lookback=1000000000"),
+    ("timeseries", {"horizon": 10**6}, r"horizon must be at most 10000"),
+    ("timeseries", {"season": 10**9}, r"season must be at most 100000"),
+    ("timeseries", {"seed": -1}, r"seed must be at least 0\. Received: seed=-1"),
+    ("timeseries", {"seed": 2**31}, r"seed must be at most 2147483647"),
+    ("timeseries", {"learning_rate": math.inf}, r"learning_rate must be a finite number"),
+    ("timeseries", {"learning_rate": math.nan}, r"learning_rate must be a finite number"),
+    ("timeseries", {"model": "transformer", "units": 10, "num_heads": 4},
+     r"units \(the transformer's width\) must be a multiple of num_heads"),
+    ("charrnn", {"sample_chars": 10**8}, r"sample_chars must be at most 100000"),
+    ("ner", {"token_column": 1, "tag_column": 1}, r"token_column and tag_column must be "
+                                                  r"different columns"),
+    ("ner", {"tag_column": -10**6}, r"tag_column must be at least -999"),
+    ("translate", {"beam_width": 1000}, r"beam_width must be at most 64"),
+    ("translate", {"embedding_dim": 30, "num_heads": 4}, r"embedding_dim must be divisible"),
+    ("sentiment", {"ensemble": 10**6}, r"ensemble must be at most 100"),
+])
+def test_out_of_bounds_settings_are_refused_in_one_line(task, values, message):
+    with pytest.raises(UsageError, match=message):
+        make_config(load_card(task).config_class, flag_values=values)
+
+
+@pytest.mark.parametrize("task, action, values, message", [
+    ("charrnn", "predict", {"num_chars": 10**9}, r"num_chars must be at most 100000"),
+    ("charrnn", "predict", {"temperature": math.inf},
+     r"temperature must be 0 \(greedy\) or a positive number"),
+    ("translate", "predict", {"beam_width": 65}, r"beam_width must be at most 64"),
+    ("translate", "evaluate", {"length_penalty": math.nan}, r"length_penalty must be a finite"),
+])
+def test_out_of_bounds_action_options_are_refused(task, action, values, message):
+    with pytest.raises(UsageError, match=message):
+        make_config(load_card(task).options[action], flag_values=values)
+
+
+def test_a_config_file_of_the_wrong_types_is_refused():
+    with pytest.raises(ValueError, match=r"epochs must be int\. Received: epochs='3'"):
+        ToyConfig(epochs="3")
+    with pytest.raises(ValueError, match=r"columns must be str\. Received: columns=3"):
+        ToyConfig(columns=["a", 3])
+
+
+def test_the_limits_table_of_the_cli_reference_is_maximums():
+    from pathlib import Path
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = text[text.index("| setting | at most |"):]
+    rows = dict(re.findall(r"^\| `--([a-z-]+)` \| ([^ |]+)", table[:table.index("\n\n")],
+                           re.MULTILINE))
+    assert {name.replace("-", "_"): float(value) for name, value in rows.items()} == {
+        name: float(value) for name, value in MAXIMUMS.items()}
