@@ -292,7 +292,11 @@ class CharRNNPipeline(Pipeline):
             ids, unseen = vocabulary.encode(text, policy=config.unseen_chars, source=source)
             split = "whole text"
         model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        counts = loaded.metrics["data"]["train_char_counts"]
+        counts = loaded.figure(
+            "data", "train_char_counts", kind=dict,
+            check=lambda counts: all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                     for n in counts.values()),
+            expected="an object of character counts")
         metrics = {"split": split, "source": source,
                    **score_char_model(model, ids, counts, config.window, config.batch_size,
                                       config.stateful, source=source),
@@ -327,7 +331,7 @@ class CharRNNPipeline(Pipeline):
         if data is not None:
             prompt, _ = read_text(data)
         elif prompt is None:
-            prompt = loaded.metrics["sample_prompt"]
+            prompt = loaded.figure("sample_prompt", kind=str)
         _, unseen = vocabulary.encode(prompt)
         text = text_generator(loaded.model, vocabulary).generate(
             prompt, options.num_chars, temperature=options.temperature, seed=options.seed,

@@ -75,6 +75,27 @@ class LoadedRun:
     def file(self, *parts):
         return self.path.joinpath(*parts)
 
+    def figure(self, *keys, kind=None, check=None, expected=""):
+        """The metrics.json value at `keys` (nested), of type `kind` and passing `check`.
+
+        Raises:
+            UsageError: the field is missing or of another type or value (a hand-edited or
+                damaged metrics.json), naming the file, the field and what was expected.
+        """
+        value, where = self.metrics, []
+        for key in keys:
+            where.append(str(key))
+            if not isinstance(value, dict) or key not in value:
+                raise UsageError(f"{self.file('metrics.json')}: the field {'.'.join(where)!r} "
+                                 "is missing; the file was edited or damaged")
+            value = value[key]
+        if (kind is not None and (not isinstance(value, kind) or isinstance(value, bool))) \
+                or (check is not None and not check(value)):
+            raise UsageError(f"{self.file('metrics.json')}: the field {'.'.join(where)!r} holds "
+                             f"{value!r}, expected {expected or getattr(kind, '__name__', kind)}"
+                             "; the file was edited or damaged")
+        return value
+
 
 def copy_weights_by_layer_name(source, target, origin):
     """Copies the weights of every weight-carrying layer of `source` into `target`'s layer

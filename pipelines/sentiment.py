@@ -526,7 +526,11 @@ class SentimentPipeline(Pipeline):
         """
         loaded = self.load_run(run)
         config, classes = loaded.config, loaded.artifacts["classes"]
-        train_counts = loaded.metrics["data"]["split"]["class_counts"]["train"]
+        train_counts = loaded.figure(
+            "data", "split", "class_counts", "train", kind=dict,
+            check=lambda counts: all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                     for n in counts.values()),
+            expected="an object of class counts")
         if data is None:
             splits, _ = make_splits(load_data(config), config.test_fraction,
                                     config.val_fraction, config.seed)

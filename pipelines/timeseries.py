@@ -817,7 +817,10 @@ class TimeseriesPipeline(Pipeline):
             split = "every window"
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
-            config.horizon, loaded.metrics["season"], loaded.artifacts["ets"], members,
+            config.horizon,
+            loaded.figure("season", kind=int, check=lambda season: season >= 1,
+                          expected="a whole number of rows, at least 1"),
+            loaded.artifacts["ets"], members,
         )
         metrics.update(split=split, source=series.source, notes=series.notes)
         summary = [

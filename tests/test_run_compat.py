@@ -12,6 +12,7 @@ the fixtures stay untouched.
 import csv
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -141,3 +142,24 @@ def test_a_missing_metrics_json_is_one_line_when_evaluate_needs_it(tmp_path):
     with pytest.raises(UsageError, match=r"metrics\.json: not found \(its field 'data' is "
                                          r"needed\); the run is incomplete"):
         load_task("charrnn").evaluate(run=str(run))
+
+
+@pytest.mark.parametrize("task, keys, value, field", [
+    ("timeseries", ("season",), "eleven", "season"),
+    ("timeseries", ("season",), 0, "season"),
+    ("charrnn", ("data", "train_char_counts"), [1, 2], "data.train_char_counts"),
+    ("sentiment", ("data", "split", "class_counts", "train"), {"negative": "many"},
+     "data.split.class_counts.train"),
+])
+def test_a_hand_edited_metrics_field_is_named_not_used(tmp_path, task, keys, value, field):
+    run = tmp_path / task
+    shutil.copytree(FIXTURES / task, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    target = metrics
+    for key in keys[:-1]:
+        target = target[key]
+    target[keys[-1]] = value
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(UsageError, match=rf"metrics\.json: the field '{re.escape(field)}' holds "
+                                         r".*expected .*; the file was edited or damaged"):
+        load_task(task).evaluate(run=str(run))
