@@ -86,6 +86,8 @@ class LoadedRun:
         for key in keys:
             where.append(str(key))
             if not isinstance(value, dict) or key not in value:
+                if getattr(value, "absent", False):
+                    value[key]  # a metrics.json that is not there says so (`absent_json`)
                 raise UsageError(f"{self.file('metrics.json')}: the field {'.'.join(where)!r} "
                                  "is missing; the file was edited or damaged")
             value = value[key]
