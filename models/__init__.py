@@ -11,6 +11,11 @@ Imports `seqlab.layers`; never `seqlab.pipelines` or `seqlab.data`.
 
 from seqlab.models.char_lm import CharLanguageModel, TextGenerator
 from seqlab.models.forecaster import AutoForecaster, Forecaster
+from seqlab.models.global_forecaster import (
+    GlobalForecaster,
+    last_windows,
+    panel_training_dataset,
+)
 from seqlab.models.samplers import BeamSampler, GreedySampler, RandomSampler, Sampler, get_sampler
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.models.text_classifier import (
@@ -26,6 +31,7 @@ __all__ = [
     "BeamSampler",
     "CharLanguageModel",
     "Forecaster",
+    "GlobalForecaster",
     "GreedySampler",
     "RandomSampler",
     "Sampler",
@@ -37,4 +43,6 @@ __all__ = [
     "Translator",
     "bio_transition_constraints",
     "get_sampler",
+    "last_windows",
+    "panel_training_dataset",
 ]

@@ -1,0 +1,356 @@
+"""`GlobalForecaster`: one network for many series, each window normalised on its own; its
+training windows drawn across a panel by `panel_training_dataset`, and `last_windows` to
+forecast from the end of every series.
+
+Univariate, direct multi-step: `[batch, lookback] -> [batch, horizon]`. As N-BEATS and DeepAR
+do, the network is global (it learns from windows of every series of a set) and scale-free:
+every window is divided by its own level inside `call` and the forecast multiplied back, so a
+series in the thousands and one in single digits share one set of weights.
+
+How a user trains it (the loss is computed on the normalised scale, see `compute_loss`):
+
+```python
+model = GlobalForecaster(lookback=96, horizon=48, kind="nbeats", seed=0)
+model.compile(optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0), loss="mae")
+dataset = panel_training_dataset(series, lookback=96, horizon=48, batch_size=256, seed=0)
+model.fit(dataset, steps_per_epoch=100, epochs=10)      # the dataset is infinite
+forecasts = model.predict(last_windows(series, 96))      # [n_series, 48], original units
+```
+
+Imports `seqlab.layers` and TensorFlow's tf.data (the panel's windows are gathered in the
+graph); no pipeline code.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from seqlab.layers import GRU, LSTM
+
+KINDS = ("nbeats", "gru", "lstm")
+RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
+NORMALIZATIONS = ("level", "shift")
+# A window's scale is floored here (in the series' own units) so that an all-zero window is
+# divided by a small number, not by 0: it reads as zeros and forecasts about 0, never NaN.
+# Scale invariance holds for every window whose level is above it.
+SCALE_FLOOR = 1e-6
+# With "shift", the spread (standard deviation over the window) is floored at this fraction
+# of the window's level: a flat window is not blown up into noise, and the floor scales with
+# the series, so invariance under scaling is kept.
+RELATIVE_SPREAD_FLOOR = 1e-2
+
+
+def _window_statistics(windows, normalization):
+    """`(shift, scale)` per window, `[batch, 1]` each: the network reads
+    `(window - shift) / scale` and its output is mapped back by `* scale + shift`."""
+    level = keras.ops.mean(keras.ops.abs(windows), axis=1, keepdims=True)
+    if normalization == "level":
+        return keras.ops.zeros_like(level), keras.ops.maximum(level, SCALE_FLOOR)
+    spread = keras.ops.std(windows, axis=1, keepdims=True)
+    scale = keras.ops.maximum(keras.ops.maximum(spread, RELATIVE_SPREAD_FLOOR * level),
+                              SCALE_FLOOR)
+    return windows[:, -1:], scale
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+class GlobalForecaster(keras.Model):
+    """A global univariate forecaster: a window of one series in, its next `horizon` values out.
+
+    `[batch, lookback] float32 -> [batch, horizon] float32`, in the series' own units.
+
+    Kinds:
+    - "nbeats": the generic N-BEATS stack (Oreshkin et al. 2020, ICLR). `blocks` blocks, each
+      `layers` ReLU `Dense(units)` layers, then a linear backcast head (`lookback` values) and
+      a linear forecast head (`horizon` values). Doubly residual: each block reads the previous
+      block's input minus its backcast, and the forecast is the sum of the blocks' forecasts
+      (the last block has no backcast head: nothing would read it).
+    - "gru" / "lstm": `layers` stacked seqlab `GRU` / `LSTM` layers of `units` read the window
+      as `[batch, lookback, 1]`; a `Dense(horizon)` head forecasts from the last state.
+
+    Per-window normalisation (inside `call`, so that it travels with the saved model):
+    - "level" (the default): the window is divided by its level, the mean of its absolute
+      values (floored at `SCALE_FLOOR`), and the forecast multiplied by it. A window scaled by
+      `c > 0` gives the forecast scaled by `c`. The normalised error is then a percentage of
+      the series' level, what sMAPE weighs.
+    - "shift": the window minus its last value, divided by its standard deviation (floored at
+      `RELATIVE_SPREAD_FLOOR` x the level and at `SCALE_FLOOR`); the forecast is mapped back by
+      the same shift and scale (a zero output is the naive forecast). Invariant under `c > 0`
+      as well.
+    Constant and all-zero windows give finite forecasts (the floors).
+
+    The loss: `compute_loss` applies the compiled loss to the targets and forecasts on the
+    window's normalised scale (`(y - shift) / scale`), not in the series' units; otherwise
+    the largest series would dominate the gradient. With "level" and `loss="mae"` this is the
+    absolute error as a fraction of the window's level, close to what sMAPE scores on the
+    scale-free windows (and, unlike sMAPE, bounded in gradient near zero). Compiled metrics
+    still see the original units. `normalized_targets` gives the same normalised values for a
+    loss computed outside `fit`.
+
+    Args:
+        lookback: values per window (left-padded windows of short series included).
+        horizon: values forecast.
+        kind: "nbeats", "gru" or "lstm".
+        units: width of the N-BEATS fully connected layers, or the recurrent units.
+        layers: fully connected layers per N-BEATS block, or stacked recurrent layers.
+        blocks: N-BEATS blocks (ignored by the recurrent kinds).
+        dropout: dropout after each N-BEATS hidden layer, or on the recurrent inputs.
+        seed: seed of the dropout masks.
+        normalization: "level" or "shift" (see above).
+
+    Example:
+
+    ```python
+    model = GlobalForecaster(lookback=8, horizon=4, units=16, layers=2, blocks=2)
+    model.compile(optimizer="adam", loss="mae")
+    model.fit(panel_training_dataset(series, 8, 4, batch_size=32, seed=0),
+              steps_per_epoch=50, epochs=2)
+    ```
+    """
+
+    def __init__(self, lookback, horizon, kind="nbeats", units=256, layers=4, blocks=3,
+                 dropout=0.0, seed=None, normalization="level", **kwargs):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}. Received: kind={kind!r}")
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)}. "
+                             f"Received: normalization={normalization!r}")
+        for name, value in (("lookback", lookback), ("horizon", horizon), ("units", units),
+                            ("layers", layers), ("blocks", blocks)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1). Received: dropout={dropout}")
+        kwargs.setdefault("name", f"global_forecast_{kind}")
+        super().__init__(**kwargs)
+        self.lookback, self.horizon, self.kind = lookback, horizon, kind
+        self.units, self.num_layers, self.blocks = units, layers, blocks
+        self.dropout, self.seed, self.normalization = dropout, seed, normalization
+        if kind == "nbeats":
+            self.hidden = [
+                [keras.layers.Dense(units, activation="relu", name=f"block_{block}_dense_{index}")
+                 for index in range(layers)]
+                for block in range(blocks)
+            ]
+            self.dropouts = [
+                keras.layers.Dropout(dropout, seed=None if seed is None else seed + block,
+                                     name=f"block_{block}_dropout")
+                for block in range(blocks)
+            ] if dropout else []
+            # The last block's backcast would feed nothing: it is left out (no dead weights).
+            self.backcasts = [keras.layers.Dense(lookback, name=f"block_{block}_backcast")
+                              for block in range(blocks - 1)]
+            self.forecasts = [keras.layers.Dense(horizon, name=f"block_{block}_forecast")
+                              for block in range(blocks)]
+        else:
+            self.recurrent = [
+                RECURRENT_LAYERS[kind](
+                    units,
+                    return_sequences=index < layers - 1,
+                    dropout=dropout,
+                    seed=None if seed is None else seed + index,
+                    name=f"{kind}_{index}",
+                )
+                for index in range(layers)
+            ]
+            self.head = keras.layers.Dense(horizon, name="head")
+
+    def build(self, input_shape=None):
+        # Every size is known from the constructor: one call on zeros builds every weight.
+        self.call(keras.ops.zeros((1, self.lookback)))
+
+    def window_statistics(self, windows):
+        """`(shift, scale)`, `[batch, 1]` each: the network reads `(windows - shift) / scale`
+        and forecasts `output * scale + shift`."""
+        return _window_statistics(keras.ops.convert_to_tensor(windows, "float32"),
+                                  self.normalization)
+
+    def normalized_targets(self, windows, targets):
+        """`targets` (any values aligned with `windows`' rows, e.g. the actuals or the
+        forecasts) on the normalised scale of their windows: `(targets - shift) / scale`."""
+        shift, scale = self.window_statistics(windows)
+        return (keras.ops.convert_to_tensor(targets, "float32") - shift) / scale
+
+    def call(self, windows, training=False):
+        shift, scale = _window_statistics(windows, self.normalization)
+        return self._forecast((windows - shift) / scale, training) * scale + shift
+
+    def _forecast(self, read, training):
+        if self.kind != "nbeats":
+            hidden = keras.ops.expand_dims(read, -1)
+            for layer in self.recurrent:
+                hidden = layer(hidden, training=training)
+            return self.head(hidden)
+        residual, forecast = read, None
+        for block in range(self.blocks):
+            hidden = residual
+            for layer in self.hidden[block]:
+                hidden = layer(hidden)
+            if self.dropouts:
+                hidden = self.dropouts[block](hidden, training=training)
+            if block < self.blocks - 1:
+                residual = residual - self.backcasts[block](hidden)
+            part = self.forecasts[block](hidden)
+            forecast = part if forecast is None else forecast + part
+        return forecast
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The compiled loss on the normalised scale of each window: `loss((y - shift) / scale,
+        (y_pred - shift) / scale)` (see the class docstring), so that every series counts
+        alike whatever its units."""
+        if x is not None and y is not None and y_pred is not None:
+            shift, scale = _window_statistics(x, self.normalization)
+            y = (keras.ops.cast(y, y_pred.dtype) - shift) / scale
+            y_pred = (y_pred - shift) / scale
+        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.horizon)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "lookback": self.lookback,
+            "horizon": self.horizon,
+            "kind": self.kind,
+            "units": self.units,
+            "layers": self.num_layers,
+            "blocks": self.blocks,
+            "dropout": self.dropout,
+            "seed": self.seed,
+            "normalization": self.normalization,
+        }
+
+
+# --- the panel's windows ------------------------------------------------------------------------
+
+
+def default_min_history(lookback, horizon):
+    """The fewest real values before a training forecast origin, by default:
+    `max(1, min(lookback // 2, horizon))`.
+
+    Why: a window that is mostly padding teaches little about the windows the model forecasts
+    from (the end of a series, padded only when the series is shorter than `lookback`), so an
+    origin needs half a window of real history; but a short series should still give training
+    windows, so a horizon's worth is enough when that is less.
+    """
+    return max(1, min(lookback // 2, horizon))
+
+
+def minimum_series_length(lookback, horizon, min_history=None):
+    """The shortest series `panel_training_dataset` accepts: `min_history + horizon` (one
+    forecast origin with its whole target)."""
+    if min_history is None:
+        min_history = default_min_history(lookback, horizon)
+    return min_history + horizon
+
+
+def _as_float_series(series):
+    arrays = [np.asarray(values, dtype="float32").reshape(-1) for values in series]
+    if not arrays:
+        raise ValueError("series must hold at least one series. Received: none")
+    for index, values in enumerate(arrays):
+        if not np.isfinite(values).all():
+            raise ValueError(f"series must hold finite values only. Received: a NaN or "
+                             f"infinite value in series {index}")
+    return arrays
+
+
+def panel_training_dataset(series, lookback, horizon, batch_size, seed, min_history=None):
+    """An infinite dataset of training windows drawn across many series.
+
+    Each element is one batch `(windows [batch_size, lookback], targets [batch_size,
+    horizon])`, float32. Each row: a series drawn uniformly (every series equally likely,
+    whatever its length, so that long series do not crowd out short ones), then a forecast
+    origin `t` drawn uniformly among the series' valid ones, `min_history <= t <= n - horizon`
+    (`n` the series' length); the window is `x[t - lookback:t]` and the target `x[t:t +
+    horizon]`. Where `t < lookback` the window is left-padded with the series' first value (as
+    N-BEATS pads short histories): a level-normalised padded window then looks like a
+    series that was flat before it began.
+
+    Memory: one concatenated float32 tensor of every series plus their offsets and lengths;
+    each batch's indices are drawn and gathered in the graph (`tf.random.stateless_uniform`,
+    `tf.gather`), so no window is ever stored beyond its batch.
+
+    Deterministic: batch `k` is a function of `(seed, k)` only (stateless random numbers),
+    the same on every run and for any prefetching.
+
+    Args:
+        series: a list of 1-D float arrays of different lengths (finite values).
+        lookback: values per window.
+        horizon: values per target.
+        batch_size: rows per batch.
+        seed: integer seed of the draws (None: a random one).
+        min_history: the fewest real values before an origin; default
+            `default_min_history(lookback, horizon)` = `max(1, min(lookback // 2, horizon))`.
+
+    Returns:
+        An infinite `tf.data.Dataset`; pass `steps_per_epoch` to `model.fit`.
+
+    Raises:
+        ValueError: a series shorter than `min_history + horizon` (the message counts them and
+            names the minimum length; filter them out first, `minimum_series_length`), bad
+            sizes, or non-finite values.
+    """
+    for name, value in (("lookback", lookback), ("horizon", horizon),
+                        ("batch_size", batch_size)):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
+    if min_history is None:
+        min_history = default_min_history(lookback, horizon)
+    if min_history < 1:
+        raise ValueError(f"min_history must be at least 1. Received: min_history={min_history}")
+    arrays = _as_float_series(series)
+    lengths = np.array([len(values) for values in arrays], dtype="int64")
+    shortest = min_history + horizon
+    too_short = np.flatnonzero(lengths < shortest)
+    if too_short.size:
+        shown = ", ".join(f"{index} ({lengths[index]} values)" for index in too_short[:5])
+        more = f" and {too_short.size - 5} more" if too_short.size > 5 else ""
+        raise ValueError(
+            f"{too_short.size} of {len(arrays)} series are too short for one training window: "
+            f"each needs at least {shortest} values (min_history={min_history} + "
+            f"horizon={horizon}). Received: series {shown}{more}")
+    if seed is None:
+        seed = int(np.random.default_rng().integers(2**31))
+    flat = tf.constant(np.concatenate(arrays))
+    offsets = tf.constant(np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype("int64"))
+    origins = tf.constant(lengths - horizon - min_history + 1)  # valid origins per series
+    n_series = len(arrays)
+    window_steps = tf.range(-lookback, 0, dtype=tf.int64)
+    target_steps = tf.range(horizon, dtype=tf.int64)
+
+    def draw(step):
+        uniform = tf.random.stateless_uniform((2, batch_size), seed=tf.stack(
+            [tf.constant(seed, tf.int64), step]), dtype=tf.float64)
+        chosen = tf.minimum(tf.cast(uniform[0] * n_series, tf.int64), n_series - 1)
+        count = tf.gather(origins, chosen)
+        origin = min_history + tf.minimum(
+            tf.cast(uniform[1] * tf.cast(count, tf.float64), tf.int64), count - 1)
+        start = tf.gather(offsets, chosen)[:, None]
+        # Positions before the series' start read its first value (the left padding).
+        window_at = start + tf.maximum(origin[:, None] + window_steps, 0)
+        target_at = start + origin[:, None] + target_steps
+        return tf.gather(flat, window_at), tf.gather(flat, target_at)
+
+    return (tf.data.Dataset.counter(dtype=tf.int64)
+            .map(draw, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def last_windows(series, lookback):
+    """The inputs to forecast from the end of each series: `[n_series, lookback]` float32,
+    each row the series' last `lookback` values, left-padded with its first value when the
+    series is shorter (as `panel_training_dataset` pads)."""
+    if lookback < 1:
+        raise ValueError(f"lookback must be at least 1. Received: lookback={lookback}")
+    arrays = _as_float_series(series)
+    windows = np.empty((len(arrays), lookback), dtype="float32")
+    for row, values in enumerate(arrays):
+        if not values.size:
+            raise ValueError(f"every series needs at least one value. Received: series {row} "
+                             f"is empty")
+        tail = values[-lookback:]
+        windows[row, :lookback - tail.size] = values[0]
+        windows[row, lookback - tail.size:] = tail
+    return windows

@@ -1,0 +1,186 @@
+"""`GlobalForecaster`, `panel_training_dataset` and `last_windows`: shapes, scale invariance,
+flat windows, the panel's draws checked against NumPy slicing, determinism, the `.keras` round
+trip, and a tiny fit that beats the naive forecast."""
+
+import keras
+import numpy as np
+import pytest
+
+from seqlab.models import GlobalForecaster, last_windows, panel_training_dataset
+from seqlab.models.global_forecaster import default_min_history, minimum_series_length
+
+RNG = np.random.default_rng(0)
+WINDOWS = (RNG.normal(size=(5, 8)) + 3.0).astype("float32")
+SMALL = dict(units=8, layers=2, blocks=2)
+
+
+def tiny(kind, **options):
+    return GlobalForecaster(lookback=8, horizon=3, kind=kind, seed=1, **{**SMALL, **options})
+
+
+@pytest.mark.parametrize("kind", ["nbeats", "gru", "lstm"])
+def test_output_shape(kind):
+    assert tuple(tiny(kind)(WINDOWS).shape) == (5, 3)
+
+
+@pytest.mark.parametrize("kind, normalization", [("nbeats", "level"), ("gru", "level"),
+                                                 ("nbeats", "shift")])
+def test_scaling_a_window_by_c_scales_its_forecast_by_c(kind, normalization):
+    model = tiny(kind, normalization=normalization)
+    base = np.asarray(model(WINDOWS))
+    for factor in (1e-3, 7.0, 1e4):
+        # float32 rounding of the normalised window: relative 1e-4 is ample.
+        np.testing.assert_allclose(np.asarray(model(WINDOWS * factor)), base * factor,
+                                   rtol=1e-4, atol=1e-4 * factor)
+
+
+@pytest.mark.parametrize("normalization", ["level", "shift"])
+def test_constant_and_zero_windows_give_finite_forecasts(normalization):
+    model = tiny("nbeats", normalization=normalization)
+    windows = np.stack([np.zeros(8), np.full(8, 5.0), np.full(8, -2.0),
+                        np.r_[np.zeros(7), 1.0]]).astype("float32")
+    forecast = np.asarray(model(windows))
+    assert np.isfinite(forecast).all()
+    assert np.abs(forecast[0]).max() < 1e-3  # an all-zero window forecasts about 0
+
+
+def test_the_loss_is_computed_on_the_normalised_scale():
+    model = tiny("nbeats")
+    model.compile(loss="mae")
+    windows = np.array([[1, 2, 3, 4, 5, 6, 7, 8]], "float32")
+    targets = np.array([[9, 10, 11]], "float32")
+    forecast = model(windows)
+    loss = float(model.compute_loss(x=windows, y=targets, y_pred=forecast))
+    expected = np.mean(np.abs(targets - np.asarray(forecast))) / 4.5  # the window's level
+    assert loss == pytest.approx(expected, rel=1e-5)
+    # A series a thousand times larger has the same loss.
+    big = float(model.compute_loss(x=windows * 1e3, y=targets * 1e3,
+                                   y_pred=model(windows * 1e3)))
+    assert big == pytest.approx(loss, rel=1e-4)
+
+
+def test_bad_settings_are_refused_with_the_value():
+    with pytest.raises(ValueError, match="kind must be one of nbeats, gru, lstm. Received: "
+                                         "kind='cnn'"):
+        GlobalForecaster(lookback=4, horizon=2, kind="cnn")
+    with pytest.raises(ValueError, match="lookback must be at least 1. Received: lookback=0"):
+        GlobalForecaster(lookback=0, horizon=2)
+
+
+@pytest.mark.parametrize("kind", ["nbeats", "gru"])
+def test_keras_file_round_trip_gives_the_same_forecasts(kind, tmp_path):
+    model = tiny(kind, dropout=0.1)
+    model.build()
+    assert GlobalForecaster.from_config(model.get_config()).get_config() == model.get_config()
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(loaded, GlobalForecaster)
+    np.testing.assert_allclose(loaded.predict(WINDOWS, verbose=0),
+                               model.predict(WINDOWS, verbose=0), atol=1e-6)
+
+
+# --- the panel's windows ------------------------------------------------------------------------
+
+# Values unique across the panel (offset per series), so a window names its series and place.
+PANEL = [np.arange(length, dtype="float32") + 1000.0 * index
+         for index, length in enumerate([5, 12, 30, 9])]
+
+
+def padded(values, lookback):
+    return np.concatenate([np.full(lookback, values[0]), values])
+
+
+def locate(window, target, lookback, horizon):
+    """`(series, origin)` whose padded slice equals the pair, or fail."""
+    series = int(target[0] // 1000)
+    values = PANEL[series]
+    origin = int(target[0] - 1000 * series)
+    np.testing.assert_array_equal(target, values[origin:origin + horizon])
+    np.testing.assert_array_equal(window,
+                                  padded(values, lookback)[origin:origin + lookback])
+    return series, origin
+
+
+def draws(dataset, batches):
+    return [(np.asarray(w), np.asarray(t)) for w, t in dataset.take(batches)]
+
+
+def test_every_pair_is_a_padded_slice_of_a_series_and_every_series_is_drawn():
+    lookback, horizon = 6, 2
+    min_history = default_min_history(lookback, horizon)
+    assert min_history == 2
+    dataset = panel_training_dataset(PANEL, lookback, horizon, batch_size=64, seed=3)
+    counts = np.zeros(len(PANEL))
+    for windows, targets in draws(dataset, 20):
+        assert windows.shape == (64, lookback) and targets.shape == (64, horizon)
+        assert windows.dtype == targets.dtype == np.float32
+        for window, target in zip(windows, targets):
+            series, origin = locate(window, target, lookback, horizon)
+            assert min_history <= origin <= len(PANEL[series]) - horizon
+            counts[series] += 1
+    # Uniform over series, not lengths: 1,280 draws, 320 expected each (5 sigma is about 75).
+    assert counts.min() > 240 and counts.max() < 400
+
+
+def test_origins_cover_the_valid_range_including_padded_windows():
+    dataset = panel_training_dataset(PANEL[:1] + PANEL[3:], 4, 2, batch_size=128, seed=0,
+                                     min_history=1)
+    seen = {0: set(), 3: set()}
+    for windows, targets in draws(dataset, 4):
+        for window, target in zip(windows, targets):
+            series, origin = locate(window, target, 4, 2)
+            seen[series].add(origin)
+    assert seen[0] == {1, 2, 3} and seen[3] == set(range(1, 8))
+
+
+def test_the_same_seed_gives_the_same_batches():
+    first = draws(panel_training_dataset(PANEL, 6, 2, batch_size=16, seed=7), 3)
+    again = draws(panel_training_dataset(PANEL, 6, 2, batch_size=16, seed=7), 3)
+    other = draws(panel_training_dataset(PANEL, 6, 2, batch_size=16, seed=8), 3)
+    for (w1, t1), (w2, t2) in zip(first, again):
+        np.testing.assert_array_equal(w1, w2)
+        np.testing.assert_array_equal(t1, t2)
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(first, other))
+
+
+def test_too_short_series_are_refused_naming_how_many_and_the_minimum():
+    assert minimum_series_length(6, 2) == 4
+    with pytest.raises(ValueError, match=r"2 of 3 series are too short for one training "
+                                         r"window: each needs at least 7 values \(min_history=5"
+                                         r" \+ horizon=2\)\. Received: series 0 \(3 values\), "
+                                         r"2 \(6 values\)"):
+        panel_training_dataset([np.ones(3), np.ones(7), np.ones(6)], 6, 2, batch_size=4,
+                               seed=0, min_history=5)
+
+
+def test_last_windows_are_the_padded_ends():
+    windows = last_windows([np.arange(3.0), np.arange(10.0)], 5)
+    np.testing.assert_array_equal(windows, [[0, 0, 0, 1, 2], [5, 6, 7, 8, 9]])
+    assert windows.dtype == np.float32
+
+
+# --- a tiny fit ---------------------------------------------------------------------------------
+
+
+def test_a_tiny_fit_lowers_the_loss_and_beats_the_naive_forecast():
+    """Three seasonal series (period 6) of scales 1, 10 and 100: one network fits them all."""
+    keras.utils.set_random_seed(0)
+    steps = np.arange(120)
+    rng = np.random.default_rng(1)
+    series = [scale * (5 + np.sin(2 * np.pi * (steps + phase) / 6)
+                       + 0.05 * rng.normal(size=steps.size))
+              for scale, phase in ((1, 0), (10, 2), (100, 4))]
+    lookback, horizon = 12, 6
+    train, test = [s[:-horizon] for s in series], np.stack([s[-horizon:] for s in series])
+    model = GlobalForecaster(lookback, horizon, units=32, layers=2, blocks=2, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3, clipnorm=1.0), loss="mae")
+    history = model.fit(panel_training_dataset(train, lookback, horizon, 32, seed=0),
+                        steps_per_epoch=40, epochs=5, shuffle=False, verbose=0).history["loss"]
+    assert history[-1] < 0.5 * history[0]
+    forecast = model.predict(last_windows(train, lookback), verbose=0)
+    naive = np.stack([s[-1:].repeat(horizon) for s in train])
+    error = np.mean(np.abs(forecast - test) / test.mean(axis=1, keepdims=True))
+    naive_error = np.mean(np.abs(naive - test) / test.mean(axis=1, keepdims=True))
+    # The naive forecast misses the seasonal swing (about 0.12 of the level); the network
+    # should at least halve that.
+    assert error < 0.5 * naive_error
