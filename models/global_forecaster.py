@@ -354,3 +354,23 @@ def last_windows(series, lookback):
         windows[row, :lookback - tail.size] = values[0]
         windows[row, lookback - tail.size:] = tail
     return windows
+
+
+def default_settings(horizon, season, lengths):
+    """The settings `GlobalForecaster` and its training default to, derived from the data.
+
+    Args:
+        horizon: values to forecast.
+        season: the seasonal period (1: none).
+        lengths: the training series' lengths.
+
+    Returns:
+        `{"kind", "lookback", "units", "layers", "blocks", "steps", "batch_size",
+        "learning_rate"}`.
+    """
+    lengths = np.asarray(lengths)
+    shortest_useful = int(np.median(lengths))
+    lookback = max(2 * horizon, 2 * season)
+    lookback = int(max(1, min(lookback, shortest_useful - horizon)))
+    return {"kind": "nbeats", "lookback": lookback, "units": 256, "layers": 4, "blocks": 3,
+            "steps": 3000, "batch_size": 256, "learning_rate": 1e-3}

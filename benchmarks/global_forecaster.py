@@ -1,0 +1,146 @@
+"""The global neural forecaster on M4 hourly and weekly: which kind, lookback and number of
+training steps, scored as M4 scores (sMAPE, MASE), with the seconds each run took.
+
+Each run trains one `GlobalForecaster` on windows of every training series
+(`panel_training_dataset`), forecasts the test part (48 hourly, 13 weekly values) from the end
+of each training series (`last_windows`) and scores it with
+`seqlab.models.forecasting.metrics.score_panel` (MASE's scale: the in-sample seasonal naive,
+period 24 hourly and 1 weekly). Seasonal naive is printed beside them, and the row `default`
+is what `default_settings` picks from the data.
+
+    python benchmarks/global_forecaster.py [--data DIR] [--sets hourly weekly]
+        [--runs KIND:LOOKBACK_MULTIPLE:STEPS[:NORMALIZATION[:UNITS]] ...] [--seed N]
+        [--validate] [--out results.jsonl]
+
+`--runs` (default: the table in docs written down in the final report of the change, a few
+minutes per run on 2 cores) lists runs as `nbeats:2:3000` (kind, lookback in multiples of the
+horizon, steps). `--validate` holds out the last horizon of each training series, checks the
+validation sMAPE every `EVALUATE_EVERY` steps and keeps the best weights (early stopping);
+the final model is that one (trained without the last horizon of each series).
+`--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv` (default
+`../shared/data/m4/`).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from seqlab.data.panel import M4_SETS, read_m4_folder  # noqa: E402
+from seqlab.models.forecasting import metrics  # noqa: E402
+from seqlab.models.global_forecaster import (  # noqa: E402
+    GlobalForecaster,
+    default_settings,
+    last_windows,
+    panel_training_dataset,
+)
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "m4"
+DEFAULT_RUNS = ("default", "nbeats:2:3000", "nbeats:4:3000", "nbeats:7:3000",
+                "nbeats:4:3000:shift", "gru:2:600")
+EVALUATE_EVERY = 250
+# The M4 paper's (Makridakis et al. 2020) sMAPE of the winning method (Smyl's ES-RNN).
+PUBLISHED_WINNER_SMAPE = {"hourly": 9.328, "weekly": 7.817}
+
+
+def parse_run(spec, horizon, season, lengths):
+    """`"default"` or `"kind:multiple:steps[:normalization[:units]]"` -> settings dict."""
+    settings = default_settings(horizon, season, lengths)
+    if spec == "default":
+        return {**settings, "name": "default"}
+    parts = spec.split(":")
+    kind, multiple, steps = parts[0], float(parts[1]), int(parts[2])
+    settings.update(kind=kind, lookback=int(round(multiple * horizon)), steps=steps,
+                    normalization=parts[3] if len(parts) > 3 else "level")
+    if len(parts) > 4:
+        settings["units"] = int(parts[4])
+    if kind != "nbeats":
+        settings.update(layers=1, units=int(parts[4]) if len(parts) > 4 else 64)
+    return {**settings, "name": spec}
+
+
+def train_and_forecast(settings, history, horizon, seed, validate):
+    """Trains one model on `history` (a list of arrays) and forecasts from each end."""
+    keras.utils.set_random_seed(seed)
+    lookback = settings["lookback"]
+    model = GlobalForecaster(lookback, horizon, kind=settings["kind"], units=settings["units"],
+                             layers=settings["layers"], blocks=settings["blocks"], seed=seed,
+                             normalization=settings.get("normalization", "level"))
+    model.compile(optimizer=keras.optimizers.Adam(settings["learning_rate"], clipnorm=1.0),
+                  loss="mae")
+    steps = settings["steps"]
+    if not validate:
+        dataset = panel_training_dataset(history, lookback, horizon, settings["batch_size"],
+                                         seed)
+        model.fit(dataset, steps_per_epoch=min(steps, EVALUATE_EVERY),
+                  epochs=max(1, steps // EVALUATE_EVERY), shuffle=False, verbose=0)
+        return model.predict(last_windows(history, lookback), verbose=0), None
+    fitting = [values[:-horizon] for values in history]
+    actual = [values[-horizon:] for values in history]
+    windows = last_windows(fitting, lookback)
+    dataset = panel_training_dataset(fitting, lookback, horizon, settings["batch_size"], seed)
+    best, best_weights, best_step = np.inf, None, 0
+    for epoch in range(max(1, steps // EVALUATE_EVERY)):
+        model.fit(dataset, steps_per_epoch=EVALUATE_EVERY, epochs=1, shuffle=False, verbose=0)
+        score = metrics.score_panel(actual, model.predict(windows, verbose=0), fitting,
+                                    1).mean_smape
+        if score < best:
+            best, best_weights, best_step = score, model.get_weights(), (epoch + 1) * EVALUATE_EVERY
+    model.set_weights(best_weights)
+    return model.predict(last_windows(history, lookback), verbose=0), best_step
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--sets", nargs="+", default=["hourly", "weekly"])
+    parser.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--validate", action="store_true")
+    parser.add_argument("--out", help="append one JSON line per run to this file")
+    args = parser.parse_args(argv)
+    print("| set | run | kind | lookback | steps | units | sMAPE | MASE | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for frequency in args.sets:
+        panel = read_m4_folder(args.data, frequency)
+        horizon, season = M4_SETS[frequency]["horizon"], M4_SETS[frequency]["season"]
+        lengths = [len(values) for values in panel.values]
+        naive = [metrics.seasonal_naive_forecast(values, horizon, season)
+                 for values in panel.values]
+        score = metrics.score_panel(panel.holdout, naive, panel.values, season)
+        print(f"| {frequency} | seasonal naive | | | | | {score.mean_smape:.3f} | "
+              f"{score.mean_mase:.3f} | |", flush=True)
+        for spec in args.runs:
+            settings = parse_run(spec, horizon, season, lengths)
+            start = time.perf_counter()
+            forecasts, best_step = train_and_forecast(settings, list(panel.values), horizon,
+                                                      args.seed, args.validate)
+            seconds = time.perf_counter() - start
+            score = metrics.score_panel(panel.holdout, forecasts, panel.values, season)
+            steps = settings["steps"] if best_step is None else f"{best_step}/{settings['steps']}"
+            print(f"| {frequency} | {spec}{' (validated)' if args.validate else ''} | "
+                  f"{settings['kind']}/{settings.get('normalization', 'level')} | "
+                  f"{settings['lookback']} | {steps} | {settings['units']} | "
+                  f"{score.mean_smape:.3f} | {score.mean_mase:.3f} | {seconds:.0f} |",
+                  flush=True)
+            if args.out:
+                with open(args.out, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({
+                        "set": frequency, "run": spec, "validate": args.validate,
+                        "seed": args.seed, "settings": settings, "best_step": best_step,
+                        "smape": score.mean_smape, "mase": score.mean_mase,
+                        "seconds": seconds}) + "\n")
+        print(f"| {frequency} | M4 winner (published) | | | | | "
+              f"{PUBLISHED_WINNER_SMAPE[frequency]} | | |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
