@@ -424,6 +424,10 @@ class Pipeline:
         """`(train, validation or None)` datasets of `fit`, batched with `batch_size`."""
         raise NotImplementedError
 
+    def fit_options(self, config, prepared):
+        """Extra keyword arguments of `fit` (e.g. `steps_per_epoch` for an endless dataset)."""
+        return {}
+
     def monitored(self, config):
         """`(metric, "min" or "max")` that early stopping and `best_epoch` watch for a run;
         by default the class's `monitor_metric` and `monitor_mode`."""
@@ -582,6 +586,7 @@ class Pipeline:
                     *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks]),
                 shuffle=False,  # the training datasets shuffle themselves, with the run's seed
                 verbose=verbosity,
+                **self.fit_options(config, prepared),
             )
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)

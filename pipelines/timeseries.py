@@ -46,16 +46,18 @@ from seqlab.models.forecasting.selection import Selection, combine, rmse, select
 from seqlab.models.serving import dynamic_shape
 from seqlab.pipelines.common import (
     ActionResult,
+    UsageError,
     format_table,
     pyplot,
     read_json,
     write_export_archive,
     write_text_atomic,
 )
-from seqlab.pipelines.configs.timeseries import CARD, TASK_NAME, TimeseriesConfig
+from seqlab.pipelines.configs.timeseries import CARD, MODEL_KINDS, TASK_NAME, TimeseriesConfig
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.settings import fill_in_setting
 from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
+from seqlab.pipelines.timeseries_panel import PANEL_PIPELINE, is_panel, is_panel_run
 from seqlab.pipelines.timeseries_members import (
     CLASSICAL_BASELINES,
     CLASSICAL_MEMBERS,
@@ -546,6 +548,33 @@ class TimeseriesPipeline(Pipeline):
 
     legacy_settings = {"split_targets": False, "normalization": "none"}
 
+    # --- many series: a run of `--id-column`, `--holdout`, a folder or an M4 set is the
+    # panel pipeline's (pipelines/timeseries_panel.py); the actions hand it over.
+
+    def train(self, config, overwrite=False, callbacks=()):
+        if is_panel(config):
+            return PANEL_PIPELINE.train(config, overwrite, callbacks)
+        if config.model == "nbeats":
+            raise UsageError("--model nbeats is the many-series network (with --id-column, "
+                             "--holdout, a folder or an m4-* set); one series takes "
+                             f"{', '.join(MODEL_KINDS)}")
+        return super().train(config, overwrite, callbacks)
+
+    def evaluate(self, run, data=None, output=None):
+        if is_panel_run(run):
+            return PANEL_PIPELINE.evaluate(run, data, output)
+        return self._evaluate_one(run, data, output)
+
+    def predict(self, run, data=None, output=None):
+        if is_panel_run(run):
+            return PANEL_PIPELINE.predict(run, data, output)
+        return self._predict_one(run, data, output)
+
+    def export(self, run, out=None, overwrite=False):
+        if is_panel_run(run):
+            return PANEL_PIPELINE.export(run, out, overwrite)
+        return super().export(run, out, overwrite)
+
     def prepare(self, config, distribution):
         frame, source = load_table(config.data)
         schema = infer_schema(config, frame, source)
@@ -794,7 +823,7 @@ class TimeseriesPipeline(Pipeline):
         frame, source = load_table(data if data is not None else loaded.config.data)
         return loaded.artifacts["schema"].prepare(frame, source)
 
-    def evaluate(self, run, data=None, output=None):
+    def _evaluate_one(self, run, data=None, output=None):
         """Scores a trained run: on its test split, or on every window of another CSV.
 
         Args:
@@ -831,7 +860,7 @@ class TimeseriesPipeline(Pipeline):
         ]
         return evaluation_result(summary, metrics, output)
 
-    def predict(self, run, data=None, output=None):
+    def _predict_one(self, run, data=None, output=None):
         """Forecasts the `horizon` rows after the end of the data (default: the training data)
         into a CSV (default: `<run>/forecast.csv`)."""
         loaded = self.load_run(run)

@@ -19,6 +19,8 @@ FILL_METHODS = ("ffill", "interpolate")
 FILL_ENDS = ("drop", "nearest", "refuse")
 SCALER_METHODS = ("minmax", "standard")
 MODEL_KINDS = ("auto", "lstm", "gru", "rnn", "transformer", "linear")
+# The network kinds of many series (one global network); "auto" adds the classical members.
+PANEL_MODEL_KINDS = ("auto", "nbeats", "gru", "lstm")
 NORMALIZATIONS = ("window", "shift", "none")
 
 
@@ -29,6 +31,18 @@ class TimeseriesConfig(TrainConfig):
     data: str | None = option(
         None, data_help(TASK_NAME, "CSV file to forecast",
                         "yearly sunspots 1700-2008 from statsmodels")
+    )
+    id_column: str | None = option(
+        None, "many series in one long table (one row per series and time): the column naming "
+        "each row's series; a folder of CSV files (one series each) or an m4-* data set is "
+        "many series without it. Many series are forecast with the competition protocol "
+        "(--holdout) by one network trained on all of them and per-series classical models",
+        metavar="COL",
+    )
+    holdout: int | None = option(
+        None, "many series: the last H values of every series are its test part, forecast H "
+        "steps from the end of the rest (as in M3/M4); default: the M4 set's horizon, else "
+        "--horizon when above 1, else the season, else a tenth of the median series length"
     )
     epochs: int = option(200, "maximum number of epochs (early stopping usually ends sooner)")
     batch_size: int = option(32, "windows per batch")
@@ -71,11 +85,14 @@ class TimeseriesConfig(TrainConfig):
     )
     scaler: str = option("standard", "scaling fitted on training rows", SCALER_METHODS)
     model: str = option(
-        "auto", "model kind; auto: statsforecast's automatic ETS, ARIMA and Theta, seasonal "
+        "auto", "model kind (many series: auto, nbeats, gru or lstm, one network for all "
+        "series; auto adds statsforecast's models per series and keeps the member or mean of "
+        "the best k with the lowest error on each series' last --holdout values before the "
+        "test part); one series: auto: statsforecast's automatic ETS, ARIMA and Theta, seasonal "
         "naive, a GRU and a linear autoregression fitted by least squares, all scored by a "
         "rolling-origin backtest before the test split; the member or mean of the best k with "
         "the lowest backtest error is kept (every figure reported); linear: one dense layer "
-        "over the normalised window, trained like the others", MODEL_KINDS
+        "over the normalised window, trained like the others", (*MODEL_KINDS, "nbeats")
     )
     auto_folds: int = option(
         3, "--model auto: backtest folds over the last third of the rows before the test "
@@ -102,7 +119,7 @@ class TimeseriesConfig(TrainConfig):
     def __post_init__(self):
         super().__post_init__()
         check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
-                       "num_heads", "ff_dim", "season", "auto_folds")
+                       "num_heads", "ff_dim", "season", "auto_folds", "holdout")
         check_at_least(self, 0, "backtest")
         check_rate(self, "dropout")
         check_split_fractions(self)

@@ -1,0 +1,858 @@
+"""Many series at once: `seqlab timeseries train` on a panel, with the competition protocol.
+
+A run is many series when `--id-column` names the series of a long table, `--data` is a folder
+of CSV files (one series each), or an `m4-*` data set (or a folder holding M4's
+`<Frequency>-train.csv` and `-test.csv`). The last `--holdout H` values of every series are its
+test part (M4's own test files for an M4 set); every series is forecast `H` steps from the end
+of the rest (direct multi-step), as in M3 and M4.
+
+Members (`--model auto`): one global network (`seqlab.models.GlobalForecaster`, N-BEATS-style
+or recurrent, trained on windows drawn from every series, each window normalised on its own) and
+statsforecast's AutoETS, dynamic optimised Theta and AutoARIMA fitted on every series; seasonal naive is a
+member too (alone only). They are scored at a validation origin: the last `H` values of each
+series' training part, forecast from the rest (the network's training windows end before them;
+it stops early on them). The candidate kept is the member or the mean of the best k members
+with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive + MASE / MASE of
+seasonal naive) / 2` over the series (one choice for the whole set: a choice per series on one
+origin of `H` values is mostly noise). A series too short for the network's lookback is
+forecast by the kept candidate without the network (or the best classical candidate), and
+named in the summary.
+
+Scores (`models/forecasting/metrics.py`): sMAPE (M4), MASE (in-sample seasonal naive scale),
+MAPE where every actual is positive, RMSE, per series and averaged over series, and OWA against
+Naive2 for the model, every member and the benchmarks (naive, seasonal naive, Naive2).
+
+Run directory (besides the common files): `panel.json` (the settings chosen and why, the
+series' ids, the choice), `holdout_forecasts.csv` (one row per series and holdout step: the id
+column, the time column, `actual`, `model`, one column per member and benchmark),
+`plots/series.png` (the best, median and worst series by the model's sMAPE) and
+`saved_model/` with the global network: `serving_default(window: float32[None, lookback]) ->
+{"forecast": float32[None, H]}`, each window a series' last `lookback` values in its own
+units (the classical members need each series' fit: `predict` gives them).
+"""
+
+import dataclasses
+import math
+from pathlib import Path
+
+import keras
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from seqlab.data.datasets import resolve_path
+from seqlab.data.errors import DataError
+from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
+from seqlab.data.timeseries import choose_season
+from seqlab.models.forecasting import metrics as forecast_metrics
+from seqlab.models.global_forecaster import (
+    GlobalForecaster,
+    default_min_history,
+    default_settings,
+    last_windows,
+    panel_training_dataset,
+)
+from seqlab.pipelines.common import (
+    ActionResult,
+    UsageError,
+    format_duration,
+    format_table,
+    pyplot,
+    read_json,
+    rows_to_csv,
+    write_export_archive,
+    write_text_atomic,
+)
+from seqlab.models.serving import dynamic_shape
+from seqlab.pipelines.configs.timeseries import CARD, PANEL_MODEL_KINDS, TimeseriesConfig
+from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
+from seqlab.pipelines.settings import fill_in_setting
+from seqlab.pipelines.timeseries_classical_panel import (
+    ETS_MAX_SEASON,
+    PANEL_BASELINES,
+    PANEL_CLASSICAL,
+    baseline_forecasts,
+    classical_forecasts,
+)
+
+PANEL_FORMAT = 1
+# The id column of holdout_forecasts.csv and predict's CSV when the input names none (M4's
+# files, a folder of CSV files).
+DEFAULT_ID_COLUMN = "id"
+# A member only ever kept alone, never part of a mean (as for one series).
+ALONE_ONLY = ("seasonal_naive",)
+# Batches of the endless window sampler per epoch (early stopping looks once an epoch).
+STEPS_PER_EPOCH = 100
+# How many series the summary names in a list before "and N more".
+_NAMED = 5
+
+
+def is_m4_source(data):
+    """`frequency` when `data` names an M4 set (`m4-hourly`) or a folder holding one
+    frequency's `<Frequency>-train.csv` and `-test.csv`; else None.
+
+    Raises:
+        DataError: a folder with the files of several frequencies.
+    """
+    if data is None:
+        return None
+    text = str(data)
+    if text.startswith("m4-") and text[3:] in M4_SETS:
+        return text[3:]
+    path = Path(text)
+    if path.is_dir():
+        found = [f for f in M4_SETS if (path / f"{f.capitalize()}-train.csv").is_file()
+                 and (path / f"{f.capitalize()}-test.csv").is_file()]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise DataError(f"the folder holds M4's files of {len(found)} frequencies "
+                            f"({', '.join(found)}); expected one: copy one frequency's "
+                            "<Frequency>-train.csv and -test.csv into a folder of their own, "
+                            "or pass a data set name (m4-hourly, m4-weekly)", path=path)
+    return None
+
+
+def is_panel(config):
+    """Whether a run's settings are many series (see the module's docstring)."""
+    return (getattr(config, "id_column", None) is not None
+            or getattr(config, "holdout", None) is not None
+            or is_m4_source(config.data) is not None
+            or (config.data is not None and Path(str(config.data)).is_dir()))
+
+
+def is_panel_run(run):
+    """Whether the run directory `run` holds a many-series run (its panel.json)."""
+    return (Path(run) / "panel.json").is_file()
+
+
+def _given(config, name):
+    """Whether the setting `name` differs from its default (a user chose it)."""
+    field = next(f for f in dataclasses.fields(TimeseriesConfig) if f.name == name)
+    return getattr(config, name) != field.default
+
+
+def _named(ids):
+    ids = [str(i) for i in ids]
+    shown = ", ".join(ids[:_NAMED])
+    return shown + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclasses.dataclass
+class PanelData:
+    """A panel split for the competition protocol.
+
+    Attributes:
+        source: what was read.
+        ids: the series' ids.
+        train: each series' training part (float64).
+        holdout: each series' test part, `horizon` values.
+        times: each series' time stamps of the training part and holdout together.
+        time_kind: "dates", "numbers" or "steps".
+        id_column, time_label: the column names of the CSV files written.
+        horizon, horizon_source: `H` and why.
+        season, season_source: the season and why.
+        notes: what reading did.
+    """
+
+    source: str
+    ids: list
+    train: list
+    holdout: list
+    times: list
+    time_kind: str
+    id_column: str
+    time_label: str
+    horizon: int
+    horizon_source: str
+    season: int
+    season_source: str
+    notes: list
+
+
+def read_panel_data(config, data=None, horizon=None, season=None):
+    """Reads the panel of `data` (default: the run's) and holds out the last values.
+
+    Args:
+        config: the run's settings (id column, time column, target, holdout, horizon,
+            season).
+        data: another file or folder, read with the run's settings (evaluate, predict).
+        horizon: the run's `H` (evaluate, predict); None chooses it (train).
+        season: the run's season (evaluate, predict); None chooses it (train).
+
+    Raises:
+        DataError: what the readers refuse; no series long enough for the holdout.
+        UsageError: settings that do not fit many series.
+    """
+    data = config.data if data is None else data
+    frequency = is_m4_source(data)
+    notes = []
+    if frequency is not None:
+        m4 = M4_SETS[frequency]
+        if config.holdout is not None and config.holdout != m4["horizon"]:
+            raise UsageError(f"--holdout {config.holdout}: M4's {frequency} files hold out "
+                             f"{m4['horizon']} values per series; leave --holdout out")
+        panel = read_m4_folder(data, frequency)
+        chosen_h = horizon or m4["horizon"]
+        h_source = f"M4 {frequency}'s horizon (its test files)"
+        chosen_season = season or config.season or m4["season"]
+        season_source = ("--season" if config.season else
+                         f"M4's period for {frequency} series")
+        ids, train, holdout = list(panel.ids), list(panel.values), list(panel.holdout)
+        times = [np.arange(t.size + h.size) for t, h in zip(train, holdout)]
+        return PanelData(str(data), ids, train, holdout, times, "steps", DEFAULT_ID_COLUMN,
+                         "step", chosen_h, h_source, chosen_season, season_source,
+                         list(panel.notes))
+    if config.time_column is not None and len(config.time_column) > 1:
+        raise UsageError("many series take one --time-column (dates or numbers); got "
+                         f"{' '.join(config.time_column)}")
+    if config.target is not None and len(config.target) > 1:
+        raise UsageError(f"many series forecast one --target column; got "
+                         f"{' '.join(config.target)}")
+    if config.features or config.categorical:
+        raise UsageError("many series are forecast from their own past values only; "
+                         "--features and --categorical are for one series")
+    path = resolve_path(data)
+    panel = read_panel(path, config.id_column,
+                       config.time_column[0] if config.time_column else None,
+                       config.target[0] if config.target else None)
+    lengths = panel.lengths
+    longest = int(np.argmax(lengths))
+    if season is not None:
+        chosen_season, season_source = season, "the run's"
+    elif config.season is not None:
+        chosen_season, season_source = config.season, "--season"
+    else:
+        stamps = panel.times[longest]
+        chosen_season, season_source = choose_season(
+            panel.values[longest],
+            pd.Series(stamps) if panel.time_kind == "dates" else None, panel.target)
+        season_source += f" (the longest series, {panel.ids[longest]!r})"
+    if horizon is not None:
+        chosen_h, h_source = horizon, "the run's"
+    elif config.holdout is not None:
+        chosen_h, h_source = config.holdout, "--holdout"
+    elif config.horizon > 1:
+        chosen_h, h_source = config.horizon, "--horizon"
+    elif chosen_season > 1:
+        chosen_h, h_source = chosen_season, f"one season ({season_source})"
+    else:
+        chosen_h = max(1, int(np.median(lengths)) // 10)
+        h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
+                    "as no season was found")
+    short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1]
+    if len(short) == len(lengths):
+        raise DataError(f"every series has at most {chosen_h + 1} values; the holdout of "
+                        f"{chosen_h} needs at least {chosen_h + 2} per series",
+                        path=panel.source)
+    if short:
+        notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "
+                     f"for a holdout of {chosen_h} ({_named(panel.ids[i] for i in short)})")
+    keep = [i for i in range(len(panel)) if i not in set(short)]
+    return PanelData(
+        panel.source, [panel.ids[i] for i in keep],
+        [panel.values[i][:-chosen_h] for i in keep], [panel.values[i][-chosen_h:] for i in keep],
+        [panel.times[i] for i in keep], panel.time_kind, config.id_column or DEFAULT_ID_COLUMN,
+        (config.time_column[0] if config.time_column else "step"), chosen_h, h_source,
+        chosen_season, season_source, [*panel.notes, *notes])
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring and choosing
+
+
+def score_series(actuals, forecasts, histories, season):
+    """`{"smape", "mase", "mape", "rmse"}` arrays, one value per series (NaN where a figure is
+    undefined: MAPE of a non-positive actual, MASE of a history no longer than the season)."""
+    rows = []
+    for actual, forecast, history in zip(actuals, forecasts, histories):
+        share = forecast_metrics.mape(actual, forecast)
+        try:
+            scaled = forecast_metrics.mase(actual, forecast, history, season)
+        except ValueError:
+            scaled = math.nan
+        rows.append((forecast_metrics.smape(actual, forecast), scaled,
+                     math.nan if share is None else share,
+                     forecast_metrics.rmse(actual, forecast)))
+    columns = np.array(rows, dtype="float64").reshape(-1, 4).T
+    return dict(zip(("smape", "mase", "mape", "rmse"), columns))
+
+
+def _mean(values):
+    values = np.asarray(values, dtype="float64")
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else None
+
+
+def set_figures(scores, naive2=None):
+    """The set's averages of `score_series`'s arrays (and OWA against Naive2's)."""
+    figures = {name: _mean(values) for name, values in scores.items()}
+    figures["series"] = int(scores["smape"].size)
+    if naive2 is not None:
+        figures["owa"] = owa_of(figures, set_figures(naive2))
+    return figures
+
+
+def owa_of(figures, naive2_figures):
+    """M4's OWA from two sets of averages; None where a figure is missing or Naive2's is 0."""
+    parts = [(figures.get(k), naive2_figures.get(k)) for k in ("smape", "mase")]
+    if any(a is None or not b for a, b in parts):
+        return None
+    return 0.5 * sum(a / b for a, b in parts)
+
+
+def relative_error(scores, reference):
+    """`(mean sMAPE / reference's + mean MASE / reference's) / 2` over the series where both
+    are finite: the choice's criterion (OWA with seasonal naive in Naive2's place)."""
+    total, parts = 0.0, 0
+    for key in ("smape", "mase"):
+        a, b = np.asarray(scores[key]), np.asarray(reference[key])
+        both = np.isfinite(a) & np.isfinite(b)
+        if both.any() and b[both].mean() > 0:
+            total += a[both].mean() / b[both].mean()
+            parts += 1
+    return total / parts if parts else math.inf
+
+
+def candidate_name(kept):
+    return kept[0] if len(kept) == 1 else "mean(" + "+".join(kept) + ")"
+
+
+@dataclasses.dataclass
+class PanelChoice:
+    """The kept candidate and what every member and candidate scored at the validation
+    origin (relative error: see `relative_error`)."""
+
+    kept: tuple
+    member_scores: dict
+    candidate_scores: dict
+    series: int
+
+    @property
+    def name(self):
+        return candidate_name(self.kept)
+
+    def reason(self):
+        if not self.candidate_scores:
+            return "no series long enough for a validation origin: the classical members' mean"
+        ranked = sorted(self.candidate_scores.items(), key=lambda item: item[1])
+        text = (f"lowest relative error ({ranked[0][1]:.4f}: (sMAPE + MASE) / seasonal "
+                f"naive's, on the last H values before the holdout of {self.series} series) "
+                f"of {len(ranked)} candidates")
+        if len(ranked) > 1:
+            text += f"; next: {ranked[1][0]} {ranked[1][1]:.4f}"
+        return text
+
+    def to_dict(self):
+        return {"kept": list(self.kept), "name": self.name, "series": self.series,
+                "member_validation": self.member_scores,
+                "candidate_validation": self.candidate_scores, "why": self.reason()}
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(tuple(values["kept"]), dict(values["member_validation"]),
+                   dict(values["candidate_validation"]), int(values["series"]))
+
+
+def choose(forecasts, actuals, histories, season):
+    """Ranks the members by relative error on the validation origin and tries each alone and
+    the mean of the best k (members of `ALONE_ONLY` only alone); returns a `PanelChoice`.
+
+    Args:
+        forecasts: `{member: [forecast per series]}`, the same series for every member.
+        actuals, histories: each series' validation values and the history before them.
+        season: the MASE scale's season.
+    """
+    scores = {name: score_series(actuals, values, histories, season)
+              for name, values in forecasts.items()}
+    reference = score_series(
+        actuals, [forecast_metrics.seasonal_naive_forecast(h, a.size, season)
+                  for h, a in zip(histories, actuals)], histories, season)
+    relative = {name: relative_error(s, reference) for name, s in scores.items()}
+    member_scores = {name: {"smape": _mean(s["smape"]), "mase": _mean(s["mase"]),
+                            "relative": relative[name]} for name, s in scores.items()}
+    ranked = sorted(relative, key=lambda name: relative[name])
+    candidates = {(name,): relative[name] for name in ranked}
+    pooled = [name for name in ranked if name not in ALONE_ONLY]
+    for k in range(2, len(pooled) + 1):
+        kept = tuple(pooled[:k])
+        mean = [np.mean([forecasts[n][i] for n in kept], axis=0) for i in range(len(actuals))]
+        candidates[kept] = relative_error(score_series(actuals, mean, histories, season),
+                                          reference)
+    best = min(candidates, key=lambda kept: (candidates[kept], len(kept)))
+    return PanelChoice(best, member_scores,
+                       {candidate_name(k): v for k, v in candidates.items()}, len(actuals))
+
+
+def combined(choice, forecasts, network, usable):
+    """The kept candidate's forecast of every series: the mean of its members; a series the
+    network cannot forecast (`usable[i]` False) gets the kept members without the network,
+    or, when the network was kept alone, the best classical candidate."""
+    fallback = tuple(n for n in choice.kept if n != network)
+    if not fallback:
+        classical = {name: score for name, score in choice.candidate_scores.items()
+                     if network not in name}
+        best = min(classical, key=classical.get) if classical else None
+        fallback = _members_of(best, forecasts) if best else ("seasonal_naive",)
+    count = len(next(iter(forecasts.values())))
+    return [np.mean([forecasts[n][i] for n in (choice.kept if usable[i] else fallback)],
+                    axis=0) for i in range(count)]
+
+
+def _members_of(name, forecasts):
+    if name.startswith("mean(") and name.endswith(")"):
+        return tuple(name[5:-1].split("+"))
+    return (name,) if name in forecasts else ("seasonal_naive",)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forecasting every series from the end of its history: the one code path of validation,
+# holdout, evaluate and predict.
+
+
+def network_forecasts(model, histories):
+    """The global network's forecast of every history (one batch pass, float64)."""
+    windows = last_windows(histories, model.lookback)
+    forecast = model.predict(windows, batch_size=1024, verbose=0)
+    return [np.asarray(row, dtype="float64") for row in forecast]
+
+
+def forecast_all(model, histories, horizon, season, classical_methods, what=""):
+    """`({member or benchmark: [forecast per series]}, notes)`: the network (under its
+    kind's name), each classical member and the benchmarks, from the end of each history."""
+    forecasts = {}
+    if model is not None:
+        forecasts[model.kind] = network_forecasts(model, histories)
+    classical, seconds, notes = classical_forecasts(histories, horizon, season,
+                                                    classical_methods, what=what)
+    if seconds:
+        notes = [f"classical fits {what}: "
+                 + ", ".join(f"{name} {format_duration(value)}" for name, value in seconds.items())
+                 + f" for {len(histories)} series", *notes]
+    forecasts.update(classical)
+    forecasts.update(baseline_forecasts(histories, horizon, season))
+    return forecasts, notes
+
+
+def classical_members(config, season):
+    """The classical members of a run: none unless `--model auto`; AutoARIMA only up to a
+    season of `ETS_MAX_SEASON` (its seasonal search takes seconds per series beyond)."""
+    if config.model != "auto":
+        return ()
+    return tuple(m for m in PANEL_CLASSICAL if m != "arima" or season <= ETS_MAX_SEASON)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline
+
+
+@dataclasses.dataclass
+class PreparedPanel:
+    data: PanelData
+    network: dict
+    network_source: str
+    fit_series: list  # each series' training part without its validation values
+    usable: list  # per series: long enough for the network's windows
+    notes: list
+    choice: PanelChoice | None = None
+    holdout_forecasts: dict | None = None
+    model_forecast: list | None = None
+
+
+class PanelPipeline(Pipeline):
+    """Many series on the shared run lifecycle; `TimeseriesPipeline` hands panels to it."""
+
+    name = CARD.name
+    config_class = TimeseriesConfig
+    model_class = GlobalForecaster
+    monitor_metric = "loss"
+
+    def prepare(self, config, distribution):
+        if config.model not in PANEL_MODEL_KINDS:
+            raise UsageError(f"--model {config.model}: many series take "
+                             f"{', '.join(PANEL_MODEL_KINDS)} (one network for all series)")
+        if config.backtest > 1:
+            raise UsageError("--backtest is for one series; many series are scored on their "
+                             "holdout")
+        data = read_panel_data(config)
+        lengths = np.array([t.size for t in data.train])
+        settings = default_settings(data.horizon, data.season, lengths)
+        settings = dict(settings)
+        source = "chosen from the horizon, season and series lengths (default_settings)"
+        if config.model != "auto":
+            settings["kind"] = config.model
+        for name in ("units", "layers", "batch_size", "learning_rate"):
+            if _given(config, name):
+                settings[name] = getattr(config, name)
+        if config.lookback is not None:
+            settings["lookback"] = config.lookback
+        else:
+            fill_in_setting(config, "lookback", int(settings["lookback"]), source)
+        # An epoch is `steps_per_epoch` batches of the endless window sampler; the network
+        # trains for the default's steps unless --epochs says otherwise (early stopping on
+        # the validation origin may end it sooner).
+        settings.setdefault("steps_per_epoch", STEPS_PER_EPOCH)
+        if not _given(config, "epochs"):
+            config.epochs = max(1, math.ceil(int(settings["steps"])
+                                             / int(settings["steps_per_epoch"])))
+        h = data.horizon
+        fit_series = [t[:-h] if t.size > h else t[:0] for t in data.train]
+        min_history = default_min_history(config.lookback, h)
+        settings["min_history"] = min_history
+        usable = [t.size >= config.lookback for t in data.train]
+        trainable = [s for s in fit_series if s.size >= min_history + h]
+        notes = list(data.notes)
+        if not trainable:
+            raise DataError(f"no series has the {min_history + 2 * h} values the network "
+                            f"needs before the holdout ({min_history} of history and twice "
+                            f"the horizon {h}: training targets and validation)",
+                            path=data.source)
+        if config.model == "auto" and "arima" not in classical_members(config, data.season):
+            notes.append(f"arima left out: its seasonal search on a season of {data.season} "
+                         f"(above {ETS_MAX_SEASON}) takes seconds per series; ets fits the "
+                         "seasonally adjusted series (M4's classical decomposition)")
+        short = [i for i, u in zip(data.ids, usable) if not u]
+        if short:
+            notes.append(f"{len(short)} series shorter than the lookback {config.lookback}: "
+                         f"forecast without the network ({_named(short)})")
+        return PreparedPanel(data, settings, source, fit_series, usable, notes)
+
+    def build_model(self, config, prepared):
+        n = prepared.network
+        model = GlobalForecaster(
+            lookback=config.lookback, horizon=prepared.data.horizon, kind=n["kind"],
+            units=int(n["units"]), layers=int(n["layers"]), blocks=int(n.get("blocks", 3)),
+            dropout=config.dropout, seed=config.seed)
+        model.compile(optimizer=keras.optimizers.Adam(float(n["learning_rate"]),
+                                                      clipnorm=config.clipnorm),
+                      loss=n.get("loss", "mae"))
+        model.build((None, config.lookback))
+        return model
+
+    def fit_options(self, config, prepared):
+        return {"steps_per_epoch": int(prepared.network["steps_per_epoch"])}
+
+    def datasets(self, config, prepared, batch_size):
+        h = prepared.data.horizon
+        min_history = int(prepared.network["min_history"])
+        trainable = [s for s in prepared.fit_series if s.size >= min_history + h]
+        train = panel_training_dataset(trainable, config.lookback, h,
+                                       int(prepared.network["batch_size"]), config.seed,
+                                       min_history=min_history)
+        with_validation = [i for i, t in enumerate(prepared.data.train) if t.size > h]
+        windows = last_windows([prepared.fit_series[i] for i in with_validation],
+                               config.lookback)
+        targets = np.stack([prepared.data.train[i][-h:] for i in with_validation])
+        validation = tf.data.Dataset.from_tensor_slices(
+            (windows.astype("float32"), targets.astype("float32"))).batch(1024)
+        return train, validation
+
+    def after_fit(self, config, prepared, model):
+        data, h = prepared.data, prepared.data.horizon
+        methods = classical_members(config, prepared.data.season)
+        # The validation origin: the last H values of each training part.
+        valid = [i for i, t in enumerate(data.train) if t.size > h + data.season]
+        histories = [data.train[i][:-h] for i in valid]
+        actuals = [data.train[i][-h:] for i in valid]
+        forecasts, notes = forecast_all(model, histories, h, data.season, methods,
+                                        what="at the validation origin")
+        prepared.notes.extend(notes)
+        members = {name: forecasts[name] for name in (model.kind, *methods, "seasonal_naive")}
+        usable = [prepared.usable[i] for i in valid]
+        if not all(usable):
+            # The choice is made on the series every member forecasts.
+            members = {name: [v for v, u in zip(values, usable) if u]
+                       for name, values in members.items()}
+            actuals = [a for a, u in zip(actuals, usable) if u]
+            histories = [x for x, u in zip(histories, usable) if u]
+        if config.model == "auto" and actuals:
+            prepared.choice = choose(members, actuals, histories, data.season)
+        else:
+            prepared.choice = PanelChoice((model.kind,), {}, {}, 0)
+        # The holdout: every series from the end of its training part.
+        forecasts, notes = forecast_all(model, data.train, h, data.season, methods,
+                                        what="at the holdout origin")
+        prepared.notes.extend(notes)
+        prepared.holdout_forecasts = forecasts
+        prepared.model_forecast = combined(prepared.choice, forecasts, model.kind,
+                                           prepared.usable)
+
+    def score(self, config, model, prepared):
+        data = prepared.data
+        forecasts = {"model": prepared.model_forecast, **prepared.holdout_forecasts}
+        scores = {name: score_series(data.holdout, values, data.train, data.season)
+                  for name, values in forecasts.items()}
+        naive2 = scores["naive2"]
+        table = {name: set_figures(s, naive2) for name, s in scores.items()}
+        model_scores = scores["model"]
+        best_baseline = min(PANEL_BASELINES,
+                            key=lambda b: table[b]["smape"] if table[b]["smape"] is not None
+                            else math.inf)
+        return {
+            "model": table["model"],
+            "model_kind": prepared.choice.name,
+            "members": {name: table[name] for name in prepared.holdout_forecasts
+                        if name not in PANEL_BASELINES},
+            "baselines": {name: table[name] for name in PANEL_BASELINES},
+            "best_baseline": best_baseline,
+            "smape_ratio_to_best_baseline": _ratio(table["model"]["smape"],
+                                                   table[best_baseline]["smape"]),
+            "choice": prepared.choice.to_dict(),
+            "network": {**prepared.network, "lookback": config.lookback,
+                        "source": prepared.network_source},
+            "split": "holdout",
+            "protocol": f"the last {data.horizon} values of every series, forecast from the "
+                        "end of the rest",
+            "horizon": data.horizon,
+            "horizon_source": data.horizon_source,
+            "season": data.season,
+            "season_source": data.season_source,
+            "lookback": config.lookback,
+            "targets": [None],
+            "series": [{data.id_column: str(series_id),
+                        **{k: _finite(v[i]) for k, v in model_scores.items()},
+                        "network": bool(prepared.usable[i])}
+                       for i, series_id in enumerate(data.ids)],
+            "notes": prepared.notes,
+            "data": {"source": data.source, "series": len(data.ids),
+                     "values": int(sum(t.size + h.size for t, h in zip(data.train,
+                                                                      data.holdout))),
+                     "id_column": data.id_column, "time_column": data.time_label},
+        }
+
+    def artifacts(self, config, prepared):
+        data = prepared.data
+        return {"panel": {
+            "format": PANEL_FORMAT, "horizon": data.horizon, "season": data.season,
+            "id_column": data.id_column, "time_label": data.time_label,
+            "network": prepared.network, "choice": prepared.choice.to_dict(),
+            "classical": list(classical_members(config, data.season)),
+        }, "forecasts": holdout_frame(data, {"model": prepared.model_forecast,
+                                             **prepared.holdout_forecasts})}
+
+    def write_artifacts(self, run, artifacts):
+        run.write_json("panel.json", artifacts["panel"])
+        frame = artifacts.get("forecasts")
+        if frame is not None:
+            write_text_atomic(run.path("holdout_forecasts.csv"), frame.to_csv(index=False))
+
+    def read_artifacts(self, path, config):
+        panel = read_json(path / "panel.json")
+        if not isinstance(panel, dict) or panel.get("format") != PANEL_FORMAT:
+            raise ValueError(f"panel.json: expected an object with format {PANEL_FORMAT}")
+        return {"panel": panel}
+
+    def model_for_run(self, config, artifacts):
+        panel = artifacts["panel"]
+        n = panel["network"]
+        model = GlobalForecaster(lookback=config.lookback, horizon=int(panel["horizon"]),
+                                 kind=n["kind"], units=int(n["units"]), layers=int(n["layers"]),
+                                 blocks=int(n.get("blocks", 3)), dropout=config.dropout,
+                                 seed=config.seed)
+        model.build((None, config.lookback))
+        return model
+
+    def save_plots(self, run, config, prepared, model, metrics, history):
+        save_series_grid(run.path("plots", "series.png"), prepared.data,
+                         prepared.model_forecast, metrics["series"])
+
+    def summary_lines(self, config, prepared, metrics):
+        data, choice = prepared.data, prepared.choice
+        rows = [["model: " + metrics["model_kind"], *_row(metrics["model"])]]
+        rows += [[name, *_row(figures)] for name, figures in metrics["members"].items()]
+        rows += [[name, *_row(figures)] for name, figures in metrics["baselines"].items()]
+        lengths = [t.size for t in data.train]
+        lines = [
+            f"timeseries: {data.source}, {len(data.ids)} series ({min(lengths)} to "
+            f"{max(lengths)} training values), each forecast {data.horizon} steps from the "
+            f"end of its training part (holdout)",
+            format_table(["forecast", "sMAPE", "MASE", "MAPE", "RMSE", "OWA"], rows),
+            "  (means over series; MAPE over the series whose actuals are all positive; OWA "
+            "against Naive2)",
+        ]
+        if choice.candidate_scores:
+            lines.append(f"  kept {choice.name}: {choice.reason()}")
+        n = metrics["network"]
+        lines += [
+            f"holdout {data.horizon}: {data.horizon_source}",
+            f"season {data.season}: {data.season_source}",
+            f"network: {n['kind']}, lookback {config.lookback}, {n['units']} units, "
+            f"{n['layers']} layers, batch {n['batch_size']}, {n['steps_per_epoch']} "
+            f"steps an epoch, at most {config.epochs} epochs ({prepared.network_source})",
+            *prepared.notes,
+        ]
+        return lines
+
+    def export_model(self, model, config, artifacts, path):
+        horizon = int(artifacts["panel"]["horizon"])
+        lookback = config.lookback
+
+        expected = f"float32[batch, {lookback}]"
+
+        def serve(window):
+            # The loaded signature does not check shapes itself: a wrong window would forecast.
+            shape = dynamic_shape(window)
+            rank = tf.debugging.assert_equal(
+                tf.size(shape), 2, message=f"window must be {expected} (rank 2)")
+            with tf.control_dependencies([rank]):
+                steps = tf.debugging.assert_equal(
+                    shape[1], lookback,
+                    message=f"window must be {expected}: exactly lookback={lookback} values")
+            with tf.control_dependencies([steps]):
+                window = tf.debugging.check_numerics(
+                    window, f"window must hold finite values only ({expected})")
+            return {"forecast": model(window, training=False)}
+
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        archive.add_endpoint("serving_default", serve, input_signature=[
+            tf.TensorSpec([None, lookback], tf.float32, name="window")])
+        write_export_archive(archive, path)
+        return (f"serving_default(window: float32[None, {lookback}]: each series' last "
+                f"{lookback} values, in its own units) -> {{'forecast': float32[None, "
+                f"{horizon}]}} (the global network; the classical members need each series' "
+                "fit: predict gives the kept candidate)")
+
+    def evaluate(self, run, data=None, output=None):
+        """Scores a many-series run: its holdout again (the network forecasts anew, the
+        classical members are refitted), or another panel's holdout, read with the run's
+        settings and `H`."""
+        loaded = self.load_run(run)
+        config, panel = loaded.config, loaded.artifacts["panel"]
+        data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
+                                    season=int(panel["season"]))
+        forecasts, notes = forecast_all(loaded.model, data_read.train, data_read.horizon,
+                                        data_read.season, panel["classical"],
+                                        what="on the holdout")
+        choice = PanelChoice.from_dict(panel["choice"])
+        usable = [t.size >= config.lookback for t in data_read.train]
+        forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable),
+                     **forecasts}
+        scores = {name: score_series(data_read.holdout, values, data_read.train,
+                                     data_read.season) for name, values in forecasts.items()}
+        table = {name: set_figures(s, scores["naive2"]) for name, s in scores.items()}
+        figures = {"model": table["model"], "model_kind": choice.name,
+                   "members": {k: v for k, v in table.items()
+                               if k not in PANEL_BASELINES and k != "model"},
+                   "baselines": {k: table[k] for k in PANEL_BASELINES},
+                   "split": "holdout", "source": data_read.source, "notes": notes}
+        rows = [[name, *_row(f)] for name, f in table.items()]
+        summary = [f"timeseries: {data_read.source}, {len(data_read.ids)} series, holdout "
+                   f"{data_read.horizon}",
+                   format_table(["forecast", "sMAPE", "MASE", "MAPE", "RMSE", "OWA"], rows),
+                   *data_read.notes, *notes]
+        return evaluation_result(summary, figures, output)
+
+    def predict(self, run, data=None, output=None):
+        """Forecasts `H` steps after the end of every series (training part and holdout
+        together) with the kept candidate; one long CSV: the id column, the time column,
+        `step`, `forecast` (default `<run>/forecast.csv`)."""
+        loaded = self.load_run(run)
+        config, panel = loaded.config, loaded.artifacts["panel"]
+        data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
+                                    season=int(panel["season"]))
+        histories = [np.concatenate([t, h]) for t, h in zip(data_read.train,
+                                                            data_read.holdout)]
+        forecasts, notes = forecast_all(loaded.model, histories, data_read.horizon,
+                                        data_read.season, panel["classical"],
+                                        what="from the end of every series")
+        choice = PanelChoice.from_dict(panel["choice"])
+        usable = [h.size >= config.lookback for h in histories]
+        kept = combined(choice, forecasts, loaded.model.kind, usable)
+        frame = future_frame(data_read, kept)
+        path = Path(output) if output else loaded.file("forecast.csv")
+        write_text_atomic(path, frame.to_csv(index=False))
+        summary = [f"timeseries: forecast of the {data_read.horizon} steps after the end of "
+                   f"each of {len(histories)} series of {data_read.source} ({choice.name})",
+                   *data_read.notes, *notes, f"written to {path}"]
+        return ActionResult(summary="\n".join(summary), path=path)
+
+
+def _finite(value):
+    return float(value) if np.isfinite(value) else None
+
+
+def _ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def _row(figures):
+    def cell(value, digits=3):
+        return "-" if value is None else f"{value:.{digits}f}"
+    return [cell(figures.get("smape")), cell(figures.get("mase")), cell(figures.get("mape")),
+            cell(figures.get("rmse"), 4), cell(figures.get("owa"))]
+
+
+def _stamps(times, start, count):
+    """`count` time stamps from position `start` of a series' `times`, extended past its end
+    by its last step."""
+    times = np.asarray(times)
+    if start + count <= times.size:
+        return times[start:start + count]
+    if times.size >= 2:
+        step = times[-1] - times[-2]
+    else:
+        step = 1
+    extra = times[-1] + step * np.arange(1, start + count - times.size + 1)
+    return np.concatenate([times[start:], extra])
+
+
+def holdout_frame(data, forecasts):
+    """holdout_forecasts.csv: one row per series and holdout step."""
+    columns = {data.id_column: [], data.time_label: [], "actual": []}
+    for name in forecasts:
+        columns[name] = []
+    for i, series_id in enumerate(data.ids):
+        h = data.holdout[i].size
+        columns[data.id_column] += [series_id] * h
+        columns[data.time_label] += list(_stamps(data.times[i], data.train[i].size, h))
+        columns["actual"] += list(data.holdout[i])
+        for name, values in forecasts.items():
+            columns[name] += list(values[i])
+    return pd.DataFrame(columns)
+
+
+def future_frame(data, forecasts):
+    """predict's CSV: `H` rows per series after its last value."""
+    columns = {data.id_column: [], data.time_label: [], "step": [], "forecast": []}
+    for i, series_id in enumerate(data.ids):
+        h = forecasts[i].size
+        n = data.train[i].size + data.holdout[i].size
+        columns[data.id_column] += [series_id] * h
+        columns[data.time_label] += list(_stamps(data.times[i], n, h))
+        columns["step"] += list(range(1, h + 1))
+        columns["forecast"] += list(forecasts[i])
+    return pd.DataFrame(columns)
+
+
+def save_series_grid(path, data, forecast, series_figures):
+    """The best, median and worst series by the model's sMAPE: history tail, holdout and
+    forecast."""
+    plt = pyplot()
+    order = sorted(range(len(data.ids)),
+                   key=lambda i: (series_figures[i]["smape"] is None,
+                                  series_figures[i]["smape"] or 0.0))
+    picks = [("best", order[0]), ("median", order[len(order) // 2]), ("worst", order[-1])]
+    figure, axes = plt.subplots(len(picks), 1, figsize=(9, 2.6 * len(picks)))
+    for axis, (label, i) in zip(np.atleast_1d(axes), picks):
+        h = data.holdout[i].size
+        tail = data.train[i][-4 * h:]
+        x = np.arange(-tail.size, h)
+        axis.plot(x[:tail.size], tail, color="0.4", label="history")
+        axis.plot(x[tail.size:], data.holdout[i], color="black", label="actual")
+        axis.plot(x[tail.size:], forecast[i], color="tab:blue", label="forecast")
+        smape = series_figures[i]["smape"]
+        axis.set_title(f"{label}: {data.ids[i]} (sMAPE {smape:.2f})" if smape is not None
+                       else f"{label}: {data.ids[i]}", fontsize=9)
+        axis.legend(fontsize=7, loc="upper left")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+PANEL_PIPELINE = PanelPipeline()

@@ -1,0 +1,320 @@
+"""Many series (`seqlab timeseries train --id-column`, a folder, M4's files): the holdout
+protocol, the choice among members, the files a run writes, and evaluate, predict and export.
+
+Tiny panels built here; the figures are checked against values computed by hand or by the
+metrics module from the CSV the run wrote, never against a machine's floating-point details.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+from seqlab.cli import main
+from seqlab.models.forecasting import metrics as forecast_metrics
+from seqlab.pipelines import timeseries_panel as panel_module
+from seqlab.pipelines.configs.timeseries import TimeseriesConfig
+from seqlab.pipelines.timeseries_panel import (
+    PanelChoice,
+    choose,
+    combined,
+    read_panel_data,
+    relative_error,
+    score_series,
+)
+
+SEASON = 4
+HOLDOUT = 3
+# Tiny network settings: the tests check the protocol and the files, not the accuracy.
+TINY = ["--units", "8", "--layers", "1", "--epochs", "2", "--batch-size", "16", "--seed", "0"]
+
+
+def _series(n, level, phase=0):
+    t = np.arange(n)
+    return level * (1.0 + 0.3 * np.sin(2 * np.pi * (t + phase) / SEASON)) + 0.01 * level * t
+
+
+def write_long_table(path, lengths=(30, 26, 34), shuffle=True, short=True):
+    """A long table of seasonal series of different lengths, levels and starts (times are
+    numbers, each series starting elsewhere), rows shuffled; plus a series too short for the
+    holdout."""
+    rows = []
+    for index, n in enumerate(lengths):
+        start = 5 * index
+        for t, value in enumerate(_series(n, 10.0 ** (index + 1), index)):
+            rows.append((f"s{index}", start + t, value))
+    if short:
+        rows += [("tiny", 0, 1.0), ("tiny", 1, 2.0), ("tiny", 2, 3.0)]
+    frame = pd.DataFrame(rows, columns=["item", "t", "sales"])
+    if shuffle:
+        frame = frame.sample(frac=1.0, random_state=3)
+    frame.to_csv(path, index=False)
+    return pd.read_csv(path)  # the values as the file holds them
+
+
+def config_for(path, **settings):
+    return TimeseriesConfig(data=str(path), id_column="item", time_column=["t"],
+                            target=["sales"], **settings)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and the holdout split
+
+
+def test_the_holdout_is_the_last_values_of_every_series_and_never_in_a_training_part(tmp_path):
+    frame = write_long_table(tmp_path / "long.csv")
+    data = read_panel_data(config_for(tmp_path / "long.csv", holdout=HOLDOUT))
+    # Ids in the order they first appear in the (shuffled) table.
+    assert data.ids == [i for i in dict.fromkeys(frame["item"]) if i != "tiny"]
+    assert sorted(data.ids) == ["s0", "s1", "s2"] and data.horizon == HOLDOUT
+    assert "tiny" in " ".join(data.notes)  # named, not dropped silently
+    for series_id, train, holdout in zip(data.ids, data.train, data.holdout):
+        rows = frame[frame["item"] == series_id].sort_values("t")["sales"].to_numpy()
+        np.testing.assert_array_equal(holdout, rows[-HOLDOUT:])
+        np.testing.assert_array_equal(train, rows[:-HOLDOUT])
+
+
+@pytest.mark.parametrize("settings, expected_h, source", [
+    ({"holdout": 5}, 5, "--holdout"),
+    ({"horizon": 2}, 2, "--horizon"),
+    ({"season": 4}, 4, "one season"),
+])
+def test_the_holdouts_length_comes_from_the_flags_else_the_season(tmp_path, settings,
+                                                                  expected_h, source):
+    write_long_table(tmp_path / "long.csv", short=False)
+    data = read_panel_data(config_for(tmp_path / "long.csv", **settings))
+    assert data.horizon == expected_h and data.horizon_source.startswith(source)
+
+
+def test_without_a_season_the_holdout_is_a_tenth_of_the_median_length(tmp_path):
+    rows = [(f"s{i}", t, float(t * (i + 1))) for i in range(3) for t in range(40)]
+    pd.DataFrame(rows, columns=["item", "t", "sales"]).to_csv(tmp_path / "trend.csv",
+                                                              index=False)
+    data = read_panel_data(config_for(tmp_path / "trend.csv", season=1))
+    assert data.horizon == 4 and "tenth" in data.horizon_source
+
+
+def test_settings_of_one_series_are_refused_for_many(tmp_path):
+    write_long_table(tmp_path / "long.csv")
+    with pytest.raises(Exception, match="--features and --categorical are for one series"):
+        read_panel_data(config_for(tmp_path / "long.csv", features=["sales"]))
+    with pytest.raises(Exception, match="one --target"):
+        read_panel_data(TimeseriesConfig(data=str(tmp_path / "long.csv"), id_column="item",
+                                         target=["sales", "t"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Scores and the choice
+
+
+def test_series_scores_are_the_competitions_definitions_by_hand():
+    history = np.array([1.0, 2.0, 3.0, 5.0, 4.0, 6.0])
+    actual, forecast = np.array([6.0, 8.0]), np.array([5.0, 10.0])
+    scores = score_series([actual], [forecast], [history], season=2)
+    # sMAPE: 200/2 * (1/11 + 2/18); MASE: mean |e| = 1.5 over the lag-2 scale mean(2,3,1,1) = 1.75.
+    assert scores["smape"][0] == pytest.approx(100 * (1 / 11 + 2 / 18))
+    assert scores["mase"][0] == pytest.approx(1.5 / 1.75)
+    assert scores["mape"][0] == pytest.approx(50 * (1 / 6 + 2 / 8))
+    assert scores["rmse"][0] == pytest.approx(np.sqrt((1 + 4) / 2))
+
+
+def test_a_series_shorter_than_the_season_has_no_mase_but_keeps_its_smape():
+    scores = score_series([np.array([1.0])], [np.array([2.0])], [np.array([1.0, 1.0])], 4)
+    assert np.isnan(scores["mase"][0]) and scores["smape"][0] == pytest.approx(200 / 3)
+
+
+def _noisy(actual, scale, seed):
+    return actual + np.random.default_rng(seed).normal(0.0, scale, actual.shape)
+
+
+def test_choose_keeps_the_lowest_relative_error_and_never_pools_seasonal_naive():
+    rng = np.random.default_rng(0)
+    histories = [rng.uniform(50, 150, 24) for _ in range(6)]
+    actuals = [rng.uniform(50, 150, 4) for _ in range(6)]
+    forecasts = {
+        "good": [_noisy(a, 1.0, i) for i, a in enumerate(actuals)],
+        "fair": [_noisy(a, 5.0, 10 + i) for i, a in enumerate(actuals)],
+        "poor": [_noisy(a, 40.0, 20 + i) for i, a in enumerate(actuals)],
+        "seasonal_naive": [a.copy() for a in actuals],  # perfect, but only ever alone
+    }
+    choice = choose(forecasts, actuals, histories, season=1)
+    assert choice.kept == ("seasonal_naive",)
+    assert all("seasonal_naive" not in name for name in choice.candidate_scores
+               if name.startswith("mean("))
+    # Brute force: every candidate's relative error recomputed from its forecasts.
+    reference = score_series(actuals, [forecast_metrics.seasonal_naive_forecast(h, 4, 1)
+                                       for h in histories], histories, 1)
+    for name, value in choice.candidate_scores.items():
+        members = name[5:-1].split("+") if name.startswith("mean(") else [name]
+        mean = [np.mean([forecasts[m][i] for m in members], axis=0) for i in range(6)]
+        assert value == pytest.approx(
+            relative_error(score_series(actuals, mean, histories, 1), reference))
+    del forecasts["seasonal_naive"]
+    assert choose(forecasts, actuals, histories, season=1).kept[0] == "good"
+
+
+def test_a_series_the_network_cannot_forecast_gets_the_kept_members_without_it():
+    forecasts = {"nbeats": [np.full(2, 1.0), np.full(2, 1.0)],
+                 "ets": [np.full(2, 3.0), np.full(2, 3.0)],
+                 "theta": [np.full(2, 5.0), np.full(2, 5.0)],
+                 "seasonal_naive": [np.full(2, 7.0), np.full(2, 7.0)]}
+    mean = PanelChoice(("nbeats", "ets"), {}, {"nbeats": 1.0, "mean(nbeats+ets)": 0.5}, 2)
+    kept = combined(mean, forecasts, "nbeats", [True, False])
+    np.testing.assert_array_equal(kept[0], [2.0, 2.0])
+    np.testing.assert_array_equal(kept[1], [3.0, 3.0])
+    alone = PanelChoice(("nbeats",), {}, {"nbeats": 0.5, "theta": 0.7, "ets": 0.9}, 2)
+    np.testing.assert_array_equal(combined(alone, forecasts, "nbeats", [False, True])[0],
+                                  [5.0, 5.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+@pytest.fixture(scope="module")
+def panel_run(tmp_path_factory):
+    """One `--model auto` run on a tiny long table, shared by the tests that read it."""
+    folder = tmp_path_factory.mktemp("panel")
+    frame = write_long_table(folder / "long.csv")
+    out = folder / "run"
+    status = main(["timeseries", "train", "--data", str(folder / "long.csv"), "--id-column",
+                   "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
+                   str(SEASON), "--out", str(out), *TINY])
+    assert status == 0
+    return folder, frame, out
+
+
+def test_a_run_writes_the_holdout_forecasts_of_every_series_and_step(panel_run):
+    folder, frame, out = panel_run
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    assert list(table.columns[:4]) == ["item", "t", "actual", "model"]
+    assert {"nbeats", "ets", "theta", "arima", "naive", "seasonal_naive",
+            "naive2"} <= set(table.columns)
+    assert len(table) == 3 * HOLDOUT and set(table["item"]) == {"s0", "s1", "s2"}
+    for series_id, rows in table.groupby("item"):
+        original = frame[frame["item"] == series_id].sort_values("t")
+        np.testing.assert_array_equal(rows["t"], original["t"].to_numpy()[-HOLDOUT:])
+        np.testing.assert_allclose(rows["actual"], original["sales"].to_numpy()[-HOLDOUT:])
+        history = original["sales"].to_numpy()[:-HOLDOUT]
+        # The benchmarks are what the metrics module computes from the training part alone.
+        np.testing.assert_allclose(
+            rows["seasonal_naive"],
+            forecast_metrics.seasonal_naive_forecast(history, HOLDOUT, SEASON))
+        np.testing.assert_allclose(rows["naive2"],
+                                   forecast_metrics.naive2_forecast(history, HOLDOUT, SEASON))
+
+
+def test_metrics_json_averages_the_per_series_figures_of_the_csv(panel_run):
+    _, frame, out = panel_run
+    figures = json.loads((out / "metrics.json").read_text())
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    smape = [forecast_metrics.smape(rows["actual"], rows["model"])
+             for _, rows in table.groupby("item", sort=False)]
+    assert figures["model"]["smape"] == pytest.approx(np.mean(smape), rel=1e-9)
+    assert [s["item"] for s in figures["series"]] == list(table["item"].unique())
+    assert figures["model"]["owa"] == pytest.approx(
+        0.5 * (figures["model"]["smape"] / figures["baselines"]["naive2"]["smape"]
+               + figures["model"]["mase"] / figures["baselines"]["naive2"]["mase"]))
+    assert figures["baselines"]["naive2"]["owa"] == pytest.approx(1.0)
+    assert figures["choice"]["name"] == figures["model_kind"]
+    assert figures["horizon"] == HOLDOUT and figures["season"] == SEASON
+    assert any("tiny" in note for note in figures["notes"])
+    assert (out / "plots" / "series.png").is_file()
+
+
+def test_predict_writes_every_series_forecast_after_its_last_time(panel_run, capsys):
+    folder, frame, out = panel_run
+    assert main(["timeseries", "predict", "--run", str(out), "--output",
+                 str(folder / "forecast.csv")]) == 0
+    table = pd.read_csv(folder / "forecast.csv")
+    assert list(table.columns) == ["item", "t", "step", "forecast"]
+    for series_id, rows in table.groupby("item"):
+        last = frame[frame["item"] == series_id]["t"].max()
+        np.testing.assert_array_equal(rows["t"], last + np.arange(1, HOLDOUT + 1))
+        assert rows["forecast"].notna().all()
+
+
+def test_evaluate_rescoring_the_holdout_gives_the_runs_figures(panel_run, capsys):
+    folder, _, out = panel_run
+    assert main(["timeseries", "evaluate", "--run", str(out), "--output",
+                 str(folder / "eval.json")]) == 0
+    again = json.loads((folder / "eval.json").read_text())
+    figures = json.loads((out / "metrics.json").read_text())
+    # The network's forecasts are recomputed in float32 and the classical models refitted:
+    # equal up to float32 rounding of the network's part.
+    assert again["model"]["smape"] == pytest.approx(figures["model"]["smape"], rel=1e-4)
+    assert again["baselines"]["naive2"]["smape"] == pytest.approx(
+        figures["baselines"]["naive2"]["smape"], rel=1e-12)
+
+
+def test_the_export_serves_the_networks_forecast_of_a_window(panel_run, capsys):
+    folder, _, out = panel_run
+    assert main(["timeseries", "export", "--run", str(out), "--out",
+                 str(folder / "serving")]) == 0
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    served = tf.saved_model.load(str(folder / "serving")).signatures["serving_default"]
+    lookback = json.loads((out / "config.json").read_text())["settings"]["lookback"]
+    data = read_panel_data(config_for(folder / "long.csv", holdout=HOLDOUT, season=SEASON))
+    windows = panel_module.last_windows(data.train, lookback)
+    forecast = served(window=tf.constant(windows))["forecast"].numpy()
+    for i, series_id in enumerate(data.ids):
+        expected = table[table["item"] == series_id]["nbeats"].to_numpy()
+        np.testing.assert_allclose(forecast[i], expected, rtol=1e-5)
+
+
+def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, capsys):
+    folder = tmp_path / "series"
+    folder.mkdir()
+    for index, n in enumerate((28, 32)):
+        pd.DataFrame({"sales": _series(n, 100.0 * (index + 1))}).to_csv(
+            folder / f"shop{index}.csv", index=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(folder), "--model", "nbeats",
+                 "--holdout", "2", "--out", str(out), *TINY]) == 0
+    figures = json.loads((out / "metrics.json").read_text())
+    assert figures["model_kind"] == "nbeats" and figures["data"]["series"] == 2
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    assert list(table["id"].unique()) == ["shop0", "shop1"] and "ets" not in table.columns
+
+
+def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
+    folder = tmp_path / "m4"
+    folder.mkdir()
+    lengths = [40 + 4 * i for i in range(3)]
+
+    def wide(rows, width):
+        header = ",".join(f'"V{k}"' for k in range(1, width + 2))
+        return "\n".join([header] + [",".join([f'"W{i}"'] + values + [""] * (width - len(values)))
+                                     for i, values in enumerate(rows)]) + "\n"
+
+    train = wide([[f"{v:.3f}" for v in _series(n, 50.0 * (i + 1))]
+                  for i, n in enumerate(lengths)], max(lengths))
+    test = wide([["1.0"] * 13 for _ in lengths], 13)
+    (folder / "Weekly-train.csv").write_text(train)
+    (folder / "Weekly-test.csv").write_text(test)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(folder), "--model", "nbeats",
+                 "--out", str(out), *TINY]) == 0
+    figures = json.loads((out / "metrics.json").read_text())
+    assert figures["horizon"] == 13 and figures["season"] == 1
+    assert "M4 weekly" in figures["horizon_source"]
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    assert (table["actual"] == 1.0).all() and list(table.columns[:2]) == ["id", "step"]
+    # Plain integer steps: the holdout follows each training part.
+    assert table.groupby("id")["step"].min().tolist() == [40, 44, 48]
+
+
+def test_wrong_settings_for_many_series_are_one_line_errors(tmp_path, capsys):
+    write_long_table(tmp_path / "long.csv")
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--model", "transformer", "--out", str(tmp_path / "a")]) == 2
+    assert "many series take auto, nbeats, gru, lstm" in capsys.readouterr().err
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--model",
+                 "nbeats", "--out", str(tmp_path / "b")]) == 2
+    assert "--model nbeats is the many-series network" in capsys.readouterr().err
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "shop", "--out", str(tmp_path / "c")]) == 2
+    assert "shop" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
