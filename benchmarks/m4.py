@@ -15,6 +15,14 @@ AutoETS on every hourly series takes tens of minutes on 2 cores.
 
     python benchmarks/m4.py [--data DIR_OR_NAME] [--sets hourly weekly] [--peers [--limit N]]
 
+`--seqlab` also runs seqlab's many-series command, `seqlab timeseries train --data <the set's
+files>` with its defaults (one process, as a user types it), and scores its kept forecast and
+every member from the run's `holdout_forecasts.csv` beside the benchmarks and, with `--peers`,
+statsforecast's models on the same series (`--limit 0`: every series; AutoETS with season 24
+on all hourly series takes about 25 minutes on 2 cores).
+
+    python benchmarks/m4.py --sets weekly --seqlab --peers --limit 0
+
 `--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv` (default
 `../shared/data/m4/`) or a registered name (`m4-hourly`, `m4-weekly`: one frequency each).
 """
@@ -80,6 +88,44 @@ def peer_forecasts(panel, frequency, limit):
     return forecasts, seconds
 
 
+def seqlab_forecasts(data, frequency, panel, out=None):
+    """`({"seqlab": [...], "seqlab:<member>": [...]}, seconds)`: runs `seqlab timeseries
+    train` with its defaults on the set's two files and reads the run's holdout forecasts."""
+    import tempfile
+
+    import pandas as pd
+
+    from seqlab.cli import main as seqlab_main
+
+    source = Path(data)
+    if not source.is_dir():
+        from seqlab.data.datasets import resolve_path
+        source = resolve_path(data)
+    work = Path(out) if out else Path(tempfile.mkdtemp(prefix="seqlab-m4-"))
+    files = work / f"{frequency}-files"
+    files.mkdir(parents=True, exist_ok=True)
+    for part in ("train", "test"):
+        name = f"{frequency.capitalize()}-{part}.csv"
+        link = files / name
+        if not link.exists():
+            link.symlink_to((source / name).resolve())
+    run = work / f"{frequency}-run"
+    start = time.perf_counter()
+    status = seqlab_main(["timeseries", "train", "--data", str(files), "--out", str(run),
+                          "--overwrite"])
+    seconds = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"seqlab timeseries train failed on {frequency} (status {status})")
+    table = pd.read_csv(run / "holdout_forecasts.csv", dtype={"id": str})
+    groups = {key: rows for key, rows in table.groupby("id", sort=False)}
+    columns = [c for c in table.columns if c not in ("id", "step", "actual")]
+    forecasts = {}
+    for column in columns:
+        name = "seqlab" if column == "model" else f"seqlab:{column}"
+        forecasts[name] = [groups[series_id][column].to_numpy() for series_id in panel.ids]
+    return forecasts, seconds
+
+
 def score(panel, forecasts, frequency, count=None):
     """`{method: PanelScores}` on the first `count` series (all by default)."""
     count = len(panel) if count is None else count
@@ -92,13 +138,13 @@ def score(panel, forecasts, frequency, count=None):
 def print_table(title, scores, seconds, published=None):
     naive2 = scores["Naive2"]
     print(title)
-    print(f"  {'method':<10} {'sMAPE':>8} {'MASE':>8} {'OWA':>7} {'seconds':>8}"
+    print(f"  {'method':<24} {'sMAPE':>8} {'MASE':>8} {'OWA':>7} {'seconds':>8}"
           + ("   published sMAPE / MASE" if published else ""))
     for name, result in scores.items():
         beside = ""
         if published and name == "Naive2":
             beside = f"   {published[0]:.3f} / {published[1]:.3f}"
-        print(f"  {name:<10} {result.mean_smape:8.3f} {result.mean_mase:8.3f} "
+        print(f"  {name:<24} {result.mean_smape:8.3f} {result.mean_mase:8.3f} "
               f"{metrics.owa(result, naive2):7.3f} {seconds.get(name, 0.0):8.2f}{beside}")
 
 
@@ -111,7 +157,11 @@ def main(argv=None):
     parser.add_argument("--peers", action="store_true",
                         help="also statsforecast's AutoETS and AutoTheta on --limit series")
     parser.add_argument("--limit", type=int, default=20,
-                        help="series per set for --peers (default: %(default)s)")
+                        help="series per set for --peers, 0 for all (default: %(default)s)")
+    parser.add_argument("--seqlab", action="store_true",
+                        help="also run `seqlab timeseries train` with its defaults on each set")
+    parser.add_argument("--out", default=None,
+                        help="--seqlab: folder for the runs (default: a temporary folder)")
     args = parser.parse_args(argv)
     failures = []
     for frequency in args.sets:
@@ -133,13 +183,28 @@ def main(argv=None):
             if measured != published:
                 failures.append(f"{frequency}: Naive2 sMAPE / MASE {measured}, published "
                                 f"{published}")
+        subset = {name: forecasts[name] for name in ("Naive2", "sNaive")}
+        subset_seconds = {}
+        count = len(panel)
         if args.peers:
-            count = min(args.limit, len(panel))
-            extra, extra_seconds = peer_forecasts(panel, frequency, count)
-            subset = {name: forecasts[name] for name in ("Naive2", "sNaive")}
+            count = min(args.limit, len(panel)) if args.limit > 0 else len(panel)
+            extra, subset_seconds = peer_forecasts(panel, frequency, count)
             subset.update(extra)
-            print_table(f"  the first {count} series, with statsforecast's models:",
-                        score(panel, subset, frequency, count), extra_seconds)
+        if args.seqlab:
+            ours, seconds_taken = seqlab_forecasts(args.data, frequency, panel, args.out)
+            subset.update(ours)
+            subset_seconds["seqlab"] = seconds_taken
+        if args.peers or args.seqlab:
+            scores = score(panel, subset, frequency, count)
+            print_table(f"  the first {count} series, side by side:", scores, subset_seconds)
+            if args.seqlab:
+                peers = [name for name in scores if name not in ("seqlab",)
+                         and not name.startswith("seqlab:")]
+                best = min(peers, key=lambda name: scores[name].mean_smape)
+                ours = scores["seqlab"]
+                print(f"  seqlab / best other by sMAPE ({best}): "
+                      f"{ours.mean_smape / scores[best].mean_smape:.3f} sMAPE, "
+                      f"{ours.mean_mase / scores[best].mean_mase:.3f} MASE")
     if failures:
         print("NOT reproduced: " + "; ".join(failures), file=sys.stderr)
         return 1
