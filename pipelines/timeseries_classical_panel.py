@@ -2,8 +2,10 @@
 M4 benchmarks (naive, seasonal naive, Naive2), each forecast `horizon` steps from the end of
 every history. NumPy, pandas and statsforecast; no TensorFlow.
 
-One process (the issue's "one process": TensorFlow's threads and forked workers do not mix),
-the series in chunks so that a progress line with an ETA can be shown. A series on which a
+One process (TensorFlow's threads and forked workers do not mix), one series at a time, with a
+progress line and an ETA. Each model is fitted once per series: at the validation origin, then
+rolled forward (parameters kept, state updated) to the end of the training part, which halves
+the fitting of the many-series command. A series on which a
 model fails (statsforecast raises, or returns non-finite values) gets the seasonal naive
 forecast for that model, counted in the returned notes.
 
@@ -24,7 +26,6 @@ import time
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from seqlab.models.forecasting import metrics
 
@@ -34,8 +35,6 @@ PANEL_CLASSICAL = ("ets", "theta", "arima")
 PANEL_BASELINES = ("naive", "seasonal_naive", "naive2")
 # ETS fits a seasonal model up to this season; above it, the seasonally adjusted series.
 ETS_MAX_SEASON = 12
-# Series per statsforecast call, so that progress can be reported between them.
-CHUNK = 50
 
 
 def baseline_forecasts(histories, horizon, season):
@@ -61,22 +60,31 @@ def _statsforecast_model(method, season):
                      f"{', '.join(PANEL_CLASSICAL)}")
 
 
-def _adjusted(history, horizon, season, method):
-    """`(series to fit, indices of the horizon to multiply back)`: ETS with a long season
-    fits the seasonally adjusted series (see the module's docstring); else the series as it
-    is, with no indices."""
-    if method != "ets" or season <= ETS_MAX_SEASON or not metrics.is_seasonal(history, season):
-        return history, None
-    indices = metrics.seasonal_indices(history, season)
-    n = history.size
-    phase = np.arange(n) % season
-    future = np.arange(n, n + horizon) % season
-    return history / indices[phase], indices[future]
+class _Adjustment:
+    """How one method sees one series: as it is, or (ETS with a long season) divided by the
+    seasonal indices of its first history, which also divide any later values."""
+
+    def __init__(self, history, season, method):
+        self.season, self.indices = season, None
+        if method == "ets" and season > ETS_MAX_SEASON and metrics.is_seasonal(history, season):
+            self.indices = metrics.seasonal_indices(history, season)
+
+    def series(self, values):
+        if self.indices is None:
+            return values
+        return values / self.indices[np.arange(values.size) % self.season]
+
+    def forecast(self, values, start):
+        """A forecast of the adjusted series from position `start`, re-seasonalised."""
+        if self.indices is None:
+            return values
+        return values * self.indices[np.arange(start, start + values.size) % self.season]
 
 
 def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, what="",
-                        stream=None):
-    """Fits each method of `methods` on every history and forecasts `horizon` steps.
+                        stream=None, later=None):
+    """Fits each method of `methods` on every history and forecasts `horizon` steps; with
+    `later`, also from the end of a longer history of each series with the same fit.
 
     Args:
         histories: one 1-D float array per series.
@@ -84,96 +92,101 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
         season: the seasonal period (1: none).
         methods: names among `PANEL_CLASSICAL`.
         what: what the progress line calls this pass (e.g. "at the validation origin").
-        stream: where progress goes (default stderr); None-like `False` for none.
+        stream: where progress goes (default stderr); `False` for none.
+        later: None, or one array per series that starts with its history: the fitted model
+            (parameters kept) reads the later values and forecasts from their end
+            (statsforecast's `forward`), as the one-series command rolls its classical
+            members over the test split. A series whose `later` is None is fitted on it
+            afresh (its history was too short to fit).
 
     Returns:
-        `({method: [forecast per series]}, {method: seconds}, notes)`.
+        `({method: [forecast per series]}, {method: [later forecast per series]} or None,
+        {method: seconds}, notes)`.
     """
-    from statsforecast import StatsForecast
-
     stream = sys.stderr if stream is None else stream
-    forecasts = {method: [None] * len(histories) for method in methods}
+    count = len(histories)
+    forecasts = {method: [None] * count for method in methods}
+    rolled = None if later is None else {method: [None] * count for method in methods}
     seconds = {method: 0.0 for method in methods}
     failed = {method: 0 for method in methods}
-    prepared = {method: [_adjusted(np.asarray(h, dtype="float64"), horizon, season, method)
-                         for h in histories] for method in methods}
-    started = time.perf_counter()
-    total = len(histories) * len(methods)
-    done = 0
+    progress = _Progress(stream, what, methods, count * len(methods))
     for method in methods:
-        model = _statsforecast_model(method, season)
-        column = repr(model)
-        for first in range(0, len(histories), CHUNK):
-            chunk = range(first, min(first + CHUNK, len(histories)))
-            frame = pd.DataFrame({
-                "unique_id": np.repeat(np.array(list(chunk)), [prepared[method][i][0].size
-                                                               for i in chunk]),
-                "ds": np.concatenate([np.arange(prepared[method][i][0].size) for i in chunk]),
-                "y": np.concatenate([prepared[method][i][0] for i in chunk]),
-            })
-            tick = time.perf_counter()
-            result = _forecast_chunk(StatsForecast, model, frame, horizon, column)
-            seconds[method] += time.perf_counter() - tick
-            for i in chunk:
-                values = result.get(i)
-                indices = prepared[method][i][1]
-                if values is not None and indices is not None:
-                    values = values * indices
-                if values is None or values.shape != (horizon,) or not np.all(np.isfinite(values)):
-                    failed[method] += 1
-                    values = metrics.seasonal_naive_forecast(histories[i], horizon, season)
-                forecasts[method][i] = np.asarray(values, dtype="float64")
-            done += len(chunk)
-            _progress(stream, what, methods, method, done, total, started)
-    if stream and total:
-        stream.write("\n" if stream.isatty() else "")
-        stream.flush()
-    notes = [f"{method}: statsforecast failed on {count} of {len(histories)} series "
-             f"{what}; they got the seasonal naive forecast".replace("  ", " ")
-             for method, count in failed.items() if count]
-    return forecasts, seconds, notes
+        tick = time.perf_counter()
+        for i, history in enumerate(histories):
+            history = np.asarray(history, dtype="float64")
+            longer = None if later is None else later[i]
+            result = _fit_and_forecast(method, history, horizon, season, longer)
+            if result is None:
+                failed[method] += 1
+                result = (metrics.seasonal_naive_forecast(history, horizon, season),
+                          None if longer is None
+                          else metrics.seasonal_naive_forecast(longer, horizon, season))
+            forecasts[method][i] = result[0]
+            if rolled is not None:
+                rolled[method][i] = result[1]
+            progress.step(method)
+        seconds[method] = time.perf_counter() - tick
+    notes = [f"{method}: statsforecast failed on {failures} of {count} series {what}; they "
+             "got the seasonal naive forecast" for method, failures in failed.items()
+             if failures]
+    return forecasts, rolled, seconds, notes
 
 
-def _forecast_chunk(statsforecast, model, frame, horizon, column):
-    """`{series index: forecast}` of one chunk; a chunk that fails as a whole is fitted one
-    series at a time, so that one bad series costs only itself."""
-    def run(part):
+def _fit_and_forecast(method, history, horizon, season, longer=None):
+    """`(forecast from the end of history, forecast from the end of longer or None)`, or
+    None where statsforecast fails or gives a non-finite forecast."""
+    adjustment = _Adjustment(history, season, method)
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = statsforecast(models=[model], freq=1, n_jobs=1).forecast(df=part, h=horizon)
-        return {key: group[column].to_numpy(dtype="float64")
-                for key, group in result.groupby("unique_id", sort=False)}
-
-    try:
-        return run(frame)
+            model = _statsforecast_model(method, season).fit(adjustment.series(history))
+            first = adjustment.forecast(np.asarray(model.predict(h=horizon)["mean"],
+                                                   dtype="float64"), history.size)
+            second = None
+            if longer is not None:
+                longer = np.asarray(longer, dtype="float64")
+                second = adjustment.forecast(np.asarray(
+                    model.forward(y=adjustment.series(longer), h=horizon)["mean"],
+                    dtype="float64"), longer.size)
     except Exception:  # statsforecast raises many kinds for a degenerate series
-        found = {}
-        for key, part in frame.groupby("unique_id", sort=False):
-            try:
-                found.update(run(part))
-            except Exception:
-                pass
-        return found
+        return None
+    for values in (first, second):
+        if values is not None and (values.shape != (horizon,) or not np.all(np.isfinite(values))):
+            return None
+    return first, second
+
+
+class _Progress:
+    """The classical fits' progress: a line rewritten in place on a terminal, else a line at
+    most every `PROGRESS_EVERY` seconds and one at the end."""
+
+    def __init__(self, stream, what, methods, total):
+        self.stream, self.what, self.methods, self.total = stream, what, methods, total
+        self.done, self.started = 0, time.perf_counter()
+        self.last = self.started
+
+    def step(self, method):
+        self.done += 1
+        if not self.stream:
+            return
+        now = time.perf_counter()
+        at_end = self.done == self.total
+        if not (at_end or now - self.last >= (0.5 if self.stream.isatty() else PROGRESS_EVERY)):
+            return
+        self.last = now
+        from seqlab.pipelines.common import format_duration
+
+        elapsed = now - self.started
+        left = elapsed / self.done * (self.total - self.done)
+        line = (f"classical members {self.what}: {method} ({', '.join(self.methods)}), "
+                f"{self.done}/{self.total} series fits, {format_duration(elapsed)} so far, "
+                f"about {format_duration(left)} left")
+        if self.stream.isatty():
+            self.stream.write("\r" + line[:150].ljust(150) + ("\n" if at_end else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
 
 # Without a terminal, a progress line at most this often (seconds), and at the end.
 PROGRESS_EVERY = 15.0
-
-
-def _progress(stream, what, methods, method, done, total, started, state={"last": 0.0}):
-    if not stream:
-        return
-    from seqlab.pipelines.common import format_duration
-
-    now = time.perf_counter()
-    elapsed = now - started
-    left = elapsed / done * (total - done) if done else 0.0
-    line = (f"classical members {what}: {method} ({', '.join(methods)}), {done}/{total} "
-            f"series fits, {format_duration(elapsed)} so far, about {format_duration(left)} "
-            "left")
-    if stream.isatty():
-        stream.write("\r" + line[:150].ljust(150))
-    elif done == total or now - max(state["last"], started) >= PROGRESS_EVERY:
-        stream.write(line + "\n")
-        state["last"] = now
-    stream.flush()

@@ -421,21 +421,25 @@ def network_forecasts(model, histories):
     return [np.asarray(row, dtype="float64") for row in forecast]
 
 
-def forecast_all(model, histories, horizon, season, classical_methods, what=""):
-    """`({member or benchmark: [forecast per series]}, notes)`: the network (under its
-    kind's name), each classical member and the benchmarks, from the end of each history."""
-    forecasts = {}
-    if model is not None:
-        forecasts[model.kind] = network_forecasts(model, histories)
-    classical, seconds, notes = classical_forecasts(histories, horizon, season,
-                                                    classical_methods, what=what)
-    if seconds:
+def forecast_all(model, histories, horizon, season, classical_methods, what="", later=None):
+    """`({member or benchmark: [forecast per series]}, {classical member: [forecast from the
+    end of later]} or None, notes)`: the network (under its kind's name), each classical member
+    and the benchmarks, from the end of each history (see `classical_forecasts` for `later`)."""
+    classical, rolled, seconds, notes = classical_forecasts(
+        histories, horizon, season, classical_methods, what=what, later=later)
+    if classical_methods:
         notes = [f"classical fits {what}: "
                  + ", ".join(f"{name} {format_duration(value)}" for name, value in seconds.items())
                  + f" for {len(histories)} series", *notes]
-    forecasts.update(classical)
+    return {**network_and_benchmarks(model, histories, horizon, season, classical)}, rolled, notes
+
+
+def network_and_benchmarks(model, histories, horizon, season, classical=None):
+    """`{network kind: ..., *classical, naive, seasonal_naive, naive2}` in that order."""
+    forecasts = {} if model is None else {model.kind: network_forecasts(model, histories)}
+    forecasts.update(classical or {})
     forecasts.update(baseline_forecasts(histories, horizon, season))
-    return forecasts, notes
+    return forecasts
 
 
 def classical_members(config, season):
@@ -444,6 +448,48 @@ def classical_members(config, season):
     if config.model != "auto":
         return ()
     return tuple(m for m in PANEL_CLASSICAL if m != "arima" or season <= ETS_MAX_SEASON)
+
+
+@dataclasses.dataclass
+class HoldoutForecasts:
+    """What the protocol forecasts on a panel: at the validation origin (the series in
+    `valid`, their `histories` and `actuals`) and at the holdout origin (every series)."""
+
+    valid: list
+    histories: list
+    actuals: list
+    validation: dict
+    holdout: dict
+    notes: list
+
+
+def holdout_protocol(model, data, methods):
+    """Forecasts every member at the validation origin (the last H values of each training
+    part, where more than H plus a season come before them) and at the holdout origin (the
+    end of each training part). The classical models fitted at the validation origin are
+    rolled forward to the holdout origin (parameters kept, state updated); a series too short
+    to validate is fitted on its whole training part."""
+    h, season = data.horizon, data.season
+    valid = [i for i, t in enumerate(data.train) if t.size > h + season]
+    others = [i for i in range(len(data.ids)) if i not in set(valid)]
+    histories = [data.train[i][:-h] for i in valid]
+    actuals = [data.train[i][-h:] for i in valid]
+    validation, rolled, notes = forecast_all(
+        model, histories, h, season, methods, what="at the validation origin",
+        later=[data.train[i] for i in valid])
+    classical = {method: [None] * len(data.ids) for method in methods}
+    for method in methods:
+        for position, i in enumerate(valid):
+            classical[method][i] = rolled[method][position]
+    if others:
+        fitted, _, more = forecast_all(None, [data.train[i] for i in others], h, season,
+                                       methods, what="on the series too short to validate")
+        notes += more
+        for method in methods:
+            for position, i in enumerate(others):
+                classical[method][i] = fitted[method][position]
+    holdout = network_and_benchmarks(model, data.train, h, season, classical)
+    return HoldoutForecasts(valid, histories, actuals, validation, holdout, notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,17 +598,13 @@ class PanelPipeline(Pipeline):
         return train, validation
 
     def after_fit(self, config, prepared, model):
-        data, h = prepared.data, prepared.data.horizon
-        methods = classical_members(config, prepared.data.season)
-        # The validation origin: the last H values of each training part.
-        valid = [i for i, t in enumerate(data.train) if t.size > h + data.season]
-        histories = [data.train[i][:-h] for i in valid]
-        actuals = [data.train[i][-h:] for i in valid]
-        forecasts, notes = forecast_all(model, histories, h, data.season, methods,
-                                        what="at the validation origin")
-        prepared.notes.extend(notes)
+        data, season = prepared.data, prepared.data.season
+        methods = classical_members(config, season)
+        protocol = holdout_protocol(model, data, methods)
+        prepared.notes.extend(protocol.notes)
+        forecasts, actuals, histories = protocol.validation, protocol.actuals, protocol.histories
         members = {name: forecasts[name] for name in (model.kind, *methods, "seasonal_naive")}
-        usable = [prepared.usable[i] for i in valid]
+        usable = [prepared.usable[i] for i in protocol.valid]
         if not all(usable):
             # The choice is made on the series every member forecasts.
             members = {name: [v for v, u in zip(values, usable) if u]
@@ -570,16 +612,13 @@ class PanelPipeline(Pipeline):
             actuals = [a for a, u in zip(actuals, usable) if u]
             histories = [x for x, u in zip(histories, usable) if u]
         if config.model == "auto" and actuals:
-            prepared.choice = choose(members, actuals, histories, data.season)
+            prepared.choice = choose(members, actuals, histories, season)
         else:
             prepared.choice = PanelChoice((model.kind,), {}, {}, 0)
         # The holdout: every series from the end of its training part.
-        forecasts, notes = forecast_all(model, data.train, h, data.season, methods,
-                                        what="at the holdout origin")
-        prepared.notes.extend(notes)
-        prepared.holdout_forecasts = forecasts
-        prepared.model_forecast = combined(prepared.choice, forecasts, model.kind,
-                                           prepared.usable)
+        prepared.holdout_forecasts = protocol.holdout
+        prepared.model_forecast = combined(prepared.choice, prepared.holdout_forecasts,
+                                           model.kind, prepared.usable)
 
     def score(self, config, model, prepared):
         data = prepared.data
@@ -725,9 +764,8 @@ class PanelPipeline(Pipeline):
         config, panel = loaded.config, loaded.artifacts["panel"]
         data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
                                     season=int(panel["season"]))
-        forecasts, notes = forecast_all(loaded.model, data_read.train, data_read.horizon,
-                                        data_read.season, panel["classical"],
-                                        what="on the holdout")
+        protocol = holdout_protocol(loaded.model, data_read, panel["classical"])
+        forecasts, notes = protocol.holdout, protocol.notes
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [t.size >= config.lookback for t in data_read.train]
         forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable),
@@ -757,9 +795,9 @@ class PanelPipeline(Pipeline):
                                     season=int(panel["season"]))
         histories = [np.concatenate([t, h]) for t, h in zip(data_read.train,
                                                             data_read.holdout)]
-        forecasts, notes = forecast_all(loaded.model, histories, data_read.horizon,
-                                        data_read.season, panel["classical"],
-                                        what="from the end of every series")
+        forecasts, _, notes = forecast_all(loaded.model, histories, data_read.horizon,
+                                           data_read.season, panel["classical"],
+                                           what="from the end of every series")
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [h.size >= config.lookback for h in histories]
         kept = combined(choice, forecasts, loaded.model.kind, usable)
