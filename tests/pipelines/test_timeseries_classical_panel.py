@@ -1,0 +1,83 @@
+"""The classical members of many series against statsforecast itself, on tiny series."""
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+from statsforecast.models import AutoETS, DynamicOptimizedTheta
+
+from seqlab.models.forecasting import metrics
+from seqlab.pipelines.timeseries_classical_panel import (
+    ETS_MAX_SEASON,
+    baseline_forecasts,
+    classical_forecasts,
+)
+
+
+def _seasonal(n, season, level=100.0, seed=0):
+    t = np.arange(n)
+    noise = np.random.default_rng(seed).normal(0.0, 1.0, n)
+    return level * (1.0 + 0.2 * np.sin(2 * np.pi * t / season)) + 0.3 * t + noise
+
+
+def _fit(model, values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(values)
+
+
+def test_each_series_gets_statsforecasts_own_forecast_and_its_forward():
+    histories = [_seasonal(48, 4, seed=s) for s in range(2)]
+    longer = [np.concatenate([h, _seasonal(54, 4, seed=9)[48:]]) for h in histories]
+    forecasts, rolled, seconds, notes = classical_forecasts(
+        histories, 5, 4, ("ets", "theta"), stream=False, later=longer)
+    assert not notes and set(seconds) == {"ets", "theta"}
+    for i, history in enumerate(histories):
+        for method, model in (("ets", AutoETS(season_length=4)),
+                              ("theta", DynamicOptimizedTheta(season_length=4))):
+            fitted = _fit(model, history)
+            # The same library call on the same values: equal to float64 rounding.
+            np.testing.assert_allclose(forecasts[method][i], fitted.predict(h=5)["mean"],
+                                       rtol=1e-10)
+            np.testing.assert_allclose(rolled[method][i],
+                                       fitted.forward(y=longer[i], h=5)["mean"], rtol=1e-10)
+
+
+def test_ets_with_a_long_season_fits_the_seasonally_adjusted_series():
+    season = ETS_MAX_SEASON + 12
+    # Long enough for M4's seasonality test to look at lag 24 (R's acf stops at 10 log10(n)).
+    history = _seasonal(12 * season, season)
+    assert metrics.is_seasonal(history, season)
+    forecasts, _, _, _ = classical_forecasts([history], 6, season, ("ets",), stream=False)
+    indices = metrics.seasonal_indices(history, season)
+    adjusted = history / indices[np.arange(history.size) % season]
+    expected = _fit(AutoETS(season_length=1), adjusted).predict(h=6)["mean"]
+    expected = expected * indices[np.arange(history.size, history.size + 6) % season]
+    np.testing.assert_allclose(forecasts["ets"][0], expected, rtol=1e-10)
+
+
+def test_a_series_statsforecast_cannot_fit_gets_the_seasonal_naive_and_a_note():
+    history = np.array([1.0, np.nan, 3.0, 4.0, 5.0, 6.0])
+    forecasts, _, _, notes = classical_forecasts([history], 2, 1, ("ets",), stream=False)
+    np.testing.assert_array_equal(forecasts["ets"][0],
+                                  metrics.seasonal_naive_forecast(history, 2, 1))
+    assert notes and "failed on 1 of 1 series" in notes[0]
+
+
+def test_progress_without_a_terminal_ends_with_a_line_of_every_fit():
+    stream = io.StringIO()
+    classical_forecasts([_seasonal(30, 4)], 2, 4, ("theta",), what="here", stream=stream)
+    assert stream.getvalue().strip().splitlines()[-1].startswith(
+        "classical members here: theta (theta), 1/1 series fits")
+
+
+@pytest.mark.parametrize("season", [1, 4])
+def test_the_benchmarks_are_the_metrics_modules(season):
+    history = _seasonal(40, 4)
+    found = baseline_forecasts([history], 3, season)
+    np.testing.assert_array_equal(found["naive"][0], metrics.naive_forecast(history, 3))
+    np.testing.assert_array_equal(found["seasonal_naive"][0],
+                                  metrics.seasonal_naive_forecast(history, 3, season))
+    np.testing.assert_array_equal(found["naive2"][0],
+                                  metrics.naive2_forecast(history, 3, season))
