@@ -534,6 +534,8 @@ class PanelPipeline(Pipeline):
         for name in ("units", "layers", "batch_size", "learning_rate"):
             if _given(config, name):
                 settings[name] = getattr(config, name)
+        # The batch per replica (with --distribute the lifecycle multiplies it).
+        config.batch_size = int(settings["batch_size"])
         if config.lookback is not None:
             settings["lookback"] = config.lookback
         else:
@@ -586,8 +588,7 @@ class PanelPipeline(Pipeline):
         h = prepared.data.horizon
         min_history = int(prepared.network["min_history"])
         trainable = [s for s in prepared.fit_series if s.size >= min_history + h]
-        train = panel_training_dataset(trainable, config.lookback, h,
-                                       int(prepared.network["batch_size"]), config.seed,
+        train = panel_training_dataset(trainable, config.lookback, h, batch_size, config.seed,
                                        min_history=min_history)
         with_validation = [i for i, t in enumerate(prepared.data.train) if t.size > h]
         windows = last_windows([prepared.fit_series[i] for i in with_validation],

@@ -318,3 +318,16 @@ def test_wrong_settings_for_many_series_are_one_line_errors(tmp_path, capsys):
                  "shop", "--out", str(tmp_path / "c")]) == 2
     assert "shop" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
+
+
+def test_the_global_network_trains_under_a_mirrored_strategy(tmp_path, capsys):
+    write_long_table(tmp_path / "long.csv", short=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--model", "nbeats", "--holdout", "2",
+                 "--distribute", "mirrored", "--epochs", "1", "--units", "8", "--layers",
+                 "1", "--batch-size", "8", "--out", str(out)]) == 0
+    figures = json.loads((out / "metrics.json").read_text())
+    assert figures["distribution"]["kind"] == "mirrored"
+    assert figures["distribution"]["global_batch_size"] == 8 * figures["distribution"][
+        "replicas"]
