@@ -23,8 +23,8 @@ def test_output_shape(kind):
     assert tuple(tiny(kind)(WINDOWS).shape) == (5, 3)
 
 
-@pytest.mark.parametrize("kind, normalization", [("nbeats", "level"), ("gru", "level"),
-                                                 ("nbeats", "shift")])
+@pytest.mark.parametrize("kind, normalization", [("nbeats", "shift"), ("gru", "shift"),
+                                                 ("nbeats", "level")])
 def test_scaling_a_window_by_c_scales_its_forecast_by_c(kind, normalization):
     model = tiny(kind, normalization=normalization)
     base = np.asarray(model(WINDOWS))
@@ -44,15 +44,17 @@ def test_constant_and_zero_windows_give_finite_forecasts(normalization):
     assert np.abs(forecast[0]).max() < 1e-3  # an all-zero window forecasts about 0
 
 
-def test_the_loss_is_computed_on_the_normalised_scale():
-    model = tiny("nbeats")
+@pytest.mark.parametrize("normalization, scale", [("level", 4.5), ("shift", np.sqrt(5.25))])
+def test_the_loss_is_computed_on_the_normalised_scale(normalization, scale):
+    """The window 1..8 has level (mean of |values|) 4.5 and standard deviation sqrt(5.25)."""
+    model = tiny("nbeats", normalization=normalization)
     model.compile(loss="mae")
     windows = np.array([[1, 2, 3, 4, 5, 6, 7, 8]], "float32")
     targets = np.array([[9, 10, 11]], "float32")
     forecast = model(windows)
     loss = float(model.compute_loss(x=windows, y=targets, y_pred=forecast))
-    expected = np.mean(np.abs(targets - np.asarray(forecast))) / 4.5  # the window's level
-    assert loss == pytest.approx(expected, rel=1e-5)
+    assert loss == pytest.approx(np.mean(np.abs(targets - np.asarray(forecast))) / scale,
+                                 rel=1e-5)
     # A series a thousand times larger has the same loss.
     big = float(model.compute_loss(x=windows * 1e3, y=targets * 1e3,
                                    y_pred=model(windows * 1e3)))
