@@ -367,7 +367,24 @@ def last_windows(series, lookback):
 
 
 def default_settings(horizon, season, lengths):
-    """The settings `GlobalForecaster` and its training default to, derived from the data.
+    """The settings a `GlobalForecaster` and its training default to, derived from the data.
+
+    - kind "nbeats", normalisation "shift" (the constructor's default): measured on M4 hourly
+      and weekly (benchmarks/global_forecaster.py), the N-BEATS stack beat a GRU by a wide
+      margin in less time on both (weekly, lookback 52: sMAPE 6.4 vs 8.2 in 90 s vs 150 s;
+      hourly: 11.6 vs 17.2), and seqlab's recurrent layers run a Python-level loop over the
+      window, several times slower per step on CPU.
+    - lookback `4 * horizon`, at least `2 * season` (two seasonal cycles in every window), at
+      most the median series length (most series fill the window; the rest are padded): 4
+      horizons beat 2 clearly on both sets (hourly sMAPE 11.6 vs 13.2, weekly 6.4 vs 8.9; a
+      weekly window of 2 horizons is half a year) and 7 horizons was no better (hourly 12.0,
+      weekly 6.2 with a worse MASE) for more time per step.
+    - 256 units, 4 layers, 3 blocks: N-BEATS' generic block at half its width and a tenth of
+      its depth, about 25 ms a step of 256 windows on 2 cores.
+    - 6000 steps of 256 windows, Adam at 1e-3: hourly MASE went from 1.08 at 3000 steps to
+      0.89 at 6000 (weekly stayed at 2.03), two to four minutes on 2 cores. The number of
+      steps does not grow with the number of series: one network for a set costs the same for
+      400 series or 10,000 (more series only means more different windows to draw from).
 
     Args:
         horizon: values to forecast.
@@ -378,9 +395,13 @@ def default_settings(horizon, season, lengths):
         `{"kind", "lookback", "units", "layers", "blocks", "steps", "batch_size",
         "learning_rate"}`.
     """
+    if horizon < 1 or season < 1:
+        raise ValueError(f"horizon and season must be at least 1. Received: horizon={horizon}, "
+                         f"season={season}")
     lengths = np.asarray(lengths)
-    shortest_useful = int(np.median(lengths))
-    lookback = max(2 * horizon, 2 * season)
-    lookback = int(max(1, min(lookback, shortest_useful - horizon)))
+    if not lengths.size:
+        raise ValueError("lengths must name at least one series. Received: none")
+    lookback = max(4 * horizon, 2 * season)
+    lookback = int(max(1, min(lookback, np.median(lengths))))
     return {"kind": "nbeats", "lookback": lookback, "units": 256, "layers": 4, "blocks": 3,
-            "steps": 3000, "batch_size": 256, "learning_rate": 1e-3}
+            "steps": 6000, "batch_size": 256, "learning_rate": 1e-3}

@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from seqlab.models import GlobalForecaster, last_windows, panel_training_dataset
-from seqlab.models.global_forecaster import default_min_history, minimum_series_length
+from seqlab.models.global_forecaster import (
+    default_min_history,
+    default_settings,
+    minimum_series_length,
+)
 
 RNG = np.random.default_rng(0)
 WINDOWS = (RNG.normal(size=(5, 8)) + 3.0).astype("float32")
@@ -186,3 +190,13 @@ def test_a_tiny_fit_lowers_the_loss_and_beats_the_naive_forecast():
     # The naive forecast misses the seasonal swing (about 0.12 of the level); the network
     # should at least halve that.
     assert error < 0.5 * naive_error
+
+
+def test_default_settings_follow_horizon_season_and_lengths():
+    settings = default_settings(48, 24, [700, 900])
+    assert settings["kind"] == "nbeats" and settings["lookback"] == 192
+    assert default_settings(13, 1, [80, 2000])["lookback"] == 52
+    assert default_settings(2, 12, [100])["lookback"] == 24  # two seasons
+    assert default_settings(6, 1, [15, 19, 30])["lookback"] == 19  # the median length
+    assert set(settings) == {"kind", "lookback", "units", "layers", "blocks", "steps",
+                             "batch_size", "learning_rate"}
