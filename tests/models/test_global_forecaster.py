@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from seqlab.models import GlobalForecaster, last_windows, panel_training_dataset
-from seqlab.models.global_forecaster import default_min_history, minimum_series_length
+from seqlab.models.global_forecaster import (
+    default_min_history,
+    default_settings,
+    minimum_series_length,
+)
 
 RNG = np.random.default_rng(0)
 WINDOWS = (RNG.normal(size=(5, 8)) + 3.0).astype("float32")
@@ -23,8 +27,8 @@ def test_output_shape(kind):
     assert tuple(tiny(kind)(WINDOWS).shape) == (5, 3)
 
 
-@pytest.mark.parametrize("kind, normalization", [("nbeats", "level"), ("gru", "level"),
-                                                 ("nbeats", "shift")])
+@pytest.mark.parametrize("kind, normalization", [("nbeats", "shift"), ("gru", "shift"),
+                                                 ("nbeats", "level")])
 def test_scaling_a_window_by_c_scales_its_forecast_by_c(kind, normalization):
     model = tiny(kind, normalization=normalization)
     base = np.asarray(model(WINDOWS))
@@ -44,15 +48,17 @@ def test_constant_and_zero_windows_give_finite_forecasts(normalization):
     assert np.abs(forecast[0]).max() < 1e-3  # an all-zero window forecasts about 0
 
 
-def test_the_loss_is_computed_on_the_normalised_scale():
-    model = tiny("nbeats")
+@pytest.mark.parametrize("normalization, scale", [("level", 4.5), ("shift", np.sqrt(5.25))])
+def test_the_loss_is_computed_on_the_normalised_scale(normalization, scale):
+    """The window 1..8 has level (mean of |values|) 4.5 and standard deviation sqrt(5.25)."""
+    model = tiny("nbeats", normalization=normalization)
     model.compile(loss="mae")
     windows = np.array([[1, 2, 3, 4, 5, 6, 7, 8]], "float32")
     targets = np.array([[9, 10, 11]], "float32")
     forecast = model(windows)
     loss = float(model.compute_loss(x=windows, y=targets, y_pred=forecast))
-    expected = np.mean(np.abs(targets - np.asarray(forecast))) / 4.5  # the window's level
-    assert loss == pytest.approx(expected, rel=1e-5)
+    assert loss == pytest.approx(np.mean(np.abs(targets - np.asarray(forecast))) / scale,
+                                 rel=1e-5)
     # A series a thousand times larger has the same loss.
     big = float(model.compute_loss(x=windows * 1e3, y=targets * 1e3,
                                    y_pred=model(windows * 1e3)))
@@ -184,3 +190,13 @@ def test_a_tiny_fit_lowers_the_loss_and_beats_the_naive_forecast():
     # The naive forecast misses the seasonal swing (about 0.12 of the level); the network
     # should at least halve that.
     assert error < 0.5 * naive_error
+
+
+def test_default_settings_follow_horizon_season_and_lengths():
+    settings = default_settings(48, 24, [700, 900])
+    assert settings["kind"] == "nbeats" and settings["lookback"] == 192
+    assert default_settings(13, 1, [80, 2000])["lookback"] == 52
+    assert default_settings(2, 12, [100])["lookback"] == 24  # two seasons
+    assert default_settings(6, 1, [15, 19, 30])["lookback"] == 19  # the median length
+    assert set(settings) == {"kind", "lookback", "units", "layers", "blocks", "steps",
+                             "batch_size", "learning_rate"}
