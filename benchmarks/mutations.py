@@ -277,6 +277,31 @@ MUTATIONS = [
         "the classical baselines and members are fitted on the test rows too (issue 23)",
         select="classical_baselines",
     ),
+    # --- many series (issue 24) ----------------------------------------------------------------
+    Mutation(
+        "panel_holdout_in_training_part", "pipelines/timeseries_panel.py",
+        "        [panel.values[i][:-chosen_h] for i in keep], [panel.values[i][-chosen_h:] for i in keep],",
+        "        [panel.values[i] for i in keep], [panel.values[i][-chosen_h:] for i in keep],",
+        ("tests/pipelines/test_timeseries_panel.py",),
+        "every series' training part keeps its holdout values (the test rows are fitted)",
+        select="holdout_is_the_last",
+    ),
+    Mutation(
+        "panel_choice_keeps_the_worst", "pipelines/timeseries_panel.py",
+        "    best = min(candidates, key=lambda kept: (candidates[kept], len(kept)))",
+        "    best = max(candidates, key=lambda kept: (candidates[kept], len(kept)))",
+        ("tests/pipelines/test_timeseries_panel.py",),
+        "the candidate with the highest validation error is kept",
+        select="choose_keeps",
+    ),
+    Mutation(
+        "panel_short_series_keep_the_network", "pipelines/timeseries_panel.py",
+        "    return [np.mean([forecasts[n][i] for n in (choice.kept if usable[i] else fallback)],",
+        "    return [np.mean([forecasts[n][i] for n in choice.kept],",
+        ("tests/pipelines/test_timeseries_panel.py",),
+        "a series too short for the network's lookback is still forecast with it",
+        select="cannot_forecast",
+    ),
     # --- char-RNN -----------------------------------------------------------------------------
     Mutation(
         "charrnn_unigram_off_by_one", "pipelines/metrics.py",
