@@ -14,6 +14,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from seqlab.layers import _loop_choice
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._loop import run_recurrence, run_separable_recurrence
 
@@ -99,6 +100,11 @@ class RecurrentCell(keras.layers.Layer):
             if training and self.recurrent_dropout > 0
             else None
         )
+        if self.separable:
+            # One step on its own: the fused products, as Keras's cells take them
+            # (`step_function` may prepare per-sequence slices, which would be
+            # redone at every step here).
+            return self.recurrent_step(self.project_inputs(inputs), states, recurrent_mask)
         return self.step_function(recurrent_mask)(inputs, states)
 
     def step_function(self, recurrent_mask=None):
@@ -256,7 +262,28 @@ class RecurrentLayer(keras.layers.RNN):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
+        variant = _loop_choice.choose(self, sequences, mask, training)
+        return self.run_loop(variant, sequences, initial_state, mask, training)
+
+    def run_loop(self, variant, sequences, initial_state, mask, training=False):
+        """Runs the time loop `variant` (one of `layers._loop_choice.VARIANTS`).
+
+        All of them compute the same function (the same equations in the same
+        order); they differ in speed, which depends on the machine and the
+        sizes (`layers/_loop_choice.py`).
+        """
         cell = self.cell
+        if variant == "keras":
+            # Keras's own loop over the cell's `call`, which applies the dropout masks.
+            try:
+                return keras.layers.RNN.inner_loop(
+                    self, sequences, initial_state, mask, training=training
+                )
+            finally:
+                cell.reset_dropout_mask()
+                cell.reset_recurrent_dropout_mask()
+        if variant not in ("unrolled", "hand_bptt"):
+            raise ValueError(f"Unknown loop variant. Received: variant={variant!r}")
         try:
             if training and cell.dropout > 0:
                 step_mask = cell.get_dropout_mask(sequences[:, 0, :])
@@ -275,9 +302,9 @@ class RecurrentLayer(keras.layers.RNN):
                 zero_output_for_mask=self.zero_output_for_mask,
                 return_all_outputs=self.return_sequences,
             )
-            if training and cell.backprop_by_hand:
-                # Gradients will be taken: schedule BPTT by hand (see _loop.py).
-                # It needs the inputs of all steps projected at once.
+            if variant == "hand_bptt" and cell.separable:
+                # Schedule BPTT by hand (see _loop.py). It needs the inputs of
+                # all steps projected at once.
                 kernel, bias = cell.recurrent_weights()
                 return run_separable_recurrence(
                     cell.finish_step,
@@ -288,11 +315,9 @@ class RecurrentLayer(keras.layers.RNN):
                     unroll=UNROLLED_STEPS,
                     **loop_options,
                 )
-            # Otherwise each step projects its own input, as Keras's cells do.
-            # Measured on CPU (benchmarks/recurrent.py): projecting all steps
-            # first is one large product, but its [time, batch, gates * units]
-            # result does not stay in cache, and writing and re-reading it
-            # cost more than the per-step products save.
+            # Each step projects its own input, as Keras's cells do: one large
+            # product over all steps writes a [time, batch, gates * units]
+            # result that does not stay in cache.
             return run_recurrence(
                 cell.step_function(recurrent_mask),
                 inputs=time_major,
