@@ -3,11 +3,12 @@
 A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
-`keras.layers.RNN` uses. seqlab's layers run their own time loop over the same
-two parts (several steps per loop iteration); when training a large `LSTM`
-they project the inputs of all steps with one matrix product and schedule the
-backpropagation through time by hand (`layers/_loop.py`). The same equations in
-the same order, so the numbers agree with the per-step cell.
+`keras.layers.RNN` uses. seqlab's layers run one of three time loops over the
+same two parts, whichever they measured fastest for the shape on this machine
+(`layers/_loop_choice.py`): Keras's own loop, seqlab's loop with several steps
+per iteration, or (training) one input projection for all steps and the
+backpropagation through time scheduled by hand (`layers/_loop.py`). The same
+equations in the same order, so the numbers agree with the per-step cell.
 """
 
 import keras
@@ -132,12 +133,13 @@ class RecurrentCell(keras.layers.Layer):
         return True
 
     # From how many units seqlab's layers train this (separable) cell with the hand-scheduled
-    # BPTT of `layers/_loop.py`; None: never. See LSTMCell for what was measured.
+    # BPTT of `layers/_loop.py` where they do not measure the loops (shapes too small to
+    # measure, a distribution strategy; `layers/_loop_choice.py`); None: never.
     hand_backprop_min_units = None
 
     @property
     def backprop_by_hand(self):
-        """Whether seqlab's layers train this cell with the hand-scheduled BPTT."""
+        """Whether an unmeasured shape trains with the hand-scheduled BPTT."""
         threshold = self.hand_backprop_min_units
         return self.separable and threshold is not None and self.units >= threshold
 
@@ -247,9 +249,10 @@ class RecurrentLayer(keras.layers.RNN):
     `keras.layers.RNN` provides the Keras behaviour (initial and stateful
     states, masks, `return_sequences`, `return_state`, `go_backwards`,
     `Bidirectional` support); this class replaces its per-step loop with its
-    own (`layers/_loop.py`): several steps per iteration, and for cells with
-    `backprop_by_hand`, one input projection for all steps and a hand-scheduled
-    backward pass.
+    choice of loops (`layers/_loop_choice.py`): Keras's own, seqlab's with
+    several steps per iteration, or one input projection for all steps and a
+    hand-scheduled backward pass (`layers/_loop.py`), whichever it measured
+    fastest for the shape on this machine.
     """
 
     def __init__(self, cell, activity_regularizer=None, **kwargs):
