@@ -252,6 +252,7 @@ def time_setting(args):
     chosen = {
         "/".join(str(part) for part in key[:10]): min(measured, key=measured.get)
         for key, measured in _loop_choice.measurements().items()
+        if measured is not None
     }
     if chosen:
         print("loops chosen by measurement:", ", ".join(f"{k}: {v}" for k, v in chosen.items()))

@@ -131,9 +131,14 @@ def choose(layer, sequences, mask, training):
         return _choices[key]
     if forward_flops(key) < MIN_MEASURED_FLOPS or tf.distribute.has_strategy():
         return default_variant(cell, training)
-    times = measure(layer, key, allowed)
+    try:
+        times = measure(layer, key, allowed)
+    except Exception:  # noqa: BLE001 - a loop that cannot be timed here is no reason to fail
+        # For example a mixed-precision layer, whose autocasting does not reach the
+        # measuring thread. The default loop runs; the trace goes on.
+        times = None
     _measurements[key] = times
-    _choices[key] = min(times, key=times.get)
+    _choices[key] = default_variant(cell, training) if times is None else min(times, key=times.get)
     return _choices[key]
 
 
@@ -207,8 +212,8 @@ def _measure_eagerly(layer, key, variants):
 
 
 def measurements():
-    """`{key: {variant: median ms}}` of the shapes measured in this process."""
-    return {key: dict(times) for key, times in _measurements.items()}
+    """`{key: {variant: median ms}}` of the shapes measured in this process (None: failed)."""
+    return {key: None if times is None else dict(times) for key, times in _measurements.items()}
 
 
 def clear():

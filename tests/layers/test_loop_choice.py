@@ -183,3 +183,25 @@ def test_no_measurement_under_a_distribution_strategy(monkeypatch):
     with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
         layer = _layer(SimpleRNN)
         assert _loop_choice.choose(layer, _inputs(), None, training=False) == "unrolled"
+
+
+def test_a_loop_that_cannot_be_measured_falls_back_to_the_default(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+
+    def fail(*args):
+        raise TypeError("cannot measure here")
+
+    monkeypatch.setattr(_loop_choice, "measure", fail)
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    assert list(_loop_choice.measurements().values()) == [None]
+
+
+def test_a_mixed_precision_layer_runs(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    monkeypatch.setattr(_loop_choice, "MIN_SECONDS", 0)
+    layer = GRU(4, dtype="mixed_float16")
+    output = layer(np.ones((2, 3, 5), "float32"), training=False)
+    assert output.dtype == "float16" and output.shape == (2, 4)
