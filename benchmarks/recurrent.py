@@ -250,7 +250,7 @@ def time_setting(args):
                     ratio, 3)
                 print(f"{name:<10} {mode:<10} {who:<16} {ours:9.1f} {theirs:9.1f} {ratio:7.2f}")
     chosen = {
-        "/".join(str(part) for part in key[:10]): min(measured, key=measured.get)
+        "/".join(str(part) for part in key[:10]): _loop_choice.fastest(measured)
         for key, measured in _loop_choice.measurements().items()
         if measured is not None
     }

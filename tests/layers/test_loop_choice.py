@@ -112,6 +112,14 @@ def test_forced_variant_and_its_fallback(monkeypatch):
         _loop_choice.choose(layer, _inputs(), None, training=True)
 
 
+def test_keras_loop_is_kept_unless_another_is_clearly_faster():
+    margin = _loop_choice.KERAS_MARGIN
+    assert _loop_choice.fastest({"keras": 10.0, "unrolled": 9.0}) == "unrolled"
+    assert _loop_choice.fastest({"keras": 10.0, "unrolled": 10.0 / (1 + margin / 2)}) == "keras"
+    assert _loop_choice.fastest({"keras": 8.0, "unrolled": 9.0, "hand_bptt": 7.0}) == "hand_bptt"
+    assert _loop_choice.fastest({"unrolled": 9.0, "hand_bptt": 9.5}) == "unrolled"
+
+
 def test_small_shapes_run_the_default_loop_unmeasured(monkeypatch):
     monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
 
