@@ -14,7 +14,7 @@ Reports median milliseconds per call and the ratio ours / Keras, for
   weights of ours copied from Keras's.
 
 Sizes (`--shape`): `default` (batch 64, 100 steps, 64 features, 256 units, all
-three layers), or the shapes of seqlab's tasks at their default settings:
+three layers), or (comma-separated) the shapes of seqlab's tasks at their default settings:
 `sentiment` (BiLSTM, 64 units per direction, 64-dim embedding, batch 32, 64
 tokens, masked), `ner` (the tagger's word BiLSTM, 100 units per direction over
 100-dim words and 50 character features, batch 32, 40 tokens, masked),
@@ -32,7 +32,7 @@ TensorFlow starts); `all` leaves TensorFlow's default (every core).
 (`SEQLAB_RNN_LOOP`, see `seqlab/layers/_loop_choice.py`); without it ours runs
 its default, the loop it measured fastest for the shape.
 
-    python benchmarks/recurrent.py [--shape default|sentiment|ner|ner_chars|charrnn|forecaster|all]
+    python benchmarks/recurrent.py [--shape default,sentiment,ner,ner_chars,charrnn,forecaster|all]
                                    [--threads all] [--rounds 15] [--variants]
                                    [--batch N] [--steps N] [--features N] [--units N]
 
@@ -74,7 +74,8 @@ KERAS_MODES = ("fit_step", "predict")
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="default", choices=[*SHAPES, "all"])
+    parser.add_argument("--shape", default="default",
+                        help=f"comma-separated, of {', '.join(SHAPES)}; or all")
     parser.add_argument("--threads", default="all",
                         help="comma-separated thread counts, each in its own process (all: "
                         "TensorFlow's default)")
@@ -101,7 +102,10 @@ def cpu_name():
 
 def run_settings(args, argv):
     """One subprocess per (shape, thread count); returns their JSON results."""
-    shapes = list(SHAPES) if args.shape == "all" else [args.shape]
+    shapes = list(SHAPES) if args.shape == "all" else [s.strip() for s in args.shape.split(",")]
+    unknown = [shape for shape in shapes if shape not in SHAPES]
+    if unknown:
+        raise SystemExit(f"--shape: unknown {', '.join(unknown)}; known: {', '.join(SHAPES)}, all")
     threads = [t.strip() for t in args.threads.split(",") if t.strip()]
     results = []
     for shape in shapes:
