@@ -28,12 +28,14 @@ explicit size flags override a shape's.
 TensorFlow's intra- and inter-op thread pools of that size (set before
 TensorFlow starts); `all` leaves TensorFlow's default (every core).
 
-`--variants` also times ours with each loop variant forced
+`--control` also times a second copy of Keras's layer against the first: its ratio is the
+machine's noise (1.0 on a quiet machine). `--variants` also times ours with each loop variant
+forced
 (`SEQLAB_RNN_LOOP`, see `seqlab/layers/_loop_choice.py`); without it ours runs
 its default, the loop it measured fastest for the shape.
 
     python benchmarks/recurrent.py [--shape default,sentiment,ner,ner_chars,charrnn,forecaster|all]
-                                   [--threads all] [--rounds 15] [--variants]
+                                   [--threads all] [--rounds 15] [--variants] [--control]
                                    [--batch N] [--steps N] [--features N] [--units N]
 
 Prints a table per setting, then one JSON line per setting with the ratios.
@@ -68,6 +70,7 @@ SHAPES = {
                        bidirectional=False, vocabulary=None, sequences=False),
 }
 MIN_SAMPLE_MS = 30
+CONTROL = "control"
 BARE_MODES = ("train", "train_dx", "inference")
 KERAS_MODES = ("fit_step", "predict")
 
@@ -82,6 +85,9 @@ def parse_args(argv):
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--variants", action="store_true",
                         help="also time ours with each loop variant forced")
+    parser.add_argument("--control", action="store_true",
+                        help="also time a second copy of Keras's layer against the first (its "
+                        "ratio shows the machine's noise: 1.0 on a quiet one)")
     parser.add_argument("--no-keras-path", action="store_true",
                         help="time the bare layers only")
     for size in ("batch", "steps", "features", "units"):
@@ -188,8 +194,12 @@ def time_setting(args):
     variants = [None]
     if args.variants:
         variants += list(_loop_choice.VARIANTS)
+    if args.control:
+        variants.append(CONTROL)
 
     def ours_label(variant):
+        if variant == CONTROL:
+            return "keras again"
         return "ours" if variant is None else f"ours:{variant}"
 
     contenders, warm = {}, {}
@@ -198,7 +208,7 @@ def time_setting(args):
         reference = None
         for variant in [*variants, "keras-builtin"]:
             who = "keras" if variant == "keras-builtin" else ours_label(variant)
-            cls = keras_cls if variant == "keras-builtin" else ours_cls
+            cls = keras_cls if variant in ("keras-builtin", CONTROL) else ours_cls
             if variant in _loop_choice.VARIANTS:
                 os.environ[_loop_choice.ENV_VAR] = variant
             else:
