@@ -193,7 +193,8 @@ class GRU(RecurrentLayer):
 """
         + _EQUATIONS
         + """
-    The time loop runs four steps per iteration.
+    The time loop is the one measured fastest for the shape on this machine
+    (Keras's own or seqlab's; see `layers/_loop_choice.py`).
     `ours.set_weights(keras.layers.GRU(...,
     reset_after=same).get_weights())` gives the same function.
 

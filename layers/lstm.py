@@ -105,12 +105,9 @@ class LSTMCell(RecurrentCell):
         self.recurrent_activation = keras.activations.get(recurrent_activation)
         self.unit_forget_bias = unit_forget_bias
 
-    # Every size. Measured (2 cores), hand BPTT vs TensorFlow's differentiation of the loop:
-    # benchmarks/recurrent.py at 256 units 0.76 vs 0.89 of Keras's training step, 512 units
-    # 0.52 vs 1.06 (one dU product pays once U outgrows the cache). At 64 units that
-    # benchmark (one layer on raw inputs) had no steady winner (1.10 vs 0.83, 0.91 vs 1.11),
-    # but the sentiment pipeline's masked BiLSTM of 64 units trained its 5-member ensemble in
-    # 212-251 s with it and 299 s without. Set it to None to use TensorFlow's own.
+    # The loop of the shapes that are not measured (`layers/_loop_choice.py`). Earlier
+    # measurements on 2 cores favoured the hand-scheduled BPTT at 256 and 512 units and in the
+    # sentiment pipeline's masked BiLSTM of 64 units; measured shapes choose for themselves.
     hand_backprop_min_units = 1
 
     @property
@@ -166,10 +163,10 @@ class LSTM(RecurrentLayer):
 """
         + _EQUATIONS
         + """
-    The time loop runs four steps per iteration. When training, the inputs of
-    all steps are projected with one matrix product and the backward pass is
-    scheduled by hand (one dU product over all steps, `layers/_loop.py`; see
-    `LSTMCell.hand_backprop_min_units`).
+    The time loop is the one measured fastest for the shape on this machine:
+    Keras's own, seqlab's with four steps per iteration, or (training) one
+    input projection for all steps and the backward pass scheduled by hand
+    (one dU product over all steps); see `layers/_loop_choice.py`.
     `ours.set_weights(keras.layers.LSTM(...)
     .get_weights())` gives the same function.
 

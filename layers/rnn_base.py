@@ -3,17 +3,19 @@
 A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
-`keras.layers.RNN` uses. seqlab's layers run their own time loop over the same
-two parts (several steps per loop iteration); when training a large `LSTM`
-they project the inputs of all steps with one matrix product and schedule the
-backpropagation through time by hand (`layers/_loop.py`). The same equations in
-the same order, so the numbers agree with the per-step cell.
+`keras.layers.RNN` uses. seqlab's layers run one of three time loops over the
+same two parts, whichever they measured fastest for the shape on this machine
+(`layers/_loop_choice.py`): Keras's own loop, seqlab's loop with several steps
+per iteration, or (training) one input projection for all steps and the
+backpropagation through time scheduled by hand (`layers/_loop.py`). The same
+equations in the same order, so the numbers agree with the per-step cell.
 """
 
 import keras
 import tensorflow as tf
 from keras import ops
 
+from seqlab.layers import _loop_choice
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._loop import run_recurrence, run_separable_recurrence
 
@@ -99,6 +101,11 @@ class RecurrentCell(keras.layers.Layer):
             if training and self.recurrent_dropout > 0
             else None
         )
+        if self.separable:
+            # One step on its own: the fused products, as Keras's cells take them
+            # (`step_function` may prepare per-sequence slices, which would be
+            # redone at every step here).
+            return self.recurrent_step(self.project_inputs(inputs), states, recurrent_mask)
         return self.step_function(recurrent_mask)(inputs, states)
 
     def step_function(self, recurrent_mask=None):
@@ -126,12 +133,13 @@ class RecurrentCell(keras.layers.Layer):
         return True
 
     # From how many units seqlab's layers train this (separable) cell with the hand-scheduled
-    # BPTT of `layers/_loop.py`; None: never. See LSTMCell for what was measured.
+    # BPTT of `layers/_loop.py` where they do not measure the loops (shapes too small to
+    # measure, a distribution strategy; `layers/_loop_choice.py`); None: never.
     hand_backprop_min_units = None
 
     @property
     def backprop_by_hand(self):
-        """Whether seqlab's layers train this cell with the hand-scheduled BPTT."""
+        """Whether an unmeasured shape trains with the hand-scheduled BPTT."""
         threshold = self.hand_backprop_min_units
         return self.separable and threshold is not None and self.units >= threshold
 
@@ -241,9 +249,10 @@ class RecurrentLayer(keras.layers.RNN):
     `keras.layers.RNN` provides the Keras behaviour (initial and stateful
     states, masks, `return_sequences`, `return_state`, `go_backwards`,
     `Bidirectional` support); this class replaces its per-step loop with its
-    own (`layers/_loop.py`): several steps per iteration, and for cells with
-    `backprop_by_hand`, one input projection for all steps and a hand-scheduled
-    backward pass.
+    choice of loops (`layers/_loop_choice.py`): Keras's own, seqlab's with
+    several steps per iteration, or one input projection for all steps and a
+    hand-scheduled backward pass (`layers/_loop.py`), whichever it measured
+    fastest for the shape on this machine.
     """
 
     def __init__(self, cell, activity_regularizer=None, **kwargs):
@@ -256,7 +265,28 @@ class RecurrentLayer(keras.layers.RNN):
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
+        variant = _loop_choice.choose(self, sequences, mask, training)
+        return self.run_loop(variant, sequences, initial_state, mask, training)
+
+    def run_loop(self, variant, sequences, initial_state, mask, training=False):
+        """Runs the time loop `variant` (one of `layers._loop_choice.VARIANTS`).
+
+        All of them compute the same function (the same equations in the same
+        order); they differ in speed, which depends on the machine and the
+        sizes (`layers/_loop_choice.py`).
+        """
         cell = self.cell
+        if variant == "keras":
+            # Keras's own loop over the cell's `call`, which applies the dropout masks.
+            try:
+                return keras.layers.RNN.inner_loop(
+                    self, sequences, initial_state, mask, training=training
+                )
+            finally:
+                cell.reset_dropout_mask()
+                cell.reset_recurrent_dropout_mask()
+        if variant not in ("unrolled", "hand_bptt"):
+            raise ValueError(f"Unknown loop variant. Received: variant={variant!r}")
         try:
             if training and cell.dropout > 0:
                 step_mask = cell.get_dropout_mask(sequences[:, 0, :])
@@ -275,9 +305,9 @@ class RecurrentLayer(keras.layers.RNN):
                 zero_output_for_mask=self.zero_output_for_mask,
                 return_all_outputs=self.return_sequences,
             )
-            if training and cell.backprop_by_hand:
-                # Gradients will be taken: schedule BPTT by hand (see _loop.py).
-                # It needs the inputs of all steps projected at once.
+            if variant == "hand_bptt" and cell.separable:
+                # Schedule BPTT by hand (see _loop.py). It needs the inputs of
+                # all steps projected at once.
                 kernel, bias = cell.recurrent_weights()
                 return run_separable_recurrence(
                     cell.finish_step,
@@ -288,11 +318,9 @@ class RecurrentLayer(keras.layers.RNN):
                     unroll=UNROLLED_STEPS,
                     **loop_options,
                 )
-            # Otherwise each step projects its own input, as Keras's cells do.
-            # Measured on CPU (benchmarks/recurrent.py): projecting all steps
-            # first is one large product, but its [time, batch, gates * units]
-            # result does not stay in cache, and writing and re-reading it
-            # cost more than the per-step products save.
+            # Each step projects its own input, as Keras's cells do: one large
+            # product over all steps writes a [time, batch, gates * units]
+            # result that does not stay in cache.
             return run_recurrence(
                 cell.step_function(recurrent_mask),
                 inputs=time_major,

@@ -1,0 +1,240 @@
+"""Which time loop a recurrent layer runs: measured once per shape on this machine.
+
+Which loop is fastest depends on the CPU (caches, vector units, the thread
+pool) as much as on the sizes: the loops seqlab's layers were tuned with on one
+2-core machine lost their advantage on another, where Keras's own loop was the
+faster one for some layers (issue 28). So the layer does not guess. The first
+time it is traced for a shape it times each candidate loop on this machine,
+with its own weights and random inputs of that shape (forward, and backward for
+training), and keeps the fastest for the rest of the process (Keras's own unless
+another beat it by more than `KERAS_MARGIN`: measurements on a busy machine are
+noisy, and Keras's loop is the built-in layer's speed by construction):
+
+- `"keras"`: Keras's own loop (`keras.layers.RNN.inner_loop`: one step per
+  iteration, the step's input product inside the loop, TensorFlow's automatic
+  differentiation), over the cell's fused step, the same products as Keras's
+  built-in cells; the layer is then as fast as Keras's built-in.
+- `"unrolled"`: seqlab's loop, `UNROLLED_STEPS` steps per iteration, the step's
+  input product inside the loop (`layers/_loop.py`, `run_recurrence`).
+- `"hand_bptt"`: for training a separable cell, the inputs of all steps
+  projected with one product and backpropagation through time scheduled by
+  hand (`run_separable_recurrence`).
+
+The choice is keyed by the cell's kind and sizes, the batch and the number of
+steps (a stand-in where the trace leaves them unknown), dtype, training or
+inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
+whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's
+own overhead dominates and measuring would cost more than it can save): they
+run the default loop. So does a layer traced under a `tf.distribute`
+strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt` forces one loop
+(`hand_bptt` only where it applies), `auto` (or unset) measures.
+"""
+
+import os
+import statistics
+import threading
+import time
+
+import tensorflow as tf
+
+VARIANTS = ("keras", "unrolled", "hand_bptt")
+ENV_VAR = "SEQLAB_RNN_LOOP"
+
+# Below this many floating-point operations per forward pass (batch x steps x
+# gates x units x (features + units) x 2) the default loop runs unmeasured. The
+# smallest task size, the forecaster's GRU of 32 units over 24 steps at batch
+# 32, is about 5e6.
+MIN_MEASURED_FLOPS = 1e6
+# Stand-ins for the sizes a trace leaves unknown (Keras traces `fit` with the
+# batch size unknown).
+STAND_IN_BATCH = 32
+STAND_IN_STEPS = 50
+# Interleaved timed rounds, after two untimed calls of each candidate (the first
+# traces): at least MIN_ROUNDS, then more while they took under MIN_SECONDS (small
+# shapes take milliseconds a call, which a busy machine's noise would swamp), at
+# most MAX_ROUNDS.
+MIN_ROUNDS = 5
+MAX_ROUNDS = 40
+MIN_SECONDS = 1.0
+
+# Another loop is kept only if it beat Keras's own by more than this fraction.
+KERAS_MARGIN = 0.05
+
+_choices = {}
+_measurements = {}
+
+
+def forced_variant():
+    """The loop `SEQLAB_RNN_LOOP` forces, or None (`auto` or unset)."""
+    value = os.environ.get(ENV_VAR, "auto").strip().lower()
+    if value in ("", "auto"):
+        return None
+    if value not in VARIANTS:
+        raise ValueError(
+            f"{ENV_VAR} must be one of auto, {', '.join(VARIANTS)}. Received: {ENV_VAR}={value}"
+        )
+    return value
+
+
+def candidates(cell, training):
+    """The loops that can run `cell` (with a backward pass when `training`)."""
+    found = ["keras", "unrolled"]
+    if training and cell.separable:
+        found.append("hand_bptt")
+    return found
+
+
+def default_variant(cell, training):
+    """The loop of a shape that is not measured: seqlab's previous, fixed choice."""
+    return "hand_bptt" if training and cell.backprop_by_hand else "unrolled"
+
+
+def _thread_settings():
+    threading = tf.config.threading
+    return (
+        threading.get_intra_op_parallelism_threads(),
+        threading.get_inter_op_parallelism_threads(),
+        os.cpu_count(),
+    )
+
+
+def loop_key(layer, sequences, mask, training):
+    """What the choice depends on: sizes, dtype, mode and the machine's thread settings."""
+    cell = layer.cell
+    batch, steps, features = sequences.shape
+    gates = int(cell.recurrent_kernel.shape[-1]) // cell.units
+    return (
+        type(cell).__name__,
+        getattr(cell, "reset_after", None),
+        cell.units,
+        gates,
+        int(features),
+        int(batch or STAND_IN_BATCH),
+        int(steps or STAND_IN_STEPS),
+        tf.as_dtype(sequences.dtype).name,
+        bool(training),
+        mask is not None,
+        bool(layer.return_sequences),
+        _thread_settings(),
+    )
+
+
+def forward_flops(key):
+    _, _, units, gates, features, batch, steps = key[:7]
+    return 2.0 * batch * steps * gates * units * (features + units)
+
+
+def choose(layer, sequences, mask, training):
+    """The loop `layer` runs for these inputs (see the module's docstring)."""
+    cell = layer.cell
+    allowed = candidates(cell, training)
+    forced = forced_variant()
+    if forced is not None:
+        return forced if forced in allowed else "unrolled"
+    key = loop_key(layer, sequences, mask, training)
+    if key in _choices:
+        return _choices[key]
+    if forward_flops(key) < MIN_MEASURED_FLOPS or tf.distribute.has_strategy():
+        return default_variant(cell, training)
+    try:
+        times = measure(layer, key, allowed)
+    except Exception:  # noqa: BLE001 - a loop that cannot be timed here is no reason to fail
+        # For example a mixed-precision layer, whose autocasting does not reach the
+        # measuring thread. The default loop runs; the trace goes on.
+        times = None
+    _measurements[key] = times
+    _choices[key] = default_variant(cell, training) if times is None else fastest(times)
+    return _choices[key]
+
+
+def fastest(times):
+    """The loop to keep, from `{variant: ms}`: Keras's own unless another is clearly faster.
+
+    Keras's loop is the built-in layer's speed by construction; on a busy machine a
+    measurement can put a loop a few percent ahead that is not, so another loop has to
+    beat Keras's by more than `KERAS_MARGIN` to be kept.
+    """
+    best = min(times, key=times.get)
+    if "keras" in times and times["keras"] <= times[best] * (1 + KERAS_MARGIN):
+        return "keras"
+    return best
+
+
+def measure(layer, key, variants):
+    """Median milliseconds of each loop in `variants` for `key`'s shape, on this machine.
+
+    Runs eagerly, on random inputs, with the
+    layer's own weights and without dropout; a training key times the forward
+    and the backward pass (gradients of the weights and of the inputs).
+    """
+    # In a thread of its own: it starts outside any trace in progress and any
+    # paused gradient tape (`tf.init_scope` would pause the tapes).
+    result = {}
+
+    def target():
+        try:
+            result["times"] = _measure_eagerly(layer, key, variants)
+        except BaseException as error:  # re-raised in the caller's thread
+            result["error"] = error
+
+    thread = threading.Thread(target=target, name="seqlab-loop-choice")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["times"]
+
+
+def _measure_eagerly(layer, key, variants):
+    cell = layer.cell
+    _, _, _, _, features, batch, steps, dtype, training, masked = key[:10]
+    x = tf.random.normal([batch, steps, features], dtype=dtype, seed=1)
+    sizes = cell.state_size if isinstance(cell.state_size, list) else [cell.state_size]
+    initial_state = [tf.zeros([batch, size], dtype=dtype) for size in sizes]
+    mask = tf.ones([batch, steps], tf.bool) if masked else None
+    weights = list(cell.trainable_variables)
+
+    def make(variant):
+        def run(x):
+            _, outputs, _ = layer.run_loop(variant, x, initial_state, mask, training=False)
+            return outputs
+
+        if not training:
+            return tf.function(run)
+
+        @tf.function
+        def train(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(run(x))
+            gradients = tape.gradient(loss, weights + [x])
+            return loss + tf.add_n([tf.reduce_sum(g) for g in gradients])
+
+        return train
+
+    functions = {variant: make(variant) for variant in variants}
+    for function in functions.values():
+        for _ in range(2):
+            function(x).numpy()
+    times = {variant: [] for variant in variants}
+    started = time.perf_counter()
+    for round_index in range(MAX_ROUNDS):
+        if round_index >= MIN_ROUNDS and time.perf_counter() - started > MIN_SECONDS:
+            break
+        shift = round_index % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
+            start = time.perf_counter()
+            functions[variant](x).numpy()
+            times[variant].append((time.perf_counter() - start) * 1e3)
+    return {variant: statistics.median(values) for variant, values in times.items()}
+
+
+def measurements():
+    """`{key: {variant: median ms}}` of the shapes measured in this process (None: failed)."""
+    return {key: None if times is None else dict(times) for key, times in _measurements.items()}
+
+
+def clear():
+    """Forgets every choice (the next trace of each shape measures again)."""
+    _choices.clear()
+    _measurements.clear()

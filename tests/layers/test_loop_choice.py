@@ -1,0 +1,215 @@
+"""The time loop a recurrent layer runs: every variant computes Keras's function, and the choice.
+
+Each loop variant (`layers/_loop_choice.py`) is forced with `SEQLAB_RNN_LOOP` and checked
+against Keras's built-in layer with copied weights: outputs at atol 1e-5, training gradients
+at atol 1e-5 / rtol 1e-4 (`recurrent_checks`), with masks, `go_backwards`, `return_state`,
+bidirectional, and dropout. No timings are asserted: the choice logic is tested with a
+stand-in measurement.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice
+from tests.layers import recurrent_checks as checks
+
+LAYERS = {
+    "simple_rnn": (SimpleRNN, keras.layers.SimpleRNN, {}),
+    "lstm": (LSTM, keras.layers.LSTM, {}),
+    "gru": (GRU, keras.layers.GRU, {}),
+    "gru_reset_before": (GRU, keras.layers.GRU, {"reset_after": False}),
+}
+SCENARIOS = ["plain", "masked_sequences", "go_backwards_masked", "return_state_masked"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_choices():
+    _loop_choice.clear()
+    yield
+    _loop_choice.clear()
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_variant_matches_keras(variant, layer, scenario, monkeypatch):
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    ours_cls, keras_cls, kwargs = LAYERS[layer]
+    checks.check_against_keras(ours_cls, keras_cls, scenario, **kwargs)
+    checks.check_gradients_against_keras(ours_cls, keras_cls, scenario, **kwargs)
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_every_variant_matches_keras_bidirectional(variant, layer, monkeypatch):
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    ours_cls, keras_cls, kwargs = LAYERS[layer]
+    checks.check_bidirectional(ours_cls, keras_cls, True, **kwargs)
+    checks.check_gradients_against_keras(
+        ours_cls, keras_cls, "masked_sequences", bidirectional=True, **kwargs
+    )
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_every_variant_applies_dropout_as_keras_does(variant, layer, monkeypatch):
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    ours_cls, _, kwargs = LAYERS[layer]
+    checks.check_recurrent_dropout(ours_cls, **kwargs)
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_every_variant_draws_the_same_dropout_masks(layer, monkeypatch):
+    """Same seed, same weights: a training call gives the same output in every loop."""
+    ours_cls, _, kwargs = LAYERS[layer]
+    x = checks.random_inputs(9)
+    outputs, weights = {}, None
+    for variant in _loop_choice.VARIANTS:
+        monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+        layer = ours_cls(checks.UNITS, dropout=0.4, recurrent_dropout=0.4, seed=11,
+                         return_sequences=True, **kwargs)
+        layer(x)
+        if weights is None:
+            weights = layer.get_weights()
+        layer.set_weights(weights)
+        outputs[variant] = keras.ops.convert_to_numpy(layer(x, training=True))
+    inference = keras.ops.convert_to_numpy(layer(x, training=False))
+    assert not np.allclose(outputs["keras"], inference, atol=1e-3)
+    for variant in _loop_choice.VARIANTS:
+        np.testing.assert_allclose(outputs[variant], outputs["keras"], atol=checks.ATOL)
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+def test_every_variant_keeps_the_state_of_a_stateful_layer(variant, monkeypatch):
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    checks.check_stateful(LSTM, keras.layers.LSTM)
+
+
+def _layer(cls=LSTM, units=8, **kwargs):
+    layer = cls(units, **kwargs)
+    layer(np.zeros((2, 3, 4), "float32"))
+    return layer
+
+
+def _inputs(batch=2, steps=3, features=4):
+    return tf.zeros([batch, steps, features])
+
+
+def test_forced_variant_and_its_fallback(monkeypatch):
+    layer = _layer()
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "keras")
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "keras"
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "hand_bptt")
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    # No backward pass to schedule at inference, no separable step for reset_after=False.
+    assert _loop_choice.choose(layer, _inputs(), None, training=False) == "unrolled"
+    gru = _layer(GRU, reset_after=False)
+    assert _loop_choice.choose(gru, _inputs(), None, training=True) == "unrolled"
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "fastest")
+    with pytest.raises(ValueError, match="SEQLAB_RNN_LOOP must be one of auto, keras"):
+        _loop_choice.choose(layer, _inputs(), None, training=True)
+
+
+def test_keras_loop_is_kept_unless_another_is_clearly_faster():
+    margin = _loop_choice.KERAS_MARGIN
+    assert _loop_choice.fastest({"keras": 10.0, "unrolled": 9.0}) == "unrolled"
+    assert _loop_choice.fastest({"keras": 10.0, "unrolled": 10.0 / (1 + margin / 2)}) == "keras"
+    assert _loop_choice.fastest({"keras": 8.0, "unrolled": 9.0, "hand_bptt": 7.0}) == "hand_bptt"
+    assert _loop_choice.fastest({"unrolled": 9.0, "hand_bptt": 9.5}) == "unrolled"
+
+
+def test_small_shapes_run_the_default_loop_unmeasured(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+
+    def refuse(*args):
+        raise AssertionError("a small shape was measured")
+
+    monkeypatch.setattr(_loop_choice, "measure", refuse)
+    assert _loop_choice.choose(_layer(), _inputs(), None, training=True) == "hand_bptt"
+    assert _loop_choice.choose(_layer(), _inputs(), None, training=False) == "unrolled"
+    assert _loop_choice.choose(_layer(GRU), _inputs(), None, training=True) == "unrolled"
+
+
+def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    calls = []
+
+    def fake_measure(layer, key, variants):
+        calls.append((key, tuple(variants)))
+        times = {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0}
+        if not key[8]:  # inference: Keras's loop fastest
+            times["keras"] = 0.5
+        return {variant: times[variant] for variant in variants}
+
+    monkeypatch.setattr(_loop_choice, "measure", fake_measure)
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    assert len(calls) == 1 and calls[0][1] == ("keras", "unrolled", "hand_bptt")
+    assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
+    assert calls[1][1] == ("keras", "unrolled")
+    # Another size, a mask or another thread setting is another key.
+    _loop_choice.choose(layer, _inputs(batch=5), None, training=False)
+    _loop_choice.choose(layer, _inputs(), tf.ones([2, 3], tf.bool), training=False)
+    monkeypatch.setattr(_loop_choice, "_thread_settings", lambda: (1, 1, 2))
+    _loop_choice.choose(layer, _inputs(), None, training=False)
+    assert len(calls) == 5
+    assert set(_loop_choice.measurements()) == {key for key, _ in calls}
+    # Unknown batch and steps (as Keras traces `fit`) are keyed by the stand-ins.
+    key = _loop_choice.loop_key(layer, tf.TensorSpec([None, None, 4]), None, True)
+    assert key[5:7] == (_loop_choice.STAND_IN_BATCH, _loop_choice.STAND_IN_STEPS)
+
+
+def test_measurement_runs_from_inside_a_trace_and_times_every_candidate(monkeypatch):
+    """Keras traces `fit` before the first step: the layer measures from inside that trace."""
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer(GRU)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    monkeypatch.setattr(_loop_choice, "MIN_SECONDS", 0)
+    x = tf.random.normal([2, 3, 4], seed=2)
+
+    @tf.function
+    def train_step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, training=True))
+        return tape.gradient(loss, layer.trainable_variables)
+
+    gradients = train_step(x)
+    assert all(g is not None for g in gradients)
+    (key, times), = _loop_choice.measurements().items()
+    assert key[8] is True and set(times) == {"keras", "unrolled", "hand_bptt"}
+    assert all(t > 0 for t in times.values())
+
+
+def test_no_measurement_under_a_distribution_strategy(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    monkeypatch.setattr(_loop_choice, "measure", lambda *args: pytest.fail("measured"))
+    with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
+        layer = _layer(SimpleRNN)
+        assert _loop_choice.choose(layer, _inputs(), None, training=False) == "unrolled"
+
+
+def test_a_loop_that_cannot_be_measured_falls_back_to_the_default(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+
+    def fail(*args):
+        raise TypeError("cannot measure here")
+
+    monkeypatch.setattr(_loop_choice, "measure", fail)
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    assert list(_loop_choice.measurements().values()) == [None]
+
+
+def test_a_mixed_precision_layer_runs(monkeypatch):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    monkeypatch.setattr(_loop_choice, "MIN_SECONDS", 0)
+    layer = GRU(4, dtype="mixed_float16")
+    output = layer(np.ones((2, 3, 5), "float32"), training=False)
+    assert output.dtype == "float16" and output.shape == (2, 4)
