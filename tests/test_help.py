@@ -33,7 +33,7 @@ print(json.dumps({"printed": printed, "loaded": loaded}))
 # `seqlab timeseries train --help` as it was before the parser was built from the card.
 TIMESERIES_TRAIN_FLAGS = (
     "--data --out --epochs --batch-size --seed --distribute --tensorboard --no-tensorboard "
-    "--max-minutes "
+    "--max-minutes --id-column --holdout "
     "--time-column --target --features --categorical --fill --fill-ends --lookback --horizon "
     "--stride --val-fraction --test-fraction --split-targets --no-split-targets --backtest "
     "--scaler --model --auto-folds --normalization --units --layers --dropout --clipnorm "
@@ -102,7 +102,7 @@ def test_timeseries_train_help_has_the_flags_it_had():
     usage = train.split("\n\n")[0]
     flags = [word.strip("[]") for word in usage.split() if word.strip("[]").startswith("--")]
     assert flags == TIMESERIES_TRAIN_FLAGS
-    assert "{auto,lstm,gru,rnn,transformer,linear}" in usage
+    assert "{auto,lstm,gru,rnn,transformer,linear,nbeats}" in usage
     assert "(default: 200)" in train  # --epochs, the task's own default
 
 
