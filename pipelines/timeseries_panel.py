@@ -307,14 +307,18 @@ def owa_of(figures, naive2_figures):
 
 def relative_error(scores, reference):
     """`(mean sMAPE / reference's + mean MASE / reference's) / 2` over the series where both
-    are finite: the choice's criterion (OWA with seasonal naive in Naive2's place)."""
+    are finite: the choice's criterion (OWA with seasonal naive in Naive2's place). Where the
+    reference's mean is 0 (it forecasts those series perfectly), a ratio is 0 for a candidate
+    as perfect and infinite for any other; a figure defined nowhere is left out."""
     total, parts = 0.0, 0
     for key in ("smape", "mase"):
         a, b = np.asarray(scores[key]), np.asarray(reference[key])
         both = np.isfinite(a) & np.isfinite(b)
-        if both.any() and b[both].mean() > 0:
-            total += a[both].mean() / b[both].mean()
-            parts += 1
+        if not both.any():
+            continue
+        ours, theirs = a[both].mean(), b[both].mean()
+        total += ours / theirs if theirs > 0 else (0.0 if ours == 0 else math.inf)
+        parts += 1
     return total / parts if parts else math.inf
 
 

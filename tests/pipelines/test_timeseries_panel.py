@@ -331,3 +331,15 @@ def test_the_global_network_trains_under_a_mirrored_strategy(tmp_path, capsys):
     assert figures["distribution"]["kind"] == "mirrored"
     assert figures["distribution"]["global_batch_size"] == 8 * figures["distribution"][
         "replicas"]
+
+
+def test_a_perfect_seasonal_naive_is_kept_over_an_imperfect_member():
+    # Periodic series without noise: the seasonal naive error is 0, a ratio to it undefined.
+    histories = [np.tile([1.0, 2.0, 3.0, 4.0], 6) * (i + 1) for i in range(3)]
+    actuals = [h[:4].copy() for h in histories]
+    forecasts = {"nbeats": [a + 0.1 for a in actuals],
+                 "ets": [a.copy() for a in actuals],
+                 "seasonal_naive": [a.copy() for a in actuals]}
+    choice = choose(forecasts, actuals, histories, season=4)
+    assert choice.kept == ("ets",)  # as perfect as seasonal naive, tried before it
+    assert choice.candidate_scores["nbeats"] == float("inf")
