@@ -392,25 +392,33 @@ def choose(forecasts, actuals, histories, season):
                        {candidate_name(k): v for k, v in candidates.items()}, len(actuals))
 
 
+def fallback_members(choice, network):
+    """The members that forecast a series the network cannot (too short for its lookback):
+    the kept ones without the network, or, when the network was kept alone, the best
+    classical candidate (seasonal naive when nothing else was scored)."""
+    fallback = tuple(n for n in choice.kept if n != network)
+    if fallback:
+        return fallback
+    classical = {name: score for name, score in choice.candidate_scores.items()
+                 if network not in name}
+    if not classical:
+        return ("seasonal_naive",)
+    return _members_of(min(classical, key=classical.get))
+
+
 def combined(choice, forecasts, network, usable):
     """The kept candidate's forecast of every series: the mean of its members; a series the
-    network cannot forecast (`usable[i]` False) gets the kept members without the network,
-    or, when the network was kept alone, the best classical candidate."""
-    fallback = tuple(n for n in choice.kept if n != network)
-    if not fallback:
-        classical = {name: score for name, score in choice.candidate_scores.items()
-                     if network not in name}
-        best = min(classical, key=classical.get) if classical else None
-        fallback = _members_of(best, forecasts) if best else ("seasonal_naive",)
+    network cannot forecast (`usable[i]` False) gets `fallback_members`."""
+    fallback = fallback_members(choice, network)
     count = len(next(iter(forecasts.values())))
     return [np.mean([forecasts[n][i] for n in (choice.kept if usable[i] else fallback)],
                     axis=0) for i in range(count)]
 
 
-def _members_of(name, forecasts):
+def _members_of(name):
     if name.startswith("mean(") and name.endswith(")"):
         return tuple(name[5:-1].split("+"))
-    return (name,) if name in forecasts else ("seasonal_naive",)
+    return (name,)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -800,11 +808,14 @@ class PanelPipeline(Pipeline):
                                     season=int(panel["season"]))
         histories = [np.concatenate([t, h]) for t, h in zip(data_read.train,
                                                             data_read.holdout)]
-        forecasts, _, notes = forecast_all(loaded.model, histories, data_read.horizon,
-                                           data_read.season, panel["classical"],
-                                           what="from the end of every series")
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [h.size >= config.lookback for h in histories]
+        # Only the classical members the kept forecast reads are fitted.
+        needed = set(choice.kept) | (set() if all(usable) else
+                                     set(fallback_members(choice, loaded.model.kind)))
+        forecasts, _, notes = forecast_all(
+            loaded.model, histories, data_read.horizon, data_read.season,
+            [m for m in panel["classical"] if m in needed], what="from the end of every series")
         kept = combined(choice, forecasts, loaded.model.kind, usable)
         frame = future_frame(data_read, kept)
         path = Path(output) if output else loaded.file("forecast.csv")
