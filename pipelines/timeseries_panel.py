@@ -297,6 +297,14 @@ def set_figures(scores, naive2=None):
     return figures
 
 
+def holdout_figures(data, forecasts):
+    """`({name: score_series arrays}, {name: set_figures})` of every forecast of `data`'s
+    holdout (Naive2's among them, the reference of OWA)."""
+    scores = {name: score_series(data.holdout, values, data.train, data.season)
+              for name, values in forecasts.items()}
+    return scores, {name: set_figures(s, scores["naive2"]) for name, s in scores.items()}
+
+
 def owa_of(figures, naive2_figures):
     """M4's OWA from two sets of averages; None where a figure is missing or Naive2's is 0."""
     parts = [(figures.get(k), naive2_figures.get(k)) for k in ("smape", "mase")]
@@ -635,11 +643,8 @@ class PanelPipeline(Pipeline):
 
     def score(self, config, model, prepared):
         data = prepared.data
-        forecasts = {"model": prepared.model_forecast, **prepared.holdout_forecasts}
-        scores = {name: score_series(data.holdout, values, data.train, data.season)
-                  for name, values in forecasts.items()}
-        naive2 = scores["naive2"]
-        table = {name: set_figures(s, naive2) for name, s in scores.items()}
+        scores, table = holdout_figures(
+            data, {"model": prepared.model_forecast, **prepared.holdout_forecasts})
         model_scores = scores["model"]
         best_baseline = min(PANEL_BASELINES,
                             key=lambda b: table[b]["smape"] if table[b]["smape"] is not None
@@ -783,9 +788,7 @@ class PanelPipeline(Pipeline):
         usable = [t.size >= config.lookback for t in data_read.train]
         forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable),
                      **forecasts}
-        scores = {name: score_series(data_read.holdout, values, data_read.train,
-                                     data_read.season) for name, values in forecasts.items()}
-        table = {name: set_figures(s, scores["naive2"]) for name, s in scores.items()}
+        _, table = holdout_figures(data_read, forecasts)
         figures = {"model": table["model"], "model_kind": choice.name,
                    "members": {k: v for k, v in table.items()
                                if k not in PANEL_BASELINES and k != "model"},
