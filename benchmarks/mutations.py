@@ -296,11 +296,27 @@ MUTATIONS = [
     ),
     Mutation(
         "panel_short_series_keep_the_network", "pipelines/timeseries_panel.py",
-        "    return [np.mean([forecasts[n][i] for n in (choice.kept if usable[i] else fallback)],",
-        "    return [np.mean([forecasts[n][i] for n in choice.kept],",
+        "    return [choice.members_for(series_id) if ok else fallback",
+        "    return [choice.members_for(series_id) if True else fallback",
         ("tests/pipelines/test_timeseries_panel.py",),
         "a series too short for the network's lookback is still forecast with it",
         select="cannot_forecast",
+    ),
+    Mutation(
+        "panel_series_switch_on_any_gain", "pipelines/timeseries_panel.py",
+        "        if order[row] != best and errors[row] <= SERIES_SWITCH * own:",
+        "        if order[row] != best and errors[row] < own:",
+        ("tests/pipelines/test_timeseries_panel.py",),
+        "a series leaves the set's choice on any validation gain, not only on half the error",
+        select="small_gain",
+    ),
+    Mutation(
+        "panel_series_choice_ignored", "pipelines/timeseries_panel.py",
+        "        return self.series_kept.get(str(series_id), self.kept)",
+        "        return self.kept",
+        ("tests/pipelines/test_timeseries_panel.py",),
+        "every series is forecast with the set's candidate, its own choice ignored",
+        select="cannot_forecast or chosen_members",
     ),
     # --- char-RNN -----------------------------------------------------------------------------
     Mutation(

@@ -13,10 +13,13 @@ member too (alone only). They are scored at a validation origin: the last `H` va
 series' training part, forecast from the rest (the network's training windows end before them;
 it stops early on them). The candidate kept is the member or the mean of the best k members
 with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive + MASE / MASE of
-seasonal naive) / 2` over the series (one choice for the whole set: a choice per series on one
-origin of `H` values is mostly noise). A series too short for the network's lookback is
-forecast by the kept candidate without the network (or the best classical candidate), and
-named in the summary.
+seasonal naive) / 2` over the series. A series then keeps its own best candidate instead where
+that candidate's relative error on the series is at most half the set's choice's
+(`SERIES_SWITCH`): a choice per series on one origin of `H` values is mostly noise, so a
+series leaves the set's choice only on strong evidence (measured on M4 in docs/performance.md:
+switching on any improvement loses on weekly, on half wins on hourly and weekly). A series
+too short for the network's lookback is forecast by the kept candidate without the network (or
+the best classical candidate), and named in the summary.
 
 Scores (`models/forecasting/metrics.py`): sMAPE (M4), MASE (in-sample seasonal naive scale),
 MAPE where every actual is positive, RMSE, per series and averaged over series, and OWA against
@@ -81,6 +84,9 @@ PANEL_FORMAT = 1
 DEFAULT_ID_COLUMN = "id"
 # A member only ever kept alone, never part of a mean (as for one series).
 ALONE_ONLY = ("seasonal_naive",)
+# A series keeps its own best candidate instead of the set's where that candidate's relative
+# error on the series' validation values is at most this share of the set choice's.
+SERIES_SWITCH = 0.5
 # Batches of the endless window sampler per epoch (early stopping looks once an epoch).
 STEPS_PER_EPOCH = 100
 # How many series the summary names in a list before "and N more".
@@ -337,16 +343,22 @@ def candidate_name(kept):
 @dataclasses.dataclass
 class PanelChoice:
     """The kept candidate and what every member and candidate scored at the validation
-    origin (relative error: see `relative_error`)."""
+    origin (relative error: see `relative_error`), with the series that keep their own best
+    candidate instead (`series_kept`: series id -> members)."""
 
     kept: tuple
     member_scores: dict
     candidate_scores: dict
     series: int
+    series_kept: dict = dataclasses.field(default_factory=dict)
 
     @property
     def name(self):
         return candidate_name(self.kept)
+
+    def members_for(self, series_id):
+        """The members whose mean forecasts the series `series_id`."""
+        return self.series_kept.get(str(series_id), self.kept)
 
     def reason(self):
         if not self.candidate_scores:
@@ -359,45 +371,97 @@ class PanelChoice:
             text += f"; next: {ranked[1][0]} {ranked[1][1]:.4f}"
         return text
 
+    def series_reason(self):
+        """One line on the series that keep their own candidate."""
+        if not self.series_kept:
+            return (f"every series kept {self.name}: no other candidate had at most "
+                    f"{SERIES_SWITCH:g} of its relative error on a series' validation values")
+        counts = {}
+        for members in self.series_kept.values():
+            counts[candidate_name(members)] = counts.get(candidate_name(members), 0) + 1
+        listed = ", ".join(f"{name} {count}" for name, count in
+                           sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        return (f"{len(self.series_kept)} of {self.series} series keep their own candidate "
+                f"(relative error on the series' validation values at most {SERIES_SWITCH:g} "
+                f"of {self.name}'s): {listed}")
+
     def to_dict(self):
         return {"kept": list(self.kept), "name": self.name, "series": self.series,
                 "member_validation": self.member_scores,
-                "candidate_validation": self.candidate_scores, "why": self.reason()}
+                "candidate_validation": self.candidate_scores, "why": self.reason(),
+                "series_kept": {k: list(v) for k, v in self.series_kept.items()},
+                "series_why": self.series_reason()}
 
     @classmethod
     def from_dict(cls, values):
+        series_kept = values.get("series_kept", {})
+        if not isinstance(series_kept, dict):
+            raise ValueError("panel.json: choice.series_kept must map series ids to members")
         return cls(tuple(values["kept"]), dict(values["member_validation"]),
-                   dict(values["candidate_validation"]), int(values["series"]))
+                   dict(values["candidate_validation"]), int(values["series"]),
+                   {str(k): tuple(v) for k, v in series_kept.items()})
 
 
-def choose(forecasts, actuals, histories, season):
+def series_relative_errors(scores, reference):
+    """Per series, `(sMAPE / reference's + MASE / reference's) / 2` (the part of a figure that
+    is undefined or whose reference is 0 left out; NaN where no part is left)."""
+    parts = []
+    for key in ("smape", "mase"):
+        a, b = np.asarray(scores[key], "float64"), np.asarray(reference[key], "float64")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts.append(np.where(np.isfinite(a) & np.isfinite(b) & (b > 0), a / b, np.nan))
+    stacked = np.stack(parts)
+    counts = np.isfinite(stacked).sum(axis=0)
+    total = np.nansum(stacked, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, total / np.maximum(counts, 1), np.nan)
+
+
+def choose(forecasts, actuals, histories, season, ids=None):
     """Ranks the members by relative error on the validation origin and tries each alone and
     the mean of the best k (members of `ALONE_ONLY` only alone); returns a `PanelChoice`.
+    A series (of `ids`) keeps its own best candidate where that candidate's relative error on
+    it is at most `SERIES_SWITCH` of the set's choice's.
 
     Args:
         forecasts: `{member: [forecast per series]}`, the same series for every member.
         actuals, histories: each series' validation values and the history before them.
         season: the MASE scale's season.
+        ids: the series' ids (default: their positions).
     """
-    scores = {name: score_series(actuals, values, histories, season)
-              for name, values in forecasts.items()}
+    ids = [str(i) for i in (range(len(actuals)) if ids is None else ids)]
     reference = score_series(
         actuals, [forecast_metrics.seasonal_naive_forecast(h, a.size, season)
                   for h, a in zip(histories, actuals)], histories, season)
-    relative = {name: relative_error(s, reference) for name, s in scores.items()}
-    member_scores = {name: {"smape": _mean(s["smape"]), "mase": _mean(s["mase"]),
-                            "relative": relative[name]} for name, s in scores.items()}
+    scores = {(name,): score_series(actuals, values, histories, season)
+              for name, values in forecasts.items()}
+    relative = {name[0]: relative_error(s, reference) for name, s in scores.items()}
+    member_scores = {name[0]: {"smape": _mean(s["smape"]), "mase": _mean(s["mase"]),
+                               "relative": relative[name[0]]} for name, s in scores.items()}
     ranked = sorted(relative, key=lambda name: relative[name])
     candidates = {(name,): relative[name] for name in ranked}
     pooled = [name for name in ranked if name not in ALONE_ONLY]
     for k in range(2, len(pooled) + 1):
         kept = tuple(pooled[:k])
         mean = [np.mean([forecasts[n][i] for n in kept], axis=0) for i in range(len(actuals))]
-        candidates[kept] = relative_error(score_series(actuals, mean, histories, season),
-                                          reference)
+        scores[kept] = score_series(actuals, mean, histories, season)
+        candidates[kept] = relative_error(scores[kept], reference)
     best = min(candidates, key=lambda kept: (candidates[kept], len(kept)))
+    per_series = {kept: series_relative_errors(scores[kept], reference) for kept in candidates}
+    order = list(candidates)
+    table = np.stack([per_series[kept] for kept in order])
+    series_kept = {}
+    for column, series_id in enumerate(ids):
+        errors = table[:, column]
+        own = per_series[best][column]
+        if not np.isfinite(own) or own <= 0 or not np.isfinite(errors).any():
+            continue
+        row = int(np.nanargmin(errors))
+        if order[row] != best and errors[row] <= SERIES_SWITCH * own:
+            series_kept[series_id] = order[row]
     return PanelChoice(best, member_scores,
-                       {candidate_name(k): v for k, v in candidates.items()}, len(actuals))
+                       {candidate_name(k): v for k, v in candidates.items()}, len(actuals),
+                       series_kept)
 
 
 def fallback_members(choice, network):
@@ -414,13 +478,19 @@ def fallback_members(choice, network):
     return _members_of(min(classical, key=classical.get))
 
 
-def combined(choice, forecasts, network, usable):
-    """The kept candidate's forecast of every series: the mean of its members; a series the
-    network cannot forecast (`usable[i]` False) gets `fallback_members`."""
+def series_members(choice, network, ids, usable):
+    """The members whose mean forecasts each series: its own candidate or the set's, and
+    `fallback_members` where the network cannot forecast it (`usable[i]` False)."""
     fallback = fallback_members(choice, network)
-    count = len(next(iter(forecasts.values())))
-    return [np.mean([forecasts[n][i] for n in (choice.kept if usable[i] else fallback)],
-                    axis=0) for i in range(count)]
+    return [choice.members_for(series_id) if ok else fallback
+            for series_id, ok in zip(ids, usable)]
+
+
+def combined(choice, forecasts, network, usable, ids):
+    """The kept forecast of every series (of `ids`): the mean of `series_members`'."""
+    members = series_members(choice, network, ids, usable)
+    return [np.mean([forecasts[n][i] for n in kept], axis=0)
+            for i, kept in enumerate(members)]
 
 
 def _members_of(name):
@@ -626,20 +696,22 @@ class PanelPipeline(Pipeline):
         forecasts, actuals, histories = protocol.validation, protocol.actuals, protocol.histories
         members = {name: forecasts[name] for name in (model.kind, *methods, "seasonal_naive")}
         usable = [prepared.usable[i] for i in protocol.valid]
+        ids = [data.ids[i] for i in protocol.valid]
         if not all(usable):
             # The choice is made on the series every member forecasts.
             members = {name: [v for v, u in zip(values, usable) if u]
                        for name, values in members.items()}
             actuals = [a for a, u in zip(actuals, usable) if u]
             histories = [x for x, u in zip(histories, usable) if u]
+            ids = [x for x, u in zip(ids, usable) if u]
         if config.model == "auto" and actuals:
-            prepared.choice = choose(members, actuals, histories, season)
+            prepared.choice = choose(members, actuals, histories, season, ids)
         else:
             prepared.choice = PanelChoice((model.kind,), {}, {}, 0)
         # The holdout: every series from the end of its training part.
         prepared.holdout_forecasts = protocol.holdout
         prepared.model_forecast = combined(prepared.choice, prepared.holdout_forecasts,
-                                           model.kind, prepared.usable)
+                                           model.kind, prepared.usable, data.ids)
 
     def score(self, config, model, prepared):
         data = prepared.data
@@ -733,6 +805,7 @@ class PanelPipeline(Pipeline):
         ]
         if choice.candidate_scores:
             lines.append(f"  kept {choice.name}: {choice.reason()}")
+            lines.append(f"  per series: {choice.series_reason()}")
         n = metrics["network"]
         lines += [
             f"holdout {data.horizon}: {data.horizon_source}",
@@ -786,8 +859,8 @@ class PanelPipeline(Pipeline):
         forecasts, notes = protocol.holdout, protocol.notes
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [t.size >= config.lookback for t in data_read.train]
-        forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable),
-                     **forecasts}
+        forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable,
+                                       data_read.ids), **forecasts}
         _, table = holdout_figures(data_read, forecasts)
         figures = {"model": table["model"], "model_kind": choice.name,
                    "members": {k: v for k, v in table.items()
@@ -813,13 +886,12 @@ class PanelPipeline(Pipeline):
                                                             data_read.holdout)]
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [h.size >= config.lookback for h in histories]
-        # Only the classical members the kept forecast reads are fitted.
-        needed = set(choice.kept) | (set() if all(usable) else
-                                     set(fallback_members(choice, loaded.model.kind)))
+        # Only the classical members the kept forecasts read are fitted.
+        needed = set().union(*series_members(choice, loaded.model.kind, data_read.ids, usable))
         forecasts, _, notes = forecast_all(
             loaded.model, histories, data_read.horizon, data_read.season,
             [m for m in panel["classical"] if m in needed], what="from the end of every series")
-        kept = combined(choice, forecasts, loaded.model.kind, usable)
+        kept = combined(choice, forecasts, loaded.model.kind, usable, data_read.ids)
         frame = future_frame(data_read, kept)
         path = Path(output) if output else loaded.file("forecast.csv")
         write_text_atomic(path, frame.to_csv(index=False))

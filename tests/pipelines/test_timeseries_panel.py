@@ -17,12 +17,14 @@ from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.pipelines import timeseries_panel as panel_module
 from seqlab.pipelines.configs.timeseries import TimeseriesConfig
 from seqlab.pipelines.timeseries_panel import (
+    SERIES_SWITCH,
     PanelChoice,
     choose,
     combined,
     read_panel_data,
     relative_error,
     score_series,
+    series_members,
 )
 
 SEASON = 4
@@ -161,12 +163,68 @@ def test_a_series_the_network_cannot_forecast_gets_the_kept_members_without_it()
                  "theta": [np.full(2, 5.0), np.full(2, 5.0)],
                  "seasonal_naive": [np.full(2, 7.0), np.full(2, 7.0)]}
     mean = PanelChoice(("nbeats", "ets"), {}, {"nbeats": 1.0, "mean(nbeats+ets)": 0.5}, 2)
-    kept = combined(mean, forecasts, "nbeats", [True, False])
+    kept = combined(mean, forecasts, "nbeats", [True, False], ["a", "b"])
     np.testing.assert_array_equal(kept[0], [2.0, 2.0])
     np.testing.assert_array_equal(kept[1], [3.0, 3.0])
     alone = PanelChoice(("nbeats",), {}, {"nbeats": 0.5, "theta": 0.7, "ets": 0.9}, 2)
-    np.testing.assert_array_equal(combined(alone, forecasts, "nbeats", [False, True])[0],
-                                  [5.0, 5.0])
+    np.testing.assert_array_equal(
+        combined(alone, forecasts, "nbeats", [False, True], ["a", "b"])[0], [5.0, 5.0])
+    # A series' own candidate with the network falls back the same way when it is too short.
+    own = PanelChoice(("ets",), {}, {"ets": 0.5, "theta": 0.7}, 2,
+                      {"a": ("nbeats", "theta"), "b": ("theta",)})
+    assert series_members(own, "nbeats", ["a", "b", "c"], [False, True, True]) == [
+        ("ets",), ("theta",), ("ets",)]
+    kept = combined(own, {**forecasts, "nbeats": [np.full(2, 9.0)] * 2}, "nbeats",
+                    [True, True], ["a", "b"])
+    np.testing.assert_array_equal(kept[0], [7.0, 7.0])  # mean of nbeats 9 and theta 5
+    np.testing.assert_array_equal(kept[1], [5.0, 5.0])
+
+
+def _switch_panel():
+    """Six series; "steady" is good on all of them, "spiky" ruins three and is near perfect
+    on the others."""
+    rng = np.random.default_rng(1)
+    histories = [rng.uniform(50, 150, 24) for _ in range(6)]
+    actuals = [rng.uniform(50, 150, 4) for _ in range(6)]
+    steady = [_noisy(a, 4.0, i) for i, a in enumerate(actuals)]
+    spiky = [_noisy(a, 0.05, 30 + i) if i < 3 else a + 300.0 for i, a in enumerate(actuals)]
+    return {"steady": steady, "spiky": spiky}, actuals, histories
+
+
+def test_a_series_keeps_its_own_candidate_only_where_it_halves_the_sets_error():
+    forecasts, actuals, histories = _switch_panel()
+    ids = [f"s{i}" for i in range(6)]
+    choice = choose(forecasts, actuals, histories, season=1, ids=ids)
+    assert choice.kept == ("steady",)
+    # Brute force: each series' relative error of every candidate, from its own forecasts.
+    reference = score_series(actuals, [forecast_metrics.seasonal_naive_forecast(h, 4, 1)
+                                       for h in histories], histories, 1)
+    candidates = [("steady",), ("spiky",), ("steady", "spiky")]
+    expected = {}
+    for i, series_id in enumerate(ids):
+        def error(members):
+            mean = np.mean([forecasts[m][i] for m in members], axis=0)
+            one = score_series([actuals[i]], [mean], [histories[i]], 1)
+            return 0.5 * (one["smape"][0] / reference["smape"][i]
+                          + one["mase"][0] / reference["mase"][i])
+        best = min(candidates, key=error)
+        if best != ("steady",) and error(best) <= SERIES_SWITCH * error(("steady",)):
+            expected[series_id] = best
+    assert expected and choice.series_kept == expected
+    assert set(expected) <= {"s0", "s1", "s2"}  # never where spiky ruins the series
+    assert PanelChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
+    assert f"{len(expected)} of 6 series keep their own candidate" in choice.series_reason()
+
+
+def test_no_series_leaves_the_sets_choice_on_a_small_gain():
+    forecasts, actuals, histories = _switch_panel()
+    # "spiky" now only a little better than "steady" where it was near perfect.
+    forecasts["spiky"] = [a + 0.9 * (s - a) if i < 3 else f
+                          for i, (a, s, f) in enumerate(zip(actuals, forecasts["steady"],
+                                                            forecasts["spiky"]))]
+    choice = choose(forecasts, actuals, histories, season=1)
+    assert choice.kept == ("steady",) and choice.series_kept == {}
+    assert "every series kept steady" in choice.series_reason()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,6 +280,16 @@ def test_metrics_json_averages_the_per_series_figures_of_the_csv(panel_run):
     assert figures["horizon"] == HOLDOUT and figures["season"] == SEASON
     assert any("tiny" in note for note in figures["notes"])
     assert (out / "plots" / "series.png").is_file()
+
+
+def test_each_series_holdout_forecast_is_the_mean_of_its_chosen_members(panel_run):
+    _, _, out = panel_run
+    choice = json.loads((out / "metrics.json").read_text())["choice"]
+    assert json.loads((out / "panel.json").read_text())["choice"] == choice
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    for series_id, rows in table.groupby("item"):
+        members = choice["series_kept"].get(series_id, choice["kept"])
+        np.testing.assert_allclose(rows["model"], rows[members].mean(axis=1), rtol=1e-12)
 
 
 def test_predict_writes_every_series_forecast_after_its_last_time(panel_run, capsys):
