@@ -2,8 +2,11 @@
 M4 benchmarks (naive, seasonal naive, Naive2), each forecast `horizon` steps from the end of
 every history. NumPy, pandas and statsforecast; no TensorFlow.
 
-One process (TensorFlow's threads and forked workers do not mix), one series at a time, with a
-progress line and an ETA. Each model is fitted once per series: at the validation origin, then
+The series are fitted in worker processes (one per core the process may use, started with
+`spawn`: a forked copy of a process that runs TensorFlow's threads is not safe) in chunks, with
+a progress line and an ETA; below `PARALLEL_MIN_FITS` fits, or with one core, in this process.
+The forecasts do not depend on how the series are split (each fit is the library's on that
+series alone). Each model is fitted once per series: at the validation origin, then
 rolled forward (parameters kept, state updated) to the end of the training part, which halves
 the fitting of the many-series command. A series on which a
 model fails (statsforecast raises, or returns non-finite values) gets the seasonal naive
@@ -21,6 +24,9 @@ seasonality test finds a season) and re-seasonalised: the M4 benchmarks' way of 
 exponential smoothing a season.
 """
 
+import concurrent.futures
+import multiprocessing
+import os
 import sys
 import time
 import warnings
@@ -35,6 +41,20 @@ PANEL_CLASSICAL = ("ets", "theta", "arima")
 PANEL_BASELINES = ("naive", "seasonal_naive", "naive2")
 # ETS fits a seasonal model up to this season; above it, the seasonally adjusted series.
 ETS_MAX_SEASON = 12
+# Fewer fits than this (series times methods) run in this process: starting a worker (a fresh
+# interpreter importing NumPy, statsforecast and seqlab) takes seconds, about 20 fits' worth.
+PARALLEL_MIN_FITS = 200
+# Chunks per worker: small enough to balance series of different lengths, large enough that
+# sending them costs nothing next to the fits.
+CHUNKS_PER_WORKER = 8
+
+
+def available_workers():
+    """The cores this process may run on (its affinity where the system reports one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def baseline_forecasts(histories, horizon, season):
@@ -82,7 +102,7 @@ class _Adjustment:
 
 
 def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, what="",
-                        stream=None, later=None):
+                        stream=None, later=None, workers=None):
     """Fits each method of `methods` on every history and forecasts `horizon` steps; with
     `later`, also from the end of a longer history of each series with the same fit.
 
@@ -98,38 +118,106 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
             (statsforecast's `forward`), as the one-series command rolls its classical
             members over the test split. A series whose `later` is None is fitted on it
             afresh (its history was too short to fit).
+        workers: processes to fit in (default `available_workers()`; fewer than
+            `PARALLEL_MIN_FITS` fits always run in this process).
 
     Returns:
         `({method: [forecast per series]}, {method: [later forecast per series]} or None,
-        {method: seconds}, notes)`.
+        {method: seconds of fitting, summed over the workers}, notes)`.
     """
     stream = sys.stderr if stream is None else stream
     count = len(histories)
+    histories = [np.asarray(h, dtype="float64") for h in histories]
+    later = None if later is None else [None if x is None else np.asarray(x, dtype="float64")
+                                        for x in later]
+    workers = available_workers() if workers is None else max(1, int(workers))
+    if count * len(methods) < PARALLEL_MIN_FITS:
+        workers = 1
+    progress = _Progress(stream, what, methods, count * len(methods))
+    chunks = _chunks(count, workers)
+    results, notes = None, []
+    if workers > 1 and len(chunks) > 1:
+        try:
+            results = _fit_in_workers(histories, horizon, season, methods, later, chunks,
+                                      workers, progress)
+            notes.append(f"classical fits {what}: {workers} worker processes")
+        except (OSError, concurrent.futures.process.BrokenProcessPool) as error:
+            notes.append(f"classical fits {what}: worker processes failed ({error}); "
+                         "fitted in this process instead")
+            progress = _Progress(stream, what, methods, count * len(methods))
+    if results is None:
+        results = [_fit_chunk(histories, horizon, season, methods, later, range(count),
+                              progress.step)]
     forecasts = {method: [None] * count for method in methods}
     rolled = None if later is None else {method: [None] * count for method in methods}
     seconds = {method: 0.0 for method in methods}
     failed = {method: 0 for method in methods}
-    progress = _Progress(stream, what, methods, count * len(methods))
+    for chunk in results:
+        for method in methods:
+            seconds[method] += chunk["seconds"][method]
+            failed[method] += chunk["failed"][method]
+            for i, first, second in chunk["forecasts"][method]:
+                forecasts[method][i] = first
+                if rolled is not None:
+                    rolled[method][i] = second
+    notes += [f"{method}: statsforecast failed on {failures} of {count} series {what}; they "
+              "got the seasonal naive forecast" for method, failures in failed.items()
+              if failures]
+    return forecasts, rolled, seconds, notes
+
+
+def _chunks(count, workers):
+    """Ranges of series positions: `CHUNKS_PER_WORKER` per worker (one range in-process)."""
+    if workers <= 1:
+        return [range(count)]
+    size = max(1, -(-count // (workers * CHUNKS_PER_WORKER)))
+    return [range(start, min(count, start + size)) for start in range(0, count, size)]
+
+
+def _fit_in_workers(histories, horizon, season, methods, later, chunks, workers, progress):
+    """`_fit_chunk`'s results of every chunk, fitted in `workers` spawned processes."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pending = {
+            pool.submit(_fit_chunk, [histories[i] for i in chunk], horizon, season, methods,
+                        None if later is None else [later[i] for i in chunk],
+                        range(len(chunk))): chunk
+            for chunk in chunks}
+        results = []
+        for done in concurrent.futures.as_completed(pending):
+            chunk, result = pending[done], done.result()
+            # Positions within the chunk back to positions in the panel.
+            result["forecasts"] = {
+                method: [(chunk[j], first, second) for j, first, second in rows]
+                for method, rows in result["forecasts"].items()}
+            results.append(result)
+            progress.step(None, len(chunk) * len(methods))
+        return results
+
+
+def _fit_chunk(histories, horizon, season, methods, later, positions, step=None):
+    """Every method on the series at `positions`: `{"forecasts": {method: [(position, forecast,
+    later forecast or None)]}, "seconds": {method: s}, "failed": {method: count}}`. A series
+    statsforecast cannot fit gets the seasonal naive forecast (counted in `failed`)."""
+    result = {"forecasts": {}, "seconds": {}, "failed": {}}
     for method in methods:
-        tick = time.perf_counter()
-        for i, history in enumerate(histories):
-            history = np.asarray(history, dtype="float64")
+        tick, rows, failures = time.perf_counter(), [], 0
+        for i in positions:
+            history = histories[i]
             longer = None if later is None else later[i]
-            result = _fit_and_forecast(method, history, horizon, season, longer)
-            if result is None:
-                failed[method] += 1
-                result = (metrics.seasonal_naive_forecast(history, horizon, season),
+            fitted = _fit_and_forecast(method, history, horizon, season, longer)
+            if fitted is None:
+                failures += 1
+                fitted = (metrics.seasonal_naive_forecast(history, horizon, season),
                           None if longer is None
                           else metrics.seasonal_naive_forecast(longer, horizon, season))
-            forecasts[method][i] = result[0]
-            if rolled is not None:
-                rolled[method][i] = result[1]
-            progress.step(method)
-        seconds[method] = time.perf_counter() - tick
-    notes = [f"{method}: statsforecast failed on {failures} of {count} series {what}; they "
-             "got the seasonal naive forecast" for method, failures in failed.items()
-             if failures]
-    return forecasts, rolled, seconds, notes
+            rows.append((i, *fitted))
+            if step is not None:
+                step(method)
+        result["forecasts"][method] = rows
+        result["seconds"][method] = time.perf_counter() - tick
+        result["failed"][method] = failures
+    return result
 
 
 def _fit_and_forecast(method, history, horizon, season, longer=None):
@@ -165,8 +253,9 @@ class _Progress:
         self.done, self.started = 0, time.perf_counter()
         self.last = self.started
 
-    def step(self, method):
-        self.done += 1
+    def step(self, method, fits=1):
+        """`fits` more done (of `method`, or None for a chunk of every method)."""
+        self.done += fits
         if not self.stream:
             return
         now = time.perf_counter()
@@ -178,7 +267,9 @@ class _Progress:
 
         elapsed = now - self.started
         left = elapsed / self.done * (self.total - self.done)
-        line = (f"classical members {self.what}: {method} ({', '.join(self.methods)}), "
+        doing = "" if method is None else f"{method} "
+        where = f" {self.what}" if self.what else ""
+        line = (f"classical members{where}: {doing}({', '.join(self.methods)}), "
                 f"{self.done}/{self.total} series fits, {format_duration(elapsed)} so far, "
                 f"about {format_duration(left)} left")
         if self.stream.isatty():

@@ -8,6 +8,7 @@ import pytest
 from statsforecast.models import AutoETS, DynamicOptimizedTheta
 
 from seqlab.models.forecasting import metrics
+from seqlab.pipelines import timeseries_classical_panel as classical_panel
 from seqlab.pipelines.timeseries_classical_panel import (
     ETS_MAX_SEASON,
     baseline_forecasts,
@@ -63,6 +64,28 @@ def test_a_series_statsforecast_cannot_fit_gets_the_seasonal_naive_and_a_note():
     np.testing.assert_array_equal(forecasts["ets"][0],
                                   metrics.seasonal_naive_forecast(history, 2, 1))
     assert notes and "failed on 1 of 1 series" in notes[0]
+
+
+def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch):
+    # Series of different lengths, one that statsforecast cannot fit (too short for ETS).
+    histories = [_seasonal(20 + 7 * k, 4, seed=k) for k in range(9)] + [np.arange(1.0, 5.0)]
+    longer = [np.concatenate([h, _seasonal(h.size + 3, 4, seed=50)[h.size:]])
+              for h in histories]
+    here = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=False, later=longer,
+                               workers=1)
+    monkeypatch.setattr(classical_panel, "PARALLEL_MIN_FITS", 1)
+    stream = io.StringIO()
+    there = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=stream,
+                                later=longer, workers=2)
+    assert any("2 worker processes" in note for note in there[3])
+    # The same library calls on the same values in another process: the same float64 values.
+    for method in ("ets", "theta"):
+        for a, b in zip(here[0][method] + here[1][method], there[0][method] + there[1][method]):
+            np.testing.assert_array_equal(a, b)
+    failed = [note for note in there[3] if "failed" in note]
+    assert failed == [note for note in here[3] if "failed" in note] and len(failed) == 1
+    assert stream.getvalue().splitlines()[-1].startswith(
+        "classical members: (ets, theta), 20/20 series fits")
 
 
 def test_progress_without_a_terminal_ends_with_a_line_of_every_fit():
