@@ -122,6 +122,20 @@ def quiet_on_import():
     return True
 
 
+def is_quiet():
+    """Whether TensorFlow's log is kept quiet in this process (the level is seqlab's)."""
+    return os.environ.get(TF_LOG_LEVEL_VARIABLE) == QUIET_TF_LOG_LEVEL
+
+
+def quiet_worker(quiet):
+    """The start of a worker process that may import TensorFlow (the classical fits' spawned
+    workers): hooks TensorFlow's first import there when the parent is `quiet`. The worker
+    inherits the parent's level, which `quiet_on_import` would take for the user's and leave
+    TensorFlow's load notices on the shared terminal."""
+    if quiet and "tensorflow" not in sys.modules and _HOOK not in sys.meta_path:
+        sys.meta_path.insert(0, _HOOK)
+
+
 def leave_loud():
     """Undoes `quiet_on_import` (the command line's `--debug`): the level seqlab set is
     removed, the user's own is kept, and TensorFlow's import is not hooked."""

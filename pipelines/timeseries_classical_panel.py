@@ -25,14 +25,17 @@ exponential smoothing a season.
 """
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
 import sys
 import time
+import types
 import warnings
 
 import numpy as np
 
+from seqlab import _tf_log
 from seqlab.models.forecasting import metrics
 
 # The classical members of many series, in the order they are fitted and reported.
@@ -136,13 +139,14 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
     progress = _Progress(stream, what, methods, count * len(methods))
     chunks = _chunks(count, workers)
     results, notes = None, []
+    where = f" {what}" if what else ""
     if workers > 1 and len(chunks) > 1:
         try:
             results = _fit_in_workers(histories, horizon, season, methods, later, chunks,
                                       workers, progress)
-            notes.append(f"classical fits {what}: {workers} worker processes")
+            notes.append(f"classical fits{where}: {workers} worker processes")
         except (OSError, concurrent.futures.process.BrokenProcessPool) as error:
-            notes.append(f"classical fits {what}: worker processes failed ({error}); "
+            notes.append(f"classical fits{where}: worker processes failed ({error}); "
                          "fitted in this process instead")
             progress = _Progress(stream, what, methods, count * len(methods))
     if results is None:
@@ -174,15 +178,31 @@ def _chunks(count, workers):
     return [range(start, min(count, start + size)) for start in range(0, count, size)]
 
 
+@contextlib.contextmanager
+def _bare_main():
+    """`spawn` starts a worker by running the parent's main script again (as `__mp_main__`): a
+    user's script without an `if __name__ == "__main__":` guard would run again in every
+    worker. The workers need nothing from it; while they start, the main module is a bare one."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def _fit_in_workers(histories, horizon, season, methods, later, chunks, workers, progress):
     """`_fit_chunk`'s results of every chunk, fitted in `workers` spawned processes."""
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        pending = {
-            pool.submit(_fit_chunk, [histories[i] for i in chunk], horizon, season, methods,
-                        None if later is None else [later[i] for i in chunk],
-                        range(len(chunk))): chunk
-            for chunk in chunks}
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_tf_log.quiet_worker,
+            initargs=(_tf_log.is_quiet(),)) as pool:
+        with _bare_main():  # the workers start at the first submissions
+            pending = {
+                pool.submit(_fit_chunk, [histories[i] for i in chunk], horizon, season,
+                            methods, None if later is None else [later[i] for i in chunk],
+                            range(len(chunk))): chunk
+                for chunk in chunks}
         results = []
         for done in concurrent.futures.as_completed(pending):
             chunk, result = pending[done], done.result()

@@ -395,8 +395,11 @@ class PanelChoice:
     @classmethod
     def from_dict(cls, values):
         series_kept = values.get("series_kept", {})
-        if not isinstance(series_kept, dict):
-            raise ValueError("panel.json: choice.series_kept must map series ids to members")
+        if not isinstance(series_kept, dict) or not all(
+                isinstance(v, list) and v and all(isinstance(m, str) for m in v)
+                for v in series_kept.values()):
+            raise ValueError("panel.json: choice.series_kept must map series ids to lists of "
+                             "member names")
         return cls(tuple(values["kept"]), dict(values["member_validation"]),
                    dict(values["candidate_validation"]), int(values["series"]),
                    {str(k): tuple(v) for k, v in series_kept.items()})
@@ -773,6 +776,14 @@ class PanelPipeline(Pipeline):
         panel = read_json(path / "panel.json")
         if not isinstance(panel, dict) or panel.get("format") != PANEL_FORMAT:
             raise ValueError(f"panel.json: expected an object with format {PANEL_FORMAT}")
+        # Refused here, as the rest of a run's files, not when a forecast reads a member.
+        choice = PanelChoice.from_dict(panel["choice"])
+        known = {panel["network"]["kind"], *panel["classical"], *ALONE_ONLY}
+        unknown = sorted({m for members in (choice.kept, *choice.series_kept.values())
+                          for m in members} - known)
+        if unknown:
+            raise ValueError(f"panel.json: the choice names {', '.join(unknown)}, not members "
+                             f"of this run ({', '.join(sorted(known))})")
         return {"panel": panel}
 
     def model_for_run(self, config, artifacts):

@@ -66,7 +66,7 @@ def test_a_series_statsforecast_cannot_fit_gets_the_seasonal_naive_and_a_note():
     assert notes and "failed on 1 of 1 series" in notes[0]
 
 
-def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch):
+def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, capfd):
     # Series of different lengths, one that statsforecast cannot fit (too short for ETS).
     histories = [_seasonal(20 + 7 * k, 4, seed=k) for k in range(9)] + [np.arange(1.0, 5.0)]
     longer = [np.concatenate([h, _seasonal(h.size + 3, 4, seed=50)[h.size:]])
@@ -74,10 +74,16 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch):
     here = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=False, later=longer,
                                workers=1)
     monkeypatch.setattr(classical_panel, "PARALLEL_MIN_FITS", 1)
+    # The command line's quiet level (the suite's own is 2): the workers inherit it.
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
     stream = io.StringIO()
     there = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=stream,
                                 later=longer, workers=2)
     assert any("2 worker processes" in note for note in there[3])
+    # The workers import TensorFlow (seqlab's modules do): its load notices, which ignore the
+    # level, stay off the terminal they share with the command.
+    printed = capfd.readouterr().err
+    assert not any(notice in printed for notice in ("oneDNN", "cuda", "absl", "I0000"))
     # The same library calls on the same values in another process: the same float64 values.
     for method in ("ets", "theta"):
         for a, b in zip(here[0][method] + here[1][method], there[0][method] + there[1][method]):
@@ -86,6 +92,27 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch):
     assert failed == [note for note in here[3] if "failed" in note] and len(failed) == 1
     assert stream.getvalue().splitlines()[-1].startswith(
         "classical members: (ets, theta), 20/20 series fits")
+
+
+def test_a_users_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from seqlab.pipelines import timeseries_classical_panel as panel\n"
+        "print('top level ran', flush=True)\n"
+        "panel.PARALLEL_MIN_FITS = 1\n"
+        "histories = [np.sin(np.arange(40.0) + k) + 5.0 for k in range(6)]\n"
+        "_, _, _, notes = panel.classical_forecasts(histories, 3, 1, ('theta',),\n"
+        "                                           stream=False, workers=2)\n"
+        "print(notes, flush=True)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("top level ran") == 1
+    assert "2 worker processes" in done.stdout and "failed" not in done.stdout
 
 
 def test_progress_without_a_terminal_ends_with_a_line_of_every_fit():

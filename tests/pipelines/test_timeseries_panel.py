@@ -317,6 +317,23 @@ def test_evaluate_rescoring_the_holdout_gives_the_runs_figures(panel_run, capsys
         figures["baselines"]["naive2"]["smape"], rel=1e-12)
 
 
+def test_a_panel_json_with_a_malformed_series_choice_is_refused_in_one_line(panel_run, tmp_path,
+                                                                          capsys):
+    import shutil
+
+    _, _, out = panel_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    panel = json.loads((copy / "panel.json").read_text())
+    for kept, expected in (("ets", "series_kept"), (["prophet"], "prophet")):
+        panel["choice"]["series_kept"] = {"s0": kept}  # not a list of this run's members
+        (copy / "panel.json").write_text(json.dumps(panel))
+        capsys.readouterr()
+        assert main(["timeseries", "predict", "--run", str(copy)]) != 0
+        error = capsys.readouterr().err.strip()
+        assert "panel.json" in error and expected in error and "Traceback" not in error
+
+
 def test_the_export_serves_the_networks_forecast_of_a_window(panel_run, capsys):
     folder, _, out = panel_run
     assert main(["timeseries", "export", "--run", str(out), "--out",
