@@ -4,7 +4,10 @@ every history. NumPy, pandas and statsforecast; no TensorFlow.
 
 The series are fitted in worker processes (one per core the process may use, started with
 `spawn`: a forked copy of a process that runs TensorFlow's threads is not safe) in chunks, with
-a progress line and an ETA; below `PARALLEL_MIN_FITS` fits, or with one core, in this process.
+a progress line and an ETA. The first `PROBE_SERIES` series are fitted in this process and
+timed: where the rest would take less than `PARALLEL_MIN_SECONDS` here (short series, fast
+models), or with one core, they are fitted here too, as starting the workers would cost more
+than it saves.
 The forecasts do not depend on how the series are split (each fit is the library's on that
 series alone). Each model is fitted once per series: at the validation origin, then
 rolled forward (parameters kept, state updated) to the end of the training part, which halves
@@ -44,9 +47,12 @@ PANEL_CLASSICAL = ("ets", "theta", "arima")
 PANEL_BASELINES = ("naive", "seasonal_naive", "naive2")
 # ETS fits a seasonal model up to this season; above it, the seasonally adjusted series.
 ETS_MAX_SEASON = 12
-# Fewer fits than this (series times methods) run in this process: starting a worker (a fresh
-# interpreter importing NumPy, statsforecast and seqlab) takes seconds, about 20 fits' worth.
-PARALLEL_MIN_FITS = 200
+# The series fitted (and timed) in this process before the rest is sent to workers or not.
+PROBE_SERIES = 8
+# The rest goes to workers only where it would take at least this long (seconds) in this
+# process: a worker's start (a fresh interpreter importing NumPy, statsforecast, seqlab and
+# with it TensorFlow, and compiling statsforecast's functions) takes about 5 to 9 s here.
+PARALLEL_MIN_SECONDS = 30.0
 # Chunks per worker: small enough to balance series of different lengths, large enough that
 # sending them costs nothing next to the fits.
 CHUNKS_PER_WORKER = 8
@@ -121,8 +127,8 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
             (statsforecast's `forward`), as the one-series command rolls its classical
             members over the test split. A series whose `later` is None is fitted on it
             afresh (its history was too short to fit).
-        workers: processes to fit in (default `available_workers()`; fewer than
-            `PARALLEL_MIN_FITS` fits always run in this process).
+        workers: processes to fit in (default `available_workers()`; see
+            `PARALLEL_MIN_SECONDS`).
 
     Returns:
         `({method: [forecast per series]}, {method: [later forecast per series]} or None,
@@ -134,24 +140,25 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
     later = None if later is None else [None if x is None else np.asarray(x, dtype="float64")
                                         for x in later]
     workers = available_workers() if workers is None else max(1, int(workers))
-    if count * len(methods) < PARALLEL_MIN_FITS:
-        workers = 1
     progress = _Progress(stream, what, methods, count * len(methods))
-    chunks = _chunks(count, workers)
-    results, notes = None, []
-    where = f" {what}" if what else ""
-    if workers > 1 and len(chunks) > 1:
+    probe = range(min(count, PROBE_SERIES))
+    results = [_fit_chunk(histories, horizon, season, methods, later, probe, progress.step)]
+    rest = range(len(probe), count)
+    per_series = sum(results[0]["seconds"].values()) / max(1, len(probe))
+    notes, where = [], (f" {what}" if what else "")
+    if workers > 1 and len(rest) > 1 and per_series * len(rest) >= PARALLEL_MIN_SECONDS:
         try:
-            results = _fit_in_workers(histories, horizon, season, methods, later, chunks,
-                                      workers, progress)
+            results += _fit_in_workers(histories, horizon, season, methods, later,
+                                       _chunks(rest, workers), workers, progress)
+            rest = range(0)
             notes.append(f"classical fits{where}: {workers} worker processes")
         except (OSError, concurrent.futures.process.BrokenProcessPool) as error:
             notes.append(f"classical fits{where}: worker processes failed ({error}); "
                          "fitted in this process instead")
-            progress = _Progress(stream, what, methods, count * len(methods))
-    if results is None:
-        results = [_fit_chunk(histories, horizon, season, methods, later, range(count),
-                              progress.step)]
+            progress.done = len(probe) * len(methods)
+    if rest:
+        results.append(_fit_chunk(histories, horizon, season, methods, later, rest,
+                                  progress.step))
     forecasts = {method: [None] * count for method in methods}
     rolled = None if later is None else {method: [None] * count for method in methods}
     seconds = {method: 0.0 for method in methods}
@@ -170,12 +177,10 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
     return forecasts, rolled, seconds, notes
 
 
-def _chunks(count, workers):
-    """Ranges of series positions: `CHUNKS_PER_WORKER` per worker (one range in-process)."""
-    if workers <= 1:
-        return [range(count)]
-    size = max(1, -(-count // (workers * CHUNKS_PER_WORKER)))
-    return [range(start, min(count, start + size)) for start in range(0, count, size)]
+def _chunks(positions, workers):
+    """`positions` split into `CHUNKS_PER_WORKER` ranges per worker."""
+    size = max(1, -(-len(positions) // (workers * CHUNKS_PER_WORKER)))
+    return [positions[start:start + size] for start in range(0, len(positions), size)]
 
 
 @contextlib.contextmanager

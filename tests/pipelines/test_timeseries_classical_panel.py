@@ -73,7 +73,9 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, ca
               for h in histories]
     here = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=False, later=longer,
                                workers=1)
-    monkeypatch.setattr(classical_panel, "PARALLEL_MIN_FITS", 1)
+    # Workers however quick the fits: two series timed here, the rest sent to the workers.
+    monkeypatch.setattr(classical_panel, "PARALLEL_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(classical_panel, "PROBE_SERIES", 2)
     # The command line's quiet level (the suite's own is 2): the workers inherit it.
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
     stream = io.StringIO()
@@ -94,6 +96,13 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, ca
         "classical members: (ets, theta), 20/20 series fits")
 
 
+def test_fits_that_take_little_time_stay_in_this_process():
+    # Ten short series of theta: far below PARALLEL_MIN_SECONDS, so no worker is started.
+    histories = [_seasonal(30, 4, seed=k) for k in range(10)]
+    _, _, _, notes = classical_forecasts(histories, 2, 4, ("theta",), stream=False, workers=2)
+    assert not any("worker" in note for note in notes)
+
+
 def test_a_users_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
     import subprocess
     import sys
@@ -103,7 +112,7 @@ def test_a_users_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp
         "import numpy as np\n"
         "from seqlab.pipelines import timeseries_classical_panel as panel\n"
         "print('top level ran', flush=True)\n"
-        "panel.PARALLEL_MIN_FITS = 1\n"
+        "panel.PARALLEL_MIN_SECONDS, panel.PROBE_SERIES = 0.0, 2\n"
         "histories = [np.sin(np.arange(40.0) + k) + 5.0 for k in range(6)]\n"
         "_, _, _, notes = panel.classical_forecasts(histories, 3, 1, ('theta',),\n"
         "                                           stream=False, workers=2)\n"
