@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from seqlab import _tf_log
+from seqlab import _tf_log, _worker
 from seqlab.models.forecasting import metrics
 
 # The classical members of many series, in the order they are fitted and reported.
@@ -200,8 +200,8 @@ def _fit_in_workers(histories, horizon, season, methods, later, chunks, workers,
     """`_fit_chunk`'s results of every chunk, fitted in `workers` spawned processes."""
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_tf_log.quiet_worker,
-            initargs=(_tf_log.is_quiet(),)) as pool:
+            workers, mp_context=context, initializer=_worker.start,
+            initargs=(_tf_log.is_quiet(), os.getpid())) as pool:
         with _bare_main():  # the workers start at the first submissions
             pending = {
                 pool.submit(_fit_chunk, [histories[i] for i in chunk], horizon, season,

@@ -1,7 +1,9 @@
 """The classical members of many series against statsforecast itself, on tiny series."""
 
 import io
+import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,6 +124,60 @@ def test_a_users_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("top level ran") == 1
     assert "2 worker processes" in done.stdout and "failed" not in done.stdout
+
+
+def _children(pid):
+    """Process ids whose parent is `pid` and that are still running (not zombies), from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
+def test_the_workers_end_when_the_command_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from seqlab.pipelines import timeseries_classical_panel as panel\n"
+        "panel.PARALLEL_MIN_SECONDS, panel.PROBE_SERIES = 0.0, 2\n"
+        "rng = np.random.default_rng(0)\n"
+        "histories = [np.cumsum(rng.normal(size=300)) + 100 for _ in range(400)]\n"
+        "panel.classical_forecasts(histories, 6, 4, ('arima',), stream=False, workers=2)\n")
+    command = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        workers = []
+        while len(workers) < 2 and time.monotonic() < deadline and command.poll() is None:
+            time.sleep(0.5)
+            workers = [pid for pid in _children(command.pid)
+                       if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(workers) == 2, "the workers did not start"
+    finally:
+        command.send_signal(signal.SIGKILL)  # no clean-up runs in the command
+        command.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.5)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_progress_without_a_terminal_ends_with_a_line_of_every_fit():

@@ -1,0 +1,35 @@
+"""The start of a worker process that seqlab spawns (the many-series command's classical fits).
+
+A worker is a fresh interpreter started with `spawn`. It inherits the parent's
+`TF_CPP_MIN_LOG_LEVEL`, which `seqlab._tf_log.quiet_on_import` would take for the user's, and it
+does not end with its parent: a killed command would leave its workers running, each holding
+its own TensorFlow. `start` keeps TensorFlow's load notices off the terminal as the parent does
+and ends the worker when its parent is gone.
+
+Imports nothing heavy: it runs before the worker imports the function it is given (and, with
+it, TensorFlow).
+"""
+
+import os
+import threading
+import time
+
+from seqlab import _tf_log
+
+# How often (seconds) a worker checks that its parent is still there.
+PARENT_CHECK_EVERY = 1.0
+
+
+def start(quiet, parent):
+    """The `initializer` of a worker pool: `quiet` is `_tf_log.is_quiet()` in the parent,
+    `parent` the parent's process id."""
+    _tf_log.quiet_worker(quiet)
+    threading.Thread(target=_end_with, args=(parent,), name="seqlab-parent-watch",
+                     daemon=True).start()
+
+
+def _end_with(parent):
+    while True:
+        if os.getppid() != parent:  # re-parented: the parent has died
+            os._exit(1)
+        time.sleep(PARENT_CHECK_EVERY)
