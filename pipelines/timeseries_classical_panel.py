@@ -1,19 +1,22 @@
 """The classical members of many series: statsforecast's models fitted on every series, and the
 M4 benchmarks (naive, seasonal naive, Naive2), each forecast `horizon` steps from the end of
-every history. NumPy, pandas and statsforecast; no TensorFlow.
+every history. NumPy and statsforecast; no TensorFlow of its own (importing seqlab's metrics
+imports `seqlab.models`, and with it TensorFlow).
 
 The series are fitted in worker processes (one per core the process may use, started with
 `spawn`: a forked copy of a process that runs TensorFlow's threads is not safe) in chunks, with
 a progress line and an ETA. The first `PROBE_SERIES` series are fitted in this process and
 timed: where the rest would take less than `PARALLEL_MIN_SECONDS` here (short series, fast
 models), or with one core, they are fitted here too, as starting the workers would cost more
-than it saves.
-The forecasts do not depend on how the series are split (each fit is the library's on that
-series alone). Each model is fitted once per series: at the validation origin, then
-rolled forward (parameters kept, state updated) to the end of the training part, which halves
-the fitting of the many-series command. A series on which a
-model fails (statsforecast raises, or returns non-finite values) gets the seasonal naive
-forecast for that model, counted in the returned notes.
+than it saves. The forecasts do not depend on how the series are split (each fit is the
+library's on that series alone). A worker starts quiet and ends with its parent
+(`seqlab._worker`).
+
+Each model is fitted once per series: at the validation origin, then rolled forward
+(parameters kept, state updated) to the end of the training part, which halves the fitting of
+the many-series command. A series on which a model fails (statsforecast raises, or returns
+non-finite values) gets the seasonal naive forecast for that model, counted in the returned
+notes.
 
 Theta is the dynamic optimised Theta model (DOTM, Fiorucci et al. 2016), one of the four
 variants statsforecast's AutoTheta chooses among: AutoTheta fits all four, about 3 to 4 times
