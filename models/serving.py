@@ -13,3 +13,28 @@ def dynamic_shape(tensor):
     """
     unshaped = tf.raw_ops.PlaceholderWithDefault(input=tensor, shape=tf.TensorShape(None))
     return tf.shape(unshaped)
+
+
+def checked_input(tensor, name, expected, rank, dimensions):
+    """`tensor` behind the checks a serving signature runs on its input, inside the graph: its
+    rank, then each of `dimensions`, then finite values only. Each failure is an
+    `InvalidArgumentError` whose message names the input and what was expected.
+
+    Args:
+        tensor: the signature's input.
+        name: its name in the messages ("window", "history").
+        expected: its expected form in the messages, e.g. "float32[batch, 24, 3]".
+        rank: its rank.
+        dimensions: `(axis, assertion, value, what)` each: `assertion(size of axis, value)`
+            (`tf.debugging.assert_equal`, `assert_greater_equal`, ...), its message ending in
+            `what`.
+    """
+    shape = dynamic_shape(tensor)
+    ranked = tf.debugging.assert_equal(
+        tf.size(shape), rank, message=f"{name} must be {expected} (rank {rank})")
+    with tf.control_dependencies([ranked]):
+        checks = [assertion(shape[axis], value, message=f"{name} must be {expected}: {what}")
+                  for axis, assertion, value, what in dimensions]
+    with tf.control_dependencies(checks):
+        return tf.debugging.check_numerics(
+            tensor, f"{name} must hold finite values only ({expected})")

@@ -43,7 +43,7 @@ from seqlab.models.ets import SmoothingSpec, smoothing_forecast
 from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
 from seqlab.models.forecasting.classical import forecast_from_history
 from seqlab.models.forecasting.selection import Selection, combine, rmse, select
-from seqlab.models.serving import dynamic_shape
+from seqlab.models.serving import checked_input
 from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
@@ -424,22 +424,10 @@ def export_saved_model(model, scaler, schema, lookback, path):
 
     def serve(window):
         # The loaded signature does not check shapes itself: a wrong window would forecast.
-        shape = dynamic_shape(window)
-        rank = tf.debugging.assert_equal(
-            tf.size(shape), 3, message=f"window must be {expected} (rank 3)")
-        with tf.control_dependencies([rank]):
-            checks = [
-                tf.debugging.assert_equal(
-                    shape[1], lookback,
-                    message=f"window must be {expected}: exactly lookback={lookback} steps"),
-                tf.debugging.assert_equal(
-                    shape[2], n_features,
-                    message=f"window must be {expected}: exactly n_features={n_features} "
-                    "features"),
-            ]
-        with tf.control_dependencies(checks):
-            window = tf.debugging.check_numerics(
-                window, f"window must hold finite values only ({expected})")
+        window = checked_input(window, "window", expected, 3, [
+            (1, tf.debugging.assert_equal, lookback, f"exactly lookback={lookback} steps"),
+            (2, tf.debugging.assert_equal, n_features,
+             f"exactly n_features={n_features} features")])
         scaled = (window - input_offset) / input_scale
         forecast = model(scaled, training=False) * target_scale + target_offset
         return {"forecast": forecast}
@@ -474,20 +462,9 @@ def export_history_model(model, members, scaler, schema, lookback, horizon, path
                 f"training data (at least lookback={lookback})")
 
     def serve(history):
-        shape = dynamic_shape(history)
-        rank = tf.debugging.assert_equal(
-            tf.size(shape), 3, message=f"history must be {expected} (rank 3)")
-        with tf.control_dependencies([rank]):
-            checks = [
-                tf.debugging.assert_greater_equal(
-                    shape[1], lookback, message=f"history must be {expected}: too few rows"),
-                tf.debugging.assert_equal(
-                    shape[2], n_features,
-                    message=f"history must be {expected}: exactly n_features={n_features}"),
-            ]
-        with tf.control_dependencies(checks):
-            history = tf.debugging.check_numerics(
-                history, f"history must hold finite values only ({expected})")
+        history = checked_input(history, "history", expected, 3, [
+            (1, tf.debugging.assert_greater_equal, lookback, "too few rows"),
+            (2, tf.debugging.assert_equal, n_features, f"exactly n_features={n_features}")])
         parts = []
         for name in members.kept:
             if name in members.classical:

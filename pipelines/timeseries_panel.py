@@ -66,7 +66,7 @@ from seqlab.pipelines.common import (
     write_export_archive,
     write_text_atomic,
 )
-from seqlab.models.serving import dynamic_shape
+from seqlab.models.serving import checked_input
 from seqlab.pipelines.configs.timeseries import CARD, PANEL_MODEL_KINDS, TimeseriesConfig
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.settings import fill_in_setting
@@ -836,16 +836,8 @@ class PanelPipeline(Pipeline):
 
         def serve(window):
             # The loaded signature does not check shapes itself: a wrong window would forecast.
-            shape = dynamic_shape(window)
-            rank = tf.debugging.assert_equal(
-                tf.size(shape), 2, message=f"window must be {expected} (rank 2)")
-            with tf.control_dependencies([rank]):
-                steps = tf.debugging.assert_equal(
-                    shape[1], lookback,
-                    message=f"window must be {expected}: exactly lookback={lookback} values")
-            with tf.control_dependencies([steps]):
-                window = tf.debugging.check_numerics(
-                    window, f"window must hold finite values only ({expected})")
+            window = checked_input(window, "window", expected, 2, [
+                (1, tf.debugging.assert_equal, lookback, f"exactly lookback={lookback} values")])
             return {"forecast": model(window, training=False)}
 
         archive = keras.export.ExportArchive()
