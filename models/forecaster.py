@@ -8,6 +8,22 @@ from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerE
 
 RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 KINDS = (*RECURRENT_LAYERS, "transformer", "linear")
+
+
+def recurrent_stack(kind, units, layers, dropout, seed):
+    """`layers` recurrent layers of `kind` (a key of `RECURRENT_LAYERS`), each but the last
+    returning its sequence, named `<kind>_<index>` and seeded `seed + index`: a window encoder
+    (`Forecaster`, `GlobalForecaster`)."""
+    return [
+        RECURRENT_LAYERS[kind](
+            units,
+            return_sequences=index < layers - 1,
+            dropout=dropout,
+            seed=None if seed is None else seed + index,
+            name=f"{kind}_{index}",
+        )
+        for index in range(layers)
+    ]
 NORMALIZATIONS = ("window", "shift", "none")
 # Added to the window's variance: a flat window is not blown up (inputs are standardised).
 WINDOW_VARIANCE_FLOOR = 1e-2
@@ -126,16 +142,7 @@ class Forecaster(keras.Model):
         elif kind == "linear":
             self.flatten = keras.layers.Flatten(name="window_flat")
         else:
-            self.recurrent = [
-                RECURRENT_LAYERS[kind](
-                    units,
-                    return_sequences=index < layers - 1,
-                    dropout=dropout,
-                    seed=None if seed is None else seed + index,
-                    name=f"{kind}_{index}",
-                )
-                for index in range(layers)
-            ]
+            self.recurrent = recurrent_stack(kind, units, layers, dropout, seed)
         self.head = keras.layers.Dense(horizon * n_targets, name="head")
         self.reshape = keras.layers.Reshape((horizon, n_targets), name="forecast")
 

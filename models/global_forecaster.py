@@ -28,18 +28,17 @@ The dataset is infinite: `steps_per_epoch` is required. `shuffle=False` only sil
 warning (the draws are already random). Series shorter than `minimum_series_length` are
 refused by the dataset; forecast them another way (`last_windows` itself pads any length).
 
-Imports `seqlab.layers` and TensorFlow's tf.data (the panel's windows are gathered in the
-graph); no pipeline code.
+Imports `seqlab.layers` (through `Forecaster`'s recurrent stack) and TensorFlow's tf.data (the
+panel's windows are gathered in the graph); no pipeline code.
 """
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from seqlab.layers import GRU, LSTM
+from seqlab.models.forecaster import recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")
-RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
 NORMALIZATIONS = ("shift", "level")
 # A window's scale is floored here (in the series' own units) so that an all-zero window is
 # divided by a small number, not by 0: it reads as zeros and forecasts about 0, never NaN.
@@ -162,16 +161,7 @@ class GlobalForecaster(keras.Model):
             self.forecasts = [keras.layers.Dense(horizon, name=f"block_{block}_forecast")
                               for block in range(blocks)]
         else:
-            self.recurrent = [
-                RECURRENT_LAYERS[kind](
-                    units,
-                    return_sequences=index < layers - 1,
-                    dropout=dropout,
-                    seed=None if seed is None else seed + index,
-                    name=f"{kind}_{index}",
-                )
-                for index in range(layers)
-            ]
+            self.recurrent = recurrent_stack(kind, units, layers, dropout, seed)
             self.head = keras.layers.Dense(horizon, name="head")
 
     def build(self, input_shape=None):
