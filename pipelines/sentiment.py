@@ -22,6 +22,7 @@ imported.
 """
 
 import dataclasses
+import json
 from pathlib import Path
 
 import keras
@@ -348,6 +349,21 @@ class PreparedTexts:
     choice: tuple | None = None  # --model auto: `choose_candidate`'s split and figures
 
 
+def checked_classes(classes, path):
+    """The class names a run's `classes.json` holds, checked: distinct, non-empty strings.
+
+    Raises:
+        UsageError: anything else there (a hand-edited or damaged file), naming it.
+    """
+    if (not isinstance(classes, list) or len(classes) < 2
+            or not all(isinstance(name, str) and name for name in classes)
+            or len(set(classes)) != len(classes)):
+        raise UsageError(f"{path}: expected a list of at least two distinct, non-empty class "
+                         f"names (strings), as train wrote it; found "
+                         f"{json.dumps(classes)[:80]}. The file was edited or damaged")
+    return classes
+
+
 class SentimentPipeline(Pipeline):
     """Text classification on the shared run lifecycle (pipelines/lifecycle.py)."""
 
@@ -469,7 +485,8 @@ class SentimentPipeline(Pipeline):
         def lines(name):
             return (path / name).read_text(encoding="utf-8").split("\n")[:-1]
 
-        return {"vocabulary": lines("vocabulary.txt"), "classes": read_json(path / "classes.json"),
+        return {"vocabulary": lines("vocabulary.txt"),
+                "classes": checked_classes(read_json(path / "classes.json"), path / "classes.json"),
                 "ngram_vocabulary": (lines("ngram_vocabulary.txt") if config.model == "auto"
                                      else None)}
 

@@ -673,3 +673,18 @@ def test_a_model_no_better_than_the_majority_class_is_called_so():
     # A test split of one class that the model gets all right is no failure.
     assert not no_better_than_majority({"model": {"accuracy": 1.0},
                                         "majority_class": {"accuracy": 1.0}})
+
+
+@pytest.mark.parametrize("classes", ['[[]]', '[null, "positive"]', '["negative", "negative"]',
+                                     '["positive"]', '{"0": "negative"}', '"negative"'])
+def test_a_hand_edited_classes_file_is_named_in_one_line(tmp_path, capsys, classes):
+    # Found by the long fuzzing budget: a list holding a list or null crashed evaluate with a
+    # TypeError deep in the label lookup.
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "sentiment", run)
+    (run / "classes.json").write_text(classes)
+    for action in (["evaluate"], ["predict", "a fine film"]):
+        assert cli.main(["sentiment", *action, "--run", str(run)]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1, error
+        assert f"{run / 'classes.json'}: expected a list of at least two distinct" in error
