@@ -41,7 +41,7 @@ from seqlab.data.timeseries import (
 )
 from seqlab.models.ets import SmoothingSpec, smoothing_forecast
 from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
-from seqlab.models.forecasting.classical import forecast_from_history
+from seqlab.models.forecasting.classical import LOG_METHODS, forecast_from_history
 from seqlab.models.forecasting.selection import Selection, combine, rmse, select
 from seqlab.models.serving import checked_input
 from seqlab.pipelines.common import (
@@ -271,9 +271,17 @@ def prepare_members(config, schema, values, pre_test_rows, season):
     """
     targets = values[schema.targets].to_numpy(dtype="float64")
     auto = config.model == "auto"
-    classical, notes = fit_classical_members(
-        targets, pre_test_rows, season, schema.targets,
-        CLASSICAL_MEMBERS if auto else CLASSICAL_BASELINES)
+    methods, notes = CLASSICAL_MEMBERS if auto else CLASSICAL_BASELINES, []
+    if auto and not np.all(targets > 0):
+        # The log-scale members need every row above 0, the test split's too (it is scored).
+        row, column = np.argwhere(~(targets > 0))[0]
+        methods = [method for method in methods if method not in LOG_METHODS]
+        notes.append(f"{' and '.join(LOG_METHODS)} left out: they run on the log of the "
+                     f"target, and {schema.targets[column]} is {targets[row, column]:.6g} in "
+                     f"row {row} of the series (counting from 0)")
+    classical, fit_notes = fit_classical_members(targets, pre_test_rows, season,
+                                                 schema.targets, methods)
+    notes += fit_notes
     members = ForecastMembers(classical, neural=AUTO_NEURAL_KIND if auto else None, notes=notes)
     if not auto:
         return members, None, {}
@@ -282,7 +290,7 @@ def prepare_members(config, schema, values, pre_test_rows, season):
     if plan is None:
         members.notes.append(
             f"model auto: {pre_test_rows} rows before the test split are too few for a "
-            "backtest; the classical members are combined without one")
+            "backtest; ETS, ARIMA, Theta and seasonal naive are combined without one")
         return members, None, {}
     if any(target not in schema.input_columns for target in schema.targets):
         members.notes.append("model auto: the classical members are left out, as a target is "
@@ -598,9 +606,12 @@ class TimeseriesPipeline(Pipeline):
         members, plan = prepared.members, prepared.plan
         if not prepared.linear_left_out:
             model.fit_linear(pre_test_arrays(windows))
+        # Without a backtest: the mean of the classical members, the log-scale ones left out
+        # (they are ETS and ARIMA again; nothing would say they deserve a double weight).
         servable = prepared.classical_backtest if plan is not None else {
             name: None for name in members.classical
-            if all(t in schema.input_columns for t in schema.targets)}
+            if name not in LOG_METHODS and all(t in schema.input_columns
+                                               for t in schema.targets)}
         if plan is None:
             prepared.chosen_on = choose_member(model, windows, prepared.linear_left_out)
             if servable:
@@ -796,9 +807,29 @@ class TimeseriesPipeline(Pipeline):
         return (f"serving_default(window: float32[None, {config.lookback}, "
                 f"{len(schema.input_columns)}]) -> {shape} {columns}")
 
-    def _read_series(self, loaded, data):
+    def _read_series(self, loaded, data, kept_only=False):
+        """The series of `data` (default: the training data) as the run reads it.
+
+        Raises:
+            DataError: a target value at or below 0 where the run's log-scale members would
+                forecast it (`kept_only`: the kept candidate's; else every member's, which
+                evaluate scores).
+        """
         frame, source = load_table(data if data is not None else loaded.config.data)
-        return loaded.artifacts["schema"].prepare(frame, source)
+        series = loaded.artifacts["schema"].prepare(frame, source)
+        members = loaded.artifacts.get("members")
+        used = () if members is None else (members.kept or ()) if kept_only else members.classical
+        log_members = [name for name in used if name in LOG_METHODS]
+        targets = series.values[loaded.artifacts["schema"].targets]
+        if log_members and not np.all(targets.to_numpy() > 0):
+            row, column = np.argwhere(~(targets.to_numpy() > 0))[0]
+            name = targets.columns[column]
+            raise DataError(
+                f"{name} is {targets.iat[row, column]:.6g} in row {row} of the series (counting "
+                f"from 0); this run's {' and '.join(log_members)} run on the log of {name} and "
+                "need values above 0 (a run trained on data like this leaves them out)",
+                path=series.source)
+        return series
 
     def _evaluate_one(self, run, data=None, output=None):
         """Scores a trained run: on its test split, or on every window of another CSV.
@@ -842,7 +873,7 @@ class TimeseriesPipeline(Pipeline):
         into a CSV (default: `<run>/forecast.csv`)."""
         loaded = self.load_run(run)
         config, schema = loaded.config, loaded.artifacts["schema"]
-        series = self._read_series(loaded, data)
+        series = self._read_series(loaded, data, kept_only=True)
         start = every_window_start(len(series.values), config.lookback, 0, series.source)[-1:]
         forecast = model_forecast(
             loaded.model, loaded.artifacts.get("members"), loaded.artifacts["scaler"], schema,

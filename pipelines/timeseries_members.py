@@ -1,8 +1,8 @@
 """The members of `seqlab timeseries train --model auto` on one series, and their choice.
 
-Members: statsforecast's automatic ETS, ARIMA and Theta and seasonal naive (fitted by the
-library, forecast by seqlab's recursions with the parameters fixed: models/forecasting/
-classical.py), the network (`AutoForecaster.neural`) and the least-squares linear
+Members: statsforecast's automatic ETS, ARIMA and Theta and seasonal naive, and ETS and ARIMA
+on the log of a strictly positive series (fitted by the library, forecast by seqlab's
+recursions with the parameters fixed: models/forecasting/classical.py), the network (`AutoForecaster.neural`) and the least-squares linear
 autoregression (`AutoForecaster.linear`). Every member is scored on the same rolling-origin
 backtest over the rows before the test split (`models/forecasting/selection.py`): the
 classical members and the linear one are refitted at each fold, the network is trained once
@@ -30,8 +30,9 @@ from seqlab.models.forecasting.selection import (
     select,
 )
 
-# Classical members of --model auto, and the ones scored as baselines in every run.
-CLASSICAL_MEMBERS = ("ets", "arima", "theta", "seasonal_naive")
+# Classical members of --model auto, and the ones scored as baselines in every run. The
+# log-scale ones are left out of a series with a value at or below 0, with a note.
+CLASSICAL_MEMBERS = ("ets", "arima", "theta", "seasonal_naive", "log_ets", "log_arima")
 CLASSICAL_BASELINES = ("ets", "arima", "theta")
 MEMBERS_FORMAT = 1
 # The network's backtest training needs this many windows before the backtest region.

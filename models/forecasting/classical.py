@@ -45,6 +45,11 @@ The recursions:
 - Seasonal naive: the forecast i steps ahead is the last observed value of the same phase; with
   season 1 it is the naive (last value) forecast. Phases not yet observed (an origin inside the
   first season) forecast NaN, as statsforecast's SeasonalNaive does for a partial season.
+- On the log scale (`log_ets`, `log_arima`; a strictly positive series only): the same model
+  fitted to log y and run on log y, its forecast taken back with exp (the forecast median,
+  the Box-Cox transform with lambda 0 and no bias adjustment, as R's forecast package does by
+  default). A season whose swing grows with the level (airline passengers) becomes additive
+  there, and a series that grows by a rate becomes one that grows by a step.
 """
 
 import contextlib
@@ -57,6 +62,9 @@ import numpy as np
 import tensorflow as tf
 
 METHODS = ("ets", "arima", "theta", "seasonal_naive")
+# Members fitted and run on the log of a strictly positive series: {method: its model}.
+LOG_METHODS = {"log_ets": "ets", "log_arima": "arima"}
+ALL_METHODS = METHODS + tuple(LOG_METHODS)
 
 ETS_COMPONENTS = ("N", "A", "M")
 THETA_MODELS = ("STM", "OTM", "DSTM", "DOTM")
@@ -81,6 +89,12 @@ _PARAM_TYPES = {
     },
     "seasonal_naive": {},
 }
+_PARAM_TYPES.update({method: _PARAM_TYPES[model] for method, model in LOG_METHODS.items()})
+
+
+def base_method(method):
+    """The model a method runs: "ets" for "log_ets", the method itself otherwise."""
+    return LOG_METHODS.get(method, method)
 
 
 @dataclasses.dataclass
@@ -88,7 +102,8 @@ class ClassicalSpec:
     """A fitted classical member: its method, form and the fixed parameters of its recursion.
 
     Attributes:
-        method: one of `METHODS`.
+        method: one of `ALL_METHODS` (a `LOG_METHODS` one holds its model's params, fitted
+            to the log of the series).
         season: the season length the member was fitted with (1 = no season). Whether the
             fitted form actually has a season is in `params` and `description`.
         params: everything the recursion needs, JSON-able (floats, ints, bools, strings, lists,
@@ -134,8 +149,8 @@ class ClassicalSpec:
         if unexpected:
             raise ValueError(f"ClassicalSpec has an unexpected field {unexpected[0]!r}.")
         method = values["method"]
-        if method not in METHODS:
-            raise ValueError(f"ClassicalSpec field 'method' must be one of {METHODS}. "
+        if method not in ALL_METHODS:
+            raise ValueError(f"ClassicalSpec field 'method' must be one of {ALL_METHODS}. "
                              f"Received: method={method!r}")
         for name in ("season", "fit_rows"):
             value = values[name]
@@ -177,7 +192,8 @@ def _is_int(value):
 def _check_params(spec):
     """Checks the values (not only the types) of `spec.params`; raises ValueError naming them."""
     p = spec.params
-    if spec.method == "ets":
+    method = base_method(spec.method)
+    if method == "ets":
         for key in ("error", "trend", "seasonal"):
             if p[key] not in ETS_COMPONENTS:
                 raise ValueError(f"ClassicalSpec field 'params.{key}' must be one of "
@@ -191,7 +207,7 @@ def _check_params(spec):
                 f"ClassicalSpec field 'params.initial_seasons' must hold {expected} values "
                 f"(m={p['m']}, seasonal={p['seasonal']!r}). "
                 f"Received: {len(p['initial_seasons'])} values")
-    elif spec.method == "arima":
+    elif method == "arima":
         for key in ("order", "seasonal_order"):
             if len(p[key]) != 3 or not all(_is_int(v) and v >= 0 for v in p[key]):
                 raise ValueError(f"ClassicalSpec field 'params.{key}' must be three "
@@ -202,7 +218,7 @@ def _check_params(spec):
                 f"ClassicalSpec field 'params.initial_covariance' must be {states} x {states} "
                 f"(the filter's states for these polynomials). "
                 f"Received: shape {np.shape(p['initial_covariance'])}")
-    elif spec.method == "theta":
+    elif method == "theta":
         if p["model"] not in THETA_MODELS:
             raise ValueError(f"ClassicalSpec field 'params.model' must be one of "
                              f"{THETA_MODELS}. Received: model={p['model']!r}")
@@ -225,8 +241,9 @@ def fit_classical(method, values, season, model=None):
     """Fits statsforecast's automatic model of `method` to `values` and keeps its parameters.
 
     Args:
-        method: one of `METHODS`: "ets" (AutoETS, model "ZZZ"), "arima" (AutoARIMA), "theta"
-            (AutoTheta) or "seasonal_naive" (nothing to fit), all with statsforecast's defaults.
+        method: one of `ALL_METHODS`: "ets" (AutoETS, model "ZZZ"), "arima" (AutoARIMA),
+            "theta" (AutoTheta) or "seasonal_naive" (nothing to fit), all with statsforecast's
+            defaults, or "log_ets" / "log_arima": AutoETS / AutoARIMA fitted to log(values).
         values: float array [n], the fitting rows 0..n-1 of one series, no NaN.
         season: season length in rows (1 = no season).
         model: optional form passed through to statsforecast, for ETS a three-letter code such
@@ -247,8 +264,8 @@ def fit_classical(method, values, season, model=None):
     >>> spec.description
     'ETS(M,A,M)'
     """
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}. Received: method={method!r}")
+    if method not in ALL_METHODS:
+        raise ValueError(f"`method` must be one of {ALL_METHODS}. Received: method={method!r}")
     if not _is_int(season) or season < 1:
         raise ValueError(f"`season` must be a positive integer. Received: season={season!r}")
     values = np.asarray(values, dtype=np.float64)
@@ -258,6 +275,11 @@ def fit_classical(method, values, season, model=None):
         raise ValueError("`values` must be finite (no NaN or infinity) to fit a classical member.")
     if model is not None and method not in ("ets", "theta"):
         raise ValueError(f"`model` applies to 'ets' and 'theta' only. Received: method={method!r}")
+    if method in LOG_METHODS:
+        _check_positive(values, method)
+        spec = fit_classical(base_method(method), np.log(values), season)
+        return dataclasses.replace(spec, method=method,
+                                   description=f"{spec.description} on log values")
     season = int(season)
     minimum = {"ets": 3, "arima": 3, "theta": 4, "seasonal_naive": season}[method]
     if len(values) < minimum:
@@ -274,6 +296,14 @@ def fit_classical(method, values, season, model=None):
                          f"{len(values)} rows: {type(error).__name__}: {error}") from error
     _check_finite(spec)
     return spec
+
+
+def _check_positive(values, method):
+    """A log-scale member needs every value above 0 (the log of the rest is not a number)."""
+    smallest = float(np.min(values)) if len(values) else 1.0
+    if not smallest > 0:
+        raise ValueError(f"{method} needs values above 0 (it runs on their log); the smallest "
+                         f"is {smallest:.6g}")
 
 
 class _Unsupported(ValueError):
@@ -703,9 +733,10 @@ _RECURSIONS = {"ets": _ETSRecursion, "arima": _ARIMARecursion, "theta": _ThetaRe
 
 def _parts(spec):
     """(static, numeric as float64 numpy arrays) of `spec`'s recursion."""
-    if spec.method not in _RECURSIONS:
-        raise ValueError(f"Unknown method {spec.method!r}; expected one of {METHODS}.")
-    static, numeric = _RECURSIONS[spec.method].parts(spec)
+    method = base_method(spec.method)
+    if method not in _RECURSIONS:
+        raise ValueError(f"Unknown method {spec.method!r}; expected one of {ALL_METHODS}.")
+    static, numeric = _RECURSIONS[method].parts(spec)
     return static, {name: np.asarray(value, np.float64) for name, value in numeric.items()}
 
 
@@ -774,7 +805,8 @@ def forecast_at_origins(spec, values, last_rows, horizon):
 
     Raises:
         ValueError: on a bad shape, an origin outside the series, a non-finite value up to
-            the last origin, or a horizon below 1.
+            the last origin (a value at or below 0 there for a log-scale member), or a
+            horizon below 1.
 
     Example:
 
@@ -799,12 +831,16 @@ def forecast_at_origins(spec, values, last_rows, horizon):
     used = values[: last_rows.max() + 1]  # rows after the last origin are never read
     if not np.all(np.isfinite(used)):
         raise ValueError("`values` up to the last origin must be finite (no NaN or infinity).")
+    log_scale = spec.method in LOG_METHODS
+    if log_scale:
+        _check_positive(used, spec.method)
+        used = np.log(used)
     static, numeric = _parts(spec)
-    function = _origins_function(spec.method, static, numeric, horizon)
+    function = _origins_function(base_method(spec.method), static, numeric, horizon)
     with _quiet_tracing():
         forecast = function(tf.constant(used), tf.constant(last_rows, tf.int64),
                             {name: tf.constant(value) for name, value in numeric.items()})
-    return forecast.numpy()
+    return np.exp(forecast.numpy()) if log_scale else forecast.numpy()
 
 
 @contextlib.contextmanager
@@ -831,6 +867,7 @@ def forecast_from_history(spec, history, horizon):
         spec: a `ClassicalSpec`.
         history: float32 or float64 tensor [batch, rows], rows >= 1; each row is the series
             from the first fitting row up to its origin (all rows of a batch the same length).
+            Above 0 for a log-scale member (an `InvalidArgumentError` names it otherwise).
         horizon: number of steps ahead (a Python int).
 
     Returns:
@@ -845,9 +882,16 @@ def forecast_from_history(spec, history, horizon):
         raise ValueError(f"`horizon` must be a positive integer. Received: horizon={horizon!r}")
     history = tf.cast(tf.convert_to_tensor(history), tf.float64)
     history.shape.assert_has_rank(2)
+    log_scale = spec.method in LOG_METHODS
+    if log_scale:
+        with tf.control_dependencies([tf.debugging.assert_positive(
+                history, message=f"{spec.method} needs history values above 0 (it runs on "
+                                 "their log)")]):
+            history = tf.math.log(history)
     static, numeric = _parts(spec)
-    recursion = _RECURSIONS[spec.method](
+    recursion = _RECURSIONS[base_method(spec.method)](
         static, {name: tf.constant(value) for name, value in numeric.items()})
     state = _run_states(recursion, history, fold=True)
     rows_seen = tf.fill(tf.shape(history)[:1], tf.shape(history, out_type=tf.int64)[1])
-    return tf.cast(recursion.forecast(state, rows_seen, horizon), tf.float32)
+    forecast = recursion.forecast(state, rows_seen, horizon)
+    return tf.cast(tf.exp(forecast) if log_scale else forecast, tf.float32)

@@ -20,6 +20,7 @@ from statsforecast.theta import auto_theta, forecast_theta
 
 from seqlab.models.forecasting import classical
 from seqlab.models.forecasting.classical import (
+    LOG_METHODS,
     METHODS,
     ClassicalSpec,
     fit_classical,
@@ -376,3 +377,47 @@ def test_theta_without_a_multiplicative_season(positive, season, decomposition):
         model.predict(HORIZON)["mean"], rtol=RTOL)
     np.testing.assert_allclose(forecast_at_origins(spec, values, [ORIGINS[1]], HORIZON)[0],
                                theta_reference(values, ORIGINS[1], spec), rtol=RTOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6: members on the log scale (log_ets, log_arima)
+
+
+@pytest.mark.parametrize("method", sorted(LOG_METHODS))
+def test_a_log_scale_member_is_its_model_on_log_values_taken_back_with_exp(method):
+    # Independent reference: statsforecast's own automatic model fitted to log(y) and its
+    # forward with those parameters, exp of its forecast. Same equations, float64 round-off.
+    base = LOG_METHODS[method]
+    spec = _quiet(lambda: fit_classical(method, Y_FIT, SEASON))
+    assert spec.method == method and spec.description.endswith(" on log values")
+    _, model = fit_pair(base, values=np.log(Y_FIT))
+    ours = forecast_at_origins(spec, SERIES, ORIGINS, HORIZON)
+    for row, origin in zip(ours, ORIGINS):
+        expected = np.exp(reference_at(base, spec, model, np.log(SERIES), origin))
+        np.testing.assert_allclose(row, expected, rtol=RTOL, err_msg=f"origin {origin}")
+    # The same numbers from a graph, as the SavedModel serves them (float32 request).
+    serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON),
+                        input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    history = SERIES[None, : FIT_ROWS + 10].astype(np.float32)
+    np.testing.assert_allclose(
+        serve(tf.constant(history)).numpy()[0],
+        forecast_at_origins(spec, history[0].astype(np.float64), [FIT_ROWS + 9], HORIZON)[0],
+        rtol=1e-5)
+    restored = ClassicalSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+    assert restored == spec
+
+
+@pytest.mark.parametrize("method", sorted(LOG_METHODS))
+def test_a_log_scale_member_refuses_values_at_or_below_zero(method):
+    crossing = seasonal_series(positive=False)
+    with pytest.raises(ValueError, match=f"{method} needs values above 0 .*the smallest is -"):
+        fit_classical(method, crossing[:FIT_ROWS], SEASON)
+    spec = _quiet(lambda: fit_classical(method, Y_FIT, SEASON))
+    damaged = SERIES.copy()
+    damaged[FIT_ROWS + 2] = 0.0
+    with pytest.raises(ValueError, match=f"{method} needs values above 0"):
+        forecast_at_origins(spec, damaged, [FIT_ROWS + 5], HORIZON)
+    # A row after the origin is never read, so it may be anything.
+    forecast_at_origins(spec, damaged, [FIT_ROWS + 1], HORIZON)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"{method} needs history values"):
+        forecast_from_history(spec, damaged[None, : FIT_ROWS + 5], HORIZON)

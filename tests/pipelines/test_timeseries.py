@@ -2,6 +2,8 @@
 
 import dataclasses
 import json
+import re
+import shutil
 from types import SimpleNamespace
 
 import keras
@@ -520,7 +522,9 @@ def test_auto_scores_every_member_and_keeps_the_lowest_backtest_candidate(traine
     metrics = result.metrics
     auto = metrics["auto"]
     members, candidates = auto["members"], auto["candidates"]
-    assert set(members) == {"ets", "arima", "theta", "seasonal_naive", "gru", "linear"}
+    # The series is positive, so ETS and ARIMA also run on its log.
+    assert set(members) == {"ets", "arima", "theta", "seasonal_naive", "log_ets", "log_arima",
+                            "gru", "linear"}
     assert all(set(figures) == {"backtest_rmse", "test_rmse"} for figures in members.values())
     # The kept candidate has the lowest backtest RMSE of all candidates, and it is the model
     # that was scored on the test split.
@@ -605,3 +609,45 @@ def test_auto_leaves_out_a_linear_member_too_wide_to_solve_and_says_so(tmp_path,
     assert ("--model auto: no linear member, as its window holds 6 rows x 2 inputs = 12 values, "
             "more than the least-squares fit takes (5): left out") in result.summary
     assert keras.saving.load_model(result.path / "model.keras").choice == "neural"
+
+
+def test_auto_on_a_series_at_or_below_zero_has_no_log_members_and_says_why(tmp_path):
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    frame = pd.read_csv(data)
+    frame["demand"] = frame["demand"] - 10.0  # crosses zero every cycle
+    frame.to_csv(data, index=False)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, lookback=6, horizon=1,
+                               model="auto"))
+    members = result.metrics["auto"]["members"]
+    assert {"ets", "arima", "linear"} <= set(members)
+    assert not {"log_ets", "log_arima"} & set(members)
+    assert re.search(r"log_ets and log_arima left out: they run on the log of the target, and "
+                     r"demand is -[0-9.]+ in row [0-9]+ of the series", result.summary)
+    assert np.isfinite(result.metrics["model"]["rmse"])
+
+
+def test_data_at_or_below_zero_is_refused_where_a_log_member_would_forecast_it(trained_auto,
+                                                                                tmp_path):
+    data, result = trained_auto
+    frame = pd.read_csv(data)
+    frame.loc[200, "demand"] = 0.0
+    zero = tmp_path / "zero.csv"
+    frame.to_csv(zero, index=False)
+    # evaluate scores every member, the log-scale ones too.
+    with pytest.raises(DataError, match=r"zero\.csv: demand is 0 in row 200 of the series "
+                                        r"\(counting from 0\); this run's log_ets and "
+                                        r"log_arima run on the log of demand"):
+        evaluate(result.path, data=str(zero))
+    # predict needs the kept candidate's members only: with log_ets kept (members.json
+    # edited), it is refused; with another kept, the same data is forecast.
+    run = tmp_path / "run"
+    shutil.copytree(result.path, run)
+    members = json.loads((run / "members.json").read_text())
+    members["selection"]["kept"] = ["log_ets"]
+    (run / "members.json").write_text(json.dumps(members))
+    with pytest.raises(DataError, match=r"this run's log_ets run on the log of demand"):
+        predict(run, data=str(zero), output=str(tmp_path / "f.csv"))
+    members["selection"]["kept"] = ["ets"]
+    (run / "members.json").write_text(json.dumps(members))
+    predict(run, data=str(zero), output=str(tmp_path / "f.csv"))
+    assert np.all(np.isfinite(pd.read_csv(tmp_path / "f.csv")["demand"]))
