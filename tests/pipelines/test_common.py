@@ -3,10 +3,12 @@
 import json
 import math
 
+import keras
 import pytest
 
 from seqlab.pipelines.common import (
     RUN_MARKER,
+    AtomicBackupAndRestore,
     EpochHistory,
     RunDirectory,
     StopOnNonFiniteLoss,
@@ -103,6 +105,36 @@ def test_epoch_history_replaces_rows_of_repeated_epochs(tmp_path):
     resumed.on_epoch_end(2, {"loss": 1.0})
     assert path.read_text().splitlines() == ["epoch,loss", "1,3.0", "2,1.5", "3,1.0"]
 
+
+
+def test_backups_cost_at_most_a_tenth_of_training_and_the_first_epoch_is_backed_up(
+        tmp_path, monkeypatch):
+    # A fake clock: each backup takes 1 s; epochs take 0.3 s. With COST_RATIO 10 a backup is
+    # due 10 s after the last one ended, so after epochs 1, 35 and 69 of 100 (the first,
+    # then every 34th: 33 epochs of 0.3 s = 9.9 s is not yet 10 s).
+    now = [0.0]
+    saved = []
+    monkeypatch.setattr("seqlab.pipelines.common.time.perf_counter", lambda: now[0])
+    callback = AtomicBackupAndRestore(str(tmp_path / "backup"))
+
+    def fake_save():
+        saved.append(callback._current_epoch)
+        now[0] += 1.0
+
+    callback._save_model = fake_save
+    monkeypatch.setattr(keras.callbacks.BackupAndRestore, "on_train_begin", lambda *a: None)
+    callback.on_train_begin()
+    for epoch in range(100):
+        now[0] += 0.3
+        callback.on_epoch_end(epoch)
+    assert saved == [1, 35, 69]
+    # Backups longer than an epoch's tenth: every epoch is backed up, as Keras does.
+    saved.clear()
+    callback.on_train_begin()
+    for epoch in range(5):
+        now[0] += 20.0
+        callback.on_epoch_end(epoch)
+    assert saved == [1, 2, 3, 4, 5]
 
 def test_format_table_aligns_columns():
     table = format_table(["name", "rmse"], [["model", 1.23456], ["naive", 10.0]])

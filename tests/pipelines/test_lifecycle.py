@@ -475,9 +475,15 @@ def logged_epochs(folder, tag="epoch_loss"):
     return steps
 
 
-def test_tensorboard_logs_move_with_the_run_and_a_resumed_run_adds_to_them(tmp_path):
+def test_tensorboard_logs_move_with_the_run_and_a_resumed_run_adds_to_them(tmp_path,
+                                                                           monkeypatch):
     import keras
 
+    from seqlab.pipelines.common import AtomicBackupAndRestore
+
+    # A backup after every epoch (not only when it is worth its time), so that the run
+    # resumes after the second epoch.
+    monkeypatch.setattr(AtomicBackupAndRestore, "COST_RATIO", 0)
     config = tiny_config(tmp_path, epochs=3, patience=50, tensorboard=True)
 
     class CrashAfterSecondEpoch(keras.callbacks.Callback):
