@@ -270,6 +270,14 @@ MUTATIONS = [
         "(issue 23)",
     ),
     Mutation(
+        "log_member_not_taken_back", "models/forecasting/classical.py",
+        "    return np.exp(forecast.numpy()) if log_scale else forecast.numpy()",
+        "    return forecast.numpy()",
+        ("tests/models/test_classical.py",),
+        "a log-scale member's forecast stays on the log scale (no exp)",
+        select="log",
+    ),
+    Mutation(
         "classical_fitted_on_the_test_rows", "pipelines/timeseries.py",
         "            config, schema, series.values, windows.bounds[\"test\"][0], season)",
         "            config, schema, series.values, len(series.values), season)",
