@@ -16,7 +16,7 @@ from seqlab import cli
 from seqlab.data.errors import DataError
 from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
-from seqlab.pipelines.common import UsageError
+from seqlab.pipelines.common import AtomicBackupAndRestore, UsageError
 from seqlab.pipelines.metrics import forecast_scores
 from seqlab.pipelines.timeseries import (
     TimeseriesConfig,
@@ -178,7 +178,10 @@ def test_future_times_continue_months_and_numbers():
     assert list(future_times(years, 2)) == [2001, 2002]
 
 
-def test_resume_after_an_interruption_finishes_the_same_number_of_epochs(tmp_path):
+def test_resume_after_an_interruption_finishes_the_same_number_of_epochs(tmp_path, monkeypatch):
+    # A backup after every epoch (not only when it is worth its time, which depends on how
+    # fast this machine is), so that the run resumes after the second epoch.
+    monkeypatch.setattr(AtomicBackupAndRestore, "COST_RATIO", 0)
     data = write_series(tmp_path / "demand.csv", n_rows=120)
     config = tiny_config(data, tmp_path / "run", epochs=4, lookback=6, horizon=1)
 
