@@ -262,6 +262,28 @@ def member_kind(model, member):
     return "linear" if member == "linear" else model.kind
 
 
+@dataclasses.dataclass(frozen=True)
+class AtOrBelowZero:
+    """The first target value at or below 0 (which the log-scale members cannot take)."""
+
+    column: str
+    row: int
+    value: float
+
+    def __str__(self):
+        return (f"{self.column} is {self.value:.6g} in row {self.row} of the series (counting "
+                "from 0)")
+
+
+def first_at_or_below_zero(targets):
+    """The first value of the target frame `targets` at or below 0 (row by row), or None."""
+    below = ~(targets.to_numpy(dtype="float64") > 0)
+    if not below.any():
+        return None
+    row, column = np.argwhere(below)[0]
+    return AtOrBelowZero(targets.columns[column], int(row), float(targets.iat[row, column]))
+
+
 def prepare_members(config, schema, values, pre_test_rows, season):
     """`(ForecastMembers, BacktestPlan or None, classical backtest forecasts)` of a series.
 
@@ -272,13 +294,12 @@ def prepare_members(config, schema, values, pre_test_rows, season):
     targets = values[schema.targets].to_numpy(dtype="float64")
     auto = config.model == "auto"
     methods, notes = CLASSICAL_MEMBERS if auto else CLASSICAL_BASELINES, []
-    if auto and not np.all(targets > 0):
-        # The log-scale members need every row above 0, the test split's too (it is scored).
-        row, column = np.argwhere(~(targets > 0))[0]
+    # The log-scale members need every row above 0, the test split's too (it is scored).
+    at_or_below_zero = first_at_or_below_zero(values[schema.targets]) if auto else None
+    if at_or_below_zero:
         methods = [method for method in methods if method not in LOG_METHODS]
         notes.append(f"{' and '.join(LOG_METHODS)} left out: they run on the log of the "
-                     f"target, and {schema.targets[column]} is {targets[row, column]:.6g} in "
-                     f"row {row} of the series (counting from 0)")
+                     f"target, and {at_or_below_zero}")
     classical, fit_notes = fit_classical_members(targets, pre_test_rows, season,
                                                  schema.targets, methods)
     notes += fit_notes
@@ -821,14 +842,12 @@ class TimeseriesPipeline(Pipeline):
         used = () if members is None else (members.kept or ()) if kept_only else members.classical
         log_members = [name for name in used if name in LOG_METHODS]
         targets = series.values[loaded.artifacts["schema"].targets]
-        if log_members and not np.all(targets.to_numpy() > 0):
-            row, column = np.argwhere(~(targets.to_numpy() > 0))[0]
-            name = targets.columns[column]
+        at_or_below_zero = first_at_or_below_zero(targets) if log_members else None
+        if at_or_below_zero:
             raise DataError(
-                f"{name} is {targets.iat[row, column]:.6g} in row {row} of the series (counting "
-                f"from 0); this run's {' and '.join(log_members)} run on the log of {name} and "
-                "need values above 0 (a run trained on data like this leaves them out)",
-                path=series.source)
+                f"{at_or_below_zero}; this run's {' and '.join(log_members)} run on the log of "
+                f"{at_or_below_zero.column} and need values above 0 (a run trained on data like "
+                "this leaves them out)", path=series.source)
         return series
 
     def _evaluate_one(self, run, data=None, output=None):
