@@ -550,33 +550,58 @@ def test_auto_scores_every_member_and_keeps_the_lowest_backtest_candidate(traine
 
 
 def test_auto_export_serves_the_kept_combination_as_predict_forecasts_it(tmp_path):
-    # y = 2 t + 5 sin(2 pi t / 12): the classical members and the least-squares member follow
-    # it closely, two epochs of a GRU do not; the kept candidate reads the whole history.
+    # y = 20 + 2 t + 5 sin(2 pi t / 12): the classical members and the least-squares member
+    # follow it closely, two epochs of a GRU do not; the kept candidate reads the whole history.
+    # Positive everywhere, so the run has the log-scale members too.
     steps = np.arange(180)
-    frame = pd.DataFrame({"t": steps, "y": 2.0 * steps + 5 * np.sin(2 * np.pi * steps / 12)})
+    frame = pd.DataFrame({"t": steps, "y": 20 + 2.0 * steps + 5 * np.sin(2 * np.pi * steps / 12)})
     frame.to_csv(tmp_path / "trend.csv", index=False)
     config = TimeseriesConfig(data=str(tmp_path / "trend.csv"), out=str(tmp_path / "run"),
                               time_column=["t"], target=["y"], units=4, epochs=2, horizon=2)
     result = train(config)
     metrics = result.metrics
     assert "gru" not in metrics["auto"]["kept"] and config.model == "auto"
+    assert {"log_ets", "log_arima"} <= set(metrics["auto"]["members"])
     # Both errors are far below the naive one (which moves 2 per step); a ratio of two
     # near-zero errors would depend on the CPU's rounding, so none is asserted.
     assert metrics["model"]["rmse"] < 0.05 * metrics["naive"]["rmse"]
-    predicted = pd.read_csv(predict(result.path).path)["y"].to_numpy()
-    assert predicted == pytest.approx(2.0 * np.arange(180, 182)
-                                      + 5 * np.sin(2 * np.pi * np.arange(180, 182) / 12), abs=0.5)
-    served = tf.saved_model.load(str(result.path / "saved_model")).signatures["serving_default"]
     history = frame["y"].to_numpy().reshape(1, 180, 1).astype("float32")
-    forecast = served(history=tf.constant(history))["forecast"].numpy()[0, :, 0]
-    # float32 history in the graph against float64 in predict: rounding of values near 360.
+
+    def served_and_predicted(run, saved_model):
+        predicted = pd.read_csv(predict(run, output=str(run / "forecast.csv")).path)["y"]
+        served = tf.saved_model.load(str(saved_model)).signatures["serving_default"]
+        return served, served(history=tf.constant(history))["forecast"].numpy()[0, :, 0], \
+            predicted.to_numpy()
+
+    served, forecast, predicted = served_and_predicted(result.path, result.path / "saved_model")
+    assert predicted == pytest.approx(20 + 2.0 * np.arange(180, 182)
+                                      + 5 * np.sin(2 * np.pi * np.arange(180, 182) / 12),
+                                      abs=0.5)
+    # float32 history in the graph against float64 in predict: rounding of values near 380.
     np.testing.assert_allclose(forecast, predicted, rtol=1e-4)
     with pytest.raises(tf.errors.InvalidArgumentError, match="too few rows"):
         served(history=tf.constant(history[:, :10]))
-    assert "serving_default(history: float32[None, None, 1]" in result.summary or \
-        (result.path / "saved_model").is_dir()
     evaluated = evaluate(result.path)
     assert evaluated.metrics["model"]["rmse"] == pytest.approx(metrics["model"]["rmse"])
+
+    # The same run keeping a log-scale member with a plain one (members.json edited, as if
+    # the backtest had chosen them): export takes the log in the graph and exp back, and
+    # serves predict's figures; a history at or below 0 is refused naming the member.
+    run = tmp_path / "run_log"
+    shutil.copytree(result.path, run)
+    members = json.loads((run / "members.json").read_text())
+    members["selection"]["kept"] = ["log_arima", "arima"]
+    (run / "members.json").write_text(json.dumps(members))
+    exported = export(run, out=str(tmp_path / "log_export"))
+    served, forecast, predicted = served_and_predicted(run, exported.path)
+    np.testing.assert_allclose(forecast, predicted, rtol=1e-4)  # float32 history, as above
+    assert predicted == pytest.approx(20 + 2.0 * np.arange(180, 182)
+                                      + 5 * np.sin(2 * np.pi * np.arange(180, 182) / 12),
+                                      abs=2.0)
+    zero = history.copy()
+    zero[0, 5, 0] = 0.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="log_arima"):
+        served(history=tf.constant(zero))
 
 
 def test_auto_without_a_validation_split_still_chooses_by_backtest(tmp_path):
