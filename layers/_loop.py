@@ -12,13 +12,18 @@ output is either the previous step's output or zeros (`zero_output_for_mask`).
     output_t, states_t = finish(x_t, inner_t, states_{t-1})
 
 where `finish` is element-wise. It schedules backpropagation through time
-itself: the backward loop recomputes `finish` from the saved states to get its
-vector-Jacobian product, carries dL/dh back through U^T, and the gradient of U
+itself: the backward loop takes `finish`'s vector-Jacobian product (written out
+by the cell where it gives a `StepBackward`, from tensors the forward loop
+saved: the LSTM's gates, one fused SigmoidGrad / TanhGrad each; otherwise by
+recomputing `finish` from the saved states and differentiating it), carries
+dL/dh back through U^T, and the gradient of U
 is formed after the loop as ONE matrix product over all steps,
 dU = sum_t h_{t-1}^T dinner_t, instead of one product and one accumulation per
 step as automatic differentiation of a while loop does. The gradient is exact
 (the same equations, only summed in another order).
 """
+
+import typing
 
 import tensorflow as tf
 
@@ -35,6 +40,22 @@ def _hold_masked_step(
     fallback = zero_output if zero_output_for_mask else previous_output
     output = tf.where(keep, output, fallback)
     return output, [tf.where(keep, new, old) for new, old in zip(new_states, states)]
+
+
+class StepBackward(typing.NamedTuple):
+    """A separable step's vector-Jacobian product, written out (`run_separable_recurrence`).
+
+    Attributes:
+        forward: `(x_t, inner_t, states) -> (output_t, new_states, saved)`, the step's
+            `finish` also handing back the `n_saved` tensors its backward reads.
+        backward: `(saved, states, d_output, d_new_states) -> (d_z, d_states)`: the gradient
+            of z = x_t + inner_t and of each state before the step (None: not read).
+        n_saved: how many tensors `forward` saves per step.
+    """
+
+    forward: typing.Callable
+    backward: typing.Callable
+    n_saved: int
 
 
 def _zeros_if_none(gradient, like):
@@ -151,12 +172,18 @@ def run_separable_recurrence(
     return_all_outputs=True,
     recurrent_mask=None,
     unroll=1,
+    step_backward=None,
 ):
     """`run_recurrence` for separable steps, with hand-scheduled BPTT.
 
     Args:
         finish_fn: `(x_t, inner_t, states) -> (output_t, new_states)`, the
             element-wise rest of the step; it must not read variables.
+        step_backward: optional `StepBackward` of a step whose `finish` reads
+            `x_t + inner_t` only, its vector-Jacobian product written out: the
+            forward loop saves what it needs instead of recomputing `finish`,
+            and `x_t` and `inner_t` share one gradient. Without it the backward
+            loop recomputes `finish` and differentiates it.
         recurrent_kernel: U, `[units, width]`.
         recurrent_bias: b, `[width]`, or None.
         inputs: time-major projected inputs `[time, batch, width]`.
@@ -188,7 +215,11 @@ def run_separable_recurrence(
 
         def step(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
             inner = inner_product(states[0])
-            output, new_states = finish_fn(inputs[t], inner, list(states))
+            if step_backward is None:
+                output, new_states = finish_fn(inputs[t], inner, list(states))
+                saved = (inner,)
+            else:
+                output, new_states, saved = step_backward.forward(inputs[t], inner, list(states))
             if time_mask is not None:
                 output, new_states = _hold_masked_step(
                     time_mask[t], output, new_states, previous_output, states, zero_output,
@@ -196,16 +227,17 @@ def run_separable_recurrence(
                 )
             outputs_ta = outputs_ta.write(t, output)
             saved_states_ta = tuple(ta.write(t, s) for ta, s in zip(saved_states_ta, states))
-            inners_ta = inners_ta.write(t, inner)
+            inners_ta = tuple(ta.write(t, s) for ta, s in zip(inners_ta, saved))
             return outputs_ta, saved_states_ta, inners_ta, output, tuple(new_states)
 
-        outputs_ta, saved_states_ta, inners_ta, last_output, final_states = _for_each_step(
+        n_saved = 1 if step_backward is None else step_backward.n_saved
+        outputs_ta, saved_states_ta, saved_ta, last_output, final_states = _for_each_step(
             step,
             steps,
             (
                 new_array(),
                 tuple(new_array() for _ in range(n_states)),
-                new_array(),
+                tuple(new_array() for _ in range(n_saved)),
                 zero_output,
                 tuple(initial_states),
             ),
@@ -213,7 +245,7 @@ def run_separable_recurrence(
         )
         outputs = outputs_ta.stack()
         saved_states = [ta.stack() for ta in saved_states_ta]  # states before each step
-        inners = inners_ta.stack()
+        saved = [ta.stack() for ta in saved_ta]  # inner_t, or what step_backward saved
 
         def grad(d_outputs, d_last_output, *d_final_states):
             d_last_output = _zeros_if_none(d_last_output, last_output)
@@ -230,7 +262,6 @@ def run_separable_recurrence(
             def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
                 d_output = d_outputs[t] + d_previous_output
                 states = [s[t] for s in saved_states]
-                x_t, inner = inputs[t], inners[t]
                 if time_mask is not None:
                     keep = time_mask[t]
                     zeros = tf.zeros_like(d_output)
@@ -241,36 +272,44 @@ def run_separable_recurrence(
                 else:
                     carried_output = tf.zeros_like(d_output)
                     passed_states = None
-                with tf.GradientTape() as tape:
-                    tape.watch([x_t, inner] + states)
-                    output, new_states = finish_fn(x_t, inner, states)
-                d_x, d_inner, *d_previous = tape.gradient(
-                    [output] + list(new_states),
-                    [x_t, inner] + states,
-                    output_gradients=[d_output] + list(d_states),
-                    unconnected_gradients=tf.UnconnectedGradients.ZERO,
-                )
+                if step_backward is None:
+                    x_t, inner = inputs[t], saved[0][t]
+                    with tf.GradientTape() as tape:
+                        tape.watch([x_t, inner] + states)
+                        output, new_states = finish_fn(x_t, inner, states)
+                    d_x, d_inner, *d_previous = tape.gradient(
+                        [output] + list(new_states),
+                        [x_t, inner] + states,
+                        output_gradients=[d_output] + list(d_states),
+                        unconnected_gradients=tf.UnconnectedGradients.ZERO,
+                    )
+                else:
+                    d_inner, d_previous = step_backward.backward(
+                        [s[t] for s in saved], states, d_output, list(d_states))
+                    d_x, d_previous = d_inner, list(d_previous)
                 d_h = tf.matmul(d_inner, kernel_t)
                 if recurrent_mask is not None:
                     d_h = d_h * recurrent_mask
-                d_previous[0] = d_previous[0] + d_h
+                d_previous[0] = d_h if d_previous[0] is None else d_previous[0] + d_h
+                d_previous = [tf.zeros_like(s) if d is None else d
+                              for d, s in zip(d_previous, states)]
                 if passed_states is not None:
                     d_previous = [d + p for d, p in zip(d_previous, passed_states)]
-                return (
-                    d_inputs_ta.write(t, d_x),
-                    d_inners_ta.write(t, d_inner),
-                    carried_output,
-                    tuple(d_previous),
-                )
+                d_arrays = (d_inputs_ta.write(t, d_x),) + (
+                    () if step_backward is not None else (d_inners_ta[0].write(t, d_inner),))
+                return (d_arrays[0], d_arrays[1:], carried_output, tuple(d_previous))
 
+            # A step_backward's x_t and inner_t have one gradient: one array holds it.
             d_inputs_ta, d_inners_ta, _, d_initial_states = _for_each_step(
                 backward_step,
                 steps,
-                (new_array(), new_array(), tf.zeros_like(zero_output), tuple(d_final_states)),
+                (new_array(), () if step_backward is not None else (new_array(),),
+                 tf.zeros_like(zero_output), tuple(d_final_states)),
                 unroll=unroll,
                 reverse=True,
             )
-            d_inners = d_inners_ta.stack()
+            d_inputs = d_inputs_ta.stack()
+            d_inners = d_inputs if step_backward is not None else d_inners_ta[0].stack()
             width = tf.shape(d_inners)[-1]
             previous_h = saved_states[0]
             if recurrent_mask is not None:
@@ -282,7 +321,7 @@ def run_separable_recurrence(
                 transpose_a=True,
             )
             d_bias = tf.reduce_sum(d_inners, axis=[0, 1]) if has_bias else tf.zeros_like(bias)
-            return (d_inputs_ta.stack(), d_kernel, d_bias, *d_initial_states)
+            return (d_inputs, d_kernel, d_bias, *d_initial_states)
 
         return (outputs, last_output, *final_states), grad
 

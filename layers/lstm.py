@@ -1,8 +1,10 @@
 """The long short-term memory cell and layer."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
+from seqlab.layers._loop import StepBackward
 from seqlab.layers.registry import serializable
 from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer
 
@@ -148,12 +150,53 @@ class LSTMCell(RecurrentCell):
         h = o * self.activation(c)
         return h, [h, c]
 
+    @property
+    def step_backward(self):
+        """The step's vector-Jacobian product written out, for the hand-scheduled BPTT: the
+        forward loop saves the gates and tanh(c_t) instead of the backward loop recomputing
+        them, and each gate's gradient is one fused `SigmoidGrad` / `TanhGrad`. Only for the
+        default sigmoid / tanh (None otherwise: the loop differentiates `finish_step`)."""
+        if (self.recurrent_activation is not keras.activations.sigmoid
+                or self.activation is not keras.activations.tanh):
+            return None
+        return StepBackward(self._finish_step_saving, _lstm_step_backward, 5)
+
+    def _finish_step_saving(self, projected_inputs, inner, states):
+        # `finish_step`, op for op (the same outputs), also handing back what the VJP reads.
+        c_previous = states[1]
+        z = projected_inputs + inner
+        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+        i = self.recurrent_activation(z_i)
+        f = self.recurrent_activation(z_f)
+        candidate = self.activation(z_c)
+        c = f * c_previous + i * candidate
+        o = self.recurrent_activation(z_o)
+        tanh_c = self.activation(c)
+        h = o * tanh_c
+        return h, [h, c], (i, f, candidate, o, tanh_c)
+
     def get_config(self):
         config = {
             "recurrent_activation": keras.activations.serialize(self.recurrent_activation),
             "unit_forget_bias": self.unit_forget_bias,
         }
         return {**super().get_config(), **config}
+
+
+def _lstm_step_backward(saved, states, d_output, d_states):
+    """d z_t and d c_{t-1} from d h_t (the output's and the state's) and d c_t; h_{t-1} is not
+    read by the step (its gradient comes through U alone). SigmoidGrad(y, dy) = dy y (1 - y),
+    TanhGrad(y, dy) = dy (1 - y^2): the derivatives from the saved activations."""
+    i, f, candidate, o, tanh_c = saved
+    d_h = d_output + d_states[0]
+    d_c = d_states[1] + tf.raw_ops.TanhGrad(y=tanh_c, dy=d_h * o)
+    d_z = tf.concat([
+        tf.raw_ops.SigmoidGrad(y=i, dy=d_c * candidate),
+        tf.raw_ops.SigmoidGrad(y=f, dy=d_c * states[1]),
+        tf.raw_ops.TanhGrad(y=candidate, dy=d_c * i),
+        tf.raw_ops.SigmoidGrad(y=o, dy=d_h * tanh_c),
+    ], axis=-1)
+    return d_z, [None, d_c * f]
 
 
 @serializable

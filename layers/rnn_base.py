@@ -151,6 +151,10 @@ class RecurrentCell(keras.layers.Layer):
         """The element-wise rest of a separable step. Returns `(output, new_states)`."""
         raise NotImplementedError
 
+    # A `StepBackward` (`layers/_loop.py`) for the hand-scheduled BPTT, or None: the backward
+    # loop then differentiates `finish_step` itself.
+    step_backward = None
+
     def recurrent_step(self, projected_inputs, states, recurrent_mask=None):
         """Everything of a separable step after the input projection.
 
@@ -316,6 +320,7 @@ class RecurrentLayer(keras.layers.RNN):
                     inputs=cell.project_inputs(time_major),
                     recurrent_mask=recurrent_mask,
                     unroll=UNROLLED_STEPS,
+                    step_backward=cell.step_backward,
                     **loop_options,
                 )
             # Each step projects its own input, as Keras's cells do: one large

@@ -1,8 +1,10 @@
 """The Elman recurrent cell and layer."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
+from seqlab.layers._loop import StepBackward
 from seqlab.layers.registry import serializable
 from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer
 
@@ -66,6 +68,26 @@ class SimpleRNNCell(RecurrentCell):
     def finish_step(self, projected_inputs, inner, states):
         output = self.activation(projected_inputs + inner)
         return output, [output]
+
+    @property
+    def step_backward(self):
+        """The step's vector-Jacobian product written out, for the hand-scheduled BPTT: the
+        forward loop saves h_t and the backward takes one fused `TanhGrad` from it instead of
+        recomputing the step. Only for the default tanh (None otherwise)."""
+        if self.activation is not keras.activations.tanh:
+            return None
+        return StepBackward(self._finish_step_saving, _tanh_step_backward, 1)
+
+    def _finish_step_saving(self, projected_inputs, inner, states):
+        output, new_states = self.finish_step(projected_inputs, inner, states)
+        return output, new_states, (output,)
+
+
+def _tanh_step_backward(saved, states, d_output, d_states):
+    """d z_t = (d h_t from the output and the state) (1 - h_t^2); h_{t-1} is not read by the
+    step (its gradient comes through W_h alone)."""
+    (output,) = saved
+    return tf.raw_ops.TanhGrad(y=output, dy=d_output + d_states[0]), [None]
 
 
 @serializable

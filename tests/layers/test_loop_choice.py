@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice
+from seqlab.layers import GRU, LSTM, LSTMCell, SimpleRNN, SimpleRNNCell, _loop_choice
+from seqlab.layers._loop import run_separable_recurrence
 from tests.layers import recurrent_checks as checks
 
 LAYERS = {
@@ -39,6 +40,59 @@ def test_every_variant_matches_keras(variant, layer, scenario, monkeypatch):
     ours_cls, keras_cls, kwargs = LAYERS[layer]
     checks.check_against_keras(ours_cls, keras_cls, scenario, **kwargs)
     checks.check_gradients_against_keras(ours_cls, keras_cls, scenario, **kwargs)
+
+
+# The hand-scheduled BPTT's written-out step gradient (`StepBackward`) covers the default
+# activations only; with others the loop differentiates the step itself.
+OTHER_ACTIVATIONS = {
+    "lstm_hard_sigmoid": (LSTM, keras.layers.LSTM, {"recurrent_activation": "hard_sigmoid"}),
+    "lstm_relu": (LSTM, keras.layers.LSTM, {"activation": "relu"}),
+    "simple_rnn_relu": (SimpleRNN, keras.layers.SimpleRNN, {"activation": "relu"}),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(OTHER_ACTIVATIONS))
+@pytest.mark.parametrize("scenario", ["plain", "masked_sequences"])
+def test_hand_bptt_with_other_activations_matches_keras(layer, scenario, monkeypatch):
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "hand_bptt")
+    ours_cls, keras_cls, kwargs = OTHER_ACTIVATIONS[layer]
+    assert ours_cls(4, **kwargs).cell.step_backward is None
+    checks.check_against_keras(ours_cls, keras_cls, scenario, **kwargs)
+    checks.check_gradients_against_keras(ours_cls, keras_cls, scenario, **kwargs)
+
+
+@pytest.mark.parametrize("cell_cls, n_states", [(LSTMCell, 2), (SimpleRNNCell, 1)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_written_out_step_gradient_equals_the_differentiated_step(cell_cls, n_states, masked):
+    """The loop with the cell's `StepBackward` gives every gradient (projected inputs, U, b,
+    initial states) and output that it gives when it differentiates `finish_step` itself.
+    The same equations: the tolerance only allows for float32 kernels that fuse differently."""
+    cell = cell_cls(5)
+    cell.build((None, 3))
+    assert cell.step_backward is not None
+    rng = np.random.default_rng(0)
+    steps, batch, width = 7, 4, 5 * (4 if cell_cls is LSTMCell else 1)
+    inputs = tf.constant(rng.normal(size=(steps, batch, width)), tf.float32)
+    kernel = tf.constant(rng.normal(size=(5, width)) * 0.5, tf.float32)
+    bias = tf.constant(rng.normal(size=(width,)), tf.float32)
+    states = [tf.constant(rng.normal(size=(batch, 5)), tf.float32) for _ in range(n_states)]
+    mask = tf.constant(rng.random((batch, steps)) > 0.3) if masked else None
+    weights = [tf.constant(rng.normal(size=shape), tf.float32)
+               for shape in [(batch, 5), (batch, steps, 5)] + [(batch, 5)] * n_states]
+
+    def run(step_backward):
+        sources = [inputs, kernel, bias, *states]
+        with tf.GradientTape() as tape:
+            tape.watch(sources)
+            last, outputs, final = run_separable_recurrence(
+                cell.finish_step, kernel, bias, inputs, states, 5, mask=mask,
+                step_backward=step_backward)
+            results = [last, outputs, *final]
+            loss = sum(tf.reduce_sum(r * w) for r, w in zip(results, weights))
+        return results + tape.gradient(loss, sources)
+
+    for written, differentiated in zip(run(cell.step_backward), run(None)):
+        np.testing.assert_allclose(written.numpy(), differentiated.numpy(), atol=1e-6, rtol=1e-6)
 
 
 @pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
