@@ -1142,14 +1142,29 @@ def _detrended(values):
     return values - np.polyval(np.polyfit(steps, values, 1), steps)
 
 
-def _autocorrelation(values, max_lag):
+# Detrended values whose root mean square is at most this share of the series' largest
+# magnitude are the rounding left by detrending a constant (or a straight line): no season.
+CONSTANT_SHARE = 1e-10
+
+
+def _autocorrelation(values, max_lag, level=None):
     """`acf[k]`, k = 0..max_lag, of `values` (acf[0] = 1; all 0 beyond lag 0 when `values` are
-    constant up to rounding): `sum(values[:-k] * values[k:]) / sum(values ** 2)`, computed with
-    one FFT, so that long series cost `n log n`, not `n * max_lag`."""
+    constant up to rounding: their root mean square at most `CONSTANT_SHARE` of `level`, the
+    largest magnitude of the series before detrending, default of `values` themselves):
+    `sum(values[:-k] * values[k:]) / sum(values ** 2)`, computed with one FFT, so that long
+    series cost `n log n`, not `n * max_lag`. Scale-free: the values are divided by their
+    largest magnitude first, so a series in tiny units (1e-7) has the season it would have
+    in any other unit, and squares of values below 1e-154 do not underflow to 0."""
+    values = np.asarray(values, dtype="float64")
+    largest = np.max(np.abs(values)) if len(values) else 0.0
+    level = largest if level is None else level
+    if not largest > CONSTANT_SHARE * level:
+        return np.r_[1.0, np.zeros(max_lag)]
+    values = values / largest
     size = 1 << (2 * len(values) - 1).bit_length()
     spectrum = np.fft.rfft(values, size)
     sums = np.fft.irfft(spectrum * np.conj(spectrum), size)[: max_lag + 1]
-    if sums[0] <= 1e-12 * len(values):
+    if sums[0] <= (CONSTANT_SHARE * level / largest) ** 2 * len(values):
         return np.r_[1.0, np.zeros(max_lag)]
     return sums / sums[0]
 
@@ -1173,11 +1188,12 @@ def estimate_season(values, max_lag=None):
     Returns:
         The estimated season length in rows (1 means no seasonality found).
     """
+    level = np.max(np.abs(values)) if len(values) else 0.0
     values = _detrended(values)
     max_lag = min(max_lag or len(values) // 3, len(values) - 2)
     if max_lag < 3:
         return 1
-    acf = _autocorrelation(values, max_lag + 1)
+    acf = _autocorrelation(values, max_lag + 1, level)
     lags = np.arange(2, max_lag + 1)
     is_peak = (acf[lags] > 0) & (acf[lags] >= acf[lags - 1]) & (acf[lags] >= acf[lags + 1])
     peaks = lags[is_peak]
@@ -1288,7 +1304,8 @@ def choose_season(values, time=None, name=None):
             aside = (f"; the {stamps} suggest {season}, more than a third of the {len(values)} "
                      "training rows")
         else:
-            correlation = _autocorrelation(_detrended(values), season)[season]
+            level = float(np.max(np.abs(np.asarray(values, dtype="float64"))))
+            correlation = _autocorrelation(_detrended(values), season, level)[season]
             if correlation > 0:
                 return season, f"from the {stamps} ({season} {cycle})"
             aside = (f"; the {stamps} suggest {season}, but the autocorrelation there is "

@@ -750,11 +750,15 @@ class EpochProgress(keras.callbacks.Callback):
 
 
 def format_table(headers, rows):
-    """A plain-text table: columns padded, numbers right-aligned with 4 significant decimals."""
+    """A plain-text table: columns padded, numbers right-aligned; a float with 4 decimals, or
+    4 significant digits where 4 decimals would hide it (below 1e-3 but not 0) or run long
+    (1e5 and above); NaN (a figure that is not defined, such as 0 / 0) as "n/a"."""
 
     def cell(value):
         if isinstance(value, float):
-            return f"{value:.4f}" if abs(value) < 1e5 else f"{value:.4g}"
+            if math.isnan(value):
+                return "n/a"
+            return f"{value:.4f}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
         return "" if value is None else str(value)
 
     cells = [[cell(v) for v in row] for row in rows]

@@ -14,6 +14,7 @@ import sacrebleu
 from seqlab.data.text import make_dataset, scored_chars
 from seqlab.layers import reset_states
 from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
+from seqlab.models.forecasting.metrics import root_mean_square
 from seqlab.pipelines.common import format_table, pyplot
 
 
@@ -22,19 +23,27 @@ from seqlab.pipelines.common import format_table, pyplot
 
 def _errors(forecast, actual):
     error = forecast - actual
-    return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error)))}
+    return {"rmse": float(root_mean_square(error)), "mae": float(np.mean(np.abs(error)))}
 
 
 def _errors_per_step(forecast, actual):
     """RMSE and MAE of each step ahead (axis 1), pooled over origins and targets."""
     error = forecast - actual
     return {
-        "rmse": [float(v) for v in np.sqrt(np.mean(error**2, axis=(0, 2)))],
+        "rmse": [float(v) for v in root_mean_square(error, axis=(0, 2))],
         "mae": [float(v) for v in np.mean(np.abs(error), axis=(0, 2))],
     }
 
 
 BASELINES = ("naive", "seasonal_naive", "ets", "arima", "theta")
+
+
+def _ratio(rmse, best):
+    """An RMSE over the best baseline's: infinite where only the baseline is exact, NaN (not
+    defined; null in metrics.json, "n/a" in the table) where both are."""
+    if best > 0:
+        return rmse / best
+    return math.nan if rmse == 0 else math.inf
 
 
 def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
@@ -77,10 +86,7 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
         horizon=horizon,
         season=int(season),
         best_baseline=best,
-        rmse_ratio_to_best_baseline=(
-            metrics["model"]["rmse"] / metrics[best]["rmse"] if metrics[best]["rmse"] > 0
-            else float("inf")
-        ),
+        rmse_ratio_to_best_baseline=_ratio(metrics["model"]["rmse"], metrics[best]["rmse"]),
         per_target={
             name: {
                 kind: _errors(values[scored][..., index], actual[scored][..., index])
@@ -109,11 +115,8 @@ def forecast_table(metrics, model_kind):
     horizon is longer than one)."""
     best = metrics[metrics["best_baseline"]]["rmse"]
     names = _forecast_names(metrics, model_kind)
-    rows = [
-        [label, metrics[key]["rmse"], metrics[key]["mae"],
-         metrics[key]["rmse"] / best if best > 0 else float("inf")]
-        for key, label in names.items()
-    ]
+    rows = [[label, metrics[key]["rmse"], metrics[key]["mae"], _ratio(metrics[key]["rmse"], best)]
+            for key, label in names.items()]
     table = format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
     if metrics["horizon"] == 1 or "per_step" not in metrics:
         return table

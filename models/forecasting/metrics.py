@@ -9,7 +9,9 @@ and averages over them, `owa` relates a method's averages to Naive2's.
   seasonal-naive MAE of the history `x` with season `m` (`m = 1`: the naive MAE).
 - MAPE: `100 * mean(|y - f| / |y|)`, defined only where every actual is positive (else None:
   a percentage of a zero or negative actual means nothing).
-- RMSE: `sqrt(mean((y - f)^2))`.
+- RMSE: `sqrt(mean((y - f)^2))`, computed as `m sqrt(mean(((y - f) / m)^2))` with m the
+  largest |y - f| (`root_mean_square`), so that errors whose squares underflow (below about
+  1e-154) or overflow float64 still give their figure, not 0 or infinity.
 - Naive2 (M4's benchmark): the naive forecast of the seasonally adjusted series, re-seasonalised:
   when M4's 90 % autocorrelation test says the history is seasonal, a classical multiplicative
   decomposition (R's `decompose`) gives the seasonal indices; else the indices are 1 and
@@ -125,10 +127,34 @@ def mape(actual, forecast):
     return float(100.0 * np.mean(np.abs(actual - forecast) / actual))
 
 
+def root_mean_square(values, axis=None):
+    """`sqrt(mean(values^2))` over `axis`, each slice first divided by its largest magnitude
+    (and multiplied back after the root), so that values whose squares would underflow to 0
+    or overflow float64 keep their figure: errors of 1e-200 have an RMSE of about 1e-200,
+    not 0. A slice of zeros gives 0; a slice with an infinite or NaN value gives what the
+    plain formula gives.
+
+    >>> float(root_mean_square([3.0, 4.0]))  # sqrt(12.5)
+    3.5355339059327378
+    >>> bool(3.53e-200 < root_mean_square([3e-200, 4e-200]) < 3.54e-200)
+    True
+    """
+    values = np.asarray(values, dtype="float64")
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.max(np.abs(values), axis=axis, keepdims=True) if values.size else \
+            np.zeros((1,) * values.ndim)
+        usable = np.isfinite(scale) & (scale > 0)
+        safe = np.where(usable, scale, 1.0)
+        scaled = safe * np.sqrt(np.mean((values / safe) ** 2, axis=axis, keepdims=True))
+        plain = np.sqrt(np.mean(values ** 2, axis=axis, keepdims=True))
+        result = np.where(usable, scaled, plain)
+    return result.reshape(()) if axis is None else np.squeeze(result, axis=axis)
+
+
 def rmse(actual, forecast):
-    """Root mean squared error."""
+    """Root mean squared error (`root_mean_square` of the errors)."""
     actual, forecast = _pair(actual, forecast)
-    return float(np.sqrt(np.mean((actual - forecast) ** 2)))
+    return float(root_mean_square(actual - forecast))
 
 
 # ---------------------------------------------------------------------------------------------

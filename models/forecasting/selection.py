@@ -13,6 +13,8 @@ import dataclasses
 
 import numpy as np
 
+from seqlab.models.forecasting.metrics import root_mean_square
+
 # Backtest region: at least this share of the rows before the test split (and at least the
 # test split's length), so that the choice rests on more than one short validation block.
 BACKTEST_SHARE = 1 / 3
@@ -67,7 +69,7 @@ def backtest_folds(region_start, region_end, horizon, folds, first_origin=0):
 
 
 def rmse(forecast, actual):
-    return float(np.sqrt(np.mean((np.asarray(forecast) - np.asarray(actual)) ** 2)))
+    return float(root_mean_square(np.asarray(forecast) - np.asarray(actual)))
 
 
 def combine(forecasts, members):

@@ -200,6 +200,22 @@ def test_estimate_season_finds_the_period_and_ignores_a_trend():
     assert estimate_season(steps.astype(float)) == 1
 
 
+@pytest.mark.parametrize("unit", [1e-200, 1e-7, 1.0, 1e9])
+def test_the_season_does_not_depend_on_the_unit_of_the_values(unit):
+    # The same monthly series in any unit: a swing of 1e-3 of the level and noise. With an
+    # absolute threshold for "constant", the series in units of 1e-7 had no season.
+    steps = np.arange(240)
+    rng = np.random.default_rng(0)
+    values = unit * (1 + 1e-3 * np.sin(2 * np.pi * steps / 12) + 1e-4 * rng.normal(size=240))
+    assert estimate_season(values) == 12
+    months = pd.Series(pd.date_range("2000-01-01", periods=240, freq="MS"))
+    assert choose_season(values, months) == (12, "from the monthly time stamps (12 a year)")
+    # Constant, or a straight line, in that unit: the rounding of detrending is no season.
+    assert estimate_season(np.full(240, 5.0 * unit)) == 1
+    assert estimate_season(unit * (3.0 + 0.5 * steps)) == 1
+    assert choose_season(np.full(240, 5.0 * unit), months)[0] == 1
+
+
 def test_embedded_sunspots_have_an_eleven_year_cycle():
     sunspots = load_sunspots()
     assert list(sunspots.columns) == ["YEAR", "SUNACTIVITY"] and len(sunspots) == 309

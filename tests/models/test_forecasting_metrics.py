@@ -45,6 +45,26 @@ def test_mape_only_where_every_actual_is_positive_and_rmse():
     assert metrics.rmse([1, 2], [1, 4]) == pytest.approx(math.sqrt(2))
 
 
+def test_root_mean_square_keeps_its_figure_where_the_squares_underflow_or_overflow():
+    errors = np.random.default_rng(0).normal(size=(6, 3, 2))
+    plain = np.sqrt(np.mean(errors ** 2, axis=(0, 2)))
+    # The same figure as the plain formula (rounding aside) where the squares are normal...
+    np.testing.assert_allclose(metrics.root_mean_square(errors, axis=(0, 2)), plain,
+                               rtol=1e-12)
+    assert metrics.root_mean_square(errors) == pytest.approx(np.sqrt(np.mean(errors ** 2)),
+                                                              rel=1e-12)
+    # ... and scaled with the errors where their squares would underflow (1e-200: 0 for the
+    # plain formula) or overflow (1e200: infinity).
+    for unit in (1e-200, 1e200):
+        np.testing.assert_allclose(metrics.root_mean_square(errors * unit, axis=(0, 2)),
+                                   plain * unit, rtol=1e-12)
+    assert metrics.rmse([0.0, 0.0], [3e-200, 4e-200]) == pytest.approx(math.sqrt(12.5) * 1e-200,
+                                                                      rel=1e-12)
+    assert metrics.root_mean_square([0.0, 0.0]) == 0.0
+    assert metrics.root_mean_square([math.inf, 1.0]) == math.inf
+    assert math.isnan(metrics.root_mean_square([math.nan, 1.0]))
+
+
 def test_lengths_must_match():
     with pytest.raises(ValueError, match=r"actual and forecast differ in length. Received: 2 "
                                          r"actual values and 3 forecast values"):

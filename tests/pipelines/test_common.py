@@ -146,6 +146,17 @@ def test_format_table_aligns_columns():
     ]
 
 
+def test_format_table_shows_small_and_large_figures_and_says_n_a_for_undefined_ones():
+    # 4 decimals would print 0.0000 for an RMSE in small units; 0 / 0 is not a figure.
+    table = format_table(["name", "rmse", "ratio"], [["a", 0.0001234, math.nan],
+                                                     ["b", 0.0, 0.5], ["c", 123456.0, math.inf]])
+    assert table.splitlines()[2:] == [
+        "a     0.0001234     n/a",
+        "b        0.0000  0.5000",
+        "c     1.235e+05     inf",
+    ]
+
+
 # --- seqlab deletes only folders that carry its marker -------------------------------------------
 
 

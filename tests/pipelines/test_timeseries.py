@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 import re
 import shutil
 from types import SimpleNamespace
@@ -17,7 +18,7 @@ from seqlab.data.errors import DataError
 from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
 from seqlab.pipelines.common import AtomicBackupAndRestore, UsageError
-from seqlab.pipelines.metrics import forecast_scores
+from seqlab.pipelines.metrics import forecast_scores, forecast_table
 from seqlab.pipelines.timeseries import (
     TimeseriesConfig,
     build_model,
@@ -346,6 +347,22 @@ def test_forecast_scores_by_hand():
     assert metrics["best_baseline"] == "naive"
     assert metrics["rmse_ratio_to_best_baseline"] == pytest.approx(np.sqrt(17 / 10))
     assert metrics["per_target"]["y"]["model"] == pytest.approx(metrics["model"])
+
+
+def test_on_a_constant_series_the_ratio_to_an_exact_baseline_is_not_a_figure():
+    targets = np.full((30, 1), 5.0)
+    last_rows = np.arange(19, 29)
+    exact = np.full((10, 1, 1), 5.0)
+    metrics, _ = forecast_scores(exact, targets, last_rows, horizon=1, season=1,
+                                 target_names=["y"])
+    assert metrics["model"]["rmse"] == metrics["naive"]["rmse"] == 0.0
+    # 0 / 0: not defined (null in metrics.json, n/a in the table), not infinity.
+    assert math.isnan(metrics["rmse_ratio_to_best_baseline"])
+    assert [line.split()[-1] for line in forecast_table(metrics, "gru").splitlines()[2:]] == \
+        ["n/a"] * 3
+    metrics, _ = forecast_scores(exact + 1.0, targets, last_rows, horizon=1, season=1,
+                                 target_names=["y"])
+    assert metrics["rmse_ratio_to_best_baseline"] == math.inf
 
 
 def test_a_filled_run_finishes_and_says_what_was_filled(tmp_path, capsys):
