@@ -79,6 +79,22 @@ MUTATIONS = [
         "the layers' loop never applies recurrent_dropout (issue 19)",
     ),
     Mutation(
+        "lstm_step_gradient_forget_gate", "layers/lstm.py",
+        "        tf.raw_ops.SigmoidGrad(y=f, dy=d_c * states[1]),",
+        "        tf.raw_ops.SigmoidGrad(y=f, dy=d_c * f),",
+        ("tests/layers/test_loop_choice.py",),
+        "the written-out LSTM step gradient takes f for c_{t-1} in the forget gate's term",
+        select="written_out",
+    ),
+    Mutation(
+        "simple_rnn_step_gradient_drops_the_state", "layers/simple_rnn.py",
+        "    return tf.raw_ops.TanhGrad(y=output, dy=d_output + d_states[0]), [None]",
+        "    return tf.raw_ops.TanhGrad(y=output, dy=d_output), [None]",
+        ("tests/layers/test_loop_choice.py",),
+        "the written-out SimpleRNN step gradient forgets the gradient carried by the state",
+        select="written_out",
+    ),
+    Mutation(
         "cell_recurrent_dropout_ignored", "layers/rnn_base.py",
         "            if training and self.recurrent_dropout > 0",
         "            if False",
@@ -268,6 +284,13 @@ MUTATIONS = [
         ("tests/models/test_classical.py",),
         "the classical ETS member's level update drops the (1 - alpha) share of the old level "
         "(issue 23)",
+    ),
+    Mutation(
+        "rmse_not_scaled_back", "models/forecasting/metrics.py",
+        "        scaled = safe * np.sqrt(np.mean((values / safe) ** 2, axis=axis, keepdims=True))",
+        "        scaled = np.sqrt(np.mean((values / safe) ** 2, axis=axis, keepdims=True))",
+        ("tests/models/test_forecasting_metrics.py",),
+        "RMSE of the errors divided by their largest magnitude, not multiplied back",
     ),
     Mutation(
         "log_member_not_taken_back", "models/forecasting/classical.py",
