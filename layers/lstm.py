@@ -140,15 +140,8 @@ class LSTMCell(RecurrentCell):
         return projected + self.bias if self.use_bias else projected
 
     def finish_step(self, projected_inputs, inner, states):
-        c_previous = states[1]
-        z = projected_inputs + inner
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
-        i = self.recurrent_activation(z_i)
-        f = self.recurrent_activation(z_f)
-        c = f * c_previous + i * self.activation(z_c)
-        o = self.recurrent_activation(z_o)
-        h = o * self.activation(c)
-        return h, [h, c]
+        output, new_states, _ = self._finish_step_saving(projected_inputs, inner, states)
+        return output, new_states
 
     @property
     def step_backward(self):
@@ -162,7 +155,7 @@ class LSTMCell(RecurrentCell):
         return StepBackward(self._finish_step_saving, _lstm_step_backward, 5)
 
     def _finish_step_saving(self, projected_inputs, inner, states):
-        # `finish_step`, op for op (the same outputs), also handing back what the VJP reads.
+        # The step after the products; it also hands back what the written-out VJP reads.
         c_previous = states[1]
         z = projected_inputs + inner
         z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
