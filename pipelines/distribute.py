@@ -34,6 +34,7 @@ import keras
 import tensorflow as tf
 
 from seqlab.data import datasets
+from seqlab.layers.registry import load_model
 from seqlab.pipelines.common import RunDirectory, default_out, set_seed
 from seqlab.pipelines.errors import UsageError
 
@@ -157,7 +158,7 @@ class Distribution:
         model.save(path)
         if self.kind == "none":
             return model
-        return keras.saving.load_model(path)
+        return load_model(path)
 
     def report(self, per_replica_batch_size):
         """The figures a run records about its distribution (for config / metrics)."""

@@ -31,6 +31,7 @@ import keras
 import numpy as np
 
 from seqlab.data.errors import DataError
+from seqlab.layers.registry import load_model
 from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
@@ -660,7 +661,7 @@ class Pipeline:
                              f"{model_path.stat().st_size} bytes); retrain the run or put back "
                              "the file")
         try:
-            model = keras.saving.load_model(model_path, compile=False)
+            model = load_model(model_path, compile=False)
         except Exception as error:  # Keras raises many kinds for a damaged or unsafe file
             raise UsageError(f"{model_path}: cannot be loaded ({type(error).__name__}: "
                              f"{str(error).splitlines()[0] if str(error) else ''})") from None
