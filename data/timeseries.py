@@ -1158,7 +1158,7 @@ def _autocorrelation(values, max_lag, level=None):
     values = np.asarray(values, dtype="float64")
     largest = np.max(np.abs(values)) if len(values) else 0.0
     level = largest if level is None else level
-    if not largest > CONSTANT_SHARE * level:
+    if not largest > 0:  # all 0 (or NaN): nothing to correlate
         return np.r_[1.0, np.zeros(max_lag)]
     values = values / largest
     size = 1 << (2 * len(values) - 1).bit_length()
@@ -1167,6 +1167,14 @@ def _autocorrelation(values, max_lag, level=None):
     if sums[0] <= (CONSTANT_SHARE * level / largest) ** 2 * len(values):
         return np.r_[1.0, np.zeros(max_lag)]
     return sums / sums[0]
+
+
+def _detrended_autocorrelation(values, max_lag):
+    """`_autocorrelation` of `values` less their straight line, "constant" judged against the
+    largest magnitude of `values` themselves (the line's rounding is relative to it)."""
+    values = np.asarray(values, dtype="float64")
+    level = np.max(np.abs(values)) if len(values) else 0.0
+    return _autocorrelation(_detrended(values), max_lag, level)
 
 
 def estimate_season(values, max_lag=None):
@@ -1188,12 +1196,10 @@ def estimate_season(values, max_lag=None):
     Returns:
         The estimated season length in rows (1 means no seasonality found).
     """
-    level = np.max(np.abs(values)) if len(values) else 0.0
-    values = _detrended(values)
     max_lag = min(max_lag or len(values) // 3, len(values) - 2)
     if max_lag < 3:
         return 1
-    acf = _autocorrelation(values, max_lag + 1, level)
+    acf = _detrended_autocorrelation(values, max_lag + 1)
     lags = np.arange(2, max_lag + 1)
     is_peak = (acf[lags] > 0) & (acf[lags] >= acf[lags - 1]) & (acf[lags] >= acf[lags + 1])
     peaks = lags[is_peak]
@@ -1304,8 +1310,7 @@ def choose_season(values, time=None, name=None):
             aside = (f"; the {stamps} suggest {season}, more than a third of the {len(values)} "
                      "training rows")
         else:
-            level = float(np.max(np.abs(np.asarray(values, dtype="float64"))))
-            correlation = _autocorrelation(_detrended(values), season, level)[season]
+            correlation = _detrended_autocorrelation(values, season)[season]
             if correlation > 0:
                 return season, f"from the {stamps} ({season} {cycle})"
             aside = (f"; the {stamps} suggest {season}, but the autocorrelation there is "
