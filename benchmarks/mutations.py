@@ -293,6 +293,14 @@ MUTATIONS = [
         "RMSE of the errors divided by their largest magnitude, not multiplied back",
     ),
     Mutation(
+        "model_saved_in_place", "pipelines/common.py",
+        "        os.replace(temporary / path.name, path)",
+        "        os.replace(temporary / path.name, path) if model.save(path) else None",
+        ("tests/pipelines/test_lifecycle.py",),
+        "model.keras is written in place (a kill while it is saved leaves half an archive)",
+        select="crash_while",
+    ),
+    Mutation(
         "log_member_not_taken_back", "models/forecasting/classical.py",
         "    return np.exp(forecast.numpy()) if log_scale else forecast.numpy()",
         "    return forecast.numpy()",

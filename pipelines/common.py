@@ -99,6 +99,25 @@ def finite_or_none(value):
     return value
 
 
+def save_model_atomic(model, path):
+    """Saves `model` as a `.keras` archive at `path`, atomically.
+
+    Keras writes the archive in place, so a kill while it writes leaves a file that is not a
+    zip; a rerun that trusts it (a train continuing after `fit`) fails. The archive is written
+    into a temporary folder beside `path` (Keras wants the `.keras` name), then renamed over
+    `path`: `path` holds the old model or the new one, never part of one. The temporary is
+    removed on failure, and by `RunDirectory.finish` after a kill.
+    """
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        temporary.mkdir(exist_ok=True)
+        model.save(temporary / path.name)
+        os.replace(temporary / path.name, path)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
 def write_json_atomic(path, value):
     """Writes `value` as JSON (strict: a NaN or infinite figure is written as null)."""
     text = json.dumps(finite_or_none(value), indent=2, sort_keys=False, default=str,

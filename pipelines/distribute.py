@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from seqlab.data import datasets
 from seqlab.layers.registry import load_model
-from seqlab.pipelines.common import RunDirectory, default_out, set_seed
+from seqlab.pipelines.common import RunDirectory, default_out, save_model_atomic, set_seed
 from seqlab.pipelines.errors import UsageError
 
 KINDS = ("none", "mirrored", "multiworker")
@@ -155,7 +155,7 @@ class Distribution:
         across workers and gathers the outputs, while scoring wants every worker to compute the
         same full predictions locally.
         """
-        model.save(path)
+        save_model_atomic(model, path)
         if self.kind == "none":
             return model
         return load_model(path)

@@ -48,6 +48,7 @@ from seqlab.pipelines.common import (
     read_json,
     replace_export,
     save_history_plot,
+    save_model_atomic,
     training_callbacks,
     write_json_atomic,
 )
@@ -144,7 +145,7 @@ class RecordFitEnd(keras.callbacks.Callback):
         self.model_path, self.record = model_path, record
 
     def on_train_end(self, logs=None):
-        self.model.save(self.model_path)
+        save_model_atomic(self.model, self.model_path)
         self.record()
 
 
@@ -531,6 +532,11 @@ class Pipeline:
             # An earlier call finished `fit` and died later (scoring, plots, export): its
             # trained model is kept; only the steps after `fit` run again.
             print(f"training finished earlier: continuing after fit with {model_path}")
+            if not zipfile.is_zipfile(model_path):  # damaged by hand (saves are atomic)
+                raise UsageError(
+                    f"{model_path}: damaged (not a complete .keras archive), though "
+                    f"{fit_done_path.name} says training finished; remove the unfinished run "
+                    f"{model_path.parent} to train from the start")
             if model.optimizer is not None:  # so that the saved optimizer state loads too
                 model.optimizer.build(model.trainable_variables)
             model.load_weights(model_path)

@@ -21,6 +21,41 @@ def _seeded():
     keras.utils.set_random_seed(1234)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _each_classical_fit_once():
+    """Each distinct statsforecast fit runs once per test process; a repeat returns a copy.
+
+    The time-series runs of many tests fit the same automatic models to the same rows (the
+    baselines of every run, --model auto's members): statsforecast's exact ARIMA search on
+    their short series took most of those tests' time. A fit is a pure function of its rows,
+    season and form, so a repeat gets a copy of the first result (tests that make a fit fail
+    patch `fit_classical` itself, above this memo; failures are not remembered).
+    Processes a test starts fit everything themselves.
+    """
+    import copy
+
+    from seqlab.models.forecasting import classical
+
+    fitters = {name: getattr(classical, name) for name in ("_fit_ets", "_fit_arima", "_fit_theta")}
+    fits = {}
+
+    def remembered(name, fit):
+        def fit_once(values, season, model):
+            values = np.asarray(values, dtype=np.float64)
+            key = (name, values.tobytes(), len(values), season, model)
+            if key not in fits:
+                fits[key] = fit(values, season, model)
+            return copy.deepcopy(fits[key])
+
+        return fit_once
+
+    for name, fit in fitters.items():
+        setattr(classical, name, remembered(name, fit))
+    yield
+    for name, fit in fitters.items():
+        setattr(classical, name, fit)
+
+
 def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 

@@ -4,6 +4,8 @@ Each case starts `python -m seqlab timeseries train` as a real process, watches 
 `<out>.partial` directory, kills it at one point (mid-training, after the last epoch, while the
 SavedModel is being written) and runs the same command again. The rerun must finish, keep every
 epoch that was finished, and write a complete run with the usual figures and no temporaries.
+The model is a GRU: what --model auto adds after fit (its members' scores) is killed and
+resumed in-process in tests/pipelines/test_lifecycle.py.
 """
 
 import csv
@@ -32,7 +34,7 @@ def write_series(path, n_rows=160):
 def command(data, out):
     return [sys.executable, "-m", "seqlab", "timeseries", "train", "--data", str(data),
             "--time-column", "t", "--lookback", "6", "--units", "4", "--epochs", str(EPOCHS),
-            "--patience", str(EPOCHS), "--out", str(out)]
+            "--patience", str(EPOCHS), "--model", "gru", "--out", str(out)]
 
 
 def history_epochs(path):

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import keras
 import numpy as np
@@ -41,6 +42,9 @@ def write_series(path, n_rows=120):
 
 
 def tiny_config(folder, **overrides):
+    """The default model (--model auto) unless `overrides` say otherwise: tests of the
+    lifecycle alone ask for a GRU, as auto's classical fits and backtest network would add
+    about ten seconds a run and nothing they check."""
     settings = dict(data=str(write_series(folder / "series.csv")), out=str(folder / "run"),
                     time_column="t", target=["y"], lookback=6, units=4, epochs=2)
     settings.update(overrides)
@@ -115,7 +119,7 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
 def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys):
     """`export --run RUN` as README shows it succeeds after train: it writes `RUN/export/1`,
     then `RUN/export/2` (TensorFlow Serving's layout), and never touches `RUN/saved_model`."""
-    run = timeseries.train(tiny_config(tmp_path, epochs=1)).path
+    run = timeseries.train(tiny_config(tmp_path, epochs=1, model="gru")).path
     capsys.readouterr()
     trained = (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns
     (run / "export").mkdir()
@@ -199,7 +203,7 @@ def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_
         sleeper.kill()
         sleeper.wait()
     # Now the owner is dead: its lock is stale and the run goes ahead.
-    result = timeseries.train(tiny_config(tmp_path))
+    result = timeseries.train(tiny_config(tmp_path, model="gru"))
     assert (result.path / "metrics.json").is_file() and not (result.path / ".lock").exists()
 
 
@@ -252,6 +256,54 @@ def test_a_train_that_dies_after_fit_resumes_after_fit(tmp_path, monkeypatch, ca
         assert model.choice == ("linear" if backtest["linear"] <= backtest["gru"] else "neural")
     assert (result.path / "saved_model" / "saved_model.pb").is_file()
     assert not (result.path / "fit_done.json").exists()
+
+
+def test_a_crash_while_the_model_is_saved_again_after_fit_keeps_the_trained_one(
+        tmp_path, monkeypatch, capsys):
+    # The model is saved when fit ends (with fit_done.json), then again after `after_fit`; a
+    # kill during that second save left a half-written model.keras beside fit_done.json, and
+    # the rerun failed on it (BadZipFile, found by tests/test_faults.py).
+    config = tiny_config(tmp_path, epochs=2, model="gru")
+    saves = []
+    real_save = keras.Model.save
+
+    def die_in_the_second_save(model, filepath, *args, **kwargs):
+        saves.append(filepath)
+        if len(saves) < 2:
+            return real_save(model, filepath, *args, **kwargs)
+        with open(filepath, "wb") as file:  # what a kill in the middle leaves
+            file.write(b"PK\x03\x04 half an archive")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(keras.Model, "save", die_in_the_second_save)
+    with pytest.raises(OSError):
+        timeseries.train(config)
+    monkeypatch.undo()
+    partial = tmp_path / "run.partial"
+    assert len(saves) == 2 and (partial / "fit_done.json").is_file()
+    assert zipfile.is_zipfile(partial / "model.keras")
+    assert not list(partial.glob(".model.keras.tmp-*"))
+    capsys.readouterr()
+    result = timeseries.train(config)
+    assert "training finished earlier: continuing after fit" in capsys.readouterr().out
+    assert (result.path / "saved_model" / "saved_model.pb").is_file()
+
+
+def test_a_damaged_model_after_fit_is_one_clear_error(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, epochs=1, model="gru")
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model",
+                        lambda *args, **kwargs: (_ for _ in ()).throw(OSError(5, "I/O error")))
+    with pytest.raises(OSError):
+        timeseries.train(config)
+    monkeypatch.undo()
+    model = tmp_path / "run.partial" / "model.keras"
+    model.write_bytes(b"not an archive")
+    with pytest.raises(UsageError, match=re.escape(
+            f"{model}: damaged (not a complete .keras archive), though fit_done.json says "
+            f"training finished; remove the unfinished run {model.parent} to train from the "
+            "start")):
+        timeseries.train(config)
+    assert model.read_bytes() == b"not an archive"
 
 
 # --- a damaged run or a wrong path is one clear line, not a traceback ----------------------------
@@ -370,7 +422,8 @@ def test_an_unwritable_out_is_refused_before_the_data_is_read(tmp_path, monkeypa
 def test_a_run_stopped_early_says_so_and_marks_the_restored_epoch(tmp_path, monkeypatch):
     figures = record_saved_figures(monkeypatch)
     # A high learning rate and a patience of 1 stop this series within a few epochs.
-    result = timeseries.train(tiny_config(tmp_path, epochs=40, patience=1, learning_rate=0.05))
+    result = timeseries.train(tiny_config(tmp_path, epochs=40, patience=1, learning_rate=0.05,
+                                                 model="gru"))
     with open(result.path / "history.csv", newline="") as file:
         val_losses = [float(row["val_loss"]) for row in csv.DictReader(file)]
     run, best = len(val_losses), int(np.argmin(val_losses)) + 1
@@ -484,7 +537,7 @@ def test_tensorboard_logs_move_with_the_run_and_a_resumed_run_adds_to_them(tmp_p
     # A backup after every epoch (not only when it is worth its time), so that the run
     # resumes after the second epoch.
     monkeypatch.setattr(AtomicBackupAndRestore, "COST_RATIO", 0)
-    config = tiny_config(tmp_path, epochs=3, patience=50, tensorboard=True)
+    config = tiny_config(tmp_path, epochs=3, patience=50, tensorboard=True, model="gru")
 
     class CrashAfterSecondEpoch(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):

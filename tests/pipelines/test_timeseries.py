@@ -483,7 +483,10 @@ def test_a_failed_classical_fit_leaves_the_run_going_with_the_other_models(tmp_p
 
 def test_backtest_scores_rolling_origins_and_ends_with_the_runs_own_test_split(tmp_path):
     data = write_series(tmp_path / "demand.csv", n_rows=200)
-    result = train(tiny_config(data, tmp_path / "run", epochs=1, backtest=3, model="auto"))
+    # auto_folds=1: auto's own backtest (inside each fold) is tested below; this test is about
+    # the folds around it.
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, backtest=3, model="auto",
+                               auto_folds=1))
     backtest = result.metrics["backtest"]
     assert [fold["rows"] for fold in backtest["folds"]] == [140, 170, 200]  # 30 test rows each
     last = backtest["folds"][-1]
