@@ -162,9 +162,13 @@ class Vocabulary:
             ranked = ranked[: max(0, max_size - len(cls.RESERVED))]
         return cls(ranked)
 
+    def to_text(self):
+        """The tokens from id 4 on, one per line; the reserved ids are implied."""
+        return "".join(t + "\n" for t in self.tokens[4:])
+
     def save(self, path):
-        """Writes the tokens from id 4 on, one per line (UTF-8); the reserved ids are implied."""
-        Path(path).write_text("".join(t + "\n" for t in self.tokens[4:]), encoding="utf-8")
+        """Writes `to_text()` to `path` (UTF-8)."""
+        Path(path).write_text(self.to_text(), encoding="utf-8")
 
     @classmethod
     def load(cls, path):

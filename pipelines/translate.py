@@ -215,7 +215,7 @@ class TranslatePipeline(Pipeline):
 
     def write_artifacts(self, run, artifacts):
         for name, vocabulary in artifacts.items():
-            vocabulary.save(run.path(f"{name}.txt"))
+            run.write_text(f"{name}.txt", vocabulary.to_text())  # atomically
 
     def read_artifacts(self, path, config):
         return {name: Vocabulary.load(path / f"{name}.txt")
