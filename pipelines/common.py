@@ -107,6 +107,9 @@ def save_model_atomic(model, path):
     into a temporary folder beside `path` (Keras wants the `.keras` name), then renamed over
     `path`: `path` holds the old model or the new one, never part of one. The temporary is
     removed on failure, and by `RunDirectory.finish` after a kill.
+
+    Raises:
+        UsageError: the file cannot be written (a full disk, a read-only folder), naming it.
     """
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -114,6 +117,8 @@ def save_model_atomic(model, path):
         temporary.mkdir(exist_ok=True)
         model.save(temporary / path.name)
         os.replace(temporary / path.name, path)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write there ({error.strerror or error})") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
 

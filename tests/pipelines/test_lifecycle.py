@@ -276,7 +276,7 @@ def test_a_crash_while_the_model_is_saved_again_after_fit_keeps_the_trained_one(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(keras.Model, "save", die_in_the_second_save)
-    with pytest.raises(OSError):
+    with pytest.raises(UsageError, match=r"model\.keras: cannot write there \(No space left"):
         timeseries.train(config)
     monkeypatch.undo()
     partial = tmp_path / "run.partial"
