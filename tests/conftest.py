@@ -42,7 +42,7 @@ def _each_classical_fit_once():
     def remembered(name, fit):
         def fit_once(values, season, model):
             values = np.asarray(values, dtype=np.float64)
-            key = (name, values.tobytes(), len(values), season, model)
+            key = (name, values.tobytes(), season, model)
             if key not in fits:
                 fits[key] = fit(values, season, model)
             return copy.deepcopy(fits[key])
