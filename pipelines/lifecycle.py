@@ -43,6 +43,7 @@ from seqlab.pipelines.common import (
     Task,
     UsageError,
     absent_json,
+    build_training_state,
     open_run,
     progress_verbosity,
     read_json,
@@ -584,6 +585,7 @@ class Pipeline:
                      if isinstance(c, keras.callbacks.BackupAndRestore)),
                 RecordFitEnd(model_path, lambda: run.write_json(FIT_DONE_NAME,
                                                                 fit_record_now())))
+            build_training_state(model, train_data)
             model.fit(
                 distribution.shard(train_data),
                 validation_data=distribution.shard(val_data),

@@ -47,6 +47,7 @@ from seqlab.models.serving import checked_input
 from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
+    build_training_state,
     format_table,
     pyplot,
     read_json,
@@ -211,6 +212,13 @@ def build_model(config, schema):
     )
     model.build((None, config.lookback, len(features)))
     return model
+
+
+def fit_quietly(model, train, validation, epochs, callbacks):
+    """Trains a network that is not the run's own (a backtest's), printing nothing."""
+    build_training_state(model, train)
+    model.fit(train, validation_data=validation, epochs=epochs, verbose=0, shuffle=False,
+              callbacks=callbacks)
 
 
 def fit_linear_member(model, windows):
@@ -649,10 +657,9 @@ class TimeseriesPipeline(Pipeline):
             forecasts[AUTO_NEURAL_KIND] = neural_backtest(
                 lambda: build_model(neural_config, schema), neural_windows, plan, schema,
                 values, config.lookback,
-                lambda network, train, val: network.fit(
-                    train, validation_data=val, epochs=config.epochs, verbose=0,
-                    shuffle=False, callbacks=self.callbacks(
-                        config, prepared, "val_loss" if val is not None else "loss")))
+                lambda network, train, val: fit_quietly(
+                    network, train, val, config.epochs,
+                    self.callbacks(config, prepared, "val_loss" if val is not None else "loss")))
         if not prepared.linear_left_out:
             forecasts["linear"] = linear_backtest(plan, windows.scaler, schema, values,
                                                   config.lookback, config.horizon)
@@ -733,12 +740,9 @@ class TimeseriesPipeline(Pipeline):
             model = build_model(config, schema)
             fold.linear_left_out = fit_linear_member(model, windows)
             has_validation = len(windows.window_starts("val")) > 0
-            model.fit(
-                windows.train, validation_data=windows.val if has_validation else None,
-                epochs=config.epochs, verbose=0, shuffle=False,
-                callbacks=self.callbacks(config, prepared,
-                                         "val_loss" if has_validation else "loss"),
-            )
+            fit_quietly(model, windows.train, windows.val if has_validation else None,
+                        config.epochs, self.callbacks(config, prepared,
+                                                      "val_loss" if has_validation else "loss"))
             self.after_fit(config, fold, model)
             scores, _, _ = score_windows(
                 model, windows.scaler, schema, fold_series.values,

@@ -318,3 +318,44 @@ def test_an_unfinished_run_with_a_damaged_config_is_named_and_overwrite_starts_o
                                          r"to start the run over"):
         RunDirectory(tmp_path / "run", "toy").start({"a": 1})
     assert RunDirectory(tmp_path / "run", "toy", overwrite=True).start({"a": 1}) is False
+
+
+def test_the_training_state_is_built_before_fit_traces_its_step_and_trains_the_same():
+    """Without it, the optimizer's and the metrics' variables are created inside the first
+    trace of the training step, which tf.function then traces a second time."""
+    import numpy as np
+    import tensorflow as tf
+
+    from seqlab.layers import GRU
+    from seqlab.pipelines.common import build_training_state
+
+    x = np.random.default_rng(0).normal(size=(40, 6, 2)).astype("float32")
+    y = np.random.default_rng(1).normal(size=(40, 1)).astype("float32")
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+    def trained(prebuild):
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((6, 2)), GRU(4), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+        if prebuild:
+            build_training_state(model, dataset)
+            assert model.optimizer.built
+        made_in_a_trace = []
+
+        def record(next_creator, **kwargs):
+            if tf.inside_function():
+                made_in_a_trace.append(kwargs.get("name"))
+            return next_creator(**kwargs)
+
+        with tf.variable_creator_scope(record):
+            model.fit(dataset, epochs=2, verbose=0)
+        return made_in_a_trace, [w.numpy() for w in model.weights]
+
+    made_before, weights_before = trained(prebuild=False)
+    made, weights = trained(prebuild=True)
+    assert made_before  # what the build is for: Keras makes them in the trace otherwise
+    assert made == []
+    # The same arithmetic in the same order (equal to the bit on the machines measured; the
+    # tolerance only spares a CPU whose threads could reorder a reduction).
+    for built_first, built_in_trace in zip(weights, weights_before):
+        np.testing.assert_allclose(built_first, built_in_trace, rtol=1e-6, atol=1e-7)
