@@ -244,18 +244,23 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         self.sentences = sentences
         self.gold = [s.tags for s in sentences]
         self.patience = patience
-        self._decode_function = None
+        self._decode_function = self._decode_model = None
 
     def on_train_begin(self, logs=None):
         self.best_f1, self.best_loss, self.best_weights, self.wait = -1.0, np.inf, None, 0
         self.best_epoch = None
 
+    def decode_function_of(self, model):
+        """The decoding `tf.function` of `model`: the one traced for the epochs' scores where
+        `model` is the model trained (a trace costs about a second), else a new one."""
+        if self._decode_function is None or self._decode_model is not model:
+            self._decode_function, self._decode_model = model.make_decode_function(), model
+        return self._decode_function
+
     def on_epoch_end(self, epoch, logs=None):
         logs = {} if logs is None else logs
-        if self._decode_function is None:
-            self._decode_function = self.model.make_decode_function()
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
-                                 decode_function=self._decode_function)
+                                 decode_function=self.decode_function_of(self.model))
         f1 = logs["val_f1"] = entity_scores(self.gold, predicted)["f1"]
         loss = logs.get("val_loss", np.inf)
         self.wait += 1
@@ -367,7 +372,7 @@ class NerPipeline(Pipeline):
 
     def score(self, config, model, prepared):
         splits, vocabulary = prepared.splits, prepared.vocabulary
-        decode_function = model.make_decode_function()
+        decode_function = prepared.early_stopping.decode_function_of(model)
         # Kept for test_predictions.conll, which the artifacts hook writes.
         prepared.test_predicted = predict_tags(model, vocabulary, splits.test,
                                                decode_function=decode_function)

@@ -473,7 +473,7 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     model.stop_training = False  # as fit sets it
     callback = ner.EntityF1EarlyStopping(vocabulary=None, sentences=[], patience=2)
     callback.set_model(model)
-    callback._decode_function = "unused"
+    monkeypatch.setattr(callback, "decode_function_of", lambda model: "unused")
     callback.on_train_begin()
     logged = []
     for epoch, loss in enumerate(loss_by_epoch):
@@ -488,6 +488,26 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     assert logged == f1_by_epoch[:7] and epoch == 6
     callback.on_train_end()
     assert model.layers[0].kernel.numpy()[0, 0] == 4.0 and callback.best_epoch == 5
+
+
+
+def test_scoring_reuses_the_decoding_function_traced_for_the_epochs_of_the_same_model():
+    import seqlab.pipelines.ner as ner
+
+    class Model:
+        def __init__(self):
+            self.made = 0
+
+        def make_decode_function(self):
+            self.made += 1
+            return object()
+
+    trained, loaded = Model(), Model()
+    callback = ner.EntityF1EarlyStopping(vocabulary=None, sentences=[], patience=2)
+    first = callback.decode_function_of(trained)
+    assert callback.decode_function_of(trained) is first and trained.made == 1
+    # Another model (a distributed run scores the saved model loaded again) gets its own.
+    assert callback.decode_function_of(loaded) is not first and loaded.made == 1
 
 
 # Pretrained word vectors (--embeddings)
