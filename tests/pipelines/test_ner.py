@@ -490,7 +490,6 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     assert model.layers[0].kernel.numpy()[0, 0] == 4.0 and callback.best_epoch == 5
 
 
-
 def test_scoring_reuses_the_decoding_function_traced_for_the_epochs_of_the_same_model():
     import seqlab.pipelines.ner as ner
 
