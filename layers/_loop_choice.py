@@ -25,7 +25,10 @@ steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
 whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's
 own overhead dominates and measuring would cost more than it can save): they
-run the default loop. So does a layer traced under a `tf.distribute`
+run the default loop, Keras's own (the hand-scheduled BPTT for training a cell
+with `backprop_by_hand`), which traced in a third to half the time of the
+`unrolled` loop and trained as fast or faster (docs/performance.md, "Small
+shapes run Keras's loop"). So does a layer traced under a `tf.distribute`
 strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt` forces one loop
 (`hand_bptt` only where it applies), `auto` (or unset) measures.
 """
@@ -89,8 +92,9 @@ def candidates(cell, training):
 
 
 def default_variant(cell, training):
-    """The loop of a shape that is not measured: seqlab's previous, fixed choice."""
-    return "hand_bptt" if training and cell.backprop_by_hand else "unrolled"
+    """The loop of a shape that is not measured: Keras's own (the built-in's speed, and the
+    shortest trace), or the hand-scheduled BPTT for training a cell that asks for it."""
+    return "hand_bptt" if training and cell.backprop_by_hand else "keras"
 
 
 def _thread_settings():

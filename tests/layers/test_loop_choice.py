@@ -182,8 +182,8 @@ def test_small_shapes_run_the_default_loop_unmeasured(monkeypatch):
 
     monkeypatch.setattr(_loop_choice, "measure", refuse)
     assert _loop_choice.choose(_layer(), _inputs(), None, training=True) == "hand_bptt"
-    assert _loop_choice.choose(_layer(), _inputs(), None, training=False) == "unrolled"
-    assert _loop_choice.choose(_layer(GRU), _inputs(), None, training=True) == "unrolled"
+    assert _loop_choice.choose(_layer(), _inputs(), None, training=False) == "keras"
+    assert _loop_choice.choose(_layer(GRU), _inputs(), None, training=True) == "keras"
 
 
 def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
@@ -244,7 +244,7 @@ def test_no_measurement_under_a_distribution_strategy(monkeypatch):
     monkeypatch.setattr(_loop_choice, "measure", lambda *args: pytest.fail("measured"))
     with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
         layer = _layer(SimpleRNN)
-        assert _loop_choice.choose(layer, _inputs(), None, training=False) == "unrolled"
+        assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
 
 
 def test_a_loop_that_cannot_be_measured_falls_back_to_the_default(monkeypatch):
