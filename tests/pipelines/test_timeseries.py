@@ -262,6 +262,30 @@ def test_every_model_kind_maps_windows_to_forecasts_and_saves(kind, tmp_path):
                                model.predict(windows, verbose=0), atol=1e-6)
 
 
+def test_several_batches_per_call_train_the_same_weights_as_one():
+    """The forecaster runs `STEPS_PER_EXECUTION` batches per call of Keras's step (fewer calls,
+    the same batches in the same order): its weights after three epochs are those of one batch
+    per call. Tolerance 1e-5: the same operations; only the graph around them differs."""
+    from seqlab.pipelines.timeseries import STEPS_PER_EXECUTION
+
+    config = TimeseriesConfig(model="gru", lookback=6, horizon=1, units=4, learning_rate=0.01)
+    schema = SimpleNamespace(input_columns=["y"], targets=["y"])
+    rng = np.random.default_rng(0)
+    windows = rng.normal(size=(100, 6, 1)).astype("float32")  # 4 batches of 32: the last short
+    data = tf.data.Dataset.from_tensor_slices((windows, windows[:, -1:, :1])).batch(32)
+    weights = []
+    for steps in (STEPS_PER_EXECUTION, 1):
+        keras.utils.set_random_seed(0)
+        model = build_model(config, schema)
+        assert model.steps_per_execution == STEPS_PER_EXECUTION
+        model.steps_per_execution = steps
+        model.fit(data, epochs=3, verbose=0, shuffle=False)
+        weights.append(model.get_weights())
+    assert STEPS_PER_EXECUTION > 4
+    for several, one in zip(*weights):
+        np.testing.assert_allclose(several, one, atol=1e-5)
+
+
 # --- figures checked by hand ---------------------------------------------------------------------
 
 
