@@ -193,7 +193,8 @@ AUTO_NEURAL_KIND = "gru"
 # Training batches run per call of Keras's compiled step: a forecaster's step is a few
 # milliseconds, and one call per batch (with its callbacks and iterator round trip) cost about
 # a fifth of each 200-epoch fit of the main job (docs/performance.md, "The forecaster's
-# epochs"). The same batches in the same order: the weights are the same.
+# epochs"). The same batches in the same order: the weights are the same. Not under a
+# distribution strategy (see build_model).
 STEPS_PER_EXECUTION = 32
 
 
@@ -214,7 +215,9 @@ def build_model(config, schema):
         optimizer=keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm),
         loss="mse",
         metrics=["mae"],
-        steps_per_execution=STEPS_PER_EXECUTION,
+        # One batch per call under a distribution strategy: Keras's multi-step function fails
+        # under MultiWorkerMirroredStrategy ("You must feed a value for placeholder tensor").
+        steps_per_execution=1 if tf.distribute.has_strategy() else STEPS_PER_EXECUTION,
     )
     model.build((None, config.lookback, len(features)))
     return model
