@@ -43,13 +43,12 @@ from seqlab.pipelines.common import format_table  # noqa: E402
 from seqlab.pipelines.distribute import Distribution  # noqa: E402
 from seqlab.pipelines.timeseries import PIPELINE  # noqa: E402
 from seqlab.pipelines.timeseries_members import (  # noqa: E402
+    ALONE_ONLY,
     BacktestPlan,
     backtest_actual,
     classical_forecasts,
     linear_backtest,
 )
-
-ALONE_ONLY = ("seasonal_naive",)
 
 
 def member_forecasts(data, out):
@@ -82,15 +81,15 @@ def member_forecasts(data, out):
 
 
 def hindsight(test, actual):
-    """`(best member, its RMSE, best mean's members, its RMSE)` picked on the test rows."""
+    """`({member: test RMSE}, best mean's members, its RMSE)`, the best picked on the test
+    rows."""
     member_rmse = {name: rmse(forecast, actual) for name, forecast in test.items()}
-    best_member = min(member_rmse, key=member_rmse.get)
     combinable = [name for name in test if name not in ALONE_ONLY]
     subsets = [subset for size in range(1, len(combinable) + 1)
                for subset in itertools.combinations(combinable, size)]
     mean_rmse = {subset: rmse(combine(test, subset), actual) for subset in subsets}
     best_mean = min(mean_rmse, key=mean_rmse.get)
-    return best_member, member_rmse[best_member], best_mean, mean_rmse[best_mean]
+    return member_rmse, best_mean, mean_rmse[best_mean]
 
 
 def measure(name, data, out):
@@ -100,7 +99,8 @@ def measure(name, data, out):
     test_rows = len(test_target) + horizon - 1
     peers = run_peers(values, test_rows, horizon, max(season, 1))
     best_peer = min(error for error, _ in peers.values())
-    member, member_error, subset, subset_error = hindsight(test, test_target)
+    member_rmse, subset, subset_error = hindsight(test, test_target)
+    member = min(member_rmse, key=member_rmse.get)
     return {
         "series": name,
         "rows": len(values),
@@ -108,11 +108,10 @@ def measure(name, data, out):
         "kept": selection.name,
         "rule": rmse(combine(test, selection.kept), test_target) / best_peer,
         "best_member": member,
-        "best_member_ratio": member_error / best_peer,
+        "best_member_ratio": member_rmse[member] / best_peer,
         "best_mean": " + ".join(subset),
         "best_mean_ratio": subset_error / best_peer,
-        "members": {name: rmse(forecast, test_target) / best_peer
-                    for name, forecast in test.items()},
+        "members": {name: error / best_peer for name, error in member_rmse.items()},
     }
 
 

@@ -60,6 +60,7 @@ from seqlab.pipelines.settings import fill_in_setting
 from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
 from seqlab.pipelines.timeseries_panel import PANEL_PIPELINE, is_panel, is_panel_run
 from seqlab.pipelines.timeseries_members import (
+    ALONE_ONLY,
     CLASSICAL_BASELINES,
     CLASSICAL_MEMBERS,
     ForecastMembers,
@@ -674,7 +675,7 @@ class TimeseriesPipeline(Pipeline):
                                                   config.lookback, config.horizon)
         targets = values[schema.targets].to_numpy(dtype="float64")
         selection = select(forecasts, backtest_actual(targets, plan.origins, config.horizon),
-                           alone_only=("seasonal_naive",))
+                           alone_only=ALONE_ONLY)
         members.selection = selection
         scores = selection.member_rmse
         model.choice = ("linear" if scores.get("linear", np.inf)

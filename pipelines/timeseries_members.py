@@ -39,6 +39,8 @@ MEMBERS_FORMAT = 1
 MIN_NEURAL_WINDOWS = 20
 # Fewer backtest origins than this choose nothing: the classical members are combined.
 MIN_BACKTEST_ORIGINS = 4
+# Candidates alone but never part of a mean (`select`'s `alone_only`): a benchmark.
+ALONE_ONLY = ("seasonal_naive",)
 
 
 @dataclasses.dataclass
