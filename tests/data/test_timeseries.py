@@ -18,6 +18,7 @@ from seqlab.data.timeseries import (
     calendar_season,
     choose_season,
     estimate_season,
+    season_peak,
     every_window_start,
     future_time_labels,
     load_sunspots,
@@ -214,6 +215,35 @@ def test_the_season_does_not_depend_on_the_unit_of_the_values(unit):
     assert estimate_season(np.full(240, 5.0 * unit)) == 1
     assert estimate_season(unit * (3.0 + 0.5 * steps)) == 1
     assert choose_season(np.full(240, 5.0 * unit), months)[0] == 1
+
+
+def test_a_peak_of_noise_is_no_season_and_its_bound_is_bartletts_as_statsmodels_computes_it():
+    from statsmodels.tsa.stattools import acf
+
+    steps = np.arange(100)
+    noise = np.random.default_rng(4).normal(size=100)
+    peak = season_peak(noise)
+    assert peak is not None and not peak.significant and estimate_season(noise) == 1
+    # The reference: statsmodels' autocorrelation of the detrended values, its peaks found here,
+    # and its Bartlett interval at the two-sided level that puts 5 % / peaks in the upper tail.
+    detrended = noise - np.polyval(np.polyfit(steps, noise, 1), steps)
+    r = acf(detrended, nlags=34)
+    lags = np.arange(2, 34)
+    peaks = lags[(r[lags] > 0) & (r[lags] >= r[lags - 1]) & (r[lags] >= r[lags + 1])]
+    peaks = peaks[peaks > np.flatnonzero(r < 0)[0]]
+    assert peak.lag == peaks[np.argmax(r[peaks])]
+    _, interval = acf(detrended, nlags=34, alpha=2 * 0.05 / len(peaks), result_object=False)
+    # Both in float64 from the same values; only summation order differs.
+    assert peak.correlation == pytest.approx(r[peak.lag], abs=1e-12)
+    assert peak.bound == pytest.approx(interval[peak.lag, 1] - r[peak.lag], rel=1e-9)
+    season, source = choose_season(noise, None, "y")
+    assert season == 1 and source == (
+        f"estimated from the autocorrelation of y (train split): its highest peak, "
+        f"{peak.correlation:.2f} at lag {peak.lag}, is within the noise (bound {peak.bound:.2f}), "
+        "so the seasonal naive is the naive forecast")
+    # The same noise with a season of 12 whose swing is that of the noise: found.
+    seasonal = noise + 1.4 * np.sin(2 * np.pi * steps / 12)
+    assert season_peak(seasonal).significant and estimate_season(seasonal) == 12
 
 
 def test_embedded_sunspots_have_an_eleven_year_cycle():
@@ -665,7 +695,9 @@ def test_a_long_hourly_series_gets_season_24_from_its_time_stamps_quickly():
     started = time.perf_counter()
     assert choose_season(values, hours, "pm") == (24, "from the hourly time stamps (24 a day)")
     assert time.perf_counter() - started < 2
-    assert estimate_season(values) > 1000
+    # The autocorrelation's highest peak lies far beyond a day, and within the noise there.
+    peak = season_peak(values)
+    assert peak.lag > 1000 and not peak.significant and estimate_season(values) == 1
 
 
 def test_time_stamps_contradicted_by_the_data_give_way_to_the_autocorrelation():
@@ -695,7 +727,10 @@ def test_the_autocorrelation_search_stops_at_a_third_of_the_rows():
     steps = np.arange(600)
     # A strong cycle of 270 rows (fits only twice) over a weak one of 10 rows.
     values = 5 * np.sin(2 * np.pi * steps / 270) + np.sin(2 * np.pi * steps / 10)
-    assert 250 <= estimate_season(values, max_lag=300) <= 280
+    # Searched, the long cycle is the highest peak, but two repeats cannot clear the noise bound:
+    # the 260 large autocorrelations before it widen Bartlett's standard error past 0.8.
+    peak = season_peak(values, max_lag=300)
+    assert 250 <= peak.lag <= 280 and peak.correlation > 0.5 and not peak.significant
     assert estimate_season(values) == 10
 
 
