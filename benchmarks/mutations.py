@@ -258,10 +258,17 @@ MUTATIONS = [
     ),
     Mutation(
         "auto_keeps_the_worst_candidate", "models/forecasting/selection.py",
-        "    kept = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])",
-        "    kept = max(candidates, key=lambda members: candidate_rmse[candidate_name(members)])",
+        "    best = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])",
+        "    best = max(candidates, key=lambda members: candidate_rmse[candidate_name(members)])",
         ("tests/models/test_selection.py",),
         "--model auto keeps the candidate with the highest backtest error (issue 23)",
+    ),
+    Mutation(
+        "auto_switch_test_inverted", "models/forecasting/selection.py",
+        "    return Selection(best if switch.switches else default, member_rmse, candidate_rmse,",
+        "    return Selection(default if switch.switches else best, member_rmse, candidate_rmse,",
+        ("tests/models/test_selection.py",),
+        "--model auto keeps a candidate no clearer than noise over the mean of all members",
     ),
     Mutation(
         "backtest_fold_forecasts_a_fitting_row", "models/forecasting/selection.py",

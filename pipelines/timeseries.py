@@ -42,7 +42,13 @@ from seqlab.data.timeseries import (
 from seqlab.models.ets import SmoothingSpec, smoothing_forecast
 from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
 from seqlab.models.forecasting.classical import LOG_METHODS, forecast_from_history
-from seqlab.models.forecasting.selection import Selection, combine, rmse, select
+from seqlab.models.forecasting.selection import (
+    Selection,
+    candidate_name,
+    combine,
+    rmse,
+    select,
+)
 from seqlab.models.serving import checked_input
 from seqlab.pipelines.common import (
     ActionResult,
@@ -414,6 +420,8 @@ def member_figures(model, members, scaler, schema, values, starts, lookback, hor
         "chosen": selection.name,
         "kept": list(selection.kept),
         "chosen_on": selection.reason(),
+        "default": None if selection.default is None else candidate_name(selection.default),
+        "switch_test": None if selection.switch is None else selection.switch.to_dict(),
         "members": figures,
         "candidates": candidates,
     }

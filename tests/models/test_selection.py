@@ -1,15 +1,18 @@
 """Tests of models/forecasting/selection.py: backtest folds, candidates and the choice."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from seqlab.models.forecasting.selection import (
     Selection,
     backtest_folds,
     backtest_region,
     combine,
+    diebold_mariano,
     select,
 )
 
@@ -109,3 +112,59 @@ def test_a_selection_survives_its_dict():
     again = Selection.from_dict(selection.to_dict())
     assert again == selection and again.reason() == selection.reason()
     assert selection.to_dict()["why"] == selection.reason()
+
+
+def test_the_mean_of_all_members_stays_unless_a_candidate_is_clearly_better_on_the_backtest():
+    rng = np.random.default_rng(0)
+    actual = rng.normal(size=(30, 1, 1))
+    # Four members of equal skill: whichever scores lowest on 30 origins does so by chance.
+    forecasts = {name: actual + rng.normal(size=actual.shape) for name in "abcd"}
+    selection = select(forecasts, actual)
+    best = min(selection.candidate_rmse, key=selection.candidate_rmse.get)
+    default = selection.default
+    assert sorted(default) == list("abcd") and selection.kept == default
+    assert best == "mean of c + d + a" != selection.name  # lower on the backtest, by chance
+    switch = selection.switch
+    assert switch.best == best and not switch.switches and switch.candidates == 4 + 3 - 1
+    # Bonferroni: the level split among the 6 other candidates, t with 29 degrees of freedom.
+    assert switch.critical == pytest.approx(stats.t.ppf(1 - 0.05 / 6, 29))
+    assert "was not clearly below it" in selection.reason()
+    # One member far better than the rest at every origin: it replaces the mean.
+    forecasts["e"] = actual + 0.05 * rng.normal(size=actual.shape)
+    selection = select(forecasts, actual)
+    assert selection.kept == ("e",) and selection.switch.switches
+    assert "clearly below the mean of all members" in selection.reason()
+    again = Selection.from_dict(json.loads(json.dumps(selection.to_dict())))
+    assert again == selection and again.reason() == selection.reason()
+
+
+def test_diebold_mariano_at_one_step_is_the_paired_t_statistic():
+    rng = np.random.default_rng(1)
+    loss, baseline = rng.gamma(2.0, size=25), rng.gamma(2.2, size=25)
+    expected = stats.ttest_rel(loss, baseline).statistic
+    assert diebold_mariano(loss, baseline, 1) == pytest.approx(expected, rel=1e-12)
+
+
+def test_diebold_mariano_over_several_steps_follows_harvey_leybourne_and_newbold():
+    rng = np.random.default_rng(2)
+    loss, baseline = rng.gamma(2.0, size=20), rng.gamma(2.0, size=20)
+    n, h = 20, 3
+    d = loss - baseline
+    # Written out as in the paper: gamma_k = sum_{t>k} (d_t - mean)(d_{t-k} - mean) / n.
+    gamma = [sum((d[t] - d.mean()) * (d[t - k] - d.mean()) for t in range(k, n)) / n
+             for k in range(h)]
+    statistic = d.mean() / np.sqrt((gamma[0] + 2 * (gamma[1] + gamma[2])) / n)
+    expected = statistic * np.sqrt((n + 1 - 2 * h + h * (h - 1) / n) / n)
+    assert diebold_mariano(loss, baseline, h) == pytest.approx(expected, rel=1e-12)
+    # Identical differences everywhere: no variance; the sign decides.
+    assert diebold_mariano(np.ones(5), np.zeros(5), 1) == np.inf
+
+
+def test_a_selection_saved_before_the_switch_test_still_reads_and_explains_itself():
+    old = {"kept": ["a"], "name": "a", "origins": 12,
+           "member_backtest_rmse": {"a": 1.0, "b": 2.0},
+           "candidate_backtest_rmse": {"a": 1.0, "b": 2.0, "mean of a + b": 1.2},
+           "why": "lowest backtest RMSE (1 over 12 origins) of 3 candidates; next: mean of a + b 1.2"}
+    selection = Selection.from_dict(old)
+    assert selection.kept == ("a",) and selection.default is None and selection.switch is None
+    assert selection.reason() == old["why"]
