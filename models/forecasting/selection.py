@@ -186,6 +186,10 @@ class Selection:
     def from_dict(cls, values):
         default = values.get("default")
         switch = values.get("switch_test")
+        if switch is not None and switch["statistic"] is None:
+            # Strict JSON writes an infinite statistic as null; only -inf can occur (the best
+            # candidate's errors lower than the mean's by the same amount at every origin).
+            switch = {**switch, "statistic": -math.inf}
         return cls(tuple(values["kept"]), dict(values["member_backtest_rmse"]),
                    dict(values["candidate_backtest_rmse"]), int(values["origins"]),
                    None if default is None else tuple(default),
@@ -207,7 +211,10 @@ def diebold_mariano(loss, baseline_loss, horizon):
     variance = autocovariance[0] + 2 * sum(autocovariance[1:])
     if variance <= 0:  # the truncated sum can go negative; lag 0 alone cannot
         variance = autocovariance[0]
-    if variance <= 0:  # identical differences at every origin
+    # The same difference at every origin leaves only rounding in the variance (relative to
+    # the differences themselves): no spread, so the sign alone decides.
+    scale = float(np.max(np.abs(difference))) if n else 0.0
+    if variance <= (1e-12 * scale) ** 2:
         return -math.inf if mean < 0 else (math.inf if mean > 0 else 0.0)
     correction = math.sqrt(max(n + 1 - 2 * horizon + horizon * (horizon - 1) / n, 1) / n)
     return correction * mean / math.sqrt(variance / n)

@@ -15,6 +15,7 @@ from seqlab.models.forecasting.selection import (
     diebold_mariano,
     select,
 )
+from seqlab.pipelines.common import write_json_atomic
 
 
 @pytest.mark.parametrize("region_start, region_end, horizon, folds, first_origin",
@@ -77,12 +78,17 @@ def test_select_keeps_the_candidate_with_the_lowest_backtest_rmse():
                                (forecasts["a"] + forecasts["b"]) / 2)
 
 
-def test_select_keeps_a_single_member_that_beats_every_mean():
+def test_select_keeps_a_single_member_that_beats_every_mean(tmp_path):
     actual = np.zeros((10, 1, 1))
     forecasts = {"exact": actual.copy(), "off": actual + 1.0, "worse": actual - 3.0}
     selection = select(forecasts, actual)
     assert selection.kept == ("exact",) and selection.name == "exact"
     assert "lowest backtest RMSE (0 over 10 origins) of 5 candidates" in selection.reason()
+    # The same gain at every origin: an infinite statistic, which strict JSON writes as null.
+    assert selection.switch.statistic == -np.inf
+    write_json_atomic(tmp_path / "members.json", selection.to_dict())
+    again = Selection.from_dict(json.loads((tmp_path / "members.json").read_text()))
+    assert again == selection and again.reason() == selection.reason()
 
 
 def test_a_member_kept_alone_only_never_enters_a_mean():
