@@ -1364,14 +1364,13 @@ def choose_season(values, time=None, name=None):
                      f"{correlation:.2f}")
     peak = season_peak(values)
     what = f"the autocorrelation of {name}" if name else "the autocorrelation"
-    if peak is None:
-        return 1, (f"estimated from {what} (train split): no peak, so the seasonal naive is the "
-                   f"naive forecast{aside}")
-    if not peak.significant:
-        return 1, (f"estimated from {what} (train split): its highest peak, {peak.correlation:.2f}"
-                   f" at lag {peak.lag}, is within the noise (bound {peak.bound:.2f}), so the "
-                   f"seasonal naive is the naive forecast{aside}")
-    return peak.lag, f"estimated from {what} (train split){aside}"
+    if peak is not None and peak.significant:
+        return peak.lag, f"estimated from {what} (train split){aside}"
+    why = "no peak" if peak is None else (
+        f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is within the noise "
+        f"(bound {peak.bound:.2f})")
+    return 1, (f"estimated from {what} (train split): {why}, so the seasonal naive is the naive "
+               f"forecast{aside}")
 
 
 def future_times(time, horizon):

@@ -260,9 +260,10 @@ def select(forecasts, actual, alone_only=()):
                       for members in candidates}
     best = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])
     default = tuple(combinable) or None
-    if default is None or best == default or len(actual) < 2:
-        return Selection(best if default is None or len(actual) < 2 else default, member_rmse,
-                         candidate_rmse, len(actual), default)
+    if default is None or len(actual) < 2:  # nothing to combine, or too few origins to test
+        return Selection(best, member_rmse, candidate_rmse, len(actual), default)
+    if best == default:
+        return Selection(default, member_rmse, candidate_rmse, len(actual), default)
     horizon = np.asarray(actual).shape[1] if np.ndim(actual) > 1 else 1
     statistic = diebold_mariano(_origin_losses(combine(usable, best), actual),
                                 _origin_losses(combine(usable, default), actual), horizon)
