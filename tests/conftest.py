@@ -1,5 +1,6 @@
 """Shared test helpers: a layer check in the spirit of Keras's `run_layer_test`."""
 
+import contextlib
 import inspect
 import os
 
@@ -42,9 +43,11 @@ def _each_classical_fit_once():
     def remembered(name, fit):
         def fit_once(values, season, model):
             values = np.asarray(values, dtype=np.float64)
-            key = (name, values.tobytes(), season, model)
+            search = "exact" if _EXACT_ARIMA_SEARCH[0] or name != "_fit_arima" else "small"
+            key = (name, values.tobytes(), season, model, search)
             if key not in fits:
-                fits[key] = fit(values, season, model)
+                with _small_arima_search(search == "small"):
+                    fits[key] = fit(values, season, model)
             return copy.deepcopy(fits[key])
 
         return fit_once
@@ -54,6 +57,45 @@ def _each_classical_fit_once():
     yield
     for name, fit in fitters.items():
         setattr(classical, name, fit)
+
+
+# Test modules marked `exact_arima_search` (`pytestmark`) run statsforecast's AutoARIMA search
+# as seqlab does.
+_EXACT_ARIMA_SEARCH = [False]
+# The AutoARIMA search of every other test: orders up to 1 (seasonal too) chosen on the
+# conditional sum of squares, then fitted exactly. The member built from the fit is the same
+# code either way (orders, coefficients, state recursion, export); the full search is what
+# made a tiny series' test spend most of its time in statsforecast (about 4 s a fit on 100 to
+# 130 monthly rows against 0.2 s; 8 fits a run with --model auto). tests/models/test_classical.py
+# compares the members with statsforecast's own full search.
+SMALL_ARIMA_SEARCH = {"max_p": 1, "max_q": 1, "max_P": 1, "max_Q": 1, "approximation": True}
+
+
+@contextlib.contextmanager
+def _small_arima_search(small):
+    import statsforecast.models
+
+    if not small:
+        yield
+        return
+    full = statsforecast.models.AutoARIMA
+
+    class SmallSearch(full):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, **SMALL_ARIMA_SEARCH})
+
+    statsforecast.models.AutoARIMA = SmallSearch
+    try:
+        yield
+    finally:
+        statsforecast.models.AutoARIMA = full
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _arima_search(request):
+    _EXACT_ARIMA_SEARCH[0] = request.node.get_closest_marker("exact_arima_search") is not None
+    yield
+    _EXACT_ARIMA_SEARCH[0] = False
 
 
 def _as_list(x):

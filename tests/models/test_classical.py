@@ -28,6 +28,10 @@ from seqlab.models.forecasting.classical import (
     forecast_from_history,
 )
 
+# The members against statsforecast's own full AutoARIMA search (tests/conftest.py narrows it
+# elsewhere).
+pytestmark = pytest.mark.exact_arima_search
+
 SEASON = 12
 FIT_ROWS = 72
 HORIZON = 14  # more than a season, so the forecasts wrap around the seasonal states
