@@ -104,12 +104,14 @@ class SwitchTest:
             mean's (negative: lower than the mean's).
         critical: it replaces the mean when `statistic < -critical`.
         candidates: the candidates the level was split among.
+        level: the test's level before the split (runs from before it was stored: 5 %).
     """
 
     best: str
     statistic: float
     critical: float
     candidates: int
+    level: float = 0.05
 
     @property
     def switches(self):
@@ -164,7 +166,7 @@ class Selection:
             return text
         default = candidate_name(self.default)
         test = (f"t = {self.switch.statistic:.2f}, against -{self.switch.critical:.2f} at "
-                f"{SWITCH_LEVEL:.0%} over {self.switch.candidates} candidates")
+                f"{self.switch.level:.0%} over {self.switch.candidates} candidates")
         if self.switch.switches:
             return (f"lowest backtest RMSE ({best[1]:.4g} {over}) of {len(ranked)} candidates, "
                     f"clearly below the mean of all members ({self.candidate_rmse[default]:.4g};"
@@ -269,6 +271,6 @@ def select(forecasts, actual, alone_only=()):
                                 _origin_losses(combine(usable, default), actual), horizon)
     others = len(candidates) - 1
     critical = float(stats.t.ppf(1 - SWITCH_LEVEL / others, len(actual) - 1))
-    switch = SwitchTest(candidate_name(best), float(statistic), critical, others)
+    switch = SwitchTest(candidate_name(best), float(statistic), critical, others, SWITCH_LEVEL)
     return Selection(best if switch.switches else default, member_rmse, candidate_rmse,
                      len(actual), default, switch)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from seqlab.models.forecasting import selection as selection_module
 from seqlab.models.forecasting.selection import (
     Selection,
     backtest_folds,
@@ -142,6 +143,23 @@ def test_the_mean_of_all_members_stays_unless_a_candidate_is_clearly_better_on_t
     assert "clearly below the mean of all members" in selection.reason()
     again = Selection.from_dict(json.loads(json.dumps(selection.to_dict())))
     assert again == selection and again.reason() == selection.reason()
+    assert "at 5% over 8 candidates" in selection.reason()
+
+
+def test_the_reason_gives_the_level_the_run_tested_at(monkeypatch):
+    rng = np.random.default_rng(0)
+    actual = rng.normal(size=(30, 1, 1))
+    forecasts = {name: actual + rng.normal(size=actual.shape) for name in "abcd"}
+    monkeypatch.setattr(selection_module, "SWITCH_LEVEL", 0.1)
+    selection = select(forecasts, actual)
+    assert selection.switch.level == 0.1 and "at 10% over 6 candidates" in selection.reason()
+    assert selection.switch.critical == pytest.approx(stats.t.ppf(1 - 0.1 / 6, 29))
+    saved = selection.to_dict()
+    monkeypatch.setattr(selection_module, "SWITCH_LEVEL", 0.05)
+    assert Selection.from_dict(saved).reason() == saved["why"]
+    # A run saved before the level was stored tested at 5 %.
+    del saved["switch_test"]["level"]
+    assert "at 5% over 6 candidates" in Selection.from_dict(saved).reason()
 
 
 def test_diebold_mariano_at_one_step_is_the_paired_t_statistic():
