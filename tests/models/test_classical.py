@@ -357,6 +357,62 @@ def test_each_arima_structure_equals_statsforecast(order, seasonal_order, option
                                arima_reference(longer, origin, model.model_), rtol=RTOL)
 
 
+@pytest.mark.parametrize("season, search", [
+    (12, {"season_length": 12}),  # statsforecast's own search
+    (30, {"season_length": 30, "max_P": 1, "max_Q": 1}),  # seasonal orders up to 1
+    (60, {"season_length": 1}),  # above 52 rows a season: no seasonal terms
+])
+def test_a_long_season_narrows_the_arima_search(monkeypatch, season, search):
+    import statsforecast.models
+
+    asked = []
+
+    class Recorded(statsforecast.models.AutoARIMA):
+        def __init__(self, **kwargs):
+            asked.append(kwargs)
+            super().__init__(**kwargs)
+
+    monkeypatch.setattr(statsforecast.models, "AutoARIMA", Recorded)
+    steps = np.arange(3 * season + 7)
+    values = (10 + np.sin(2 * np.pi * steps / season)
+              + 0.1 * np.random.default_rng(season).normal(size=len(steps)))
+    spec = _quiet(lambda: fit_classical("arima", values, season))
+    assert asked == [{**search, "approximation": season > 12}]
+    assert spec.season == season
+    if season > classical.LONGEST_SEASON:
+        assert spec.params["m"] == 1 and spec.params["seasonal_order"] == [0, 0, 0]
+        assert spec.description.endswith(
+            f"(no seasonal terms: a season of {season} rows is longer than 52, too slow to fit)")
+    else:
+        assert spec.params["m"] == season and "no seasonal terms" not in spec.description
+    # Either way the member forecasts what statsforecast's fitted model forecasts.
+    fitted = _quiet(lambda: statsforecast.models.ARIMA(
+        order=tuple(spec.params["order"]), season_length=spec.params["m"],
+        seasonal_order=tuple(spec.params["seasonal_order"]),
+        include_mean="intercept" in spec.params["coef"],
+        include_drift="drift" in spec.params["coef"],
+        fixed=spec.params["coef"]).fit(values))
+    np.testing.assert_allclose(forecast_at_origins(spec, values, [len(values) - 1], 3)[0],
+                               fitted.predict(3)["mean"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("season", [30, 60])
+def test_ets_leaves_out_a_season_longer_than_52_rows(season):
+    steps = np.arange(3 * season + 7)
+    values = (10 + np.sin(2 * np.pi * steps / season)
+              + 0.1 * np.random.default_rng(season).normal(size=len(steps)))
+    spec = _quiet(lambda: fit_classical("ets", values, season))
+    long = season > classical.LONGEST_SEASON
+    # statsforecast's own choice with the season as given, or with none.
+    fitted = AutoETS(season_length=1 if long else season).fit(values).model_
+    assert spec.description.startswith(fitted["method"]) and spec.season == season
+    assert spec.params["m"] == (1 if long else season)
+    assert ("no seasonal terms" in spec.description) == long
+    np.testing.assert_allclose(forecast_at_origins(spec, values, [len(values) - 1], 3)[0],
+                               AutoETS(season_length=1 if long else season)
+                               .fit(values).predict(3)["mean"], rtol=1e-6)
+
+
 @pytest.mark.parametrize("form", ["STM", "OTM", "DSTM", "DOTM"])
 def test_each_theta_model_equals_statsforecast(form):
     spec, model = fit_pair("theta", model=form)
