@@ -74,6 +74,7 @@ from seqlab.pipelines.timeseries_members import (
     backtest_windows,
     classical_backtest,
     classical_forecasts,
+    classical_progress,
     describe_members,
     fit_classical_members,
     forecast_windows,
@@ -324,14 +325,19 @@ def prepare_members(config, schema, values, pre_test_rows, season):
         methods = [method for method in methods if method not in LOG_METHODS]
         notes.append(f"{' and '.join(LOG_METHODS)} left out: they run on the log of the "
                      f"target, and {at_or_below_zero}")
+    plan = plan_backtest(pre_test_rows, len(values) - pre_test_rows, config.lookback,
+                         config.horizon, season, config.auto_folds) if auto else None
+    backtested = plan is not None and all(t in schema.input_columns for t in schema.targets)
+    folds = len(plan.folds) if backtested else 0
+    progress = classical_progress(methods, len(methods) * len(schema.targets) * (1 + folds))
     classical, fit_notes = fit_classical_members(targets, pre_test_rows, season,
-                                                 schema.targets, methods)
+                                                 schema.targets, methods, progress)
+    # The backtest refits only the methods fitted here.
+    progress.total -= (len(methods) - len(classical)) * len(schema.targets) * folds
     notes += fit_notes
     members = ForecastMembers(classical, neural=AUTO_NEURAL_KIND if auto else None, notes=notes)
     if not auto:
         return members, None, {}
-    plan = plan_backtest(pre_test_rows, len(values) - pre_test_rows, config.lookback,
-                         config.horizon, season, config.auto_folds)
     if plan is None:
         members.notes.append(
             f"model auto: {pre_test_rows} rows before the test split are too few for a "
@@ -342,7 +348,7 @@ def prepare_members(config, schema, values, pre_test_rows, season):
                              "not an input column (they forecast from the target's history)")
         return members, plan, {}
     forecasts, fold_notes = classical_backtest(plan, targets, season, schema.targets,
-                                               list(classical), config.horizon)
+                                               list(classical), config.horizon, progress)
     members.notes += fold_notes
     return members, plan, forecasts
 

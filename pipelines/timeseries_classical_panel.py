@@ -274,10 +274,17 @@ def _fit_and_forecast(method, history, horizon, season, longer=None):
 
 class _Progress:
     """The classical fits' progress: a line rewritten in place on a terminal, else a line at
-    most every `PROGRESS_EVERY` seconds and one at the end."""
+    most every `PROGRESS_EVERY` seconds and one at the end.
 
-    def __init__(self, stream, what, methods, total):
+    Args:
+        unit: what `total` counts, for the line.
+        quiet_for: seconds without any line; fits that end sooner print none, not even the
+            last (one series' fits, which take a few seconds on most series).
+    """
+
+    def __init__(self, stream, what, methods, total, unit="series fits", quiet_for=0.0):
         self.stream, self.what, self.methods, self.total = stream, what, methods, total
+        self.unit, self.quiet_for, self.shown = unit, quiet_for, False
         self.done, self.started = 0, time.perf_counter()
         self.last = self.started
 
@@ -288,9 +295,11 @@ class _Progress:
             return
         now = time.perf_counter()
         at_end = self.done == self.total
+        if not (self.shown or now - self.started >= self.quiet_for):
+            return
         if not (at_end or now - self.last >= (0.5 if self.stream.isatty() else PROGRESS_EVERY)):
             return
-        self.last = now
+        self.last, self.shown = now, True
         from seqlab.pipelines.common import format_duration
 
         elapsed = now - self.started
@@ -298,7 +307,7 @@ class _Progress:
         doing = "" if method is None else f"{method} "
         where = f" {self.what}" if self.what else ""
         line = (f"classical members{where}: {doing}({', '.join(self.methods)}), "
-                f"{self.done}/{self.total} series fits, {format_duration(elapsed)} so far, "
+                f"{self.done}/{self.total} {self.unit}, {format_duration(elapsed)} so far, "
                 f"about {format_duration(left)} left")
         if self.stream.isatty():
             self.stream.write("\r" + line[:150].ljust(150) + ("\n" if at_end else ""))

@@ -15,6 +15,7 @@ Theta baselines of every run's table, whatever its model.
 """
 
 import dataclasses
+import sys
 
 import keras
 import numpy as np
@@ -110,23 +111,38 @@ class ForecastMembers:
         return self.kept is not None and any(name in self.classical for name in self.kept)
 
 
-def fit_classical_members(targets, fit_end, season, target_names, methods):
+def fit_classical_members(targets, fit_end, season, target_names, methods, progress=None):
     """`({method: [spec per target]}, notes)`: each method fitted on `targets[:fit_end]`.
 
     A method that fails on any target is left out, with a note naming the target and why.
+    `progress`, if given, is told of each fit (`FitProgress.step`).
     """
     classical, notes = {}, []
     for method in methods:
         specs = []
         for index, name in enumerate(target_names):
             try:
-                specs.append(fit_classical(method, targets[:fit_end, index], season))
+                spec = fit_classical(method, targets[:fit_end, index], season)
             except ValueError as error:
                 notes.append(f"{method} left out: it could not be fitted to {name} ({error})")
+                if progress is not None:  # this method's fits of the other targets are skipped
+                    progress.step(method, len(target_names) - index)
                 break
+            specs.append(spec)
+            if progress is not None:
+                progress.step(method)
         else:
             classical[method] = specs
     return classical, notes
+
+
+def classical_progress(methods, fits):
+    """The progress of one series' `fits` classical fits on stderr: silent unless they take
+    longer than `PROGRESS_EVERY` seconds (a year of hourly rows: minutes), then a line at most
+    that often (in place on a terminal) and one at the end."""
+    from seqlab.pipelines.timeseries_classical_panel import PROGRESS_EVERY, _Progress
+
+    return _Progress(sys.stderr, "", list(methods), fits, unit="fits", quiet_for=PROGRESS_EVERY)
 
 
 def classical_forecasts(classical, targets, last_rows, horizon):
@@ -234,14 +250,14 @@ def backtest_actual(targets, origins, horizon):
     return targets[origins[:, None] + np.arange(1, horizon + 1)]
 
 
-def classical_backtest(plan, targets, season, target_names, methods, horizon):
+def classical_backtest(plan, targets, season, target_names, methods, horizon, progress=None):
     """`({method: forecasts over plan.origins}, notes)`: each method refitted at each fold
     on the rows before it; a method that fails at any fold is left out."""
     per_fold, notes = [], []
     usable = set(methods)
     for fold in plan.folds:
         classical, fold_notes = fit_classical_members(targets, fold.fit_end, season,
-                                                      target_names, methods)
+                                                      target_names, methods, progress)
         usable &= set(classical)
         notes += [f"backtest fold at row {fold.fit_end}: {note}" for note in fold_notes]
         per_fold.append(classical_forecasts(classical, targets, fold.origins, horizon))

@@ -732,3 +732,66 @@ def test_data_at_or_below_zero_is_refused_where_a_log_member_would_forecast_it(t
     (run / "members.json").write_text(json.dumps(members))
     predict(run, data=str(zero), output=str(tmp_path / "f.csv"))
     assert np.all(np.isfinite(pd.read_csv(tmp_path / "f.csv")["demand"]))
+
+
+def _progress_lines(text):
+    return [line for line in text.splitlines() if line.startswith("classical members: ")]
+
+
+def test_slow_classical_fits_say_how_far_they_are_and_quick_ones_say_nothing(
+        tmp_path, monkeypatch, capsys):
+    from seqlab.pipelines import timeseries_classical_panel
+    from seqlab.pipelines.timeseries import infer_schema, load_table, prepare_members
+
+    steps = np.arange(120)
+    pd.DataFrame({"t": steps, "y": 10 + np.sin(2 * np.pi * steps / 12) + 0.02 * steps}).to_csv(
+        tmp_path / "series.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "series.csv"), time_column=["t"], lookback=12,
+                              horizon=1)
+    frame, source = load_table(config.data)
+    schema = infer_schema(config, frame, source)
+    values = schema.prepare(frame, source).values
+    # Seconds-long fits (most series): not a line, not even at the end.
+    members, plan, _ = prepare_members(config, schema, values, 102, 12)
+    assert _progress_lines(capsys.readouterr().err) == []
+    # Fits that take longer than the quiet time (here none) report, the last line at the end:
+    # every method before the test split and again at each backtest fold.
+    monkeypatch.setattr(timeseries_classical_panel, "PROGRESS_EVERY", 0.0)
+    prepare_members(config, schema, values, 102, 12)
+    lines = _progress_lines(capsys.readouterr().err)
+    fits = len(members.classical) * (1 + len(plan.folds))
+    assert len(lines) == fits and len(plan.folds) == 3
+    assert lines[-1].startswith(f"classical members: log_arima ({', '.join(members.classical)})"
+                                f", {fits}/{fits} fits, ")
+    assert lines[-1].endswith("so far, about 0.0 s left")
+
+
+def test_a_classical_member_that_fails_is_counted_off_the_fits_left(tmp_path, monkeypatch,
+                                                                     capsys):
+    from seqlab.models.forecasting import classical
+    from seqlab.pipelines import timeseries_classical_panel, timeseries_members
+    from seqlab.pipelines.timeseries import infer_schema, load_table, prepare_members
+
+    steps = np.arange(120)
+    pd.DataFrame({"t": steps, "y": 10 + np.sin(2 * np.pi * steps / 12)}).to_csv(
+        tmp_path / "series.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "series.csv"), time_column=["t"], lookback=12,
+                              horizon=1)
+    frame, source = load_table(config.data)
+    schema = infer_schema(config, frame, source)
+    values = schema.prepare(frame, source).values
+    fit = classical.fit_classical
+
+    def theta_fails(method, *args, **kwargs):
+        if method == "theta":
+            raise ValueError("no theta today")
+        return fit(method, *args, **kwargs)
+
+    monkeypatch.setattr(timeseries_members, "fit_classical", theta_fails)
+    monkeypatch.setattr(timeseries_classical_panel, "PROGRESS_EVERY", 0.0)
+    members, plan, _ = prepare_members(config, schema, values, 102, 12)
+    assert "theta" not in members.classical
+    lines = _progress_lines(capsys.readouterr().err)
+    # theta's one failed fit is counted; its three backtest refits are not made, nor counted.
+    fits = len(members.classical) * (1 + len(plan.folds)) + 1
+    assert f", {fits}/{fits} fits, " in lines[-1]
