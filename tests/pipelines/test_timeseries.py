@@ -738,26 +738,35 @@ def _progress_lines(text):
     return [line for line in text.splitlines() if line.startswith("classical members: ")]
 
 
-def test_slow_classical_fits_say_how_far_they_are_and_quick_ones_say_nothing(
-        tmp_path, monkeypatch, capsys):
-    from seqlab.pipelines import timeseries_classical_panel
+def _prepared_members(tmp_path, values):
+    """`prepare_members` of --model auto on `values` (monthly, season 12, 102 rows before the
+    test split): `(ForecastMembers, BacktestPlan)`."""
     from seqlab.pipelines.timeseries import infer_schema, load_table, prepare_members
 
-    steps = np.arange(120)
-    pd.DataFrame({"t": steps, "y": 10 + np.sin(2 * np.pi * steps / 12) + 0.02 * steps}).to_csv(
-        tmp_path / "series.csv", index=False)
+    pd.DataFrame({"t": np.arange(len(values)), "y": values}).to_csv(tmp_path / "series.csv",
+                                                                     index=False)
     config = TimeseriesConfig(data=str(tmp_path / "series.csv"), time_column=["t"], lookback=12,
                               horizon=1)
     frame, source = load_table(config.data)
     schema = infer_schema(config, frame, source)
-    values = schema.prepare(frame, source).values
+    members, plan, _ = prepare_members(config, schema, schema.prepare(frame, source).values,
+                                       102, 12)
+    return members, plan
+
+
+def test_slow_classical_fits_say_how_far_they_are_and_quick_ones_say_nothing(
+        tmp_path, monkeypatch, capsys):
+    from seqlab.pipelines import timeseries_classical_panel
+
+    steps = np.arange(120)
+    values = 10 + np.sin(2 * np.pi * steps / 12) + 0.02 * steps
     # Seconds-long fits (most series): not a line, not even at the end.
-    members, plan, _ = prepare_members(config, schema, values, 102, 12)
+    members, plan = _prepared_members(tmp_path, values)
     assert _progress_lines(capsys.readouterr().err) == []
     # Fits that take longer than the quiet time (here none) report, the last line at the end:
     # every method before the test split and again at each backtest fold.
     monkeypatch.setattr(timeseries_classical_panel, "PROGRESS_EVERY", 0.0)
-    prepare_members(config, schema, values, 102, 12)
+    _prepared_members(tmp_path, values)
     lines = _progress_lines(capsys.readouterr().err)
     fits = len(members.classical) * (1 + len(plan.folds))
     assert len(lines) == fits and len(plan.folds) == 3
@@ -770,16 +779,7 @@ def test_a_classical_member_that_fails_is_counted_off_the_fits_left(tmp_path, mo
                                                                      capsys):
     from seqlab.models.forecasting import classical
     from seqlab.pipelines import timeseries_classical_panel, timeseries_members
-    from seqlab.pipelines.timeseries import infer_schema, load_table, prepare_members
 
-    steps = np.arange(120)
-    pd.DataFrame({"t": steps, "y": 10 + np.sin(2 * np.pi * steps / 12)}).to_csv(
-        tmp_path / "series.csv", index=False)
-    config = TimeseriesConfig(data=str(tmp_path / "series.csv"), time_column=["t"], lookback=12,
-                              horizon=1)
-    frame, source = load_table(config.data)
-    schema = infer_schema(config, frame, source)
-    values = schema.prepare(frame, source).values
     fit = classical.fit_classical
 
     def theta_fails(method, *args, **kwargs):
@@ -789,7 +789,8 @@ def test_a_classical_member_that_fails_is_counted_off_the_fits_left(tmp_path, mo
 
     monkeypatch.setattr(timeseries_members, "fit_classical", theta_fails)
     monkeypatch.setattr(timeseries_classical_panel, "PROGRESS_EVERY", 0.0)
-    members, plan, _ = prepare_members(config, schema, values, 102, 12)
+    steps = np.arange(120)
+    members, plan = _prepared_members(tmp_path, 10 + np.sin(2 * np.pi * steps / 12))
     assert "theta" not in members.classical
     lines = _progress_lines(capsys.readouterr().err)
     # theta's one failed fit is counted; its three backtest refits are not made, nor counted.
