@@ -115,7 +115,7 @@ def fit_classical_members(targets, fit_end, season, target_names, methods, progr
     """`({method: [spec per target]}, notes)`: each method fitted on `targets[:fit_end]`.
 
     A method that fails on any target is left out, with a note naming the target and why.
-    `progress`, if given, is told of each fit (`FitProgress.step`).
+    `progress`, if given (`classical_progress`), is told of each fit.
     """
     classical, notes = {}, []
     for method in methods:

@@ -43,7 +43,7 @@ def _each_classical_fit_once():
     def remembered(name, fit):
         def fit_once(values, season, model):
             values = np.asarray(values, dtype=np.float64)
-            search = "exact" if _EXACT_ARIMA_SEARCH[0] or name != "_fit_arima" else "small"
+            search = "full" if _EXACT_ARIMA_SEARCH[0] or name != "_fit_arima" else "small"
             key = (name, values.tobytes(), season, model, search)
             if key not in fits:
                 with _small_arima_search(search == "small"):
