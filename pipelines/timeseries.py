@@ -343,7 +343,7 @@ def prepare_members(config, schema, values, pre_test_rows, season):
             f"model auto: {pre_test_rows} rows before the test split are too few for a "
             "backtest; ETS, ARIMA, Theta and seasonal naive are combined without one")
         return members, None, {}
-    if any(target not in schema.input_columns for target in schema.targets):
+    if not backtested:
         members.notes.append("model auto: the classical members are left out, as a target is "
                              "not an input column (they forecast from the target's history)")
         return members, plan, {}

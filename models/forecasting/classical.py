@@ -344,7 +344,7 @@ def _no_seasonal_terms(season):
 def _fit_ets(values, season, model):
     from statsforecast.models import AutoETS
 
-    season_asked, damped = season, None
+    damped = None
     if model is not None:
         # statsforecast takes the damping as its own argument: "AAdA" -> model "AAA", damped.
         if len(model) == 4 and model[2] == "d":
@@ -357,10 +357,11 @@ def _fit_ets(values, season, model):
     # The automatic search's seasonal forms estimate one initial state per row of the season
     # (AutoETS chose ETS(A,A,N) on 2,300 rows of 5-minute data, season 288, in 15-19 s; without
     # the seasonal forms in 0.3 s). A form asked for by name is fitted as asked.
-    note = ""
+    fit_season, note = season, ""
     if season > LONGEST_SEASON and model is None:
-        season, note = 1, _no_seasonal_terms(season)
-    fitted = AutoETS(season_length=season, model=model or "ZZZ", damped=damped).fit(values).model_
+        fit_season, note = 1, _no_seasonal_terms(season)
+    fitted = AutoETS(season_length=fit_season, model=model or "ZZZ",
+                     damped=damped).fit(values).model_
     error, trend, seasonal, damping = fitted["components"]
     if trend == "M":
         raise _Unsupported("statsforecast chose a multiplicative trend, which this member does "
@@ -382,7 +383,7 @@ def _fit_ets(values, season, model):
         "initial_seasons": [float(v) for v in states[1 + has_trend:]] if seasonal != "N" else [],
     }
     description = f"ETS({error},{trend}{'d' if damped else ''},{seasonal}){note}"
-    return ClassicalSpec("ets", season_asked, params, description, len(values))
+    return ClassicalSpec("ets", season, params, description, len(values))
 
 
 def _fit_arima(values, season, model):
