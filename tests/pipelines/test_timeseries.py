@@ -796,3 +796,27 @@ def test_a_classical_member_that_fails_is_counted_off_the_fits_left(tmp_path, mo
     # theta's one failed fit is counted; its three backtest refits are not made, nor counted.
     fits = len(members.classical) * (1 + len(plan.folds)) + 1
     assert f", {fits}/{fits} fits, " in lines[-1]
+
+
+def test_a_target_that_is_not_an_input_leaves_the_classical_members_out_of_the_backtest(
+        tmp_path, monkeypatch, capsys):
+    from seqlab.pipelines import timeseries_classical_panel
+    from seqlab.pipelines.timeseries import infer_schema, load_table, prepare_members
+
+    steps = np.arange(120)
+    pd.DataFrame({"t": steps, "x": np.cos(steps), "y": 10 + np.sin(2 * np.pi * steps / 12)}
+                 ).to_csv(tmp_path / "series.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "series.csv"), time_column=["t"],
+                              target=["y"], features=["x"], lookback=12, horizon=1)
+    frame, source = load_table(config.data)
+    schema = infer_schema(config, frame, source)
+    monkeypatch.setattr(timeseries_classical_panel, "PROGRESS_EVERY", 0.0)
+    members, plan, forecasts = prepare_members(config, schema,
+                                               schema.prepare(frame, source).values, 102, 12)
+    assert plan is not None and forecasts == {}
+    assert members.notes[-1] == ("model auto: the classical members are left out, as a target "
+                                 "is not an input column (they forecast from the target's "
+                                 "history)")
+    # Only the fits before the test split are made, and counted: none at the backtest folds.
+    fits = len(members.classical)
+    assert f", {fits}/{fits} fits, " in _progress_lines(capsys.readouterr().err)[-1]
