@@ -324,14 +324,14 @@ def _check_finite(spec):
 
 # A seasonal ARIMA's state holds P and Q seasons of lags, and its likelihood's cost grows much
 # faster with the season than with the rows. statsforecast's search (the CSS approximation),
-# measured on 2 cores on ten seasons of a noisy cycle: season 24 1.3 s; 48 173 s with its
-# default seasonal orders (up to 2), 4.6 s with orders up to 1; 52 28 s / 4.3 s; 96 10 s and
-# 168 43 s (1 GB) with orders up to 1; 288 (5-minute data) still running after 5 min at 7 GB.
-# A default run fits ARIMA eight times (on values and logs, before the test split and at three
-# backtest folds), so: the full search up to `ARIMA_FULL_SEASON`, seasonal orders up to 1 up to
-# `LONGEST_SEASON` (weekly data's year), and above it no seasonal terms in ARIMA and ETS: the
-# season is left to Theta's decomposition, seasonal naive and the networks. (R's `ets` stops
-# at 24; statsforecast's AutoETS fits longer seasons.)
+# measured on 2 cores on ten seasons of a noisy cycle (six for 96 and 168): season 24 1.3 s; 48
+# 173 s with its default seasonal orders (up to 2), 4.6 s with orders up to 1; 52 28 s / 4.3 s;
+# 96 10 s and 168 43 s (1 GB) with orders up to 1; 288 (5-minute data) still running after 5 min
+# at 7 GB. A default run fits ARIMA eight times (on values and logs, before the test split and
+# at three backtest folds), so: the full search up to `ARIMA_FULL_SEASON`, seasonal orders up to
+# 1 up to `LONGEST_SEASON` (weekly data's year), and above it no seasonal terms in ARIMA and
+# ETS: the season is left to Theta's decomposition, seasonal naive and the networks. (R's `ets`
+# stops at 24; statsforecast's AutoETS fits longer seasons.)
 ARIMA_FULL_SEASON = 24
 LONGEST_SEASON = 52
 
