@@ -49,13 +49,17 @@ class StepBackward(typing.NamedTuple):
         forward: `(x_t, inner_t, states) -> (output_t, new_states, saved)`, the step's
             `finish` also handing back the `n_saved` tensors its backward reads.
         backward: `(saved, states, d_output, d_new_states) -> (d_z, d_states)`: the gradient
-            of z = x_t + inner_t and of each state before the step (None: not read).
+            of z = x_t + inner_t (or, with `shared_gradient` False, the pair `(d x_t,
+            d inner_t)`) and of each state before the step (None: not read).
         n_saved: how many tensors `forward` saves per step.
+        shared_gradient: whether the step reads `x_t + inner_t` only, so that both have one
+            gradient (LSTM, SimpleRNN); the GRU's candidate reads `x_t + r_t (.) inner_t`.
     """
 
     forward: typing.Callable
     backward: typing.Callable
     n_saved: int
+    shared_gradient: bool = True
 
 
 def _zeros_if_none(gradient, like):
@@ -179,11 +183,11 @@ def run_separable_recurrence(
     Args:
         finish_fn: `(x_t, inner_t, states) -> (output_t, new_states)`, the
             element-wise rest of the step; it must not read variables.
-        step_backward: optional `StepBackward` of a step whose `finish` reads
-            `x_t + inner_t` only, its vector-Jacobian product written out: the
-            forward loop saves what it needs instead of recomputing `finish`,
-            and `x_t` and `inner_t` share one gradient. Without it the backward
-            loop recomputes `finish` and differentiates it.
+        step_backward: optional `StepBackward`, the step's vector-Jacobian
+            product written out: the forward loop saves what it needs instead of
+            recomputing `finish` (where the step reads `x_t + inner_t` only, the
+            two share one gradient). Without it the backward loop recomputes
+            `finish` and differentiates it.
         recurrent_kernel: U, `[units, width]`.
         recurrent_bias: b, `[width]`, or None.
         inputs: time-major projected inputs `[time, batch, width]`.
@@ -197,6 +201,8 @@ def run_separable_recurrence(
     has_bias = recurrent_bias is not None
     n_states = len(initial_states)
     bias = recurrent_bias if has_bias else tf.zeros([0], inputs.dtype)
+    # Whether x_t and inner_t have one gradient: then one array holds it.
+    shared_gradient = step_backward is not None and step_backward.shared_gradient
 
     @tf.custom_gradient
     def recurrence(inputs, kernel, bias, *initial_states):
@@ -284,9 +290,10 @@ def run_separable_recurrence(
                         unconnected_gradients=tf.UnconnectedGradients.ZERO,
                     )
                 else:
-                    d_inner, d_previous = step_backward.backward(
+                    d_z, d_previous = step_backward.backward(
                         [s[t] for s in saved], states, d_output, list(d_states))
-                    d_x, d_previous = d_inner, list(d_previous)
+                    d_x, d_inner = (d_z, d_z) if shared_gradient else d_z
+                    d_previous = list(d_previous)
                 d_h = tf.matmul(d_inner, kernel_t)
                 if recurrent_mask is not None:
                     d_h = d_h * recurrent_mask
@@ -296,20 +303,19 @@ def run_separable_recurrence(
                 if passed_states is not None:
                     d_previous = [d + p for d, p in zip(d_previous, passed_states)]
                 d_arrays = (d_inputs_ta.write(t, d_x),) + (
-                    () if step_backward is not None else (d_inners_ta[0].write(t, d_inner),))
+                    () if shared_gradient else (d_inners_ta[0].write(t, d_inner),))
                 return (d_arrays[0], d_arrays[1:], carried_output, tuple(d_previous))
 
-            # A step_backward's x_t and inner_t have one gradient: one array holds it.
             d_inputs_ta, d_inners_ta, _, d_initial_states = _for_each_step(
                 backward_step,
                 steps,
-                (new_array(), () if step_backward is not None else (new_array(),),
+                (new_array(), () if shared_gradient else (new_array(),),
                  tf.zeros_like(zero_output), tuple(d_final_states)),
                 unroll=unroll,
                 reverse=True,
             )
             d_inputs = d_inputs_ta.stack()
-            d_inners = d_inputs if step_backward is not None else d_inners_ta[0].stack()
+            d_inners = d_inputs if shared_gradient else d_inners_ta[0].stack()
             width = tf.shape(d_inners)[-1]
             previous_h = saved_states[0]
             if recurrent_mask is not None:

@@ -1,8 +1,10 @@
 """The gated recurrent unit cell and layer."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
+from seqlab.layers._loop import StepBackward
 from seqlab.layers.registry import serializable
 from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer
 
@@ -135,13 +137,32 @@ class GRUCell(RecurrentCell):
         return self.recurrent_kernel, bias
 
     def finish_step(self, projected_inputs, inner, states):
+        output, new_states, _ = self._finish_step_saving(projected_inputs, inner, states)
+        return output, new_states
+
+    @property
+    def step_backward(self):
+        """The step's vector-Jacobian product written out, for the hand-scheduled BPTT
+        (`reset_after=True` only: the other form is not separable): the forward loop saves
+        z_t, r_t, h~_t and the candidate's recurrent product, and each gate's gradient is one
+        fused `SigmoidGrad` / `TanhGrad`. Only for the default sigmoid / tanh (None
+        otherwise: the loop differentiates `finish_step`)."""
+        if (not self.reset_after
+                or self.recurrent_activation is not keras.activations.sigmoid
+                or self.activation is not keras.activations.tanh):
+            return None
+        return StepBackward(self._finish_step_saving, _gru_step_backward, 4,
+                            shared_gradient=False)
+
+    def _finish_step_saving(self, projected_inputs, inner, states):
+        # The step after the products; it also hands back what the written-out VJP reads.
         x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=-1)
         u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
         z = self.recurrent_activation(x_z + u_z)
         r = self.recurrent_activation(x_r + u_r)
         candidate = self.activation(x_h + r * u_h)
         h = z * states[0] + (1.0 - z) * candidate
-        return h, [h]
+        return h, [h], (z, r, candidate, u_h)
 
     def step_function(self, recurrent_mask=None):
         # The gates' and the candidate's products are taken separately with the
@@ -184,6 +205,21 @@ class GRUCell(RecurrentCell):
             "reset_after": self.reset_after,
         }
         return {**super().get_config(), **config}
+
+
+def _gru_step_backward(saved, states, d_output, d_states):
+    """(d x_t, d inner_t) and d h_{t-1} from d h_t (the output's and the state's), for
+    h_t = z h_{t-1} + (1 - z) h~, h~ = tanh(x_h + r (.) u_h): x_t and inner_t share the gates'
+    gradients, and the candidate's part of inner_t gets r (.) that of x_t. SigmoidGrad(y, dy) =
+    dy y (1 - y), TanhGrad(y, dy) = dy (1 - y^2): the derivatives from the saved activations."""
+    z, r, candidate, u_h = saved
+    d_h = d_output + d_states[0]
+    d_candidate = tf.raw_ops.TanhGrad(y=candidate, dy=d_h * (1.0 - z))
+    d_z = tf.raw_ops.SigmoidGrad(y=z, dy=d_h * (states[0] - candidate))
+    d_r = tf.raw_ops.SigmoidGrad(y=r, dy=d_candidate * u_h)
+    d_inputs = tf.concat([d_z, d_r, d_candidate], axis=-1)
+    d_inner = tf.concat([d_z, d_r, d_candidate * r], axis=-1)
+    return (d_inputs, d_inner), [d_h * z]
 
 
 @serializable

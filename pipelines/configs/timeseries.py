@@ -88,10 +88,11 @@ class TimeseriesConfig(TrainConfig):
         "auto", "model kind (many series: auto, nbeats, gru or lstm, one network for all "
         "series; auto adds statsforecast's models per series and keeps the member or mean of "
         "the best k with the lowest error on each series' last --holdout values before the "
-        "test part); one series: auto: statsforecast's automatic ETS, ARIMA and Theta, seasonal "
-        "naive, a GRU and a linear autoregression fitted by least squares, all scored by a "
-        "rolling-origin backtest before the test split; the member or mean of the best k with "
-        "the lowest backtest error is kept (every figure reported); linear: one dense layer "
+        "test part); one series: auto: statsforecast's automatic ETS, ARIMA and Theta (ETS and "
+        "ARIMA also on the logs of a positive series), seasonal naive, a GRU and a linear autoregression fitted by least squares, all scored by a "
+        "rolling-origin backtest before the test split; the mean of all but seasonal naive is "
+        "kept unless a member or mean of the best k beats it clearly there (a Diebold-Mariano "
+        "test; every figure reported); linear: one dense layer "
         "over the normalised window, trained like the others", (*MODEL_KINDS, "nbeats")
     )
     auto_folds: int = option(

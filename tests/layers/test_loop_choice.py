@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.layers import GRU, LSTM, LSTMCell, SimpleRNN, SimpleRNNCell, _loop_choice
+from seqlab.layers import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, _loop_choice
 from seqlab.layers._loop import run_separable_recurrence
 from tests.layers import recurrent_checks as checks
 
@@ -48,6 +48,8 @@ OTHER_ACTIVATIONS = {
     "lstm_hard_sigmoid": (LSTM, keras.layers.LSTM, {"recurrent_activation": "hard_sigmoid"}),
     "lstm_relu": (LSTM, keras.layers.LSTM, {"activation": "relu"}),
     "simple_rnn_relu": (SimpleRNN, keras.layers.SimpleRNN, {"activation": "relu"}),
+    "gru_hard_sigmoid": (GRU, keras.layers.GRU, {"recurrent_activation": "hard_sigmoid"}),
+    "gru_relu": (GRU, keras.layers.GRU, {"activation": "relu"}),
 }
 
 
@@ -61,9 +63,13 @@ def test_hand_bptt_with_other_activations_matches_keras(layer, scenario, monkeyp
     checks.check_gradients_against_keras(ours_cls, keras_cls, scenario, **kwargs)
 
 
-@pytest.mark.parametrize("cell_cls, n_states", [(LSTMCell, 2), (SimpleRNNCell, 1)])
+# Projected width: LSTM 4 units, GRU 3 (its candidate reads x_h + r (.) inner_h: x_t and inner_t
+# get different gradients), SimpleRNN 1.
+@pytest.mark.parametrize("cell_cls, n_states, gates",
+                         [(LSTMCell, 2, 4), (GRUCell, 1, 3), (SimpleRNNCell, 1, 1)])
 @pytest.mark.parametrize("masked", [False, True])
-def test_written_out_step_gradient_equals_the_differentiated_step(cell_cls, n_states, masked):
+def test_written_out_step_gradient_equals_the_differentiated_step(
+        cell_cls, n_states, gates, masked):
     """The loop with the cell's `StepBackward` gives every gradient (projected inputs, U, b,
     initial states) and output that it gives when it differentiates `finish_step` itself.
     The same equations: the tolerance only allows for float32 kernels that fuse differently."""
@@ -71,7 +77,7 @@ def test_written_out_step_gradient_equals_the_differentiated_step(cell_cls, n_st
     cell.build((None, 3))
     assert cell.step_backward is not None
     rng = np.random.default_rng(0)
-    steps, batch, width = 7, 4, 5 * (4 if cell_cls is LSTMCell else 1)
+    steps, batch, width = 7, 4, 5 * gates
     inputs = tf.constant(rng.normal(size=(steps, batch, width)), tf.float32)
     kernel = tf.constant(rng.normal(size=(5, width)) * 0.5, tf.float32)
     bias = tf.constant(rng.normal(size=(width,)), tf.float32)
