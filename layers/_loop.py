@@ -106,6 +106,7 @@ def run_recurrence(
     zero_output_for_mask=False,
     return_all_outputs=True,
     unroll=1,
+    feature_major=False,
 ):
     """Runs `step_fn` over the time axis of time-major `inputs`.
 
@@ -123,6 +124,10 @@ def run_recurrence(
         return_all_outputs: keep the output of every step; otherwise only
             the last one is kept (less memory).
         unroll: steps per iteration of the time loop (see `_for_each_step`).
+        feature_major: run `step_fn` on transposed tensors, `x_t^T [features,
+            batch]` and states `[size, batch]`, returning `output_t^T`
+            (`RecurrentCell.feature_major_step`); inputs, states and results
+            here keep their usual layout.
 
     Returns:
         `(last_output [batch, units], outputs [batch, time or 1, units],
@@ -131,17 +136,26 @@ def run_recurrence(
     if go_backwards:
         inputs = tf.reverse(inputs, [0])
     time_mask = None if mask is None else _time_major_mask(mask, go_backwards)
+    batch, static_batch = tf.shape(inputs)[1], inputs.shape[1]
+    output_shape = [batch, output_size]
+    if feature_major:
+        inputs = tf.transpose(inputs, [0, 2, 1])
+        initial_states = [tf.transpose(state) for state in initial_states]
+        if time_mask is not None:
+            time_mask = tf.transpose(time_mask, [0, 2, 1])
+        output_shape = output_shape[::-1]
     steps = tf.shape(inputs)[0]
     # Read through a TensorArray, not `inputs[t]`: the gradient of a slice is a
     # dense tensor of the whole input, which would make backpropagation
     # quadratic in the number of steps.
     inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
+    element_shape = [static_batch, output_size]
     outputs_ta = tf.TensorArray(
         inputs.dtype,
         size=steps if return_all_outputs else 0,
-        element_shape=tf.TensorShape([inputs.shape[1], output_size]),
+        element_shape=tf.TensorShape(element_shape[::-1] if feature_major else element_shape),
     )
-    zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
+    zero_output = tf.zeros(output_shape, dtype=inputs.dtype)
 
     def step(t, outputs_ta, previous_output, states):
         output, new_states = step_fn(inputs_ta.read(t), list(states))
@@ -157,10 +171,14 @@ def run_recurrence(
     outputs_ta, last_output, final_states = _for_each_step(
         step, steps, (outputs_ta, zero_output, tuple(initial_states)), unroll=unroll
     )
+    final_states = list(final_states)
+    if feature_major:
+        last_output = tf.transpose(last_output)
+        final_states = [tf.transpose(state) for state in final_states]
     if not return_all_outputs:
-        return last_output, last_output[:, None, :], list(final_states)
-    outputs = tf.transpose(outputs_ta.stack(), [1, 0, 2])
-    return last_output, outputs, list(final_states)
+        return last_output, last_output[:, None, :], final_states
+    outputs = tf.transpose(outputs_ta.stack(), [2, 0, 1] if feature_major else [1, 0, 2])
+    return last_output, outputs, final_states
 
 
 def run_separable_recurrence(

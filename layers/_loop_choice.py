@@ -19,6 +19,11 @@ noisy, and Keras's loop is the built-in layer's speed by construction):
 - `"hand_bptt"`: for training a separable cell, the inputs of all steps
   projected with one product and backpropagation through time scheduled by
   hand (`run_separable_recurrence`).
+- `"feature_major"`: for a separable cell, `unrolled` with every tensor of the
+  loop transposed to `[size, batch]`, its products W^T x_t^T and U^T h^T
+  (`RecurrentCell.feature_major_step`). TensorFlow's CPU product (Eigen) was up
+  to twice as fast in that orientation for the sizes of a recurrent step on an
+  AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
 
 The choice is keyed by the cell's kind and sizes, the batch and the number of
 steps (a stand-in where the trace leaves them unknown), dtype, training or
@@ -29,8 +34,9 @@ run the default loop, Keras's own (the hand-scheduled BPTT for training a cell
 with `backprop_by_hand`), which traced in a third to half the time of the
 `unrolled` loop and trained as fast or faster (docs/performance.md, "Small
 shapes run Keras's loop"). So does a layer traced under a `tf.distribute`
-strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt` forces one loop
-(`hand_bptt` only where it applies), `auto` (or unset) measures.
+strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major` forces one
+loop (`hand_bptt` and `feature_major` only where they apply, `unrolled`
+elsewhere), `auto` (or unset) measures.
 """
 
 import os
@@ -40,7 +46,7 @@ import time
 
 import tensorflow as tf
 
-VARIANTS = ("keras", "unrolled", "hand_bptt")
+VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major")
 ENV_VAR = "SEQLAB_RNN_LOOP"
 
 # Below this many floating-point operations per forward pass (batch x steps x
@@ -88,6 +94,8 @@ def candidates(cell, training):
     found = ["keras", "unrolled"]
     if training and cell.separable:
         found.append("hand_bptt")
+    if cell.separable:
+        found.append("feature_major")
     return found
 
 

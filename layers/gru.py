@@ -121,11 +121,11 @@ class GRUCell(RecurrentCell):
         if self.use_bias:
             self._add_bias((2, 3 * self.units) if self.reset_after else (3 * self.units,))
 
-    def project_inputs(self, inputs):
-        projected = ops.matmul(inputs, self.kernel)
-        if not self.use_bias:
-            return projected
-        return projected + (self.bias[0] if self.reset_after else self.bias)
+    def input_weights(self):
+        bias = None
+        if self.use_bias:
+            bias = self.bias[0] if self.reset_after else self.bias
+        return self.kernel, bias
 
     @property
     def separable(self):
@@ -136,8 +136,8 @@ class GRUCell(RecurrentCell):
         bias = self.bias[1] if self.use_bias and self.reset_after else None
         return self.recurrent_kernel, bias
 
-    def finish_step(self, projected_inputs, inner, states):
-        output, new_states, _ = self._finish_step_saving(projected_inputs, inner, states)
+    def finish_step(self, projected_inputs, inner, states, axis=-1):
+        output, new_states, _ = self._finish_step_saving(projected_inputs, inner, states, axis)
         return output, new_states
 
     @property
@@ -154,10 +154,10 @@ class GRUCell(RecurrentCell):
         return StepBackward(self._finish_step_saving, _gru_step_backward, 4,
                             shared_gradient=False)
 
-    def _finish_step_saving(self, projected_inputs, inner, states):
+    def _finish_step_saving(self, projected_inputs, inner, states, axis=-1):
         # The step after the products; it also hands back what the written-out VJP reads.
-        x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=-1)
-        u_z, u_r, u_h = ops.split(inner, 3, axis=-1)
+        x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=axis)
+        u_z, u_r, u_h = ops.split(inner, 3, axis=axis)
         z = self.recurrent_activation(x_z + u_z)
         r = self.recurrent_activation(x_r + u_r)
         candidate = self.activation(x_h + r * u_h)

@@ -135,12 +135,8 @@ class LSTMCell(RecurrentCell):
 
             self._add_bias((4 * self.units,), initializer)
 
-    def project_inputs(self, inputs):
-        projected = ops.matmul(inputs, self.kernel)
-        return projected + self.bias if self.use_bias else projected
-
-    def finish_step(self, projected_inputs, inner, states):
-        output, new_states, _ = self._finish_step_saving(projected_inputs, inner, states)
+    def finish_step(self, projected_inputs, inner, states, axis=-1):
+        output, new_states, _ = self._finish_step_saving(projected_inputs, inner, states, axis)
         return output, new_states
 
     @property
@@ -154,11 +150,11 @@ class LSTMCell(RecurrentCell):
             return None
         return StepBackward(self._finish_step_saving, _lstm_step_backward, 5)
 
-    def _finish_step_saving(self, projected_inputs, inner, states):
+    def _finish_step_saving(self, projected_inputs, inner, states, axis=-1):
         # The step after the products; it also hands back what the written-out VJP reads.
         c_previous = states[1]
         z = projected_inputs + inner
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=axis)
         i = self.recurrent_activation(z_i)
         f = self.recurrent_activation(z_f)
         candidate = self.activation(z_c)
@@ -200,9 +196,10 @@ class LSTM(RecurrentLayer):
         + _EQUATIONS
         + """
     The time loop is the one measured fastest for the shape on this machine:
-    Keras's own, seqlab's with four steps per iteration, or (training) one
-    input projection for all steps and the backward pass scheduled by hand
-    (one dU product over all steps); see `layers/_loop_choice.py`.
+    Keras's own, seqlab's with four steps per iteration (in the usual layout or
+    transposed, `[units, batch]`), or (training) one input projection for all
+    steps and the backward pass scheduled by hand (one dU product over all
+    steps); see `layers/_loop_choice.py`.
     `ours.set_weights(keras.layers.LSTM(...)
     .get_weights())` gives the same function.
 

@@ -123,9 +123,15 @@ class RecurrentCell(keras.layers.Layer):
         )
 
     # The split of one step.
+    def input_weights(self):
+        """`(W, b)`: the input kernel and the bias added to x_t @ W, or None."""
+        return self.kernel, self.bias if self.use_bias else None
+
     def project_inputs(self, inputs):
         """`inputs @ kernel (+ input bias)`, for one step or for all steps."""
-        raise NotImplementedError
+        kernel, bias = self.input_weights()
+        projected = ops.matmul(inputs, kernel)
+        return projected if bias is None else projected + bias
 
     @property
     def separable(self):
@@ -147,9 +153,41 @@ class RecurrentCell(keras.layers.Layer):
         """`(U, b)`: the recurrent kernel and the bias added to h_{t-1} @ U, or None."""
         return self.recurrent_kernel, None
 
-    def finish_step(self, projected_inputs, inner, states):
-        """The element-wise rest of a separable step. Returns `(output, new_states)`."""
+    def finish_step(self, projected_inputs, inner, states, axis=-1):
+        """The element-wise rest of a separable step. Returns `(output, new_states)`.
+
+        `axis` is the one of the units (and gates): -1, or 0 in the feature-major loop.
+        """
         raise NotImplementedError
+
+    def feature_major_step(self, recurrent_mask=None):
+        """The separable step with every tensor transposed, `[size, batch]`:
+        `(x_t^T, states^T) -> (output^T, new_states^T)`, its products W^T x_t^T and
+        U^T h_{t-1}^T (the `feature_major` loop of `layers/_loop.py`). The same equations;
+        TensorFlow's CPU products can be much faster with the batch as the short side
+        (docs/performance.md).
+
+        Args:
+            recurrent_mask: optional dropout mask on h_{t-1} `[batch, units]`.
+        """
+        kernel, input_bias = self.input_weights()
+        recurrent_kernel, recurrent_bias = self.recurrent_weights()
+        kernel_t = ops.transpose(kernel)
+        recurrent_t = ops.transpose(recurrent_kernel)
+        input_bias = None if input_bias is None else input_bias[:, None]
+        recurrent_bias = None if recurrent_bias is None else recurrent_bias[:, None]
+        mask_t = None if recurrent_mask is None else ops.transpose(recurrent_mask)
+
+        def plus(value, bias):
+            return value if bias is None else value + bias
+
+        def step(inputs, states):
+            h_previous = states[0] if mask_t is None else states[0] * mask_t
+            projected = plus(ops.matmul(kernel_t, inputs), input_bias)
+            inner = plus(ops.matmul(recurrent_t, h_previous), recurrent_bias)
+            return self.finish_step(projected, inner, states, axis=0)
+
+        return step
 
     # A `StepBackward` (`layers/_loop.py`) for the hand-scheduled BPTT, or None: the backward
     # loop then differentiates `finish_step` itself.
@@ -254,9 +292,10 @@ class RecurrentLayer(keras.layers.RNN):
     states, masks, `return_sequences`, `return_state`, `go_backwards`,
     `Bidirectional` support); this class replaces its per-step loop with its
     choice of loops (`layers/_loop_choice.py`): Keras's own, seqlab's with
-    several steps per iteration, or one input projection for all steps and a
-    hand-scheduled backward pass (`layers/_loop.py`), whichever it measured
-    fastest for the shape on this machine.
+    several steps per iteration (in the usual layout or transposed, `[units,
+    batch]`), or one input projection for all steps and a hand-scheduled
+    backward pass (`layers/_loop.py`), whichever it measured fastest for the
+    shape on this machine.
     """
 
     def __init__(self, cell, activity_regularizer=None, **kwargs):
@@ -289,7 +328,7 @@ class RecurrentLayer(keras.layers.RNN):
             finally:
                 cell.reset_dropout_mask()
                 cell.reset_recurrent_dropout_mask()
-        if variant not in ("unrolled", "hand_bptt"):
+        if variant not in ("unrolled", "hand_bptt", "feature_major"):
             raise ValueError(f"Unknown loop variant. Received: variant={variant!r}")
         try:
             if training and cell.dropout > 0:
@@ -326,10 +365,13 @@ class RecurrentLayer(keras.layers.RNN):
             # Each step projects its own input, as Keras's cells do: one large
             # product over all steps writes a [time, batch, gates * units]
             # result that does not stay in cache.
+            feature_major = variant == "feature_major" and cell.separable
             return run_recurrence(
-                cell.step_function(recurrent_mask),
+                cell.feature_major_step(recurrent_mask) if feature_major
+                else cell.step_function(recurrent_mask),
                 inputs=time_major,
                 unroll=UNROLLED_STEPS,
+                feature_major=feature_major,
                 **loop_options,
             )
         finally:

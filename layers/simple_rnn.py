@@ -2,7 +2,6 @@
 
 import keras
 import tensorflow as tf
-from keras import ops
 
 from seqlab.layers._loop import StepBackward
 from seqlab.layers.registry import serializable
@@ -61,11 +60,7 @@ class SimpleRNNCell(RecurrentCell):
         if self.use_bias:
             self._add_bias((self.units,))
 
-    def project_inputs(self, inputs):
-        projected = ops.matmul(inputs, self.kernel)
-        return projected + self.bias if self.use_bias else projected
-
-    def finish_step(self, projected_inputs, inner, states):
+    def finish_step(self, projected_inputs, inner, states, axis=-1):
         output = self.activation(projected_inputs + inner)
         return output, [output]
 
@@ -78,7 +73,7 @@ class SimpleRNNCell(RecurrentCell):
             return None
         return StepBackward(self._finish_step_saving, _tanh_step_backward, 1)
 
-    def _finish_step_saving(self, projected_inputs, inner, states):
+    def _finish_step_saving(self, projected_inputs, inner, states, axis=-1):
         output, new_states = self.finish_step(projected_inputs, inner, states)
         return output, new_states, (output,)
 

@@ -167,6 +167,11 @@ def test_forced_variant_and_its_fallback(monkeypatch):
     assert _loop_choice.choose(layer, _inputs(), None, training=False) == "unrolled"
     gru = _layer(GRU, reset_after=False)
     assert _loop_choice.choose(gru, _inputs(), None, training=True) == "unrolled"
+    # The feature-major loop runs separable steps, in training and inference.
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "feature_major")
+    for training in (True, False):
+        assert _loop_choice.choose(layer, _inputs(), None, training) == "feature_major"
+        assert _loop_choice.choose(gru, _inputs(), None, training) == "unrolled"
     monkeypatch.setenv(_loop_choice.ENV_VAR, "fastest")
     with pytest.raises(ValueError, match="SEQLAB_RNN_LOOP must be one of auto, keras"):
         _loop_choice.choose(layer, _inputs(), None, training=True)
@@ -200,7 +205,7 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
 
     def fake_measure(layer, key, variants):
         calls.append((key, tuple(variants)))
-        times = {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0}
+        times = {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0, "feature_major": 1.5}
         if not key[8]:  # inference: Keras's loop fastest
             times["keras"] = 0.5
         return {variant: times[variant] for variant in variants}
@@ -208,9 +213,10 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
     monkeypatch.setattr(_loop_choice, "measure", fake_measure)
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
-    assert len(calls) == 1 and calls[0][1] == ("keras", "unrolled", "hand_bptt")
+    assert len(calls) == 1
+    assert calls[0][1] == ("keras", "unrolled", "hand_bptt", "feature_major")
     assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
-    assert calls[1][1] == ("keras", "unrolled")
+    assert calls[1][1] == ("keras", "unrolled", "feature_major")
     # Another size, a mask or another thread setting is another key.
     _loop_choice.choose(layer, _inputs(batch=5), None, training=False)
     _loop_choice.choose(layer, _inputs(), tf.ones([2, 3], tf.bool), training=False)
@@ -240,7 +246,8 @@ def test_measurement_runs_from_inside_a_trace_and_times_every_candidate(monkeypa
     gradients = train_step(x)
     assert all(g is not None for g in gradients)
     (key, times), = _loop_choice.measurements().items()
-    assert key[8] is True and set(times) == {"keras", "unrolled", "hand_bptt"}
+    assert key[8] is True
+    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major"}
     assert all(t > 0 for t in times.values())
 
 
