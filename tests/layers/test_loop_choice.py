@@ -280,3 +280,31 @@ def test_a_mixed_precision_layer_runs(monkeypatch):
     layer = GRU(4, dtype="mixed_float16")
     output = layer(np.ones((2, 3, 5), "float32"), training=False)
     assert output.dtype == "float16" and output.shape == (2, 4)
+
+
+@pytest.mark.parametrize("variant", ["keras", "unrolled", "feature_major"])
+@pytest.mark.parametrize("layer", ["lstm", "gru"])
+def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypatch, tmp_path):
+    """The loop traced into an exported SavedModel (a masked bidirectional layer, sequences
+    returned) serves what Keras's built-in layer computes; the export holds plain TensorFlow
+    operations, nothing that needs the layer's Python code. Tolerance: float32 products summed
+    in another order."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    ours_cls, keras_cls, kwargs = LAYERS[layer]
+    ids = keras.Input((None,), dtype="int32")
+
+    def model(layer_cls):
+        embedded = keras.layers.Embedding(20, 6, mask_zero=True)(ids)
+        recurrent = keras.layers.Bidirectional(layer_cls(5, return_sequences=True, **kwargs))
+        return keras.Model(ids, recurrent(embedded))
+
+    ours, reference = model(ours_cls), model(keras_cls)
+    ours.set_weights(reference.get_weights())
+    archive = keras.export.ExportArchive()
+    archive.track(ours)
+    archive.add_endpoint(
+        "serve", ours.call, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    archive.write_out(str(tmp_path / "model"), verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "model"))
+    batch = np.array([[3, 7, 1, 9, 0, 0], [4, 2, 8, 8, 5, 6]], "int32")
+    np.testing.assert_allclose(served.serve(batch).numpy(), reference(batch).numpy(), atol=1e-5)
