@@ -3,12 +3,13 @@
 A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
-`keras.layers.RNN` uses. seqlab's layers run one of three time loops over the
+`keras.layers.RNN` uses. seqlab's layers run one of four time loops over the
 same two parts, whichever they measured fastest for the shape on this machine
 (`layers/_loop_choice.py`): Keras's own loop, seqlab's loop with several steps
-per iteration, or (training) one input projection for all steps and the
-backpropagation through time scheduled by hand (`layers/_loop.py`). The same
-equations in the same order, so the numbers agree with the per-step cell.
+per iteration, the same with its tensors transposed to `[units, batch]`
+(`feature_major_step`), or (training) one input projection for all steps and
+the backpropagation through time scheduled by hand (`layers/_loop.py`). The
+same equations in the same order, so the numbers agree with the per-step cell.
 """
 
 import keras
