@@ -136,24 +136,24 @@ def run_recurrence(
     if go_backwards:
         inputs = tf.reverse(inputs, [0])
     time_mask = None if mask is None else _time_major_mask(mask, go_backwards)
-    batch, static_batch = tf.shape(inputs)[1], inputs.shape[1]
-    output_shape = [batch, output_size]
+    # An output's shape, as a tensor and as far as it is known while tracing.
+    output_shape = [tf.shape(inputs)[1], output_size]
+    static_output_shape = [inputs.shape[1], output_size]
     if feature_major:
         inputs = tf.transpose(inputs, [0, 2, 1])
         initial_states = [tf.transpose(state) for state in initial_states]
         if time_mask is not None:
             time_mask = tf.transpose(time_mask, [0, 2, 1])
-        output_shape = output_shape[::-1]
+        output_shape, static_output_shape = output_shape[::-1], static_output_shape[::-1]
     steps = tf.shape(inputs)[0]
     # Read through a TensorArray, not `inputs[t]`: the gradient of a slice is a
     # dense tensor of the whole input, which would make backpropagation
     # quadratic in the number of steps.
     inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
-    element_shape = [static_batch, output_size]
     outputs_ta = tf.TensorArray(
         inputs.dtype,
         size=steps if return_all_outputs else 0,
-        element_shape=tf.TensorShape(element_shape[::-1] if feature_major else element_shape),
+        element_shape=tf.TensorShape(static_output_shape),
     )
     zero_output = tf.zeros(output_shape, dtype=inputs.dtype)
 

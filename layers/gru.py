@@ -6,7 +6,7 @@ from keras import ops
 
 from seqlab.layers._loop import StepBackward
 from seqlab.layers.registry import serializable
-from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer
+from seqlab.layers.rnn_base import RecurrentCell, RecurrentLayer, plus_bias
 
 _EQUATIONS = """
     Equations (DESIGN.md section 3), sigma = `recurrent_activation` (sigmoid),
@@ -180,19 +180,16 @@ class GRUCell(RecurrentCell):
                 bias_zr = bias_zr + self.bias[1][: 2 * units]
                 recurrent_bias_h = self.bias[1][2 * units :]
 
-        def plus(value, bias):
-            return value if bias is None else value + bias
-
         def step(inputs, states):
             h_previous = states[0]
             h_dropped = h_previous if recurrent_mask is None else h_previous * recurrent_mask
             zr = ops.matmul(inputs, kernel_zr) + ops.matmul(h_dropped, recurrent_zr)
-            z, r = ops.split(self.recurrent_activation(plus(zr, bias_zr)), 2, axis=-1)
+            z, r = ops.split(self.recurrent_activation(plus_bias(zr, bias_zr)), 2, axis=-1)
             if self.reset_after:
-                u_h = r * plus(ops.matmul(h_dropped, recurrent_h), recurrent_bias_h)
+                u_h = r * plus_bias(ops.matmul(h_dropped, recurrent_h), recurrent_bias_h)
             else:
                 u_h = ops.matmul(r * h_dropped, recurrent_h)
-            candidate = self.activation(plus(ops.matmul(inputs, kernel_h), bias_h) + u_h)
+            candidate = self.activation(plus_bias(ops.matmul(inputs, kernel_h), bias_h) + u_h)
             # z * h_{t-1} + (1 - z) * h~, with one product fewer.
             h = candidate + z * (h_previous - candidate)
             return h, [h]

@@ -179,13 +179,10 @@ class RecurrentCell(keras.layers.Layer):
         recurrent_bias = None if recurrent_bias is None else recurrent_bias[:, None]
         mask_t = None if recurrent_mask is None else ops.transpose(recurrent_mask)
 
-        def plus(value, bias):
-            return value if bias is None else value + bias
-
         def step(inputs, states):
             h_previous = states[0] if mask_t is None else states[0] * mask_t
-            projected = plus(ops.matmul(kernel_t, inputs), input_bias)
-            inner = plus(ops.matmul(recurrent_t, h_previous), recurrent_bias)
+            projected = plus_bias(ops.matmul(kernel_t, inputs), input_bias)
+            inner = plus_bias(ops.matmul(recurrent_t, h_previous), recurrent_bias)
             return self.finish_step(projected, inner, states, axis=0)
 
         return step
@@ -395,6 +392,11 @@ class RecurrentLayer(keras.layers.RNN):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def plus_bias(value, bias):
+    """`value + bias`, or `value` where there is no bias (None)."""
+    return value if bias is None else value + bias
 
 
 def _forward_to_cell(name):

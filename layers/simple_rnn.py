@@ -73,7 +73,7 @@ class SimpleRNNCell(RecurrentCell):
             return None
         return StepBackward(self._finish_step_saving, _tanh_step_backward, 1)
 
-    def _finish_step_saving(self, projected_inputs, inner, states, axis=-1):
+    def _finish_step_saving(self, projected_inputs, inner, states):
         output, new_states = self.finish_step(projected_inputs, inner, states)
         return output, new_states, (output,)
 
