@@ -71,6 +71,7 @@ SHAPES = {
 }
 MIN_SAMPLE_MS = 30
 CONTROL = "control"
+STEP_MASK = "step_mask"
 BARE_MODES = ("train", "train_dx", "inference")
 KERAS_MODES = ("fit_step", "predict")
 
@@ -88,6 +89,9 @@ def parse_args(argv):
     parser.add_argument("--control", action="store_true",
                         help="also time a second copy of Keras's layer against the first (its "
                         "ratio shows the machine's noise: 1.0 on a quiet one)")
+    parser.add_argument("--step-mask", action="store_true",
+                        help="also time ours with a right-padded mask applied step by step, as "
+                        "before masks ran as sequence lengths (Keras path of masked shapes)")
     parser.add_argument("--no-keras-path", action="store_true",
                         help="time the bare layers only")
     for size in ("batch", "steps", "features", "units"):
@@ -196,10 +200,14 @@ def time_setting(args):
         variants += list(_loop_choice.VARIANTS)
     if args.control:
         variants.append(CONTROL)
+    if args.step_mask and shape["vocabulary"] and not args.no_keras_path:
+        variants.append(STEP_MASK)
 
     def ours_label(variant):
         if variant == CONTROL:
             return "keras again"
+        if variant == STEP_MASK:
+            return "ours, step mask"
         return "ours" if variant is None else f"ours:{variant}"
 
     contenders, warm = {}, {}
@@ -214,12 +222,15 @@ def time_setting(args):
             else:
                 os.environ.pop(_loop_choice.ENV_VAR, None)
             layer = make_layer(cls, units, shape)
-            for mode, fn in bare_functions(layer, x, keras).items():
+            # The bare layer runs unmasked: there the step mask is ours again.
+            for mode, fn in bare_functions(layer, x, keras).items() if variant != STEP_MASK else ():
                 for _ in range(2):  # trace (and choose the loop) and warm up
                     warm[(name, mode, who)] = time_call(fn, keras)
                 contenders[(name, mode, who)] = fn
             if not args.no_keras_path:
                 model = make_model(cls, units, shape, keras)
+                if variant == STEP_MASK:
+                    step_by_step_masks(model)
                 if reference is None:
                     reference = model
                     model.predict_on_batch(model_x)
@@ -258,6 +269,8 @@ def time_setting(args):
             theirs = statistics.median(times[(name, mode, "keras")])
             for variant in variants:
                 who = ours_label(variant)
+                if (name, mode, who) not in times:
+                    continue
                 ours = statistics.median(times[(name, mode, who)])
                 ratio = ours / theirs
                 ratios[f"{name}_{mode}" + ("" if variant is None else f"_{variant}")] = round(
@@ -280,6 +293,15 @@ def make_layer(cls, units, shape):
     return_sequences = shape["sequences"]
     layer = cls(units, return_sequences=return_sequences)
     return keras.layers.Bidirectional(layer) if shape["bidirectional"] else layer
+
+
+def step_by_step_masks(model):
+    """Makes `model`'s recurrent layers apply a mask step by step even where it only pads."""
+    for layer in model.layers:
+        for recurrent in (getattr(layer, "forward_layer", None),
+                          getattr(layer, "backward_layer", None), layer):
+            if hasattr(recurrent, "_lengths_can_replace_mask"):
+                recurrent._lengths_can_replace_mask = lambda training: False
 
 
 def make_model(cls, units, shape, keras):

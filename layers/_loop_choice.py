@@ -10,10 +10,11 @@ training), and keeps the fastest for the rest of the process (Keras's own unless
 another beat it by more than `KERAS_MARGIN`: measurements on a busy machine are
 noisy, and Keras's loop is the built-in layer's speed by construction):
 
-- `"keras"`: Keras's own loop (`keras.layers.RNN.inner_loop`: one step per
-  iteration, the step's input product inside the loop, TensorFlow's automatic
-  differentiation), over the cell's fused step, the same products as Keras's
-  built-in cells; the layer is then as fast as Keras's built-in.
+- `"keras"`: Keras's own loop (`keras.src.backend.rnn`, which `keras.layers.RNN`
+  runs: one step per iteration, the step's input product inside the loop,
+  TensorFlow's automatic differentiation), over the cell's fused step, the same
+  products as Keras's built-in cells; the layer is then as fast as Keras's
+  built-in.
 - `"unrolled"`: seqlab's loop, `UNROLLED_STEPS` steps per iteration, the step's
   input product inside the loop (`layers/_loop.py`, `run_recurrence`).
 - `"hand_bptt"`: for training a separable cell, the inputs of all steps
@@ -25,7 +26,9 @@ noisy, and Keras's loop is the built-in layer's speed by construction):
   to twice as fast in that orientation for the sizes of a recurrent step on an
   AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
 
-The choice is keyed by the cell's kind and sizes, the batch and the number of
+Every loop runs a mask that only pads the ends of the sequences as their lengths
+(`RecurrentLayer._run_on_lengths`), where the layer neither returns nor keeps its
+states. The choice is keyed by the cell's kind and sizes, the batch and the number of
 steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
 whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's

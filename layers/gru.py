@@ -73,6 +73,8 @@ class GRUCell(RecurrentCell):
     """
     )
 
+    state_is_output = True
+
     def __init__(
         self,
         units,

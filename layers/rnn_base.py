@@ -25,6 +25,15 @@ from seqlab.layers._loop import run_recurrence, run_separable_recurrence
 # balance across the three layers and both modes.
 UNROLLED_STEPS = 4
 
+# Activations whose values stay finite however long a loop runs on padding
+# (`RecurrentLayer._lengths_can_replace_mask`).
+_BOUNDED_ACTIVATIONS = (
+    keras.activations.tanh,
+    keras.activations.sigmoid,
+    keras.activations.hard_sigmoid,
+    keras.activations.softsign,
+)
+
 
 class RecurrentCell(keras.layers.Layer):
     """Base class of the cells: weights' arguments, dropout masks, one step.
@@ -138,6 +147,10 @@ class RecurrentCell(keras.layers.Layer):
     def separable(self):
         """Whether the step is `finish_step(x, h_{t-1} @ U + b, states)`."""
         return True
+
+    # Whether the cell's state is its output alone (SimpleRNN, GRU: h_t), so that the final
+    # state of a right-padded sequence is the output at its last step (`RecurrentLayer.run_loop`).
+    state_is_output = False
 
     # From how many units seqlab's layers train this (separable) cell with the hand-scheduled
     # BPTT of `layers/_loop.py` where they do not measure the loops (shapes too small to
@@ -305,76 +318,180 @@ class RecurrentLayer(keras.layers.RNN):
         super().__init__(cell, activity_regularizer=activity_regularizer, **kwargs)
         self.input_spec = keras.layers.InputSpec(ndim=3)
 
-    def inner_loop(self, sequences, initial_state, mask, training=False):
-        variant = _loop_choice.choose(self, sequences, mask, training)
-        return self.run_loop(variant, sequences, initial_state, mask, training)
+    def inner_loop(self, sequences, initial_state, mask, training=False, final_states=None):
+        """Keras's hook (`keras.layers.RNN.call`): `(last_output, outputs, final_states)`.
 
-    def run_loop(self, variant, sequences, initial_state, mask, training=False):
+        `final_states`: whether the caller reads the final states (None: where the layer
+        returns or keeps them, `return_state` or `stateful`). Where it does not, an LSTM
+        given a right-padded mask returns none (an empty list; see `run_loop`).
+        """
+        variant = _loop_choice.choose(self, sequences, mask, training)
+        return self.run_loop(variant, sequences, initial_state, mask, training, final_states)
+
+    def run_loop(self, variant, sequences, initial_state, mask, training=False,
+                 final_states=None):
         """Runs the time loop `variant` (one of `layers._loop_choice.VARIANTS`).
 
         All of them compute the same function (the same equations in the same
         order); they differ in speed, which depends on the machine and the
-        sizes (`layers/_loop_choice.py`).
+        sizes (`layers/_loop_choice.py`). A mask that only pads the ends of the
+        sequences runs as their lengths (`_run_on_lengths`) where that gives the
+        final states the caller reads (`inner_loop`): a cell whose one state is its
+        output always, an LSTM only where its states are not read; it then returns
+        an empty list of them.
         """
-        cell = self.cell
-        if variant == "keras":
-            # Keras's own loop over the cell's `call`, which applies the dropout masks.
-            try:
-                return keras.layers.RNN.inner_loop(
-                    self, sequences, initial_state, mask, training=training
-                )
-            finally:
-                cell.reset_dropout_mask()
-                cell.reset_recurrent_dropout_mask()
-        if variant not in ("unrolled", "hand_bptt", "feature_major"):
+        if variant not in _loop_choice.VARIANTS:
             raise ValueError(f"Unknown loop variant. Received: variant={variant!r}")
+        if final_states is None:
+            final_states = self.return_state or self.stateful
+        cell = self.cell
+        state_is_output = cell.state_is_output
         try:
-            if training and cell.dropout > 0:
-                step_mask = cell.get_dropout_mask(sequences[:, 0, :])
-                sequences = sequences * ops.expand_dims(step_mask, 1)
-            recurrent_mask = (
+            if mask is None or not self._lengths_can_replace_mask(training, final_states):
+                return self._run_variant(variant, sequences, initial_state, mask, training,
+                                         self.go_backwards, self.return_sequences)
+            if training:
+                # The dropout masks are drawn here, outside the branches below, so that
+                # both read the same ones.
+                cell.get_dropout_mask(sequences[:, 0, :])
                 cell.get_recurrent_dropout_mask(initial_state[0])
-                if training and cell.recurrent_dropout > 0
-                else None
-            )
-            time_major = tf.transpose(sequences, [1, 0, 2])
-            loop_options = dict(
-                initial_states=initial_state,
-                output_size=cell.output_size,
-                mask=mask,
-                go_backwards=self.go_backwards,
-                zero_output_for_mask=self.zero_output_for_mask,
-                return_all_outputs=self.return_sequences,
-            )
-            if variant == "hand_bptt" and cell.separable:
-                # Schedule BPTT by hand (see _loop.py). It needs the inputs of
-                # all steps projected at once.
-                kernel, bias = cell.recurrent_weights()
-                return run_separable_recurrence(
-                    cell.finish_step,
-                    tf.convert_to_tensor(kernel),
-                    None if bias is None else tf.convert_to_tensor(bias),
-                    inputs=cell.project_inputs(time_major),
-                    recurrent_mask=recurrent_mask,
-                    unroll=UNROLLED_STEPS,
-                    step_backward=cell.step_backward,
-                    **loop_options,
-                )
-            # Each step projects its own input, as Keras's cells do: one large
-            # product over all steps writes a [time, batch, gates * units]
-            # result that does not stay in cache.
-            feature_major = variant == "feature_major" and cell.separable
-            return run_recurrence(
-                cell.feature_major_step(recurrent_mask) if feature_major
-                else cell.step_function(recurrent_mask),
-                inputs=time_major,
-                unroll=UNROLLED_STEPS,
-                feature_major=feature_major,
-                **loop_options,
-            )
+            mask = tf.cast(mask, tf.bool)
+            lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+            right_padded = tf.reduce_all(
+                tf.equal(mask, tf.sequence_mask(lengths, tf.shape(mask)[1])))
+
+            def on_lengths():
+                last_output, outputs = self._run_on_lengths(
+                    variant, sequences, initial_state, lengths, training)
+                if not state_is_output:
+                    return last_output, outputs, []
+                # An empty sequence keeps its initial state (its output is zeros).
+                state = tf.where((lengths > 0)[:, None], last_output,
+                                 tf.cast(initial_state[0], last_output.dtype))
+                return last_output, outputs, [state]
+
+            def on_mask():
+                last_output, outputs, states = self._run_variant(
+                    variant, sequences, initial_state, mask, training, self.go_backwards,
+                    self.return_sequences)
+                return last_output, outputs, list(states) if state_is_output else []
+
+            last_output, outputs, states = tf.cond(right_padded, on_lengths, on_mask)
+            return last_output, outputs, list(states)
         finally:
             cell.reset_dropout_mask()
             cell.reset_recurrent_dropout_mask()
+
+    def _lengths_can_replace_mask(self, training, final_states=False):
+        """Whether a right-padded mask may run as lengths: where the final states are read,
+        only for a cell whose one state is its output (the loop does not stop at each
+        sequence's end; the output at its last step is read), and in training only for
+        bounded activations (the steps past a sequence's end get no gradient, but an
+        unbounded state there could overflow and make 0 x inf = NaN of the weights')."""
+        cell = self.cell
+        if final_states and not cell.state_is_output:
+            return False
+        activations = [cell.activation, getattr(cell, "recurrent_activation", cell.activation)]
+        return not training or all(a in _BOUNDED_ACTIVATIONS for a in activations)
+
+    def _run_on_lengths(self, variant, sequences, initial_state, lengths, training):
+        """The loop over right-padded sequences of `lengths` steps, without a mask.
+
+        What a mask costs every step (Keras's rule: keep the states and the output at a
+        masked step, three or four `where`s) is done once after the loop, as cuDNN's
+        sequence lengths do: the steps past each sequence's end run on its padding and
+        are discarded. Going backwards, each sequence is reversed within its length, so
+        that its padding is again at the end. Returns `(last_output, outputs)` as the
+        masked loop does.
+        """
+        steps = tf.shape(sequences)[1]
+        position = tf.range(steps)[None, :]
+        if self.go_backwards:
+            # Step t of sequence b reads its step lengths[b] - 1 - t (its padding stays).
+            ends = lengths[:, None] - 1
+            sequences = tf.gather(sequences, tf.where(position <= ends, ends - position, position),
+                                  axis=1, batch_dims=1)
+        _, outputs, _ = self._run_variant(variant, sequences, initial_state, None, training,
+                                          go_backwards=False, return_sequences=True)
+        last_output = tf.gather(outputs, tf.maximum(lengths - 1, 0), axis=1, batch_dims=1)
+        last_output = tf.where((lengths > 0)[:, None], last_output, tf.zeros_like(last_output))
+        if not self.return_sequences:
+            return last_output, last_output[:, None, :]
+        if self.go_backwards:
+            # Keras's order is the order of processing: the padding first (before any
+            # output: zeros), then the sequence from its last step to its first.
+            padding = (steps - lengths)[:, None]
+            outputs = tf.gather(outputs, tf.maximum(position - padding, 0), axis=1, batch_dims=1)
+            return last_output, tf.where((position >= padding)[:, :, None], outputs,
+                                        tf.zeros_like(outputs))
+        # Past the end, the last output again, or zeros (`zero_output_for_mask`).
+        fill = 0.0 if self.zero_output_for_mask else last_output[:, None, :]
+        valid = (position < lengths[:, None])[:, :, None]
+        return last_output, tf.where(valid, outputs, tf.cast(fill, outputs.dtype))
+
+    def _run_variant(self, variant, sequences, initial_state, mask, training, go_backwards,
+                     return_sequences):
+        cell = self.cell
+        if variant == "keras":
+            # Keras's own loop over the cell's `call`, which applies the dropout masks.
+            cell_kwargs = {"training": training} if cell._call_has_training_arg else {}
+
+            def step(inputs, states):
+                return cell(inputs, states, **cell_kwargs)
+
+            return keras.src.backend.rnn(
+                step,
+                sequences,
+                list(initial_state),
+                go_backwards=go_backwards,
+                mask=mask,
+                input_length=sequences.shape[1],
+                zero_output_for_mask=self.zero_output_for_mask,
+                return_all_outputs=return_sequences,
+            )
+        if training and cell.dropout > 0:
+            step_mask = cell.get_dropout_mask(sequences[:, 0, :])
+            sequences = sequences * ops.expand_dims(step_mask, 1)
+        recurrent_mask = (
+            cell.get_recurrent_dropout_mask(initial_state[0])
+            if training and cell.recurrent_dropout > 0
+            else None
+        )
+        time_major = tf.transpose(sequences, [1, 0, 2])
+        loop_options = dict(
+            initial_states=initial_state,
+            output_size=cell.output_size,
+            mask=mask,
+            go_backwards=go_backwards,
+            zero_output_for_mask=self.zero_output_for_mask,
+            return_all_outputs=return_sequences,
+        )
+        if variant == "hand_bptt" and cell.separable:
+            # Schedule BPTT by hand (see _loop.py). It needs the inputs of
+            # all steps projected at once.
+            kernel, bias = cell.recurrent_weights()
+            return run_separable_recurrence(
+                cell.finish_step,
+                tf.convert_to_tensor(kernel),
+                None if bias is None else tf.convert_to_tensor(bias),
+                inputs=cell.project_inputs(time_major),
+                recurrent_mask=recurrent_mask,
+                unroll=UNROLLED_STEPS,
+                step_backward=cell.step_backward,
+                **loop_options,
+            )
+        # Each step projects its own input, as Keras's cells do: one large
+        # product over all steps writes a [time, batch, gates * units]
+        # result that does not stay in cache.
+        feature_major = variant == "feature_major" and cell.separable
+        return run_recurrence(
+            cell.feature_major_step(recurrent_mask) if feature_major
+            else cell.step_function(recurrent_mask),
+            inputs=time_major,
+            unroll=UNROLLED_STEPS,
+            feature_major=feature_major,
+            **loop_options,
+        )
 
     def get_config(self):
         config = super().get_config()

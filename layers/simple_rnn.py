@@ -54,6 +54,8 @@ class SimpleRNNCell(RecurrentCell):
     """
     )
 
+    state_is_output = True
+
     def build(self, input_shape):
         self._add_kernels(input_shape[-1], gates=1)
         self.bias = None

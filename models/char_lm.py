@@ -169,7 +169,8 @@ class CharLanguageModel(keras.Model):
             # The layer's own loop without `RNN.__call__`, which would write the states of a
             # stateful layer.
             _, hidden, layer_states = layer.inner_loop(
-                hidden, list(states[used:used + count]), mask, training=False
+                hidden, list(states[used:used + count]), mask, training=False,
+                final_states=True,
             )
             new_states.extend(layer_states)
             used += count

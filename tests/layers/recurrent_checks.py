@@ -14,17 +14,32 @@ ATOL = 1e-5
 BATCH, STEPS, FEATURES, UNITS = 3, 6, 4, 5
 LENGTHS = [6, 4, 1]  # right-padded batch of mixed lengths
 VOCABULARY = 11
+# Which tokens of a row are real (not padding), by padding pattern. A right-padded mask
+# runs as sequence lengths in seqlab's layers, any other mask step by step (`RecurrentLayer.
+# run_loop`): both are checked, with an empty row, as Keras masks them.
+PADDINGS = {
+    "right": [[True] * n + [False] * (STEPS - n) for n in LENGTHS],
+    "right_empty": [[True] * n + [False] * (STEPS - n) for n in (5, 0, 3)],
+    "holes": [[False, False, True, True, True, True],  # padded at the start
+              [True, False, True, True, False, True],  # gaps
+              [False] * STEPS],
+}
 
-# Scenario name -> (layer arguments, whether the input is masked).
+# Scenario name -> (layer arguments, padding pattern of the masked input or False).
 SCENARIOS = {
     "plain": ({}, False),
     "sequences": ({"return_sequences": True}, False),
-    "masked_last": ({}, True),
-    "masked_sequences": ({"return_sequences": True}, True),
+    "masked_last": ({}, "right"),
+    "masked_sequences": ({"return_sequences": True}, "right"),
+    "masked_empty_zero_output": (
+        {"return_sequences": True, "zero_output_for_mask": True}, "right_empty"),
+    "go_backwards_masked_empty": ({"go_backwards": True, "return_sequences": True}, "right_empty"),
+    "masked_holes": ({"return_sequences": True}, "holes"),
+    "go_backwards_masked_holes": ({"go_backwards": True, "return_sequences": True}, "holes"),
     "go_backwards": ({"go_backwards": True, "return_sequences": True}, False),
-    "go_backwards_masked": ({"go_backwards": True}, True),
+    "go_backwards_masked": ({"go_backwards": True}, "right"),
     "return_state": ({"return_state": True}, False),
-    "return_state_masked": ({"return_state": True, "return_sequences": True}, True),
+    "return_state_masked": ({"return_state": True, "return_sequences": True}, "right"),
 }
 
 
@@ -32,12 +47,11 @@ def random_inputs(seed=0):
     return np.random.default_rng(seed).normal(size=(BATCH, STEPS, FEATURES)).astype("float32")
 
 
-def padded_token_ids(seed=0):
-    rng = np.random.default_rng(seed)
-    ids = np.zeros((BATCH, STEPS), dtype="int32")
-    for row, length in enumerate(LENGTHS):
-        ids[row, :length] = rng.integers(1, VOCABULARY, size=length)
-    return ids
+def padded_token_ids(seed=0, padding="right"):
+    """Token ids, 0 (masked by `Embedding(mask_zero=True)`) where `PADDINGS[padding]` pads."""
+    real = np.array(PADDINGS[padding])
+    ids = np.random.default_rng(seed).integers(1, VOCABULARY, size=real.shape)
+    return np.where(real, ids, 0).astype("int32")
 
 
 def _embedding_model(rnn_layer, wrap=None):
@@ -65,18 +79,20 @@ def check_against_keras(ours_cls, keras_cls, scenario, **layer_kwargs):
     reference = build(keras_cls(UNITS, **kwargs))
     ours = build(ours_cls(UNITS, **kwargs))
     copy_weights(reference, ours)
-    x = padded_token_ids() if masked else random_inputs()
+    x = padded_token_ids(padding=masked) if masked else random_inputs()
     assert_allclose_structure(ours(x), reference(x), atol=ATOL)
 
 
 def check_bidirectional(ours_cls, keras_cls, masked, **layer_kwargs):
+    """`masked`: False, True (right-padded) or a padding pattern of `PADDINGS`."""
+    masked = "right" if masked is True else masked
     build = _embedding_model if masked else _dense_model
     wrap = lambda layer: keras.layers.Bidirectional(layer, merge_mode="concat")  # noqa: E731
     kwargs = {"return_sequences": True, **layer_kwargs}
     reference = build(keras_cls(UNITS, **kwargs), wrap)
     ours = build(ours_cls(UNITS, **kwargs), wrap)
     copy_weights(reference, ours)
-    x = padded_token_ids() if masked else random_inputs()
+    x = padded_token_ids(padding=masked) if masked else random_inputs()
     assert_allclose_structure(ours(x), reference(x), atol=ATOL)
 
 
@@ -211,7 +227,7 @@ def check_gradients_against_keras(ours_cls, keras_cls, scenario, bidirectional=F
     reference = build(keras_cls(UNITS, **kwargs), wrap)
     ours = build(ours_cls(UNITS, **kwargs), wrap)
     copy_weights(reference, ours)
-    x = padded_token_ids() if masked else random_inputs()
+    x = padded_token_ids(padding=masked) if masked else random_inputs()
     for ours_grad, reference_grad in zip(gradients(ours, x), gradients(reference, x)):
         np.testing.assert_allclose(ours_grad, reference_grad, atol=ATOL, rtol=1e-4)
 

@@ -22,7 +22,8 @@ LAYERS = {
     "gru": (GRU, keras.layers.GRU, {}),
     "gru_reset_before": (GRU, keras.layers.GRU, {"reset_after": False}),
 }
-SCENARIOS = ["plain", "masked_sequences", "go_backwards_masked", "return_state_masked"]
+SCENARIOS = ["plain", "masked_sequences", "go_backwards_masked", "return_state_masked",
+             "masked_empty_zero_output", "go_backwards_masked_empty", "go_backwards_masked_holes"]
 
 
 @pytest.fixture(autouse=True)
@@ -103,12 +104,13 @@ def test_written_out_step_gradient_equals_the_differentiated_step(
 
 @pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
 @pytest.mark.parametrize("layer", sorted(LAYERS))
-def test_every_variant_matches_keras_bidirectional(variant, layer, monkeypatch):
+@pytest.mark.parametrize("scenario", ["masked_sequences", "masked_holes"])
+def test_every_variant_matches_keras_bidirectional(variant, layer, scenario, monkeypatch):
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
-    checks.check_bidirectional(ours_cls, keras_cls, True, **kwargs)
+    checks.check_bidirectional(ours_cls, keras_cls, checks.SCENARIOS[scenario][1], **kwargs)
     checks.check_gradients_against_keras(
-        ours_cls, keras_cls, "masked_sequences", bidirectional=True, **kwargs
+        ours_cls, keras_cls, scenario, bidirectional=True, **kwargs
     )
 
 
@@ -308,3 +310,62 @@ def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypa
     served = tf.saved_model.load(str(tmp_path / "model"))
     batch = np.array([[3, 7, 1, 9, 0, 0], [4, 2, 8, 8, 5, 6]], "int32")
     np.testing.assert_allclose(served.serve(batch).numpy(), reference(batch).numpy(), atol=1e-5)
+
+
+def test_a_right_padded_mask_runs_as_lengths_only_where_that_is_safe():
+    """The loop runs past each sequence's end (`RecurrentLayer._run_on_lengths`): not where
+    an LSTM's final states are read (only a state that is the output is read there), nor in
+    training with an unbounded activation."""
+    assert LSTM(3)._lengths_can_replace_mask(training=True)
+    assert not LSTM(3)._lengths_can_replace_mask(training=False, final_states=True)
+    assert GRU(3)._lengths_can_replace_mask(training=True, final_states=True)
+    assert GRU(3, recurrent_activation="hard_sigmoid")._lengths_can_replace_mask(training=True)
+    assert SimpleRNN(3, activation="relu")._lengths_can_replace_mask(training=False)
+    assert not SimpleRNN(3, activation="relu")._lengths_can_replace_mask(training=True)
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+@pytest.mark.parametrize("layer", ["lstm", "gru", "simple_rnn"])
+def test_a_stateful_layer_carries_the_state_of_right_padded_sequences(variant, layer,
+                                                                      monkeypatch):
+    """Three calls of a stateful layer on right-padded ids, one sequence of the second empty
+    (it keeps the state carried from the first call into the third), as Keras's layer does."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    ours_cls, keras_cls, kwargs = LAYERS[layer]
+
+    def build(cls):
+        ids = keras.Input(batch_shape=(checks.BATCH, checks.STEPS), dtype="int32")
+        embedded = keras.layers.Embedding(checks.VOCABULARY, checks.FEATURES,
+                                          mask_zero=True)(ids)
+        return keras.Model(ids, cls(checks.UNITS, stateful=True, **kwargs)(embedded))
+
+    reference, ours = build(keras_cls), build(ours_cls)
+    checks.copy_weights(reference, ours)
+    for ids in (checks.padded_token_ids(1), checks.padded_token_ids(2, padding="right_empty"),
+                checks.padded_token_ids(3)):
+        np.testing.assert_allclose(ours(ids).numpy(), reference(ids).numpy(), atol=checks.ATOL)
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+def test_padding_that_overflows_an_unbounded_state_leaves_the_gradients_finite(
+        variant, monkeypatch):
+    """A ReLU state growing tenfold a step overflows float32 on 60 steps of padding; Keras's
+    masked loop never reaches it, and neither may ours (0 x inf in dU would be NaN)."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+    arguments = dict(activation="relu", kernel_initializer="ones",
+                     recurrent_initializer=keras.initializers.Identity(gain=10.0))
+    ids = np.zeros((2, 60), "int32")
+    ids[0, :3], ids[1, :2] = [1, 2, 3], [4, 5]
+    gradients = {}
+    for name, cls in (("ours", SimpleRNN), ("keras", keras.layers.SimpleRNN)):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((60,), dtype="int32"),
+                                  keras.layers.Embedding(6, 2, mask_zero=True),
+                                  cls(3, **arguments)])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(ids, training=True))
+        gradients[name] = [tf.convert_to_tensor(g).numpy()
+                           for g in tape.gradient(loss, model.trainable_weights)]
+    for ours, reference in zip(gradients["ours"], gradients["keras"]):
+        assert np.isfinite(ours).all()
+        np.testing.assert_allclose(ours, reference, rtol=1e-5)
