@@ -51,6 +51,9 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Every setting measures its loops afresh (the figures say what this run measured), and
+# remembers nothing (`seqlab/layers/_loop_choice.py`).
+os.environ["SEQLAB_LOOP_MEMORY"] = "off"
 
 # Each shape: layers timed, sizes, whether the layer is bidirectional and masked (after an
 # Embedding(mask_zero=True)), the vocabulary of the Keras path's embedding (None: raw

@@ -6,9 +6,13 @@ pool) as much as on the sizes: the loops seqlab's layers were tuned with on one
 faster one for some layers (issue 28). So the layer does not guess. The first
 time it is traced for a shape it times each candidate loop on this machine,
 with its own weights and random inputs of that shape (forward, and backward for
-training), and keeps the fastest for the rest of the process (Keras's own unless
-another beat it by more than `KERAS_MARGIN`: measurements on a busy machine are
-noisy, and Keras's loop is the built-in layer's speed by construction):
+training), and keeps the fastest (Keras's own unless another beat it by more
+than `KERAS_MARGIN`: measurements on a busy machine are noisy, and Keras's loop
+is the built-in layer's speed by construction) for the rest of the process and
+in a file (`memory_path()`: `~/.cache/seqlab/loop_choices.json`, or
+`$SEQLAB_LOOP_MEMORY`, `off` for none), keyed by the shape and the machine (CPU,
+core count, TensorFlow and Keras versions, oneDNN setting, `LOOPS_REVISION`), so
+that later processes on this machine skip the measurement:
 
 - `"keras"`: Keras's own loop (`keras.src.backend.rnn`, which `keras.layers.RNN`
   runs: one step per iteration, the step's input product inside the loop,
@@ -42,15 +46,24 @@ loop (`hand_bptt` and `feature_major` only where they apply, `unrolled`
 elsewhere), `auto` (or unset) measures.
 """
 
+import json
 import os
+import platform
 import statistics
+import tempfile
 import threading
 import time
+from pathlib import Path
 
+import keras
 import tensorflow as tf
 
 VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major")
 ENV_VAR = "SEQLAB_RNN_LOOP"
+# Where the choices are remembered between processes: a file, or `off`.
+MEMORY_VAR = "SEQLAB_LOOP_MEMORY"
+# Raised when a loop changes what it costs: the choices remembered before are measured again.
+LOOPS_REVISION = 1
 
 # Below this many floating-point operations per forward pass (batch x steps x
 # gates x units x (features + units) x 2) the default loop runs unmeasured.
@@ -78,6 +91,7 @@ KERAS_MARGIN = 0.05
 
 _choices = {}
 _measurements = {}
+_remembered = None  # the memory file's choices, read once per process
 
 
 def forced_variant():
@@ -155,6 +169,10 @@ def choose(layer, sequences, mask, training):
         return _choices[key]
     if forward_flops(key) < MIN_MEASURED_FLOPS or tf.distribute.has_strategy():
         return default_variant(cell, training)
+    remembered = _recall(key)
+    if remembered in allowed:
+        _choices[key] = remembered
+        return remembered
     try:
         times = measure(layer, key, allowed)
     except Exception:  # noqa: BLE001 - a loop that cannot be timed here is no reason to fail
@@ -163,7 +181,98 @@ def choose(layer, sequences, mask, training):
         times = None
     _measurements[key] = times
     _choices[key] = default_variant(cell, training) if times is None else fastest(times)
+    if times is not None:
+        _remember(key, _choices[key], times)
     return _choices[key]
+
+
+def memory_path():
+    """The file the choices are remembered in between processes, or None (`off`).
+
+    `$SEQLAB_LOOP_MEMORY`, else `seqlab/loop_choices.json` in `$XDG_CACHE_HOME` (by
+    default `~/.cache`). Deleting it makes every shape measure again.
+    """
+    value = os.environ.get(MEMORY_VAR, "").strip()
+    if value.lower() == "off":
+        return None
+    if value:
+        return Path(value).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "seqlab" / "loop_choices.json"
+
+
+def _machine():
+    """What a remembered choice holds for besides its key: the CPU, the libraries, the
+    kernels TensorFlow picks (`TF_ENABLE_ONEDNN_OPTS`) and the loops' own revision."""
+    return "; ".join([
+        _cpu_name(), f"{os.cpu_count()} CPUs", f"TensorFlow {tf.__version__}",
+        f"Keras {keras.__version__}", f"oneDNN {os.environ.get('TF_ENABLE_ONEDNN_OPTS', '')}",
+        f"loops {LOOPS_REVISION}",
+    ])
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_key(key):
+    return json.dumps([_machine(), [list(part) if isinstance(part, tuple) else part
+                                    for part in key]])
+
+
+def _read_memory(path):
+    """`{memory key: entry}` of the file; nothing from a file that is missing or unreadable
+    (it is written again whole by the next measurement)."""
+    try:
+        choices = json.loads(path.read_text()).get("choices", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return choices if isinstance(choices, dict) else {}
+
+
+def _recall(key):
+    """The loop remembered for `key` on this machine, or None."""
+    global _remembered
+    path = memory_path()
+    if path is None:
+        return None
+    if _remembered is None:
+        _remembered = _read_memory(path)
+    entry = _remembered.get(_memory_key(key))
+    return entry.get("loop") if isinstance(entry, dict) else None
+
+
+def _remember(key, loop, times):
+    """Adds a measured choice to the memory file (atomically: a reader sees the old file or
+    the new one). A file that cannot be written costs a measurement in the next process."""
+    path = memory_path()
+    if path is None:
+        return
+    entry = {"loop": loop, "ms": {name: round(ms, 3) for name, ms in times.items()},
+             "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        choices = _read_memory(path)  # what other processes added meanwhile
+        choices[_memory_key(key)] = entry
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                json.dump({"choices": choices}, handle, indent=1)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError:
+        return
+    if _remembered is not None:
+        _remembered[_memory_key(key)] = entry
 
 
 def fastest(times):
@@ -254,6 +363,9 @@ def measurements():
 
 
 def clear():
-    """Forgets every choice (the next trace of each shape measures again)."""
+    """Forgets every choice of this process (the next trace of each shape recalls it from
+    the memory file, if any, or measures again)."""
+    global _remembered
     _choices.clear()
     _measurements.clear()
+    _remembered = None

@@ -5,6 +5,10 @@ import inspect
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The tests (and the commands they start) measure their loops and remember them nowhere: a
+# user's file in ~/.cache is neither read nor written (tests/layers/test_loop_choice.py sets
+# a file of its own where it tests the memory).
+os.environ["SEQLAB_LOOP_MEMORY"] = "off"
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -7,6 +7,8 @@ bidirectional, and dropout. No timings are asserted: the choice logic is tested 
 stand-in measurement.
 """
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -229,6 +231,85 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
     # Unknown batch and steps (as Keras traces `fit`) are keyed by the stand-ins.
     key = _loop_choice.loop_key(layer, tf.TensorSpec([None, None, 4]), None, True)
     assert key[5:7] == (_loop_choice.STAND_IN_BATCH, _loop_choice.STAND_IN_STEPS)
+
+
+def _measure_once(monkeypatch, times):
+    """A stand-in measurement giving `times`; returns the list of keys it measured."""
+    calls = []
+
+    def fake_measure(layer, key, variants):
+        calls.append(key)
+        return {variant: times[variant] for variant in variants}
+
+    monkeypatch.setattr(_loop_choice, "measure", fake_measure)
+    return calls
+
+
+def test_a_choice_is_remembered_in_a_file_for_the_next_process(monkeypatch, tmp_path):
+    """A measured choice is written to the memory file and read back by a process that has
+    not measured (here: the same process, its choices forgotten); another machine, another
+    revision of the loops or a loop that is no longer a candidate is measured again."""
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()  # built unmeasured
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    memory = tmp_path / "cache" / "loops.json"
+    monkeypatch.setenv(_loop_choice.MEMORY_VAR, str(memory))
+    calls = _measure_once(monkeypatch, {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0,
+                                        "feature_major": 1.5})
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    [entry] = json.loads(memory.read_text())["choices"].values()
+    assert entry["loop"] == "hand_bptt" and entry["ms"]["keras"] == 3.0
+
+    _loop_choice.clear()  # a new process: nothing measured, the file read
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
+    assert len(calls) == 1 and _loop_choice.measurements() == {}
+
+    _loop_choice.clear()
+    monkeypatch.setattr(_loop_choice, "LOOPS_REVISION", _loop_choice.LOOPS_REVISION + 1)
+    _loop_choice.choose(layer, _inputs(), None, training=True)
+    assert len(calls) == 2
+    assert len(json.loads(memory.read_text())["choices"]) == 2  # both machines kept
+
+    _loop_choice.clear()
+    monkeypatch.setattr(_loop_choice, "candidates", lambda cell, training: ["keras", "unrolled"])
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "unrolled"
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"choices": []}', "[1, 2]", None])
+def test_a_memory_file_that_cannot_be_read_is_measured_again_and_written_whole(
+        content, monkeypatch, tmp_path):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()  # built unmeasured
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    memory = tmp_path / "loops.json"
+    if content is None:
+        memory.mkdir()  # a folder where the file should be: nothing written, no error
+    else:
+        memory.write_text(content)
+    monkeypatch.setenv(_loop_choice.MEMORY_VAR, str(memory))
+    calls = _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0})
+    assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
+    assert len(calls) == 1
+    if content is not None:
+        [entry] = json.loads(memory.read_text())["choices"].values()
+        assert entry["loop"] == "keras"
+    assert [path.name for path in tmp_path.iterdir()] == ["loops.json"]  # no temporary left
+
+
+def test_memory_off_reads_and_writes_nothing(monkeypatch, tmp_path):
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()  # built unmeasured
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    monkeypatch.setenv(_loop_choice.MEMORY_VAR, "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0})
+    for _ in range(2):
+        _loop_choice.clear()
+        _loop_choice.choose(layer, _inputs(), None, training=False)
+    assert len(calls) == 2 and list(tmp_path.iterdir()) == []
+    monkeypatch.delenv(_loop_choice.MEMORY_VAR)
+    assert _loop_choice.memory_path() == tmp_path / "seqlab" / "loop_choices.json"
 
 
 def test_measurement_runs_from_inside_a_trace_and_times_every_candidate(monkeypatch):
