@@ -93,8 +93,8 @@ def parse_args(argv):
                         help="also time a second copy of Keras's layer against the first (its "
                         "ratio shows the machine's noise: 1.0 on a quiet one)")
     parser.add_argument("--step-mask", action="store_true",
-                        help="also time ours with a right-padded mask applied step by step, as "
-                        "before masks ran as sequence lengths (Keras path of masked shapes)")
+                        help="also time ours with the mask applied step by step, as before masked "
+                        "inputs ran compacted (Keras path of masked shapes)")
     parser.add_argument("--no-keras-path", action="store_true",
                         help="time the bare layers only")
     for size in ("batch", "steps", "features", "units"):
@@ -299,12 +299,12 @@ def make_layer(cls, units, shape):
 
 
 def step_by_step_masks(model):
-    """Makes `model`'s recurrent layers apply a mask step by step even where it only pads."""
+    """Makes `model`'s recurrent layers apply their mask step by step (not compacted)."""
     for layer in model.layers:
         for recurrent in (getattr(layer, "forward_layer", None),
                           getattr(layer, "backward_layer", None), layer):
-            if hasattr(recurrent, "_lengths_can_replace_mask"):
-                recurrent._lengths_can_replace_mask = lambda training: False
+            if hasattr(recurrent, "_can_compact_mask"):
+                recurrent._can_compact_mask = lambda training, final_states=False: False
 
 
 def make_model(cls, units, shape, keras):

@@ -30,9 +30,8 @@ that later processes on this machine skip the measurement:
   to twice as fast in that orientation for the sizes of a recurrent step on an
   AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
 
-Every loop runs a mask that only pads the ends of the sequences as their lengths
-(`RecurrentLayer._run_on_lengths`), where the layer neither returns nor keeps its
-states. The choice is keyed by the cell's kind and sizes, the batch and the number of
+Every loop runs a masked input as compacted sequences, each sequence's unmasked
+steps moved to its front, without a per-step mask (`RecurrentLayer._run_compacted`). The choice is keyed by the cell's kind and sizes, the batch and the number of
 steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
 whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's

@@ -14,9 +14,9 @@ ATOL = 1e-5
 BATCH, STEPS, FEATURES, UNITS = 3, 6, 4, 5
 LENGTHS = [6, 4, 1]  # right-padded batch of mixed lengths
 VOCABULARY = 11
-# Which tokens of a row are real (not padding), by padding pattern. A right-padded mask
-# runs as sequence lengths in seqlab's layers, any other mask step by step (`RecurrentLayer.
-# run_loop`): both are checked, with an empty row, as Keras masks them.
+# Which tokens of a row are real (not padding), by padding pattern: seqlab's layers move each
+# row's real steps to its front (`RecurrentLayer._run_compacted`), a right-padded row's are
+# there already; rows padded at the start, with gaps and empty are checked as well.
 PADDINGS = {
     "right": [[True] * n + [False] * (STEPS - n) for n in LENGTHS],
     "right_empty": [[True] * n + [False] * (STEPS - n) for n in (5, 0, 3)],
@@ -31,6 +31,7 @@ SCENARIOS = {
     "sequences": ({"return_sequences": True}, False),
     "masked_last": ({}, "right"),
     "masked_sequences": ({"return_sequences": True}, "right"),
+    "masked_last_zero_output": ({"zero_output_for_mask": True}, "right_empty"),
     "masked_empty_zero_output": (
         {"return_sequences": True, "zero_output_for_mask": True}, "right_empty"),
     "go_backwards_masked_empty": ({"go_backwards": True, "return_sequences": True}, "right_empty"),

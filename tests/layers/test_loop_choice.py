@@ -25,7 +25,8 @@ LAYERS = {
     "gru_reset_before": (GRU, keras.layers.GRU, {"reset_after": False}),
 }
 SCENARIOS = ["plain", "masked_sequences", "go_backwards_masked", "return_state_masked",
-             "masked_empty_zero_output", "go_backwards_masked_empty", "go_backwards_masked_holes"]
+             "masked_empty_zero_output", "masked_last_zero_output", "go_backwards_masked_empty",
+             "go_backwards_masked_holes"]
 
 
 @pytest.fixture(autouse=True)
@@ -393,16 +394,16 @@ def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypa
     np.testing.assert_allclose(served.serve(batch).numpy(), reference(batch).numpy(), atol=1e-5)
 
 
-def test_a_right_padded_mask_runs_as_lengths_only_where_that_is_safe():
-    """The loop runs past each sequence's end (`RecurrentLayer._run_on_lengths`): not where
+def test_a_mask_runs_compacted_only_where_that_is_safe():
+    """The loop runs past each sequence's end (`RecurrentLayer._run_compacted`): not where
     an LSTM's final states are read (only a state that is the output is read there), nor in
     training with an unbounded activation."""
-    assert LSTM(3)._lengths_can_replace_mask(training=True)
-    assert not LSTM(3)._lengths_can_replace_mask(training=False, final_states=True)
-    assert GRU(3)._lengths_can_replace_mask(training=True, final_states=True)
-    assert GRU(3, recurrent_activation="hard_sigmoid")._lengths_can_replace_mask(training=True)
-    assert SimpleRNN(3, activation="relu")._lengths_can_replace_mask(training=False)
-    assert not SimpleRNN(3, activation="relu")._lengths_can_replace_mask(training=True)
+    assert LSTM(3)._can_compact_mask(training=True)
+    assert not LSTM(3)._can_compact_mask(training=False, final_states=True)
+    assert GRU(3)._can_compact_mask(training=True, final_states=True)
+    assert GRU(3, recurrent_activation="hard_sigmoid")._can_compact_mask(training=True)
+    assert SimpleRNN(3, activation="relu")._can_compact_mask(training=False)
+    assert not SimpleRNN(3, activation="relu")._can_compact_mask(training=True)
 
 
 @pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
