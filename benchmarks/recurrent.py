@@ -44,7 +44,6 @@ Prints a table per setting, then one JSON line per setting with the ratios.
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -102,17 +101,6 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def run_settings(args, argv):
     """One subprocess per (shape, thread count); returns their JSON results."""
     shapes = list(SHAPES) if args.shape == "all" else [s.strip() for s in args.shape.split(",")]
@@ -155,7 +143,8 @@ def main(argv=None):
     args = parse_args(argv)
     if not in_process:
         results = run_settings(args, argv)
-        print(json.dumps({"benchmark": "recurrent", "cpu": cpu_name(), "settings": results}))
+        cpu = results[0]["cpu"] if results else "unknown CPU"
+        print(json.dumps({"benchmark": "recurrent", "cpu": cpu, "settings": results}))
         return
     print(json.dumps(time_setting(args)))
 
@@ -262,7 +251,8 @@ def time_setting(args):
         f"{', bidirectional' if shape['bidirectional'] else ''}"
         f"{', masked' if shape['vocabulary'] else ''}; threads {args.threads}; median of "
         f"{args.rounds} interleaved rounds (TensorFlow {tf.__version__}, Keras "
-        f"{keras.__version__}, {cpu_name()}, {os.cpu_count()} CPUs, load average {load:.1f})"
+        f"{keras.__version__}, {_loop_choice.cpu_name()}, {os.cpu_count()} CPUs, load average "
+        f"{load:.1f})"
     )
     print(f"{'layer':<10} {'mode':<10} {'who':<16} {'ms':>9} {'keras ms':>9} {'ratio':>7}")
     ratios = {}
@@ -286,7 +276,8 @@ def time_setting(args):
     }
     if chosen:
         print("loops chosen by measurement:", ", ".join(f"{k}: {v}" for k, v in chosen.items()))
-    return {"shape": args.shape, "threads": args.threads, "load_average": round(load, 2),
+    return {"shape": args.shape, "threads": args.threads, "cpu": _loop_choice.cpu_name(),
+            "load_average": round(load, 2),
             "ratios": ratios, "chosen": chosen}
 
 

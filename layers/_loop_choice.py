@@ -204,13 +204,14 @@ def _machine():
     """What a remembered choice holds for besides its key: the CPU, the libraries, the
     kernels TensorFlow picks (`TF_ENABLE_ONEDNN_OPTS`) and the loops' own revision."""
     return "; ".join([
-        _cpu_name(), f"{os.cpu_count()} CPUs", f"TensorFlow {tf.__version__}",
+        cpu_name(), f"{os.cpu_count()} CPUs", f"TensorFlow {tf.__version__}",
         f"Keras {keras.__version__}", f"oneDNN {os.environ.get('TF_ENABLE_ONEDNN_OPTS', '')}",
         f"loops {LOOPS_REVISION}",
     ])
 
 
-def _cpu_name():
+def cpu_name():
+    """The CPU's model name (Linux's /proc/cpuinfo), else what `platform` reports."""
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
