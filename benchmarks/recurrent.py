@@ -30,12 +30,15 @@ TensorFlow starts); `all` leaves TensorFlow's default (every core).
 
 `--control` also times a second copy of Keras's layer against the first: its ratio is the
 machine's noise (1.0 on a quiet machine). `--variants` also times ours with each loop variant
-forced
-(`SEQLAB_RNN_LOOP`, see `seqlab/layers/_loop_choice.py`); without it ours runs
-its default, the loop it measured fastest for the shape.
+forced (`SEQLAB_RNN_LOOP`, see `seqlab/layers/_loop_choice.py`); without it ours runs its
+default, the loop it measured fastest for the shape (measured afresh in every setting: the
+benchmark neither reads nor writes the loop memory). `--step-mask` also times ours with the
+mask applied step by step instead of compacted (`RecurrentLayer._run_compacted`), on the Keras
+path of the masked shapes.
 
     python benchmarks/recurrent.py [--shape default,sentiment,ner,ner_chars,charrnn,forecaster|all]
                                    [--threads all] [--rounds 15] [--variants] [--control]
+                                   [--step-mask]
                                    [--batch N] [--steps N] [--features N] [--units N]
 
 Prints a table per setting, then one JSON line per setting with the ratios.
