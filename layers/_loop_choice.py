@@ -31,7 +31,8 @@ that later processes on this machine skip the measurement:
   AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
 
 Every loop runs a masked input as compacted sequences, each sequence's unmasked
-steps moved to its front, without a per-step mask (`RecurrentLayer._run_compacted`). The choice is keyed by the cell's kind and sizes, the batch and the number of
+steps moved to its front, without a per-step mask (`RecurrentLayer._run_compacted`).
+The choice is keyed by the cell's kind and sizes, the batch and the number of
 steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
 whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's

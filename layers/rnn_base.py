@@ -149,7 +149,8 @@ class RecurrentCell(keras.layers.Layer):
         return True
 
     # Whether the cell's state is its output alone (SimpleRNN, GRU: h_t), so that the final
-    # state of a masked sequence is the output at its last unmasked step (`RecurrentLayer.run_loop`).
+    # state of a masked sequence is the output at its last unmasked step
+    # (`RecurrentLayer.run_loop`).
     state_is_output = False
 
     # From how many units seqlab's layers train this (separable) cell with the hand-scheduled
