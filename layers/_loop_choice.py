@@ -30,8 +30,9 @@ that later processes on this machine skip the measurement:
   to twice as fast in that orientation for the sizes of a recurrent step on an
   AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
 
-Every loop runs a masked input as compacted sequences, each sequence's unmasked
-steps moved to its front, without a per-step mask (`RecurrentLayer._run_compacted`).
+Every loop runs a masked input as compacted sequences where that is exact
+(`RecurrentLayer._can_compact_mask`): each sequence's unmasked steps moved to its
+front, without a per-step mask (`RecurrentLayer._run_compacted`).
 The choice is keyed by the cell's kind and sizes, the batch and the number of
 steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
@@ -258,10 +259,11 @@ def _remember(key, loop, times):
         return
     entry = {"loop": loop, "ms": {name: round(ms, 3) for name, ms in times.items()},
              "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    memory_key = _memory_key(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         choices = _read_memory(path)  # what other processes added meanwhile
-        choices[_memory_key(key)] = entry
+        choices[memory_key] = entry
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             with os.fdopen(descriptor, "w") as handle:
@@ -273,7 +275,7 @@ def _remember(key, loop, times):
     except OSError:
         return
     if _remembered is not None:
-        _remembered[_memory_key(key)] = entry
+        _remembered[memory_key] = entry
 
 
 def fastest(times):

@@ -337,9 +337,9 @@ class RecurrentLayer(keras.layers.RNN):
         order); they differ in speed, which depends on the machine and the
         sizes (`layers/_loop_choice.py`). A mask runs as compacted sequences
         (`_run_compacted`) where that gives the final states the caller reads
-        (`inner_loop`): always for a cell whose one state is its output, for an
-        LSTM only where its states are not read; it then returns an empty list of
-        them.
+        (`inner_loop`): always for a cell whose one state is its output, for
+        another (the LSTM) only where its states are not read; it then returns an
+        empty list of them.
         """
         if variant not in _loop_choice.VARIANTS:
             raise ValueError(f"Unknown loop variant. Received: variant={variant!r}")
