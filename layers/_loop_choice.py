@@ -331,9 +331,9 @@ def _measure_eagerly(layer, key, variants):
             return outputs
 
         if not training:
-            return tf.function(run)
+            return tf.function(run, autograph=False)
 
-        @tf.function
+        @tf.function(autograph=False)
         def train(x):
             with tf.GradientTape() as tape:
                 tape.watch(x)

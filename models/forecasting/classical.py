@@ -797,7 +797,7 @@ def _origins_function(method, static, numeric, horizon):
             {name: tf.TensorSpec(value.shape, tf.float64) for name, value in numeric.items()},
         ]
 
-        @tf.function(input_signature=signature)
+        @tf.function(input_signature=signature, autograph=False)
         def forecast(values, last_rows, numeric):
             recursion = _RECURSIONS[method](static, numeric)
             states = _run_states(recursion, values[None, :], fold=False)
