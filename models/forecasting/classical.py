@@ -821,8 +821,9 @@ def forecast_at_origins(spec, values, last_rows, horizon):
     One pass over the series computes the state after every row (`tf.scan` of the method's
     recursion); the forecasts from all origins are then computed at once from the chosen
     states. The forecast from origin r reads values[:r + 1] only; rows after the last origin
-    are not read at all. The graph is traced once per form and horizon (about a second) and
-    reused for every later call with the same form, whatever the parameters.
+    are not read at all. The graph is traced once per form and horizon (0.2-0.4 s; without
+    autograph, as the recursions hold no Python control flow on tensors) and reused for every
+    later call with the same form, whatever the parameters.
 
     Args:
         spec: a `ClassicalSpec` (from `fit_classical` or `ClassicalSpec.from_dict`).
