@@ -89,6 +89,10 @@ MIN_SECONDS = 1.0
 
 # Another loop is kept only if it beat Keras's own by more than this fraction.
 KERAS_MARGIN = 0.05
+# A temporary copy of the memory file older than this (seconds) was left by a process killed
+# between writing it and renaming it into place (a write takes milliseconds): the next write
+# removes it.
+STALE_TEMPORARY_SECONDS = 600
 
 _choices = {}
 _measurements = {}
@@ -253,7 +257,8 @@ def _recall(key):
 
 def _remember(key, loop, times):
     """Adds a measured choice to the memory file (atomically: a reader sees the old file or
-    the new one). A file that cannot be written costs a measurement in the next process."""
+    the new one). A file that cannot be written costs a measurement in the next process.
+    Temporary copies that a killed process left beside it are removed (`_remove_stale`)."""
     path = memory_path()
     if path is None:
         return
@@ -274,8 +279,23 @@ def _remember(key, loop, times):
             raise
     except OSError:
         return
+    _remove_stale(path)
     if _remembered is not None:
         _remembered[memory_key] = entry
+
+
+def _remove_stale(path):
+    """Removes the temporary copies of the memory file (`.<name>.XXXX`, as `_remember`
+    names them) last written more than `STALE_TEMPORARY_SECONDS` ago: a process killed
+    between writing one and renaming it left it. A younger one may be another process's
+    write in progress and is left alone."""
+    now = time.time()
+    for temporary in path.parent.glob(f".{path.name}.*"):
+        try:
+            if now - temporary.lstat().st_mtime > STALE_TEMPORARY_SECONDS:
+                temporary.unlink()
+        except OSError:  # gone meanwhile, or not ours to remove
+            continue
 
 
 def fastest(times):

@@ -8,6 +8,8 @@ stand-in measurement.
 """
 
 import json
+import os
+import time
 
 import keras
 import numpy as np
@@ -296,6 +298,29 @@ def test_a_memory_file_that_cannot_be_read_is_measured_again_and_written_whole(
         [entry] = json.loads(memory.read_text())["choices"].values()
         assert entry["loop"] == "keras"
     assert [path.name for path in tmp_path.iterdir()] == ["loops.json"]  # no temporary left
+
+
+def test_a_temporary_copy_left_by_a_killed_process_is_removed_by_the_next_write(
+        monkeypatch, tmp_path):
+    """A process killed between writing the memory file's temporary copy and renaming it
+    leaves `.loops.json.XXXX`; the next write removes it once it is older than any write in
+    progress could be, and leaves a young one (another process's write) and other files."""
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _layer()  # built unmeasured
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    memory = tmp_path / "loops.json"
+    monkeypatch.setenv(_loop_choice.MEMORY_VAR, str(memory))
+    stale, young, other = (tmp_path / name for name in (".loops.json.k1ll3d", ".loops.json.n0w",
+                                                         ".other.json.k1ll3d"))
+    for path in (stale, young, other):
+        path.write_text('{"choices": {}')  # cut short, as a kill leaves it
+    old = time.time() - _loop_choice.STALE_TEMPORARY_SECONDS - 60
+    for path in (stale, other):
+        os.utime(path, (old, old))
+    _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0})
+    _loop_choice.choose(layer, _inputs(), None, training=False)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".loops.json.n0w", ".other.json.k1ll3d", "loops.json"]
 
 
 def test_memory_off_reads_and_writes_nothing(monkeypatch, tmp_path):
