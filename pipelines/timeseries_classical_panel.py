@@ -1,7 +1,7 @@
 """The classical members of many series: statsforecast's models fitted on every series, and the
 M4 benchmarks (naive, seasonal naive, Naive2), each forecast `horizon` steps from the end of
 every history. NumPy and statsforecast; no TensorFlow of its own (importing seqlab's metrics
-imports `seqlab.models`, and with it TensorFlow).
+imports `seqlab.models`, and with it TensorFlow, except in a worker: `seqlab._worker`).
 
 The series are fitted in worker processes (one per core the process may use, started with
 `spawn`: a forked copy of a process that runs TensorFlow's threads is not safe) in chunks, with
@@ -53,9 +53,10 @@ ETS_MAX_SEASON = 12
 # The series fitted (and timed) in this process before the rest is sent to workers or not.
 PROBE_SERIES = 8
 # The rest goes to workers only where it would take at least this long (seconds) in this
-# process: a worker's start (a fresh interpreter importing NumPy, statsforecast, seqlab and
-# with it TensorFlow, and compiling statsforecast's functions) takes about 5 to 9 s here.
-PARALLEL_MIN_SECONDS = 30.0
+# process: a worker's start (a fresh interpreter importing NumPy, statsforecast and seqlab's
+# metrics, no TensorFlow) and its first fit took 2.0-2.3 s here for two workers at once
+# (6.5-7.8 s while the workers imported TensorFlow, when this was 30 s).
+PARALLEL_MIN_SECONDS = 10.0
 # Chunks per worker: small enough to balance series of different lengths, large enough that
 # sending them costs nothing next to the fits.
 CHUNKS_PER_WORKER = 8

@@ -1,6 +1,8 @@
 """The classical members of many series against statsforecast itself, on tiny series."""
 
+import concurrent.futures
 import io
+import multiprocessing
 import os
 import warnings
 from pathlib import Path
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 from statsforecast.models import AutoETS, DynamicOptimizedTheta
 
+from seqlab import _worker
 from seqlab.models.forecasting import metrics
 from seqlab.pipelines import timeseries_classical_panel as classical_panel
 from seqlab.pipelines.timeseries_classical_panel import (
@@ -84,8 +87,8 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, ca
     there = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=stream,
                                 later=longer, workers=2)
     assert any("2 worker processes" in note for note in there[3])
-    # The workers import TensorFlow (seqlab's modules do): its load notices, which ignore the
-    # level, stay off the terminal they share with the command.
+    # Should a worker load TensorFlow (it does not: the next test), its load notices, which
+    # ignore the level, stay off the terminal it shares with the command.
     printed = capfd.readouterr().err
     assert not any(notice in printed for notice in ("oneDNN", "cuda", "absl", "I0000"))
     # The same library calls on the same values in another process: the same float64 values.
@@ -96,6 +99,27 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, ca
     assert failed == [note for note in here[3] if "failed" in note] and len(failed) == 1
     assert stream.getvalue().splitlines()[-1].startswith(
         "classical members: (ets, theta), 20/20 series fits")
+
+
+def test_a_worker_fits_without_importing_tensorflow():
+    """A worker needs NumPy, statsforecast and the competition metrics: `seqlab.models` leaves
+    its models out there (`seqlab._worker.started`), which would load TensorFlow and Keras."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+            1, mp_context=context, initializer=_worker.start,
+            initargs=(True, os.getpid())) as pool:
+        with classical_panel._bare_main():  # the worker starts at the first submission
+            fitted = pool.submit(classical_panel._fit_chunk, [_seasonal(40, 4)], 2, 4,
+                                 ("theta",), None, range(1)).result()
+        loaded = pool.submit(eval, "sorted(name for name in __import__('sys').modules "
+                                   "if name.split('.')[0] in ('tensorflow', 'keras', 'seqlab'))"
+                             ).result()
+    assert fitted["failed"] == {"theta": 0} and len(fitted["forecasts"]["theta"]) == 1
+    assert "seqlab.pipelines.timeseries_classical_panel" in loaded  # the fitting code ran there
+    assert "seqlab.models.forecasting.metrics" in loaded
+    assert [name for name in loaded if not name.startswith("seqlab")] == []
+    assert not any(name.startswith("seqlab.models.") and "forecasting" not in name
+                   for name in loaded)
 
 
 def test_fits_that_take_little_time_stay_in_this_process():
