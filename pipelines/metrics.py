@@ -38,12 +38,19 @@ def _errors_per_step(forecast, actual):
 BASELINES = ("naive", "seasonal_naive", "ets", "arima", "theta")
 
 
-def _ratio(rmse, best):
+# An RMSE at most this share of the largest |actual value| scored is float64 rounding (a
+# forecast through exp(log y) or a least-squares fit of a constant series is off by a few units
+# in the last place), not an error: it counts as exact in the ratios.
+ROUNDING = 1e-12
+
+
+def _ratio(rmse, best, rounding=0.0):
     """An RMSE over the best baseline's: infinite where only the baseline is exact, NaN (not
-    defined; null in metrics.json, "n/a" in the table) where both are."""
-    if best > 0:
+    defined; null in metrics.json, "n/a" in the table) where both are. An RMSE at most
+    `rounding` counts as exact."""
+    if best > rounding:
         return rmse / best
-    return math.nan if rmse == 0 else math.inf
+    return math.nan if rmse <= rounding else math.inf
 
 
 def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
@@ -79,6 +86,7 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
     }
     best = min((name for name in BASELINES if name in forecasts),
                key=lambda name: metrics[name]["rmse"])
+    rounding = ROUNDING * float(np.max(np.abs(actual[scored]), initial=0.0))
     metrics.update(
         per_step={name: _errors_per_step(values[scored], actual[scored])
                   for name, values in forecasts.items()},
@@ -86,7 +94,9 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
         horizon=horizon,
         season=int(season),
         best_baseline=best,
-        rmse_ratio_to_best_baseline=_ratio(metrics["model"]["rmse"], metrics[best]["rmse"]),
+        rmse_ratio_to_best_baseline=_ratio(metrics["model"]["rmse"], metrics[best]["rmse"],
+                                           rounding),
+        rmse_rounding=rounding,
         per_target={
             name: {
                 kind: _errors(values[scored][..., index], actual[scored][..., index])
@@ -114,8 +124,10 @@ def forecast_table(metrics, model_kind):
     """The terminal table of `forecast_scores` figures (with the RMSE per step ahead when the
     horizon is longer than one)."""
     best = metrics[metrics["best_baseline"]]["rmse"]
+    rounding = metrics.get("rmse_rounding", 0.0)  # runs from before it was stored: none
     names = _forecast_names(metrics, model_kind)
-    rows = [[label, metrics[key]["rmse"], metrics[key]["mae"], _ratio(metrics[key]["rmse"], best)]
+    rows = [[label, metrics[key]["rmse"], metrics[key]["mae"],
+             _ratio(metrics[key]["rmse"], best, rounding)]
             for key, label in names.items()]
     table = format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
     if metrics["horizon"] == 1 or "per_step" not in metrics:

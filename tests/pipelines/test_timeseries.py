@@ -387,6 +387,18 @@ def test_on_a_constant_series_the_ratio_to_an_exact_baseline_is_not_a_figure():
     metrics, _ = forecast_scores(exact + 1.0, targets, last_rows, horizon=1, season=1,
                                  target_names=["y"])
     assert metrics["rmse_ratio_to_best_baseline"] == math.inf
+    # A forecast off by float64 rounding (here exp(log 5), one unit in the last place, as a
+    # log member gives) is exact too: no infinite ratio from 8.9e-16 against 0.
+    rounded = np.full((10, 1, 1), np.nextafter(5.0, 6.0))
+    metrics, _ = forecast_scores(rounded, targets, last_rows, horizon=1, season=1,
+                                 target_names=["y"])
+    assert metrics["model"]["rmse"] > 0.0
+    assert math.isnan(metrics["rmse_ratio_to_best_baseline"])
+    assert forecast_table(metrics, "auto").splitlines()[2].split()[-1] == "n/a"
+    # ... but an error of a millionth of the values is an error, however small.
+    metrics, _ = forecast_scores(exact + 5e-6, targets, last_rows, horizon=1, season=1,
+                                 target_names=["y"])
+    assert metrics["rmse_ratio_to_best_baseline"] == math.inf
 
 
 def test_a_filled_run_finishes_and_says_what_was_filled(tmp_path, capsys):
