@@ -428,6 +428,7 @@ def member_figures(model, members, scaler, schema, values, starts, lookback, hor
         "chosen_on": selection.reason(),
         "default": None if selection.default is None else candidate_name(selection.default),
         "switch_test": None if selection.switch is None else selection.switch.to_dict(),
+        "left_out_of_default": list(selection.left_out),
         "members": figures,
         "candidates": candidates,
     }

@@ -5,8 +5,10 @@ the same backtest origins before the test split: fold k is fitted on the rows be
 block and forecasts the origins whose targets start inside that block, so no target of a fold
 lies in its fitting rows. The candidates are each member alone and the mean of the best k
 members by backtest error (k = 2, 3, ...). The default is the mean of all of them, the simple
-combination the forecasting competitions found hardest to beat (M3, M4); the candidate with the
-lowest backtest RMSE replaces it only when its backtest errors are clearly lower: a one-sided
+combination the forecasting competitions found hardest to beat (M3, M4), less any member whose
+backtest RMSE is over `OUTLIER_RATIO` times the median member's (it failed there); the
+candidate with the lowest backtest RMSE replaces it only when its backtest errors are clearly
+lower: a one-sided
 Diebold-Mariano test of the per-origin squared errors (Harvey, Leybourne and Newbold's
 small-sample form, t with origins - 1 degrees of freedom) at `SWITCH_LEVEL`, split among the
 candidates (Bonferroni: the best of many looks better on the backtest than it is). Keeping the
@@ -31,6 +33,13 @@ BACKTEST_SHARE = 1 / 3
 # The level at which a candidate must beat the mean of all members on the backtest to replace
 # it, split among the candidates tried.
 SWITCH_LEVEL = 0.05
+
+# A member whose backtest RMSE is more than this many times the median member's has failed on
+# the backtest (a fit that ran away, a model that cannot follow the series) rather than lost
+# to noise: it stays a candidate alone but is left out of the mean of all members, which it
+# would otherwise drag far from the others, and which a test of squared errors dominated by
+# its few wild forecasts could not tell apart from them.
+OUTLIER_RATIO = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +144,9 @@ class Selection:
             otherwise (None in runs from before the test, which kept the lowest backtest RMSE).
         switch: the `SwitchTest`, or None when the default is itself the lowest or no test
             could be made.
+        left_out: members left out of the default for a backtest RMSE above `outlier_ratio`
+            times the median member's.
+        outlier_ratio: `OUTLIER_RATIO` when the selection was made.
     """
 
     kept: tuple
@@ -143,6 +155,8 @@ class Selection:
     origins: int
     default: tuple = None
     switch: SwitchTest = None
+    left_out: tuple = ()
+    outlier_ratio: float = OUTLIER_RATIO
 
     @property
     def name(self):
@@ -150,6 +164,14 @@ class Selection:
 
     def reason(self):
         """Why the kept candidate was kept, in one sentence."""
+        reason = self._reason()
+        if self.left_out:
+            failed = ", ".join(f"{name} ({self.member_rmse[name]:.4g})" for name in self.left_out)
+            reason += (f"; left out of the mean of all members for a backtest RMSE over "
+                       f"{self.outlier_ratio:g} times the median member's: {failed}")
+        return reason
+
+    def _reason(self):
         if not self.candidate_rmse:
             return ("too few rows before the test split for a backtest: the mean of the "
                     "members that need none")
@@ -182,6 +204,9 @@ class Selection:
         if self.default is not None:
             values["default"] = list(self.default)
             values["switch_test"] = None if self.switch is None else self.switch.to_dict()
+        if self.left_out:
+            values["left_out_of_default"] = {"members": list(self.left_out),
+                                             "ratio": self.outlier_ratio}
         return values
 
     @classmethod
@@ -192,10 +217,12 @@ class Selection:
             # Strict JSON writes an infinite statistic as null; only -inf can occur (the best
             # candidate's errors lower than the mean's by the same amount at every origin).
             switch = {**switch, "statistic": -math.inf}
+        left_out = values.get("left_out_of_default") or {"members": ()}
         return cls(tuple(values["kept"]), dict(values["member_backtest_rmse"]),
                    dict(values["candidate_backtest_rmse"]), int(values["origins"]),
                    None if default is None else tuple(default),
-                   None if switch is None else SwitchTest(**switch))
+                   None if switch is None else SwitchTest(**switch),
+                   tuple(left_out["members"]), float(left_out.get("ratio", OUTLIER_RATIO)))
 
 
 def diebold_mariano(loss, baseline_loss, horizon):
@@ -261,11 +288,21 @@ def select(forecasts, actual, alone_only=()):
     candidate_rmse = {candidate_name(members): rmse(combine(usable, members), actual)
                       for members in candidates}
     best = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])
-    default = tuple(combinable) or None
+    # The typical member's error (not the best one's: a member lucky on the backtest must
+    # still pass the test below to stand alone), or float64 rounding of the values where it
+    # is exact (a constant series): members off by rounding have not failed.
+    reference = max(float(np.median([member_rmse[name] for name in combinable or ranked])),
+                    1e-12 * float(np.max(np.abs(actual))))
+    failed = tuple(name for name in combinable
+                   if member_rmse[name] > OUTLIER_RATIO * reference)
+    # The best k members by backtest RMSE for some k: one of the candidates.
+    default = tuple(name for name in combinable if name not in failed) or None
     if default is None or len(actual) < 2:  # nothing to combine, or too few origins to test
-        return Selection(best, member_rmse, candidate_rmse, len(actual), default)
+        return Selection(best, member_rmse, candidate_rmse, len(actual), default,
+                         left_out=failed, outlier_ratio=OUTLIER_RATIO)
     if best == default:
-        return Selection(default, member_rmse, candidate_rmse, len(actual), default)
+        return Selection(default, member_rmse, candidate_rmse, len(actual), default,
+                         left_out=failed, outlier_ratio=OUTLIER_RATIO)
     horizon = np.asarray(actual).shape[1] if np.ndim(actual) > 1 else 1
     statistic = diebold_mariano(_origin_losses(combine(usable, best), actual),
                                 _origin_losses(combine(usable, default), actual), horizon)
@@ -273,4 +310,4 @@ def select(forecasts, actual, alone_only=()):
     critical = float(stats.t.ppf(1 - SWITCH_LEVEL / others, len(actual) - 1))
     switch = SwitchTest(candidate_name(best), float(statistic), critical, others, SWITCH_LEVEL)
     return Selection(best if switch.switches else default, member_rmse, candidate_rmse,
-                     len(actual), default, switch)
+                     len(actual), default, switch, failed, OUTLIER_RATIO)

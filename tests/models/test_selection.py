@@ -192,3 +192,49 @@ def test_a_selection_saved_before_the_switch_test_still_reads_and_explains_itsel
     selection = Selection.from_dict(old)
     assert selection.kept == ("a",) and selection.default is None and selection.switch is None
     assert selection.reason() == old["why"]
+
+
+def test_a_member_that_failed_on_the_backtest_is_left_out_of_the_mean():
+    rng = np.random.default_rng(1)
+    actual = rng.normal(size=(24, 1, 1))
+    # Three members of equal skill, and one whose fit ran away at two origins: its backtest
+    # RMSE is over three times the median member's, so it would drag the mean of all far off.
+    forecasts = {name: actual + rng.normal(scale=0.3, size=actual.shape) for name in "abc"}
+    forecasts["wild"] = forecasts["a"].copy()
+    forecasts["wild"][[5, 17]] += 8.0
+    selection = select(forecasts, actual)
+    rmse = selection.member_rmse
+    assert rmse["wild"] > 3 * np.median(list(rmse.values()))
+    assert selection.left_out == ("wild",)
+    assert sorted(selection.default) == list("abc") and selection.kept == selection.default
+    assert selection.candidate_rmse[selection.name] == pytest.approx(
+        brute_force_choice(forecasts, actual)[("a", "b", "c")])
+    assert ("left out of the mean of all members for a backtest RMSE over 3 times the median "
+            f"member's: wild ({rmse['wild']:.4g})") in selection.reason()
+    # It stays a candidate alone, and the record keeps what was left out and at what ratio.
+    assert "wild" in selection.candidate_rmse
+    saved = json.loads(json.dumps(selection.to_dict()))
+    assert saved["left_out_of_default"] == {"members": ["wild"], "ratio": 3.0}
+    again = Selection.from_dict(saved)
+    assert again == selection and again.reason() == selection.reason()
+    # Within three times the median: a member that is merely worse stays in the mean.
+    forecasts["wild"] = actual + rng.normal(scale=0.5, size=actual.shape)
+    selection = select(forecasts, actual)
+    assert selection.left_out == () and sorted(selection.default) == ["a", "b", "c", "wild"]
+    assert "left_out_of_default" not in selection.to_dict()
+
+
+def test_the_median_not_the_best_member_decides_what_failed():
+    rng = np.random.default_rng(2)
+    actual = rng.normal(size=(30, 1, 1))
+    # One member far better than the others: they are not failures for that (the test of the
+    # best candidate against their mean decides), and members off by float64 rounding of an
+    # exact forecast are not either.
+    forecasts = {name: actual + rng.normal(size=actual.shape) for name in "abcd"}
+    forecasts["e"] = actual + 0.05 * rng.normal(size=actual.shape)
+    selection = select(forecasts, actual)
+    assert selection.left_out == () and selection.kept == ("e",) and selection.switch.switches
+    constant = np.full((10, 1, 1), 5.0)
+    rounded = {"exact": constant.copy(), "exp_log": np.full_like(constant, np.nextafter(5, 6)),
+               "also_exact": constant.copy()}
+    assert select(rounded, constant).left_out == ()
