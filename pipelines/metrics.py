@@ -15,6 +15,7 @@ from seqlab.data.text import make_dataset, scored_chars
 from seqlab.layers import reset_states
 from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
 from seqlab.models.forecasting.metrics import root_mean_square
+from seqlab.models.forecasting.metrics import rounding as float_rounding
 from seqlab.pipelines.common import format_table, pyplot
 
 
@@ -38,16 +39,11 @@ def _errors_per_step(forecast, actual):
 BASELINES = ("naive", "seasonal_naive", "ets", "arima", "theta")
 
 
-# An RMSE at most this share of the largest |actual value| scored is float64 rounding (a
-# forecast through exp(log y) or a least-squares fit of a constant series is off by a few units
-# in the last place), not an error: it counts as exact in the ratios.
-ROUNDING = 1e-12
-
-
 def _ratio(rmse, best, rounding=0.0):
     """An RMSE over the best baseline's: infinite where only the baseline is exact, NaN (not
     defined; null in metrics.json, "n/a" in the table) where both are. An RMSE at most
-    `rounding` counts as exact."""
+    `rounding` (`seqlab.models.forecasting.metrics.rounding` of the actual values) counts as
+    exact."""
     if best > rounding:
         return rmse / best
     return math.nan if rmse <= rounding else math.inf
@@ -86,7 +82,7 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
     }
     best = min((name for name in BASELINES if name in forecasts),
                key=lambda name: metrics[name]["rmse"])
-    rounding = ROUNDING * float(np.max(np.abs(actual[scored]), initial=0.0))
+    rounding = float_rounding(actual[scored])
     metrics.update(
         per_step={name: _errors_per_step(values[scored], actual[scored])
                   for name, values in forecasts.items()},

@@ -127,6 +127,18 @@ def mape(actual, forecast):
     return float(100.0 * np.mean(np.abs(actual - forecast) / actual))
 
 
+# A difference of at most this share of the values' largest magnitude is float64 rounding (a
+# forecast through exp(log y), or a least-squares fit of a constant series, is off by a few
+# units in the last place), not an error.
+ROUNDING = 1e-12
+
+
+def rounding(values):
+    """The largest error that is float64 rounding of `values`: `ROUNDING` times their largest
+    magnitude (0 for no values, or all zero)."""
+    return ROUNDING * float(np.max(np.abs(np.asarray(values, dtype="float64")), initial=0.0))
+
+
 def root_mean_square(values, axis=None):
     """`sqrt(mean(values^2))` over `axis`, each slice first divided by its largest magnitude
     (and multiplied back after the root), so that values whose squares would underflow to 0

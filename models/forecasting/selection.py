@@ -8,14 +8,13 @@ members by backtest error (k = 2, 3, ...). The default is the mean of all of the
 combination the forecasting competitions found hardest to beat (M3, M4), less any member whose
 backtest RMSE is over `OUTLIER_RATIO` times the median member's (it failed there); the
 candidate with the lowest backtest RMSE replaces it only when its backtest errors are clearly
-lower: a one-sided
-Diebold-Mariano test of the per-origin squared errors (Harvey, Leybourne and Newbold's
-small-sample form, t with origins - 1 degrees of freedom) at `SWITCH_LEVEL`, split among the
-candidates (Bonferroni: the best of many looks better on the backtest than it is). Keeping the
-lowest backtest RMSE outright chased noise on short backtests: on 15 public series not used to
-develop it, its test RMSE was 1.050 of the best statsforecast model's (geometric mean) and
-0.994 with this rule (docs/performance.md). Nothing here knows which member is which: the
-figures decide.
+lower: a one-sided Diebold-Mariano test of the per-origin squared errors (Harvey, Leybourne and
+Newbold's small-sample form, t with origins - 1 degrees of freedom) at `SWITCH_LEVEL`, split
+among the candidates (Bonferroni: the best of many looks better on the backtest than it is).
+Keeping the lowest backtest RMSE outright chased noise on short backtests: on 15 public series
+not used to develop it, its test RMSE was 1.050 of the best statsforecast model's (geometric
+mean) and 0.994 with this rule (docs/performance.md). Nothing here knows which member is
+which: the figures decide.
 """
 
 import dataclasses
@@ -24,7 +23,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from seqlab.models.forecasting.metrics import root_mean_square
+from seqlab.models.forecasting.metrics import root_mean_square, rounding
 
 # Backtest region: at least this share of the rows before the test split (and at least the
 # test split's length), so that the choice rests on more than one short validation block.
@@ -242,8 +241,7 @@ def diebold_mariano(loss, baseline_loss, horizon):
         variance = autocovariance[0]
     # The same difference at every origin leaves only rounding in the variance (relative to
     # the differences themselves): no spread, so the sign alone decides.
-    scale = float(np.max(np.abs(difference))) if n else 0.0
-    if variance <= (1e-12 * scale) ** 2:
+    if variance <= rounding(difference) ** 2:
         return -math.inf if mean < 0 else (math.inf if mean > 0 else 0.0)
     correction = math.sqrt(max(n + 1 - 2 * horizon + horizon * (horizon - 1) / n, 1) / n)
     return correction * mean / math.sqrt(variance / n)
@@ -292,7 +290,7 @@ def select(forecasts, actual, alone_only=()):
     # still pass the test below to stand alone), or float64 rounding of the values where it
     # is exact (a constant series): members off by rounding have not failed.
     reference = max(float(np.median([member_rmse[name] for name in combinable or ranked])),
-                    1e-12 * float(np.max(np.abs(actual))))
+                    rounding(actual))
     failed = tuple(name for name in combinable
                    if member_rmse[name] > OUTLIER_RATIO * reference)
     # The best k members by backtest RMSE for some k: one of the candidates.
