@@ -91,6 +91,8 @@ class ForecastMembers:
                                  f"({', '.join(CLASSICAL_MEMBERS)})")
             specs[method] = [ClassicalSpec.from_dict(entry) for entry in entries]
         selection = values.get("selection")
+        if selection is not None and not isinstance(selection, dict):
+            raise ValueError("members.json: field 'selection' must be an object or null")
         selection = None if selection is None else Selection.from_dict(selection)
         neural = values.get("neural")
         if neural is not None and not isinstance(neural, str):

@@ -89,3 +89,8 @@ def test_members_json_is_validated_on_load():
         ForecastMembers.from_dict(broken)
     with pytest.raises(ValueError, match="format 1"):
         ForecastMembers.from_dict({"classical": {}})
+    # Found by the fuzzing harness's long budget: a list there was an AttributeError traceback.
+    broken["selection"] = []
+    with pytest.raises(ValueError, match="members.json: field 'selection' must be an object "
+                                         "or null"):
+        ForecastMembers.from_dict(broken)
