@@ -795,16 +795,24 @@ class EpochProgress(keras.callbacks.Callback):
 # Reports
 
 
+def format_figure(value, decimals=4):
+    """A figure in a table: `decimals` decimals, or as many significant digits where that
+    many decimals would hide it (below 1e-3 but not 0) or run long (1e5 and above); NaN (a
+    figure that is not defined, such as 0 / 0) as "n/a"."""
+    if math.isnan(value):
+        return "n/a"
+    if value == 0 or 1e-3 <= abs(value) < 1e5:
+        return f"{value:.{decimals}f}"
+    return f"{value:.{decimals}g}"
+
+
 def format_table(headers, rows):
-    """A plain-text table: columns padded, numbers right-aligned; a float with 4 decimals, or
-    4 significant digits where 4 decimals would hide it (below 1e-3 but not 0) or run long
-    (1e5 and above); NaN (a figure that is not defined, such as 0 / 0) as "n/a"."""
+    """A plain-text table: columns padded, numbers right-aligned; floats as `format_figure`
+    writes them."""
 
     def cell(value):
         if isinstance(value, float):
-            if math.isnan(value):
-                return "n/a"
-            return f"{value:.4f}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
+            return format_figure(value)
         return "" if value is None else str(value)
 
     cells = [[cell(v) for v in row] for row in rows]

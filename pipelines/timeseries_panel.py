@@ -59,6 +59,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
     format_duration,
+    format_figure,
     format_table,
     pyplot,
     read_json,
@@ -913,8 +914,10 @@ def _ratio(a, b):
 
 
 def _row(figures):
+    # RMSE is in the series' units: 4 decimals would print a panel of values around 1e-9 as
+    # 0.0000 (format_figure switches to significant digits there).
     def cell(value, digits=3):
-        return "-" if value is None else f"{value:.{digits}f}"
+        return "-" if value is None else format_figure(value, digits)
     return [cell(figures.get("smape")), cell(figures.get("mase")), cell(figures.get("mape")),
             cell(figures.get("rmse"), 4), cell(figures.get("owa"))]
 

@@ -428,3 +428,14 @@ def test_a_perfect_seasonal_naive_is_kept_over_an_imperfect_member():
     choice = choose(forecasts, actuals, histories, season=4)
     assert choice.kept == ("ets",)  # as perfect as seasonal naive, tried before it
     assert choice.candidate_scores["nbeats"] == float("inf")
+
+
+def test_the_summary_row_keeps_the_rmse_of_series_in_tiny_or_huge_units():
+    # RMSE is in the series' units: a panel of values around 1e-9 printed 0.0000 before.
+    tiny = panel_module._row({"smape": 2.25, "mase": 0.72, "mape": 2.2, "rmse": 1.5277e-9,
+                              "owa": 0.61})
+    assert tiny == ["2.250", "0.720", "2.200", "1.528e-09", "0.610"]
+    huge = panel_module._row({"smape": 2.25, "mase": 0.72, "mape": None, "rmse": 1.5277e12,
+                              "owa": None})
+    assert huge == ["2.250", "0.720", "-", "1.528e+12", "-"]
+    assert panel_module._row({"rmse": 17.58912})[3] == "17.5891"
