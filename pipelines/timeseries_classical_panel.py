@@ -43,6 +43,7 @@ import numpy as np
 
 from seqlab import _tf_log, _worker
 from seqlab.models.forecasting import metrics
+from seqlab.models.forecasting.metrics import fitting_unit
 
 # The classical members of many series, in the order they are fitted and reported.
 PANEL_CLASSICAL = ("ets", "theta", "arima")
@@ -253,17 +254,20 @@ def _fit_and_forecast(method, history, horizon, season, longer=None):
     """`(forecast from the end of history, forecast from the end of longer or None)`, or
     None where statsforecast fails or gives a non-finite forecast."""
     adjustment = _Adjustment(history, season, method)
+    # ARIMA and Theta see a series far from magnitude 1 in a power-of-ten unit, as the
+    # one-series members do (`classical.fitting_unit`); their forecasts come back in its units.
+    unit = fitting_unit(history) if method in ("arima", "theta") else 1.0
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = _statsforecast_model(method, season).fit(adjustment.series(history))
-            first = adjustment.forecast(np.asarray(model.predict(h=horizon)["mean"],
-                                                   dtype="float64"), history.size)
+            model = _statsforecast_model(method, season).fit(adjustment.series(history) / unit)
+            first = adjustment.forecast(unit * np.asarray(model.predict(h=horizon)["mean"],
+                                                          dtype="float64"), history.size)
             second = None
             if longer is not None:
                 longer = np.asarray(longer, dtype="float64")
-                second = adjustment.forecast(np.asarray(
-                    model.forward(y=adjustment.series(longer), h=horizon)["mean"],
+                second = adjustment.forecast(unit * np.asarray(
+                    model.forward(y=adjustment.series(longer) / unit, h=horizon)["mean"],
                     dtype="float64"), longer.size)
     except Exception:  # statsforecast raises many kinds for a degenerate series
         return None

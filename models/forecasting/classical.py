@@ -61,6 +61,8 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from seqlab.models.forecasting.metrics import fitting_unit
+
 METHODS = ("ets", "arima", "theta", "seasonal_naive")
 # Members fitted and run on the log of a strictly positive series: {method: its model}.
 LOG_METHODS = {"log_ets": "ets", "log_arima": "arima"}
@@ -288,15 +290,37 @@ def fit_classical(method, values, season, model=None):
                          f"it needs at least {minimum}.")
     fitters = {"ets": _fit_ets, "arima": _fit_arima, "theta": _fit_theta,
                "seasonal_naive": _fit_seasonal_naive}
+    unit = fitting_unit(values) if method in ("arima", "theta") else 1.0
     try:
-        spec = fitters[method](values, season, model)
+        spec = fitters[method](values / unit if unit != 1.0 else values, season, model)
     except _Unsupported:
         raise
     except Exception as error:  # statsforecast raises ValueError or bare Exception on failure
         raise ValueError(f"statsforecast could not fit {method} (season {season}) to "
                          f"{len(values)} rows: {type(error).__name__}: {error}") from error
+    if unit != 1.0:
+        spec = _in_units(spec, unit)
     _check_finite(spec)
     return spec
+
+
+def _in_units(spec, unit):
+    """`spec`, fitted on values / `unit`, for the values themselves: the numbers in the
+    series' units are multiplied by `unit`; the rest (ARIMA's polynomials and prior, whose
+    Kalman gains do not depend on the data; Theta's alpha, theta and multiplicative season)
+    is free of units. Both recursions are then linear in the history: forecasting y with the
+    result equals `unit` times forecasting y / unit with `spec`."""
+    p = dict(spec.params)
+    if spec.method == "arima":
+        p["intercept"], p["drift"] = p["intercept"] * unit, p["drift"] * unit
+        p["coef"] = {name: value * unit if name in ("intercept", "drift") else value
+                     for name, value in p["coef"].items()}
+    elif spec.method == "theta":
+        p["initial_smoothed"] = p["initial_smoothed"] * unit
+        if p["decomposition"] == "additive":
+            p["season_indices"] = [value * unit for value in p["season_indices"]]
+    return dataclasses.replace(spec, params=p,
+                               description=f"{spec.description} (fitted on values / {unit:g})")
 
 
 def _check_positive(values, method):

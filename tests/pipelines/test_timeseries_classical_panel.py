@@ -220,3 +220,23 @@ def test_the_benchmarks_are_the_metrics_modules(season):
                                   metrics.seasonal_naive_forecast(history, 3, season))
     np.testing.assert_array_equal(found["naive2"][0],
                                   metrics.naive2_forecast(history, 3, season))
+
+
+def test_theta_forecasts_a_series_in_tiny_or_huge_units_as_in_units_near_one():
+    # The reference: the same series divided by 10 (magnitude about 5, fitted as it is), its
+    # forecasts times 10. In nanounits or gigaunits it is fitted divided by its power of ten,
+    # the same values up to float64 rounding (1e-6 of the spread allows for the optimiser's
+    # carrying that further); without the unit, statsforecast's Theta was 0.18 of the spread
+    # off at 1e-9.
+    rng = np.random.default_rng(3)
+    steps = np.arange(96)
+    values = 50 + 8 * np.sin(2 * np.pi * steps / 12) + np.cumsum(rng.normal(0, 1, 96))
+    history, longer = values[:72], values
+    first, second = classical_panel._fit_and_forecast("theta", history / 10, 12, 12, longer / 10)
+    for unit in (1e-9, 1e9):
+        scaled = classical_panel._fit_and_forecast("theta", history * unit, 12, 12,
+                                                   longer * unit)
+        np.testing.assert_allclose(scaled[0] / unit, first * 10, rtol=0,
+                                   atol=1e-6 * np.std(values))
+        np.testing.assert_allclose(scaled[1] / unit, second * 10, rtol=0,
+                                   atol=1e-6 * np.std(values))
