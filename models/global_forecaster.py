@@ -40,26 +40,34 @@ from seqlab.models.forecaster import recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")
 NORMALIZATIONS = ("shift", "level")
-# A window's scale is floored here (in the series' own units) so that an all-zero window is
-# divided by a small number, not by 0: it reads as zeros and forecasts about 0, never NaN.
-# Scale invariance holds for every window whose level is above it.
-SCALE_FLOOR = 1e-6
 # With "shift", the spread (standard deviation over the window) is floored at this fraction
 # of the window's level: a flat window is not blown up into noise, and the floor scales with
 # the series, so invariance under scaling is kept.
 RELATIVE_SPREAD_FLOOR = 1e-2
+# Networks saved before `scale_floor` existed floored every window's scale at this many units
+# of the series; their configs have no `scale_floor`, and `from_config` gives them this one so
+# that they forecast as they did. New networks have none (0.0): the floor made a series of
+# values around 1e-9 read as nearly flat windows and an all-zero window forecast +-2e-9.
+LEGACY_SCALE_FLOOR = 1e-6
 
 
-def _window_statistics(windows, normalization):
-    """`(shift, scale)` per window, `[batch, 1]` each: the network reads
-    `(window - shift) / scale` and its output is mapped back by `* scale + shift`."""
+def _window_statistics(windows, normalization, floor=0.0):
+    """`(shift, scale, has_scale)` per window, `[batch, 1]` each: the network reads
+    `(window - shift) / scale` and its output is mapped back by `* scale + shift`.
+
+    The scale is the window's spread or level (below), at least `floor`. A window without a
+    scale (every value 0: level and spread 0) has `has_scale` False and scale 1: it reads as
+    zeros, forecasts its shift (0, the naive forecast) and adds nothing to the loss.
+    """
     level = keras.ops.mean(keras.ops.abs(windows), axis=1, keepdims=True)
     if normalization == "level":
-        return keras.ops.zeros_like(level), keras.ops.maximum(level, SCALE_FLOOR)
-    spread = keras.ops.std(windows, axis=1, keepdims=True)
-    scale = keras.ops.maximum(keras.ops.maximum(spread, RELATIVE_SPREAD_FLOOR * level),
-                              SCALE_FLOOR)
-    return windows[:, -1:], scale
+        shift, scale = keras.ops.zeros_like(level), level
+    else:
+        spread = keras.ops.std(windows, axis=1, keepdims=True)
+        shift, scale = windows[:, -1:], keras.ops.maximum(spread, RELATIVE_SPREAD_FLOOR * level)
+    scale = keras.ops.maximum(scale, floor)
+    has_scale = scale > 0
+    return shift, keras.ops.where(has_scale, scale, keras.ops.ones_like(scale)), has_scale
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
@@ -80,14 +88,15 @@ class GlobalForecaster(keras.Model):
     Per-window normalisation (inside `call`, so that it travels with the saved model):
     - "shift" (the default): the window minus its last value, divided by its standard
       deviation over the window (floored at `RELATIVE_SPREAD_FLOOR` x the window's level, the
-      mean of its absolute values, and at `SCALE_FLOOR`); the forecast is mapped back by the
+      mean of its absolute values); the forecast is mapped back by the
       same shift and scale, so a zero output is the naive forecast. The normalised error is
       then a multiple of the window's own variation, what MASE weighs.
-    - "level": the window is divided by its level (floored at `SCALE_FLOOR`) and the forecast
-      multiplied by it. The normalised error is a percentage of the series' level, what sMAPE
-      weighs.
-    Both: a window scaled by `c > 0` gives its forecast scaled by `c` (for windows above the
-    floors); constant and all-zero windows give finite forecasts (the floors).
+    - "level": the window is divided by its level and the forecast multiplied by it. The
+      normalised error is a percentage of the series' level, what sMAPE weighs.
+    Both: a window scaled by `c > 0` gives its forecast scaled by `c`, whatever the series'
+    units (no absolute floor: values around 1e-9 are read as values around 1 are); a constant
+    window gives a finite forecast, and an all-zero window forecasts zeros and adds nothing to
+    the loss (it has no scale to read it on).
 
     Why "shift" is the default: measured on M4 hourly and weekly (benchmarks/
     global_forecaster.py), the same N-BEATS network trained with "level" had a slightly lower
@@ -115,6 +124,9 @@ class GlobalForecaster(keras.Model):
         dropout: dropout after each N-BEATS hidden layer, or on the recurrent inputs.
         seed: seed of the dropout masks.
         normalization: "shift" or "level" (see above).
+        scale_floor: the least scale a window is read on, in the series' units (default 0.0:
+            none). Only networks saved before this argument existed use one
+            (`LEGACY_SCALE_FLOOR`, given by `from_config`).
 
     Example:
 
@@ -127,7 +139,7 @@ class GlobalForecaster(keras.Model):
     """
 
     def __init__(self, lookback, horizon, kind="nbeats", units=256, layers=4, blocks=3,
-                 dropout=0.0, seed=None, normalization="shift", **kwargs):
+                 dropout=0.0, seed=None, normalization="shift", scale_floor=0.0, **kwargs):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}. Received: kind={kind!r}")
         if normalization not in NORMALIZATIONS:
@@ -139,11 +151,15 @@ class GlobalForecaster(keras.Model):
                 raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1). Received: dropout={dropout}")
+        if not 0.0 <= scale_floor < float("inf"):
+            raise ValueError(f"scale_floor must be finite and at least 0. "
+                             f"Received: scale_floor={scale_floor}")
         kwargs.setdefault("name", f"global_forecast_{kind}")
         super().__init__(**kwargs)
         self.lookback, self.horizon, self.kind = lookback, horizon, kind
         self.units, self.num_layers, self.blocks = units, layers, blocks
         self.dropout, self.seed, self.normalization = dropout, seed, normalization
+        self.scale_floor = float(scale_floor)
         if kind == "nbeats":
             self.hidden = [
                 [keras.layers.Dense(units, activation="relu", name=f"block_{block}_dense_{index}")
@@ -170,19 +186,29 @@ class GlobalForecaster(keras.Model):
 
     def window_statistics(self, windows):
         """`(shift, scale)`, `[batch, 1]` each: the network reads `(windows - shift) / scale`
-        and forecasts `output * scale + shift`."""
-        return _window_statistics(keras.ops.convert_to_tensor(windows, "float32"),
-                                  self.normalization)
+        and forecasts `output * scale + shift` (an all-zero window: scale 1, forecast 0)."""
+        shift, scale, _ = self._statistics(keras.ops.convert_to_tensor(windows, "float32"))
+        return shift, scale
+
+    def _statistics(self, windows):
+        return _window_statistics(windows, self.normalization, self.scale_floor)
 
     def normalized_targets(self, windows, targets):
         """`targets` (any values aligned with `windows`' rows, e.g. the actuals or the
-        forecasts) on the normalised scale of their windows: `(targets - shift) / scale`."""
-        shift, scale = self.window_statistics(windows)
-        return (keras.ops.convert_to_tensor(targets, "float32") - shift) / scale
+        forecasts) on the normalised scale of their windows: `(targets - shift) / scale`
+        (0 for an all-zero window, which has no scale)."""
+        windows = keras.ops.convert_to_tensor(windows, "float32")
+        return self._normalized(windows, keras.ops.convert_to_tensor(targets, "float32"))
+
+    def _normalized(self, windows, values):
+        shift, scale, has_scale = self._statistics(windows)
+        return keras.ops.where(has_scale, (values - shift) / scale,
+                               keras.ops.zeros_like(values))
 
     def call(self, windows, training=False):
-        shift, scale = _window_statistics(windows, self.normalization)
-        return self._forecast((windows - shift) / scale, training) * scale + shift
+        shift, scale, has_scale = self._statistics(windows)
+        forecast = self._forecast((windows - shift) / scale, training) * scale + shift
+        return keras.ops.where(has_scale, forecast, shift)
 
     def _forecast(self, read, training):
         if self.kind != "nbeats":
@@ -208,9 +234,8 @@ class GlobalForecaster(keras.Model):
         (y_pred - shift) / scale)` (see the class docstring), so that every series counts
         alike whatever its units."""
         if x is not None and y is not None and y_pred is not None:
-            shift, scale = _window_statistics(x, self.normalization)
-            y = (keras.ops.cast(y, y_pred.dtype) - shift) / scale
-            y_pred = (y_pred - shift) / scale
+            y = self._normalized(x, keras.ops.cast(y, y_pred.dtype))
+            y_pred = self._normalized(x, y_pred)
         return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
                                     training=training)
 
@@ -229,7 +254,13 @@ class GlobalForecaster(keras.Model):
             "dropout": self.dropout,
             "seed": self.seed,
             "normalization": self.normalization,
+            "scale_floor": self.scale_floor,
         }
+
+    @classmethod
+    def from_config(cls, config):
+        # A network saved before `scale_floor` existed was trained with the legacy floor.
+        return super().from_config({"scale_floor": LEGACY_SCALE_FLOOR, **config})
 
 
 # --- the panel's windows ------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
 from seqlab.data.timeseries import choose_season
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.models.global_forecaster import (
+    LEGACY_SCALE_FLOOR,
     GlobalForecaster,
     default_min_history,
     default_settings,
@@ -621,7 +622,9 @@ class PanelPipeline(Pipeline):
         data = read_panel_data(config)
         lengths = np.array([t.size for t in data.train])
         settings = default_settings(data.horizon, data.season, lengths)
-        settings = dict(settings)
+        # Recorded in panel.json: a run from before it was recorded read its windows with the
+        # legacy floor, which `_network_model` then gives it.
+        settings = {**settings, "scale_floor": 0.0}
         source = "chosen from the horizon, season and series lengths (default_settings)"
         if config.model != "auto":
             settings["kind"] = config.model
@@ -665,10 +668,7 @@ class PanelPipeline(Pipeline):
 
     def build_model(self, config, prepared):
         n = prepared.network
-        model = GlobalForecaster(
-            lookback=config.lookback, horizon=prepared.data.horizon, kind=n["kind"],
-            units=int(n["units"]), layers=int(n["layers"]), blocks=int(n.get("blocks", 3)),
-            dropout=config.dropout, seed=config.seed)
+        model = _network_model(config, n, prepared.data.horizon)
         model.compile(optimizer=keras.optimizers.Adam(float(n["learning_rate"]),
                                                       clipnorm=config.clipnorm),
                       loss=n.get("loss", "mae"))
@@ -789,11 +789,7 @@ class PanelPipeline(Pipeline):
 
     def model_for_run(self, config, artifacts):
         panel = artifacts["panel"]
-        n = panel["network"]
-        model = GlobalForecaster(lookback=config.lookback, horizon=int(panel["horizon"]),
-                                 kind=n["kind"], units=int(n["units"]), layers=int(n["layers"]),
-                                 blocks=int(n.get("blocks", 3)), dropout=config.dropout,
-                                 seed=config.seed)
+        model = _network_model(config, panel["network"], int(panel["horizon"]))
         model.build((None, config.lookback))
         return model
 
@@ -911,6 +907,15 @@ def _finite(value):
 
 def _ratio(a, b):
     return None if a is None or not b else a / b
+
+
+def _network_model(config, network, horizon):
+    """The run's `GlobalForecaster` from its network settings (panel.json's `network`)."""
+    return GlobalForecaster(
+        lookback=config.lookback, horizon=horizon, kind=network["kind"],
+        units=int(network["units"]), layers=int(network["layers"]),
+        blocks=int(network.get("blocks", 3)), dropout=config.dropout, seed=config.seed,
+        scale_floor=float(network.get("scale_floor", LEGACY_SCALE_FLOOR)))
 
 
 def _row(figures):

@@ -8,6 +8,7 @@ import pytest
 
 from seqlab.models import GlobalForecaster, last_windows, panel_training_dataset
 from seqlab.models.global_forecaster import (
+    LEGACY_SCALE_FLOOR,
     default_min_history,
     default_settings,
     minimum_series_length,
@@ -31,9 +32,14 @@ def test_output_shape(kind):
                                                  ("nbeats", "level")])
 def test_scaling_a_window_by_c_scales_its_forecast_by_c(kind, normalization):
     model = tiny(kind, normalization=normalization)
+    model.build((None, 8))
+    # Biases not zero: a ReLU stack without them is homogeneous, blind to the scale it reads on.
+    rng = np.random.default_rng(2)
+    model.set_weights([rng.normal(0, 0.5, w.shape) for w in model.get_weights()])
     base = np.asarray(model(WINDOWS))
-    for factor in (1e-3, 7.0, 1e4):
-        # float32 rounding of the normalised window: relative 1e-4 is ample.
+    for factor in (1e-9, 1e-3, 7.0, 1e4, 1e12):
+        # float32 rounding of the normalised window: relative 1e-4 is ample. (With the
+        # legacy absolute floor, 1e-9 read these windows as nearly flat.)
         np.testing.assert_allclose(np.asarray(model(WINDOWS * factor)), base * factor,
                                    rtol=1e-4, atol=1e-4 * factor)
 
@@ -45,7 +51,43 @@ def test_constant_and_zero_windows_give_finite_forecasts(normalization):
                         np.r_[np.zeros(7), 1.0]]).astype("float32")
     forecast = np.asarray(model(windows))
     assert np.isfinite(forecast).all()
-    assert np.abs(forecast[0]).max() < 1e-3  # an all-zero window forecasts about 0
+    # An all-zero window has no scale: it forecasts exactly 0 (the naive forecast; it was
+    # +-1e-9 with the legacy floor, which M4's sMAPE scores 200 against an actual 0) ...
+    np.testing.assert_array_equal(forecast[0], np.zeros(3))
+    assert np.abs(forecast[1:]).min() > 0
+    # ... and adds nothing to the loss, whatever its target.
+    model.compile(loss="mae")
+    targets = np.array([[1e6] * 3, [5.0] * 3, [-2.0] * 3, [1.0] * 3], "float32")
+    with_zero = float(model.compute_loss(x=windows, y=targets, y_pred=model(windows)))
+    without = float(model.compute_loss(x=windows[1:], y=targets[1:],
+                                       y_pred=model(windows[1:])))
+    assert with_zero == pytest.approx(without * 3 / 4, rel=1e-5)
+    np.testing.assert_array_equal(model.normalized_targets(windows, targets)[0], np.zeros(3))
+
+
+def test_a_network_saved_before_the_scale_floor_was_a_setting_keeps_the_legacy_floor(tmp_path):
+    # A config without `scale_floor` (written before it existed) was trained with windows read
+    # on a scale of at least LEGACY_SCALE_FLOOR; it is rebuilt with that floor.
+    model = tiny("nbeats")
+    model.build((None, 8))
+    # Biases not zero: a ReLU stack without them is homogeneous, blind to the scale it reads on.
+    rng = np.random.default_rng(2)
+    model.set_weights([rng.normal(0, 0.5, w.shape) for w in model.get_weights()])
+    config = model.get_config()
+    assert config["scale_floor"] == 0.0
+    del config["scale_floor"]
+    old = GlobalForecaster.from_config(config)
+    assert old.scale_floor == LEGACY_SCALE_FLOOR
+    old.build((None, 8))
+    old.set_weights(model.get_weights())
+    tiny_windows = WINDOWS * 1e-9
+    # Read on the floor (1e-6, far above these windows' spread) the forecast is not the
+    # network's reading of the windows scaled: it differs from the new model's.
+    assert not np.allclose(np.asarray(old(tiny_windows)), np.asarray(model(tiny_windows)),
+                           rtol=1e-3, atol=0)
+    np.testing.assert_allclose(np.asarray(old(WINDOWS)), np.asarray(model(WINDOWS)), rtol=1e-6)
+    with pytest.raises(ValueError, match="scale_floor must be finite and at least 0"):
+        tiny("nbeats", scale_floor=-1.0)
 
 
 @pytest.mark.parametrize("normalization, scale", [("level", 4.5), ("shift", np.sqrt(5.25))])

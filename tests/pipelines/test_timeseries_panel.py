@@ -285,7 +285,9 @@ def test_metrics_json_averages_the_per_series_figures_of_the_csv(panel_run):
 def test_each_series_holdout_forecast_is_the_mean_of_its_chosen_members(panel_run):
     _, _, out = panel_run
     choice = json.loads((out / "metrics.json").read_text())["choice"]
-    assert json.loads((out / "panel.json").read_text())["choice"] == choice
+    panel = json.loads((out / "panel.json").read_text())
+    assert panel["choice"] == choice
+    assert panel["network"]["scale_floor"] == 0.0  # no absolute floor on a new run's windows
     table = pd.read_csv(out / "holdout_forecasts.csv")
     for series_id, rows in table.groupby("item"):
         members = choice["series_kept"].get(series_id, choice["kept"])
@@ -439,3 +441,17 @@ def test_the_summary_row_keeps_the_rmse_of_series_in_tiny_or_huge_units():
                               "owa": None})
     assert huge == ["2.250", "0.720", "-", "1.528e+12", "-"]
     assert panel_module._row({"rmse": 17.58912})[3] == "17.5891"
+
+
+def test_a_run_from_before_the_scale_floor_was_recorded_reads_its_windows_as_it_was_trained():
+    # panel.json's network settings without `scale_floor` were written by a run whose network
+    # read its windows on a scale of at least the legacy floor; a new run records none (0.0).
+    from types import SimpleNamespace
+
+    from seqlab.models.global_forecaster import LEGACY_SCALE_FLOOR
+
+    config = SimpleNamespace(lookback=8, dropout=0.0, seed=1)
+    network = {"kind": "nbeats", "units": 8, "layers": 2, "blocks": 2}
+    old = panel_module._network_model(config, network, 3)
+    new = panel_module._network_model(config, {**network, "scale_floor": 0.0}, 3)
+    assert (old.scale_floor, new.scale_floor) == (LEGACY_SCALE_FLOOR, 0.0)
