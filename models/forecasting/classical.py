@@ -246,7 +246,9 @@ def fit_classical(method, values, season, model=None):
         method: one of `ALL_METHODS`: "ets" (AutoETS, model "ZZZ"), "arima" (AutoARIMA),
             "theta" (AutoTheta) or "seasonal_naive" (nothing to fit), all with statsforecast's
             defaults (but for long seasons: `ARIMA_FULL_SEASON`, `LONGEST_SEASON`), or
-            "log_ets" / "log_arima": AutoETS / AutoARIMA fitted to log(values).
+            "log_ets" / "log_arima": AutoETS / AutoARIMA fitted to log(values). ARIMA and
+            Theta fit a series whose mean absolute value is far from 1 in a power-of-ten unit
+            (`metrics.fitting_unit`) and return the numbers in the series' own units.
         values: float array [n], the fitting rows 0..n-1 of one series, no NaN.
         season: season length in rows (1 = no season).
         model: optional form passed through to statsforecast, for ETS a three-letter code such

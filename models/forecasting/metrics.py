@@ -430,8 +430,8 @@ def owa(scores, naive2_scores):
 # (`classical._in_units`; the many-series fits multiply their forecasts back): a series no
 # longer forecasts worse for being written in nanovolts rather than volts. Inside the range
 # nothing changes (the fit is statsforecast's own, as the peers' in the benchmarks). Theta
-# depends on the units inside it too (up to 0.13 standard deviation between 1e-3 and 1, 0.002
-# to 0.05 above 1e3, on the same series): left as statsforecast has it.
+# depends on the units inside it too (up to 0.13 standard deviation between 1e-3 and 1, 0.001
+# to 0.04 above 1e3, on the same series): left as statsforecast has it.
 FITTING_MAGNITUDES = (1e-3, 1e6)
 
 

@@ -226,7 +226,7 @@ def test_theta_forecasts_a_series_in_tiny_or_huge_units_as_in_units_near_one():
     # The reference: the same series divided by 10 (magnitude about 5, fitted as it is), its
     # forecasts times 10. In nanounits or gigaunits it is fitted divided by its power of ten,
     # the same values up to float64 rounding (1e-6 of the spread allows for the optimiser's
-    # carrying that further); without the unit, statsforecast's Theta was 0.18 of the spread
+    # carrying that further); without the unit, statsforecast's Theta was 0.07 of the spread
     # off at 1e-9.
     rng = np.random.default_rng(3)
     steps = np.arange(96)
