@@ -446,15 +446,18 @@ def test_theta_without_a_multiplicative_season(positive, season, decomposition):
 
 @pytest.mark.parametrize("method", sorted(LOG_METHODS))
 def test_a_log_scale_member_is_its_model_on_log_values_taken_back_with_exp(method):
-    # Independent reference: statsforecast's own automatic model fitted to log(y) and its
-    # forward with those parameters, exp of its forecast. Same equations, float64 round-off.
+    # Independent reference: statsforecast's own automatic model fitted to log(y) (ETS: to
+    # log(y) minus its mean over the fitting rows, the mean added back) and its forward with
+    # those parameters, exp of its forecast. Same equations, float64 round-off.
     base = LOG_METHODS[method]
     spec = _quiet(lambda: fit_classical(method, Y_FIT, SEASON))
     assert spec.method == method and spec.description.endswith(" on log values")
-    _, model = fit_pair(base, values=np.log(Y_FIT))
+    centre = float(np.mean(np.log(Y_FIT))) if method == "log_ets" else 0.0
+    _, model = fit_pair(base, values=np.log(Y_FIT) - centre)
     ours = forecast_at_origins(spec, SERIES, ORIGINS, HORIZON)
     for row, origin in zip(ours, ORIGINS):
-        expected = np.exp(reference_at(base, spec, model, np.log(SERIES), origin))
+        expected = np.exp(centre + reference_at(base, spec, model, np.log(SERIES) - centre,
+                                                origin))
         np.testing.assert_allclose(row, expected, rtol=RTOL, err_msg=f"origin {origin}")
     # The same numbers from a graph, as the SavedModel serves them (float32 request).
     serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON),
@@ -523,3 +526,18 @@ def test_a_series_in_tiny_or_huge_units_forecasts_as_in_units_near_one(method, u
         forecast_from_history(spec, history, HORIZON).numpy()[0] / unit,
         forecast_at_origins(reference, values[: FIT_ROWS + 10] / 10, [FIT_ROWS + 9],
                             HORIZON)[0] * 10, rtol=1e-6)
+
+
+@pytest.mark.parametrize("unit", [1e-9, 1e-3, 1e9])
+def test_log_ets_takes_the_same_form_and_forecasts_in_any_unit(unit):
+    # A unit is a shift of the logs. ETS runs on the logs minus their mean, so the fit sees
+    # the same numbers (float64 rounding of the shift apart: 1e-9 relative is ample) and only
+    # additive forms are admissible in any unit; on the logs themselves the units decided
+    # which forms AutoETS could take (every log positive or not) and moved its fit.
+    spec = _quiet(lambda: fit_classical("log_ets", Y_FIT, SEASON))
+    scaled = _quiet(lambda: fit_classical("log_ets", Y_FIT * unit, SEASON))
+    assert scaled.description == spec.description
+    assert spec.params["error"] == "A" and spec.params["seasonal"] in ("A", "N")
+    np.testing.assert_allclose(forecast_at_origins(scaled, SERIES * unit, ORIGINS, HORIZON),
+                               forecast_at_origins(spec, SERIES, ORIGINS, HORIZON) * unit,
+                               rtol=1e-9)
