@@ -255,8 +255,8 @@ def _fit_and_forecast(method, history, horizon, season, longer=None):
     None where statsforecast fails or gives a non-finite forecast."""
     adjustment = _Adjustment(history, season, method)
     # ARIMA and Theta see a series far from magnitude 1 in a power-of-ten unit, as the
-    # one-series members do (`classical.fitting_unit`); their forecasts come back in its units.
-    unit = fitting_unit(history) if method in ("arima", "theta") else 1.0
+    # one-series members do (`metrics.fitting_unit`); their forecasts come back in its units.
+    unit = fitting_unit(history, method)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

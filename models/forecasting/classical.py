@@ -298,9 +298,9 @@ def fit_classical(method, values, season, model=None):
                          f"it needs at least {minimum}.")
     fitters = {"ets": _fit_ets, "arima": _fit_arima, "theta": _fit_theta,
                "seasonal_naive": _fit_seasonal_naive}
-    unit = fitting_unit(values) if method in ("arima", "theta") else 1.0
+    unit = fitting_unit(values, method)
     try:
-        spec = fitters[method](values / unit if unit != 1.0 else values, season, model)
+        spec = fitters[method](values / unit, season, model)
     except _Unsupported:
         raise
     except Exception as error:  # statsforecast raises ValueError or bare Exception on failure

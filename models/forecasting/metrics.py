@@ -435,9 +435,12 @@ def owa(scores, naive2_scores):
 FITTING_MAGNITUDES = (1e-3, 1e6)
 
 
-def fitting_unit(values):
-    """The power of ten ARIMA and Theta are fitted in: 1.0 where the mean absolute value of
-    `values` lies in `FITTING_MAGNITUDES` (or is 0), else the one that brings it to [1, 10)."""
+def fitting_unit(values, method):
+    """The power of ten `method` is fitted in: for "arima" and "theta", 1.0 where the mean
+    absolute value of `values` lies in `FITTING_MAGNITUDES` (or is 0), else the one that
+    brings it to [1, 10); 1.0 for every other method (their fits are free of the units)."""
+    if method not in ("arima", "theta"):
+        return 1.0
     magnitude = float(np.mean(np.abs(values))) if len(values) else 0.0
     low, high = FITTING_MAGNITUDES
     if magnitude == 0.0 or low <= magnitude <= high:

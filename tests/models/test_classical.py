@@ -492,11 +492,12 @@ def test_a_log_scale_member_refuses_values_at_or_below_zero(method):
 
 
 def test_the_fitting_unit_is_a_power_of_ten_only_outside_the_usual_magnitudes():
-    assert fitting_unit(np.array([40.0, -60.0])) == 1.0
-    assert fitting_unit(np.zeros(5)) == 1.0
-    assert fitting_unit(np.array([3e-3, 1e-3])) == 1.0  # 2e-3, inside
-    assert fitting_unit(np.array([5e-8, 7e-8])) == pytest.approx(1e-8, rel=1e-12)
-    assert fitting_unit(np.array([2.5e11, -2.5e11])) == pytest.approx(1e11, rel=1e-12)
+    assert fitting_unit(np.array([40.0, -60.0]), "arima") == 1.0
+    assert fitting_unit(np.zeros(5), "arima") == 1.0
+    assert fitting_unit(np.array([3e-3, 1e-3]), "theta") == 1.0  # 2e-3, inside
+    assert fitting_unit(np.array([5e-8, 7e-8]), "arima") == pytest.approx(1e-8, rel=1e-12)
+    assert fitting_unit(np.array([2.5e11, -2.5e11]), "theta") == pytest.approx(1e11, rel=1e-12)
+    assert fitting_unit(np.array([5e-8, 7e-8]), "ets") == 1.0  # AutoETS is free of the units
 
 
 @pytest.mark.parametrize("method", ["arima", "theta"])
