@@ -1,8 +1,13 @@
-"""The error type that every reader in `data/` raises for bad input, and the UTF-8 file reading
-they share (so that an undecodable file is reported alike everywhere)."""
+"""The error type that every reader in `data/` raises for bad input, the UTF-8 file reading
+they share (so that an undecodable file is reported alike everywhere), and the largest number
+a series may hold."""
 
 import re
 from pathlib import Path
+
+# The largest absolute value a numeric column may hold: the models compute in float32, whose
+# squares (in the losses and figures) stay finite up to about 1e19.
+MAX_ABS_VALUE = 1e15
 
 # A line break as Python's text mode reads one: "\r\n", a lone "\r" or "\n".
 _LINE_BREAK = re.compile(r"\r\n?|\n")

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
+from seqlab.data.errors import MAX_ABS_VALUE, DataError, normalize_line_endings, read_utf8
 
 # M4's horizon and seasonal period per frequency, as its organisers scored them (M4
 # Competitor's Guide; `Dataset/M4-info.csv`): MASE's scale and Naive2 use the period.
@@ -345,14 +345,31 @@ def _numbers(column, what, lines, path):
         raise DataError(f"{what} has missing values at lines {_lines(lines[missing])}; expected "
                         "a number on every row (a panel is read as it is, never filled)",
                         path=path)
-    numbers = pd.to_numeric(column, errors="coerce")
-    bad = np.flatnonzero(numbers.isna().to_numpy())
+    numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype="float64")
+    for row in np.flatnonzero(np.isnan(numbers)):
+        try:  # pandas reads "1e400" as not a number, Python as infinite (refused below)
+            numbers[row] = float(str(column.iloc[row]))
+        except ValueError:
+            pass
+    bad = np.flatnonzero(np.isnan(numbers))
     if bad.size:
-        shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
-        more = f" and {bad.size - _SHOWN} more" if bad.size > _SHOWN else ""
-        raise DataError(f"{what} has values that are not numbers at lines {shown}{more}",
-                        path=path)
-    return numbers.to_numpy(dtype="float64")
+        raise DataError(f"{what} has values that are not numbers at lines "
+                        f"{_shown_fields(column, bad, lines)}", path=path)
+    # As for one series (data.timeseries): the networks compute in float32.
+    extreme = np.flatnonzero(~(np.abs(numbers) <= MAX_ABS_VALUE))
+    if extreme.size:
+        raise DataError(f"{what} has values that are infinite or beyond +-{MAX_ABS_VALUE:g} at "
+                        f"lines {_shown_fields(column, extreme, lines)}; expected finite numbers "
+                        "of at most that size", path=path)
+    return numbers
+
+
+def _shown_fields(column, rows, lines):
+    """Up to `_SHOWN` of `column`'s `rows` as "line (value)", then "and N more"."""
+    fields = [column.iloc[r] for r in rows[:_SHOWN]]
+    shown = ", ".join(f"{lines[r]} ({field if isinstance(field, str) else float(field)!r})"
+                      for r, field in zip(rows, fields))
+    return shown + (f" and {rows.size - _SHOWN} more" if rows.size > _SHOWN else "")
 
 
 def _parse_times(column, name, lines, path):
@@ -365,6 +382,11 @@ def _parse_times(column, name, lines, path):
                         path=path)
     if pd.api.types.is_numeric_dtype(column):
         numbers = column.to_numpy(dtype="float64")
+        infinite = np.flatnonzero(~np.isfinite(numbers))
+        if infinite.size:
+            raise DataError(f"time column {name!r} has infinite values at lines "
+                            f"{_shown_fields(column, infinite, lines)}; expected dates or finite "
+                            "numbers", path=path)
         whole = np.all(numbers == np.round(numbers))
         return "numbers", numbers.astype("int64") if whole else numbers
     dates = pd.to_datetime(column, errors="coerce", format="mixed")
@@ -575,13 +597,13 @@ def _wide_values(row, header, path, line):
         numbers = np.array(fields[:length], dtype="float64")
     except ValueError:
         numbers = None
-    if numbers is None or not np.all(np.isfinite(numbers)):
+    if numbers is None or not np.all(np.abs(numbers) <= MAX_ABS_VALUE):
         for k, field in enumerate(fields[:length]):
             try:
-                finite = np.isfinite(float(field))
+                bounded = abs(float(field)) <= MAX_ABS_VALUE
             except ValueError:
-                finite = False
-            if not finite:
+                bounded = False
+            if not bounded:
                 raise DataError(f"column {header[k + 1]} holds {field!r}; expected a finite "
-                                "number", path=path, line=line)
+                                f"number of at most +-{MAX_ABS_VALUE:g}", path=path, line=line)
     return numbers

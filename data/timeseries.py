@@ -28,7 +28,7 @@ import pandas as pd
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings
+from seqlab.data.errors import MAX_ABS_VALUE, DataError, decode_utf8, normalize_line_endings
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
 SUNSPOTS_TIME_COLUMN = "YEAR"
@@ -169,11 +169,6 @@ def _rows_text(rows, values=None):
     ]
     more = f" and {len(rows) - _ROWS_SHOWN} more" if len(rows) > _ROWS_SHOWN else ""
     return ", ".join(shown) + more
-
-
-# The largest absolute value a numeric column may hold: the model computes in float32, whose
-# squares (in the losses and figures) stay finite up to about 1e19.
-MAX_ABS_VALUE = 1e15
 
 
 def _parse_numbers(column):

@@ -271,7 +271,8 @@ def seasonal_indices(history, season):
     half = weights.size // 2
     trend = np.full(history.size, np.nan)
     trend[half: history.size - half] = np.convolve(history, weights, mode="valid")
-    ratios = history / trend
+    with np.errstate(divide="ignore", invalid="ignore"):  # a trend of 0: Naive2 checks
+        ratios = history / trend
     padded = np.full(-(-history.size // season) * season, np.nan)
     padded[: history.size] = ratios
     figure = np.nanmean(padded.reshape(-1, season), axis=0)
@@ -284,7 +285,8 @@ def naive2_forecast(history, horizon, season=1):
     When `is_seasonal(history, season)`, the history is divided by its multiplicative seasonal
     indices (`seasonal_indices`), the last adjusted value is repeated, and step `k` (1-based)
     is multiplied by the index of its phase, `(n + k - 1) mod m`. Otherwise it is the naive
-    forecast.
+    forecast; so too where an index is not positive (a phase of zeros, or a trend that crosses
+    zero: a multiplicative season is undefined there; M4's series are all positive).
 
     Args:
         history: the in-sample values (1-D).
@@ -304,6 +306,8 @@ def naive2_forecast(history, horizon, season=1):
     if not is_seasonal(history, season):
         return naive_forecast(history, horizon)
     indices = seasonal_indices(history, season)
+    if not np.all(np.isfinite(indices) & (indices > 0)):
+        return naive_forecast(history, horizon)
     n = history.size
     adjusted_last = history[-1] / indices[(n - 1) % season]
     return adjusted_last * indices[(n + np.arange(horizon)) % season]

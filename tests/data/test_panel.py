@@ -193,6 +193,17 @@ def test_an_empty_folder_is_refused(tmp_path):
     ("id,date,y\na,2024-01-01,1\na,2024-01-02,lots\n", dict(id_column="id",
                                                             time_column="date"),
      r"value column 'y' has values that are not numbers at lines 3 \('lots'\)"),
+    # Infinite or too large for the networks' float32 (the one-series reader's bound): pandas
+    # reads "inf" as a float and "1e400" as text, and both are named as written.
+    ("id,date,y\na,2024-01-01,1\na,2024-01-02,inf\nb,2024-01-01,2e15\n",
+     dict(id_column="id", time_column="date"),
+     r"value column 'y' has values that are infinite or beyond \+-1e\+15 at lines 3 \(inf\), "
+     r"4 \(2000000000000000.0\); expected finite numbers"),
+    ("id,date,y\na,2024-01-01,1\na,2024-01-02,1e400\n", dict(id_column="id", time_column="date"),
+     r"value column 'y' has values that are infinite or beyond \+-1e\+15 at lines 3 "
+     r"\('1e400'\)"),
+    ("id,t,y\na,1,1\na,inf,2\n", dict(id_column="id", time_column="t"),
+     r"time column 't' has infinite values at lines 3 \(inf\); expected dates or finite"),
     ("id,date,y\na,2024-01-01,1\na,someday,2\n", dict(id_column="id", time_column="date"),
      r"time column 'date' has values that are not dates or numbers at lines 3 \('someday'\)"),
     ("id,date,y,z\na,2024-01-01,1,2\n", dict(id_column="id", time_column="date"),
@@ -259,6 +270,9 @@ def test_m4_folder_reader_checks_the_frequencys_horizon(tmp_path):
      r"'3' after an empty field in column V2; expected the values first"),
     ('"V1","V2","V3"\n"W1","1","x"\n', TEST, "train", r"line 2: column V3 holds 'x'; expected "
      r"a finite number"),
+    ('"V1","V2","V3"\n"W1","1","-inf"\n', TEST, "train", r"line 2: column V3 holds '-inf'; "
+     r"expected a finite number of at most \+-1e\+15"),
+    ('"V1","V2","V3"\n"W1","1","3e15"\n', TEST, "train", r"line 2: column V3 holds '3e15'"),
     ('"V1","V2","V3"\n"","1","2"\n', TEST, "train", r"line 2: the first field \(the series "
      r"id\) is empty"),
     ('"V1","V2","V3"\n"W1","1","2"\n"W1","3","4"\n', TEST, "train", r"line 3: series id 'W1' "

@@ -136,6 +136,19 @@ def test_naive2_reseasonalises_the_last_adjusted_value():
     assert metrics.naive2_forecast(SEASONAL[:11], 2, season=4).tolist() == [15, 15]
 
 
+@pytest.mark.filterwarnings("error")  # no 0 / 0 on the way
+def test_naive2_is_the_naive_forecast_where_the_season_is_not_multiplicative():
+    # Intermittent sales: two phases of every four are zero. Seasonal by the test, but those
+    # phases' indices are 0 and the last value (0, in one of them) cannot be adjusted: 0 / 0.
+    intermittent = np.where(np.isin(np.arange(16) % 4, [0, 3]), 0.0, SEASONAL)
+    assert metrics.is_seasonal(intermittent, 4)
+    assert metrics.seasonal_indices(intermittent, 4) == pytest.approx([0, 1.6, 2.4, 0])
+    assert metrics.naive2_forecast(intermittent, 3, season=4).tolist() == [0.0] * 3
+    # Negative all through: the ratios to the trend are positive, the season multiplicative.
+    assert metrics.naive2_forecast(-SEASONAL, 6, season=4) == pytest.approx(
+        [-5, -10, -15, -10, -5, -10])
+
+
 # ---------------------------------------------------------------------------------------------
 # Many series
 
