@@ -254,8 +254,8 @@ def read_panel_data(config, data=None, horizon=None, season=None):
                     "as no season was found")
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1]
     if len(short) == len(lengths):
-        raise DataError(f"every series has at most {chosen_h + 1} values; the holdout of "
-                        f"{chosen_h} needs at least {chosen_h + 2} per series",
+        raise DataError(f"the longest series has {max(lengths)} values; the holdout of "
+                        f"{chosen_h} ({h_source}) needs at least {chosen_h + 2} in a series",
                         path=panel.source)
     if short:
         notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "

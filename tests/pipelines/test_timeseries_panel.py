@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from seqlab.cli import main
+from seqlab.data.errors import DataError
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.pipelines import timeseries_panel as panel_module
 from seqlab.pipelines.configs.timeseries import TimeseriesConfig
@@ -96,6 +97,15 @@ def test_without_a_season_the_holdout_is_a_tenth_of_the_median_length(tmp_path):
                                                               index=False)
     data = read_panel_data(config_for(tmp_path / "trend.csv", season=1))
     assert data.horizon == 4 and "tenth" in data.horizon_source
+
+
+def test_a_holdout_longer_than_every_series_names_the_longest(tmp_path):
+    rows = [(f"s{i}", t, float(t)) for i in range(2) for t in range(10 + 5 * i)]
+    pd.DataFrame(rows, columns=["item", "t", "sales"]).to_csv(tmp_path / "short.csv",
+                                                              index=False)
+    with pytest.raises(DataError, match=r"short.csv: the longest series has 15 values; the "
+                       r"holdout of 14 \(--holdout\) needs at least 16 in a series"):
+        read_panel_data(config_for(tmp_path / "short.csv", holdout=14, season=1))
 
 
 def test_settings_of_one_series_are_refused_for_many(tmp_path):
