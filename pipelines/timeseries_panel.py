@@ -957,13 +957,18 @@ def holdout_frame(data, forecasts):
 
 
 def future_frame(data, forecasts):
-    """predict's CSV: `H` rows per series after its last value."""
-    columns = {data.id_column: [], data.time_label: [], "step": [], "forecast": []}
+    """predict's CSV: `H` rows per series after its last value: the id, the time column
+    (continued), `step` (1 to H), `forecast`. Without time stamps (M4's files, a table without
+    a time column) the positions would be a second `step` column: `step` alone counts them."""
+    stamped = data.time_label != "step"
+    columns = {data.id_column: [], **({data.time_label: []} if stamped else {}), "step": [],
+               "forecast": []}
     for i, series_id in enumerate(data.ids):
         h = forecasts[i].size
         n = data.train[i].size + data.holdout[i].size
         columns[data.id_column] += [series_id] * h
-        columns[data.time_label] += list(_stamps(data.times[i], n, h))
+        if stamped:
+            columns[data.time_label] += list(_stamps(data.times[i], n, h))
         columns["step"] += list(range(1, h + 1))
         columns["forecast"] += list(forecasts[i])
     return pd.DataFrame(columns)

@@ -401,6 +401,14 @@ def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
     assert (table["actual"] == 1.0).all() and list(table.columns[:2]) == ["id", "step"]
     # Plain integer steps: the holdout follows each training part.
     assert table.groupby("id")["step"].min().tolist() == [40, 44, 48]
+    # No time stamps: predict's CSV counts the steps after each series' end (a second "step"
+    # column, the positions, once broke the frame).
+    assert main(["timeseries", "predict", "--run", str(out), "--output",
+                 str(tmp_path / "forecast.csv")]) == 0
+    forecast = pd.read_csv(tmp_path / "forecast.csv")
+    assert list(forecast.columns) == ["id", "step", "forecast"] and len(forecast) == 3 * 13
+    assert forecast.groupby("id")["step"].apply(list).tolist() == [list(range(1, 14))] * 3
+    assert forecast["forecast"].notna().all()
 
 
 def test_wrong_settings_for_many_series_are_one_line_errors(tmp_path, capsys):
