@@ -253,7 +253,8 @@ def _read_table(path, id_column, time_column, target):
     # Imported here: data.timeseries loads TensorFlow, which M4's reader does not need.
     from seqlab.data.timeseries import read_csv
 
-    frame = read_csv(path)
+    # Ids as written: a column of "001" and "1" is two series, not one series 1.
+    frame = read_csv(path, text_columns=[id_column] if id_column is not None else [])
     columns = [str(c) for c in frame.columns]
     for role, name in (("id", id_column), ("time", time_column), ("target", target)):
         if name is not None and name not in frame.columns:
@@ -261,7 +262,10 @@ def _read_table(path, id_column, time_column, target):
                             path=path)
     # read_csv keeps blank lines as empty rows (row r is line r + 2): they are skipped, and
     # every other row keeps its line number for the messages.
-    blank = frame.isna().all(axis=1).to_numpy()
+    missing = frame.isna()
+    if id_column is not None:  # read as text: a blank line's id is ""
+        missing[id_column] = (frame[id_column].str.strip() == "").to_numpy()
+    blank = missing.all(axis=1).to_numpy()
     notes = []
     if blank.any():
         notes.append(f"{path}: skipped {int(blank.sum())} blank lines "
@@ -318,16 +322,13 @@ def _read_table(path, id_column, time_column, target):
 
 
 def _ids(column, name, lines, path):
-    """The id column as text; whole numbers read as floats (a column pandas saw with blank
-    lines) lose their ".0"."""
-    missing = np.flatnonzero(column.isna().to_numpy()
-                             | (column.astype(str).str.strip() == "").to_numpy())
+    """The id column (read as text) without the spaces around each id."""
+    ids = column.astype(str).str.strip()
+    missing = np.flatnonzero((ids == "").to_numpy())
     if missing.size:
         raise DataError(f"id column {name!r} is empty at lines {_lines(lines[missing])}; "
                         "expected a series id on every row", path=path)
-    if pd.api.types.is_float_dtype(column) and np.all(column == np.round(column)):
-        column = column.astype("int64")
-    return column.astype(str).str.strip().to_numpy(dtype=object)
+    return ids.to_numpy(dtype=object)
 
 
 def _mostly_numbers(column):

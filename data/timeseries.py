@@ -63,7 +63,7 @@ def load_sunspots():
     return sunspots.load_pandas().data
 
 
-def read_csv(path):
+def read_csv(path, text_columns=()):
     """Reads a CSV file into a DataFrame, reporting unreadable input as `DataError`.
 
     The delimiter is the one of `,` `;` and tab that occurs most often in the header line (`,`
@@ -76,10 +76,12 @@ def read_csv(path):
 
     Args:
         path: the CSV file, or a registered data-set name (`data.datasets.resolve_path`).
+        text_columns: columns kept as the text written (names, such as series ids: "007"
+            stays "007" and "NA" stays "NA"; an empty field is ""); absent ones are ignored.
 
     Returns:
-        The raw `pandas.DataFrame`, columns as pandas typed them; `frame.attrs["delimiter"]` is
-        the delimiter used.
+        The raw `pandas.DataFrame`, the other columns as pandas typed them;
+        `frame.attrs["delimiter"]` is the delimiter used.
 
     Raises:
         DataError: the file is missing or a folder, empty, not UTF-8 text, has a line longer than
@@ -97,7 +99,8 @@ def read_csv(path):
     _check_field_counts(text, delimiter, path)
     try:
         frame = pd.read_csv(
-            io.StringIO(text), sep=delimiter, skip_blank_lines=False, index_col=False
+            io.StringIO(text), sep=delimiter, skip_blank_lines=False, index_col=False,
+            converters={name: str for name in text_columns},
         )
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty; expected a CSV header and data rows", path=path)

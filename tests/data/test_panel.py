@@ -100,6 +100,16 @@ def test_a_series_shorter_than_the_minimum_is_left_out_with_a_note(tmp_path):
         read_panel(tmp_path / "sales.csv", "store", "date", min_length=10)
 
 
+def test_ids_are_read_as_written(tmp_path):
+    # pandas alone reads "001" and "1" as the number 1 (two series merged into one, the id
+    # changed), "NA" as missing and "1.50" as 1.5; ids are names, kept as text.
+    path = write(tmp_path, "ids.csv", "id,y\n001,1\n001,2\n1,10\nNA,5\n1.50,7\n\n 1 ,11\n")
+    panel = read_panel(path, id_column="id")
+    assert panel.ids == ("001", "1", "NA", "1.50")
+    assert [v.tolist() for v in panel.values] == [[1, 2], [10, 11], [5], [7]]
+    assert "skipped 1 blank lines (7)" in panel.notes[0]
+
+
 def test_a_repeated_series_and_time_is_refused_naming_both_lines(tmp_path):
     text = "id,date,y\na,2024-01-01,1\nb,2024-01-01,2\na,2024-01-02,3\na,2024-01-01,4\n"
     path = write(tmp_path, "dup.csv", text)
