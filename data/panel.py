@@ -191,6 +191,12 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         if not files:
             raise DataError("the folder holds no .csv files; expected one CSV file per series",
                             path=path)
+        stems = {}
+        for file in files:
+            if file.stem in stems:
+                raise DataError(f"{stems[file.stem].name} and {file.name} would both be series "
+                                f"{file.stem!r}; expected one file per series name", path=path)
+            stems[file.stem] = file
         tables = [_read_table(file, None, time_column, target) for file in files]
         kinds = {table["kind"] for table in tables}
         if len(kinds) > 1:

@@ -188,6 +188,14 @@ def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_pat
         read_panel(folder, "store", "date")
 
 
+def test_two_files_of_one_stem_in_a_folder_are_refused(tmp_path):
+    write(tmp_path, "a.csv", "y\n1\n2\n")
+    write(tmp_path, "a.CSV", "y\n5\n6\n")
+    with pytest.raises(DataError, match=r"a.CSV and a.csv would both be series 'a'; expected "
+                       r"one file per series name"):
+        read_panel(tmp_path)
+
+
 def test_an_empty_folder_is_refused(tmp_path):
     with pytest.raises(DataError, match=r"the folder holds no \.csv files"):
         read_panel(tmp_path)
