@@ -4,8 +4,13 @@ Every panel is built in the test: unsorted rows, gaps, unequal lengths and start
 too short to keep, repeated rows, and small M4-style files, good and broken.
 """
 
+import csv
+import io
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seqlab.data.errors import DataError
 from seqlab.data.panel import M4_SETS, Panel, read_m4, read_m4_folder, read_panel
@@ -308,3 +313,55 @@ def test_broken_m4_files_are_clear_errors_naming_file_and_line(tmp_path, train, 
     with pytest.raises(DataError, match=message) as raised:
         read_m4(*m4_files(tmp_path, train, test))
     assert raised.value.path.endswith(f"Weekly-{where}.csv")
+
+
+# ---------------------------------------------------------------------------------------------
+# Any long table a careless user writes
+
+
+# Ids as people write them: numbers with leading zeros, words pandas reads as missing, spaces;
+# values mostly numbers, a few not, too large or missing (one draw in 20 each, so that most
+# tables read and the rest fail in every way).
+def _mostly(good, bad, one_in=20):
+    return st.integers(1, one_in).flatmap(lambda k: bad if k == 1 else good)
+
+
+FUZZ_IDS = _mostly(st.sampled_from(["001", "1", "1.0", "NA", "nan", "a b", " x ", "é"]),
+                   st.sampled_from(["", "  "]))
+FUZZ_VALUES = _mostly(
+    st.one_of(st.floats(-1e15, 1e15).map(repr), st.integers(-10**15, 10**15).map(str)),
+    st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
+              st.sampled_from(["", "inf", "-inf", "1e400", "1e16", "lots", "NaN", " 7 ",
+                               "1,5"])),
+)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(FUZZ_IDS, st.integers(0, 12), FUZZ_VALUES),
+                     min_size=1, max_size=40))
+def test_any_long_table_reads_into_clean_series_or_is_one_clear_error(tmp_path, rows):
+    # Written with the csv module (fields quoted where needed), read back with an id column.
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["id", "t", "y"])
+    writer.writerows(rows)
+    path = write(tmp_path, "fuzz.csv", buffer.getvalue())
+    try:
+        panel = read_panel(path, id_column="id", time_column="t")
+    except DataError as error:  # never another exception
+        assert str(error).startswith(str(path)) and "\n" not in str(error)
+        return
+    # Every series is its ids' rows, as written (less the spaces around), sorted by time, and
+    # every value finite and within the bound the networks take.
+    assert len(set(panel.ids)) == len(panel.ids)
+    expected = {}
+    for series_id, t, value in rows:
+        expected.setdefault(series_id.strip(), {})[t] = float(value)
+    assert set(panel.ids) == set(expected)
+    for series_id, times, values in zip(panel.ids, panel.times, panel.values):
+        assert times.tolist() == sorted(expected[series_id])
+        # pandas' parser may be an ulp off Python's float() (seen at 2.4e-296).
+        np.testing.assert_allclose(values, [expected[series_id][t] for t in times.tolist()],
+                                   rtol=1e-15, atol=1e-300)
+        assert np.all(np.abs(values) <= 1e15)
