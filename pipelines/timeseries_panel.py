@@ -516,17 +516,35 @@ def network_forecasts(model, histories):
     return [np.asarray(row, dtype="float64") for row in forecast]
 
 
-def forecast_all(model, histories, horizon, season, classical_methods, what="", later=None):
+def forecast_all(model, histories, horizon, season, classical_methods, what="", later=None,
+                 fitted=None):
     """`({member or benchmark: [forecast per series]}, {classical member: [forecast from the
     end of later]} or None, notes)`: the network (under its kind's name), each classical member
-    and the benchmarks, from the end of each history (see `classical_forecasts` for `later`)."""
+    and the benchmarks, from the end of each history (see `classical_forecasts` for `later`).
+    `fitted`: the positions of the series the classical members are fitted on (default all);
+    the others get None from them."""
+    positions = range(len(histories)) if fitted is None else list(fitted)
     classical, rolled, seconds, notes = classical_forecasts(
-        histories, horizon, season, classical_methods, what=what, later=later)
+        [histories[i] for i in positions], horizon, season, classical_methods, what=what,
+        later=None if later is None else [later[i] for i in positions])
+    if fitted is not None:
+        classical = _placed(classical, positions, len(histories))
+        rolled = None if rolled is None else _placed(rolled, positions, len(histories))
     if classical_methods:
         notes = [f"classical fits {what}: "
                  + ", ".join(f"{name} {format_duration(value)}" for name, value in seconds.items())
-                 + f" for {len(histories)} series", *notes]
+                 + f" for {len(positions)} series", *notes]
     return {**network_and_benchmarks(model, histories, horizon, season, classical)}, rolled, notes
+
+
+def _placed(by_method, positions, count):
+    """`{method: [value per position]}` spread over `count` series, None elsewhere."""
+    spread = {}
+    for method, values in by_method.items():
+        spread[method] = [None] * count
+        for position, value in zip(positions, values):
+            spread[method][position] = value
+    return spread
 
 
 def network_and_benchmarks(model, histories, horizon, season, classical=None):
@@ -886,11 +904,14 @@ class PanelPipeline(Pipeline):
                                                             data_read.holdout)]
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [h.size >= config.lookback for h in histories]
-        # Only the classical members the kept forecasts read are fitted.
-        needed = set().union(*series_members(choice, loaded.model.kind, data_read.ids, usable))
+        # Only the classical members the kept forecasts read are fitted, and only on the
+        # series that read them (M4 weekly: 19 of 359 series, where the network is kept).
+        members = series_members(choice, loaded.model.kind, data_read.ids, usable)
+        classical = [m for m in panel["classical"] if any(m in kept for kept in members)]
         forecasts, _, notes = forecast_all(
-            loaded.model, histories, data_read.horizon, data_read.season,
-            [m for m in panel["classical"] if m in needed], what="from the end of every series")
+            loaded.model, histories, data_read.horizon, data_read.season, classical,
+            what="from the end of the series that read them",
+            fitted=[i for i, kept in enumerate(members) if set(kept) & set(classical)])
         kept = combined(choice, forecasts, loaded.model.kind, usable, data_read.ids)
         frame = future_frame(data_read, kept)
         path = Path(output) if output else loaded.file("forecast.csv")

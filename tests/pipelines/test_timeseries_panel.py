@@ -346,6 +346,41 @@ def test_a_panel_json_with_a_malformed_series_choice_is_refused_in_one_line(pane
         assert "panel.json" in error and expected in error and "Traceback" not in error
 
 
+def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_run, tmp_path,
+                                                                       monkeypatch):
+    import shutil
+
+    _, _, out = panel_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    fits = []
+    real = panel_module.classical_forecasts
+
+    def spy(histories, horizon, season, methods, **kwargs):
+        fits.append((len(histories), list(methods)))
+        return real(histories, horizon, season, methods, **kwargs)
+
+    monkeypatch.setattr(panel_module, "classical_forecasts", spy)
+    panel = json.loads((copy / "panel.json").read_text())
+
+    def predict(kept, series_kept, name):
+        panel["choice"].update(kept=kept, series_kept=series_kept)
+        (copy / "panel.json").write_text(json.dumps(panel))
+        assert main(["timeseries", "predict", "--run", str(copy), "--output",
+                     str(tmp_path / name)]) == 0
+        return pd.read_csv(tmp_path / name).set_index(["item", "step"])["forecast"]
+
+    # The network kept, one series keeping ETS: ETS is fitted on that series alone, and its
+    # forecast is the one a fit on every series gives it.
+    alone = predict(["nbeats"], {"s1": ["ets"]}, "alone.csv")
+    every = predict(["ets"], {}, "every.csv")
+    network = predict(["nbeats"], {}, "network.csv")
+    assert fits == [(1, ["ets"]), (3, ["ets"]), (0, [])]
+    pd.testing.assert_series_equal(alone.loc["s0"], network.loc["s0"])
+    pd.testing.assert_series_equal(alone.loc["s1"], every.loc["s1"])
+    assert not np.allclose(alone.loc["s0"], every.loc["s0"])  # the network's, not ETS's
+
+
 def test_the_export_serves_the_networks_forecast_of_a_window(panel_run, capsys):
     folder, _, out = panel_run
     assert main(["timeseries", "export", "--run", str(out), "--out",
