@@ -300,6 +300,9 @@ def set_figures(scores, naive2=None):
     """The set's averages of `score_series`'s arrays (and OWA against Naive2's)."""
     figures = {name: _mean(values) for name, values in scores.items()}
     figures["series"] = int(scores["smape"].size)
+    # MASE is undefined (NaN) or infinite where the in-sample scale is 0 or missing: left out
+    # of its mean, and counted here.
+    figures["mase_series"] = int(np.isfinite(scores["mase"]).sum())
     if naive2 is not None:
         figures["owa"] = owa_of(figures, set_figures(naive2))
     return figures
@@ -829,6 +832,11 @@ class PanelPipeline(Pipeline):
             "  (means over series; MAPE over the series whose actuals are all positive; OWA "
             "against Naive2)",
         ]
+        scaled = metrics["model"].get("mase_series", len(data.ids))
+        if scaled < len(data.ids):
+            lines.append(f"  MASE over {scaled} of {len(data.ids)} series: the in-sample seasonal "
+                         f"naive error of the other {len(data.ids) - scaled} is 0 (a constant "
+                         f"history) or undefined (no more than {data.season} values)")
         if choice.candidate_scores:
             lines.append(f"  kept {choice.name}: {choice.reason()}")
             lines.append(f"  per series: {choice.series_reason()}")

@@ -26,6 +26,7 @@ from seqlab.pipelines.timeseries_panel import (
     relative_error,
     score_series,
     series_members,
+    set_figures,
 )
 
 SEASON = 4
@@ -135,6 +136,17 @@ def test_series_scores_are_the_competitions_definitions_by_hand():
 def test_a_series_shorter_than_the_season_has_no_mase_but_keeps_its_smape():
     scores = score_series([np.array([1.0])], [np.array([2.0])], [np.array([1.0, 1.0])], 4)
     assert np.isnan(scores["mase"][0]) and scores["smape"][0] == pytest.approx(200 / 3)
+
+
+def test_the_set_counts_the_series_whose_mase_is_defined():
+    # A constant history (scale 0, an error: infinite), one no longer than the season (NaN),
+    # and one series with a scale: MASE's mean is that one's, over 1 of 3 series.
+    histories = [np.full(8, 5.0), np.array([1.0, 2.0]), np.arange(8.0)]
+    actuals = [np.array([6.0]), np.array([2.0]), np.array([9.0])]
+    forecasts = [np.array([5.0]), np.array([2.0]), np.array([8.5])]
+    figures = set_figures(score_series(actuals, forecasts, histories, 2))
+    assert figures["series"] == 3 and figures["mase_series"] == 1
+    assert figures["mase"] == pytest.approx(0.5 / 2.0)  # scale: mean |y_t - y_{t-2}| = 2
 
 
 def _noisy(actual, scale, seed):
