@@ -835,8 +835,9 @@ class PanelPipeline(Pipeline):
         scaled = metrics["model"].get("mase_series", len(data.ids))
         if scaled < len(data.ids):
             lines.append(f"  MASE over {scaled} of {len(data.ids)} series: the in-sample seasonal "
-                         f"naive error of the other {len(data.ids) - scaled} is 0 (a constant "
-                         f"history) or undefined (no more than {data.season} values)")
+                         f"naive error of the other {len(data.ids) - scaled} is 0 (every value "
+                         f"equals the one a season before) or undefined (no more than "
+                         f"{data.season} values)")
         if choice.candidate_scores:
             lines.append(f"  kept {choice.name}: {choice.reason()}")
             lines.append(f"  per series: {choice.series_reason()}")
