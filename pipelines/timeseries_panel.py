@@ -71,7 +71,7 @@ from seqlab.pipelines.common import (
 from seqlab.models.serving import checked_input
 from seqlab.pipelines.configs.timeseries import CARD, PANEL_MODEL_KINDS, TimeseriesConfig
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
-from seqlab.pipelines.settings import fill_in_setting
+from seqlab.pipelines.settings import MAXIMUMS, fill_in_setting
 from seqlab.pipelines.timeseries_classical_panel import (
     ETS_MAX_SEASON,
     PANEL_BASELINES,
@@ -798,7 +798,18 @@ class PanelPipeline(Pipeline):
         panel = read_json(path / "panel.json")
         if not isinstance(panel, dict) or panel.get("format") != PANEL_FORMAT:
             raise ValueError(f"panel.json: expected an object with format {PANEL_FORMAT}")
-        # Refused here, as the rest of a run's files, not when a forecast reads a member.
+        # Refused here, as the rest of a run's files, not when a forecast reads a member or a
+        # hand-edited size builds a network of a billion outputs.
+        for key in ("horizon", "season"):
+            value = panel.get(key)
+            if not (isinstance(value, int) and not isinstance(value, bool)
+                    and 1 <= value <= MAXIMUMS[key]):
+                raise ValueError(f"panel.json: {key} must be a whole number from 1 to "
+                                 f"{MAXIMUMS[key]:,}; got {value!r}")
+        classical = panel.get("classical")
+        if not (isinstance(classical, list) and set(classical) <= set(PANEL_CLASSICAL)):
+            raise ValueError(f"panel.json: classical must be a list of members among "
+                             f"{', '.join(PANEL_CLASSICAL)}; got {classical!r}")
         choice = PanelChoice.from_dict(panel["choice"])
         known = {panel["network"]["kind"], *panel["classical"], *ALONE_ONLY}
         unknown = sorted({m for members in (choice.kept, *choice.series_kept.values())

@@ -393,6 +393,32 @@ def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_r
     assert not np.allclose(alone.loc["s0"], every.loc["s0"])  # the network's, not ETS's
 
 
+@pytest.mark.parametrize("key, value, expected", [
+    # A billion outputs: the network's weights alone would not fit in memory.
+    ("horizon", 10**9, "horizon must be a whole number from 1 to 10,000; got 1000000000"),
+    ("horizon", 2.5, "horizon must be a whole number from 1 to 10,000; got 2.5"),
+    ("season", 0, "season must be a whole number from 1 to 100,000; got 0"),
+    ("season", True, "season must be a whole number from 1 to 100,000; got True"),
+    ("classical", "ets", "classical must be a list of members among ets, theta, arima; got "
+                         "'ets'"),
+])
+def test_hand_edited_panel_sizes_and_members_are_refused_in_one_line(panel_run, tmp_path, capsys,
+                                                                     key, value, expected):
+    import shutil
+
+    _, _, out = panel_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    panel = json.loads((copy / "panel.json").read_text())
+    panel[key] = value
+    (copy / "panel.json").write_text(json.dumps(panel))
+    for action in ("predict", "evaluate"):
+        capsys.readouterr()
+        assert main(["timeseries", action, "--run", str(copy)]) == 2
+        error = capsys.readouterr().err.strip()
+        assert f"panel.json: {expected}" in error and len(error.splitlines()) == 1
+
+
 def test_the_export_serves_the_networks_forecast_of_a_window(panel_run, capsys):
     folder, _, out = panel_run
     assert main(["timeseries", "export", "--run", str(out), "--out",
