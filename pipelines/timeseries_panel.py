@@ -48,6 +48,7 @@ from seqlab.data.errors import DataError
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
 from seqlab.data.timeseries import choose_season
 from seqlab.models.forecasting import metrics as forecast_metrics
+from seqlab.models.global_forecaster import KINDS as NETWORK_KINDS
 from seqlab.models.global_forecaster import (
     LEGACY_SCALE_FLOOR,
     GlobalForecaster,
@@ -800,18 +801,26 @@ class PanelPipeline(Pipeline):
             raise ValueError(f"panel.json: expected an object with format {PANEL_FORMAT}")
         # Refused here, as the rest of a run's files, not when a forecast reads a member or a
         # hand-edited size builds a network of a billion outputs.
-        for key in ("horizon", "season"):
-            value = panel.get(key)
-            if not (isinstance(value, int) and not isinstance(value, bool)
-                    and 1 <= value <= MAXIMUMS[key]):
-                raise ValueError(f"panel.json: {key} must be a whole number from 1 to "
-                                 f"{MAXIMUMS[key]:,}; got {value!r}")
+        network = panel.get("network")
+        if not isinstance(network, dict) or network.get("kind") not in NETWORK_KINDS:
+            raise ValueError(f"panel.json: network must be an object whose kind is one of "
+                             f"{', '.join(NETWORK_KINDS)}")
+        for where, value, most in (
+                ("horizon", panel.get("horizon"), MAXIMUMS["horizon"]),
+                ("season", panel.get("season"), MAXIMUMS["season"]),
+                ("network.units", network.get("units"), MAXIMUMS["units"]),
+                ("network.layers", network.get("layers"), MAXIMUMS["layers"]),
+                # Not a flag (3, N-BEATS' own); bounded as layers are.
+                ("network.blocks", network.get("blocks", 3), MAXIMUMS["layers"])):
+            if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most):
+                raise ValueError(f"panel.json: {where} must be a whole number from 1 to "
+                                 f"{most:,}; got {value!r}")
         classical = panel.get("classical")
         if not (isinstance(classical, list) and set(classical) <= set(PANEL_CLASSICAL)):
             raise ValueError(f"panel.json: classical must be a list of members among "
                              f"{', '.join(PANEL_CLASSICAL)}; got {classical!r}")
         choice = PanelChoice.from_dict(panel["choice"])
-        known = {panel["network"]["kind"], *panel["classical"], *ALONE_ONLY}
+        known = {network["kind"], *classical, *ALONE_ONLY}
         unknown = sorted({m for members in (choice.kept, *choice.series_kept.values())
                           for m in members} - known)
         if unknown:

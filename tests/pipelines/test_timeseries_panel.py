@@ -401,6 +401,12 @@ def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_r
     ("season", True, "season must be a whole number from 1 to 100,000; got True"),
     ("classical", "ets", "classical must be a list of members among ets, theta, arima; got "
                          "'ets'"),
+    # A billion units: the process was killed for memory.
+    ("network", {"units": 10**9}, "network.units must be a whole number from 1 to 8,192; got "
+                                  "1000000000"),
+    ("network", {"blocks": -1}, "network.blocks must be a whole number from 1 to 64; got -1"),
+    ("network", {"kind": "prophet"}, "network must be an object whose kind is one of nbeats, "
+                                     "gru, lstm"),
 ])
 def test_hand_edited_panel_sizes_and_members_are_refused_in_one_line(panel_run, tmp_path, capsys,
                                                                      key, value, expected):
@@ -410,7 +416,10 @@ def test_hand_edited_panel_sizes_and_members_are_refused_in_one_line(panel_run, 
     copy = tmp_path / "run"
     shutil.copytree(out, copy)
     panel = json.loads((copy / "panel.json").read_text())
-    panel[key] = value
+    if key == "network":
+        panel[key].update(value)
+    else:
+        panel[key] = value
     (copy / "panel.json").write_text(json.dumps(panel))
     for action in ("predict", "evaluate"):
         capsys.readouterr()
