@@ -116,7 +116,7 @@ class _Adjustment:
 
 
 def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, what="",
-                        stream=None, later=None, workers=None):
+                        stream=None, later=None, workers=None, quiet_for=None):
     """Fits each method of `methods` on every history and forecasts `horizon` steps; with
     `later`, also from the end of a longer history of each series with the same fit.
 
@@ -134,6 +134,8 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
             afresh (its history was too short to fit).
         workers: processes to fit in (default `available_workers()`; see
             `PARALLEL_MIN_SECONDS`).
+        quiet_for: seconds before the first progress line (default `PROGRESS_EVERY`): fits
+            that end sooner print none (the summary gives their seconds).
 
     Returns:
         `({method: [forecast per series]}, {method: [later forecast per series]} or None,
@@ -145,7 +147,8 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
     later = None if later is None else [None if x is None else np.asarray(x, dtype="float64")
                                         for x in later]
     workers = available_workers() if workers is None else max(1, int(workers))
-    progress = _Progress(stream, what, methods, count * len(methods))
+    progress = _Progress(stream, what, methods, count * len(methods),
+                         quiet_for=PROGRESS_EVERY if quiet_for is None else quiet_for)
     probe = range(min(count, PROBE_SERIES))
     results = [_fit_chunk(histories, horizon, season, methods, later, probe, progress.step)]
     rest = range(len(probe), count)

@@ -400,15 +400,23 @@ class PanelChoice:
 
     @classmethod
     def from_dict(cls, values):
+        if not (isinstance(values, dict) and _names(values.get("kept"))
+                and isinstance(values.get("member_validation"), dict)
+                and isinstance(values.get("candidate_validation"), dict)):
+            raise ValueError("panel.json: choice must be an object with kept (a list of member "
+                             "names), member_validation and candidate_validation (objects)")
         series_kept = values.get("series_kept", {})
-        if not isinstance(series_kept, dict) or not all(
-                isinstance(v, list) and v and all(isinstance(m, str) for m in v)
-                for v in series_kept.values()):
+        if not isinstance(series_kept, dict) or not all(map(_names, series_kept.values())):
             raise ValueError("panel.json: choice.series_kept must map series ids to lists of "
                              "member names")
         return cls(tuple(values["kept"]), dict(values["member_validation"]),
                    dict(values["candidate_validation"]), int(values["series"]),
                    {str(k): tuple(v) for k, v in series_kept.items()})
+
+
+def _names(value):
+    """Whether `value` is a non-empty list of member names."""
+    return isinstance(value, list) and bool(value) and all(isinstance(m, str) for m in value)
 
 
 def series_relative_errors(scores, reference):

@@ -452,8 +452,8 @@ PREDICT_ARGUMENTS = {
 
 @pytest.fixture(scope="session")
 def current_runs(tmp_path_factory):
-    """Finished runs to damage: seqlab 0.1.0's fixtures and one timeseries run of this
-    version (with its marker and export)."""
+    """Finished runs to damage: seqlab 0.1.0's fixtures, one timeseries run of this version
+    (with its marker and export) and one many-series run (panel.json)."""
     folder = tmp_path_factory.mktemp("fuzz-runs")
     runs = {name: FIXTURES / name for name in PREDICT_ARGUMENTS}
     steps = np.arange(80)
@@ -465,6 +465,16 @@ def current_runs(tmp_path_factory):
                      "--out", str(out)])
     assert code == 0
     runs["timeseries-now"] = out
+    panel = folder / "panel.csv"
+    pd.DataFrame({"id": np.repeat(["a", "b", "c"], 40), "t": np.tile(np.arange(40), 3),
+                  "y": np.sin(np.arange(120) / 3) + np.repeat([1.0, 5.0, 9.0], 40)}).to_csv(
+        panel, index=False)
+    out = folder / "timeseries-panel"
+    code = cli.main(["timeseries", "train", "--data", str(panel), "--id-column", "id",
+                     "--time-column", "t", "--holdout", "4", "--season", "1", "--units", "4",
+                     "--layers", "1", "--epochs", "1", "--out", str(out)])
+    assert code == 0
+    runs["timeseries-panel"] = out
     return runs
 
 

@@ -85,7 +85,7 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, ca
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
     stream = io.StringIO()
     there = classical_forecasts(histories, 3, 4, ("ets", "theta"), stream=stream,
-                                later=longer, workers=2)
+                                later=longer, workers=2, quiet_for=0.0)
     assert any("2 worker processes" in note for note in there[3])
     # Should a worker load TensorFlow (it does not: the next test), its load notices, which
     # ignore the level, stay off the terminal it shares with the command.
@@ -206,9 +206,14 @@ def _alive(pid):
 
 def test_progress_without_a_terminal_ends_with_a_line_of_every_fit():
     stream = io.StringIO()
-    classical_forecasts([_seasonal(30, 4)], 2, 4, ("theta",), what="here", stream=stream)
+    classical_forecasts([_seasonal(30, 4)], 2, 4, ("theta",), what="here", stream=stream,
+                        quiet_for=0.0)
     assert stream.getvalue().strip().splitlines()[-1].startswith(
         "classical members here: theta (theta), 1/1 series fits")
+    # By default fits that end within PROGRESS_EVERY seconds print nothing.
+    quiet = io.StringIO()
+    classical_forecasts([_seasonal(30, 4)], 2, 4, ("theta",), what="here", stream=quiet)
+    assert quiet.getvalue() == ""
 
 
 @pytest.mark.parametrize("season", [1, 4])

@@ -407,6 +407,7 @@ def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_r
     ("network", {"blocks": -1}, "network.blocks must be a whole number from 1 to 64; got -1"),
     ("network", {"kind": "prophet"}, "network must be an object whose kind is one of nbeats, "
                                      "gru, lstm"),
+    ("choice", 5, "choice must be an object with kept (a list of member names)"),  # traceback
 ])
 def test_hand_edited_panel_sizes_and_members_are_refused_in_one_line(panel_run, tmp_path, capsys,
                                                                      key, value, expected):
