@@ -48,8 +48,8 @@ from seqlab.data.errors import DataError
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
 from seqlab.data.timeseries import choose_season
 from seqlab.models.forecasting import metrics as forecast_metrics
-from seqlab.models.global_forecaster import KINDS as NETWORK_KINDS
 from seqlab.models.global_forecaster import (
+    KINDS as NETWORK_KINDS,
     LEGACY_SCALE_FLOOR,
     GlobalForecaster,
     default_min_history,
@@ -602,10 +602,7 @@ def holdout_protocol(model, data, methods):
     validation, rolled, notes = forecast_all(
         model, histories, h, season, methods, what="at the validation origin",
         later=[data.train[i] for i in valid])
-    classical = {method: [None] * len(data.ids) for method in methods}
-    for method in methods:
-        for position, i in enumerate(valid):
-            classical[method][i] = rolled[method][position]
+    classical = _placed(rolled, valid, len(data.ids))
     if others:
         fitted, _, more = forecast_all(None, [data.train[i] for i in others], h, season,
                                        methods, what="on the series too short to validate")
@@ -1018,7 +1015,7 @@ def future_frame(data, forecasts):
     """predict's CSV: `H` rows per series after its last value: the id, the time column
     (continued), `step` (1 to H), `forecast`. Without time stamps (M4's files, a table without
     a time column) the positions would be a second `step` column: `step` alone counts them."""
-    stamped = data.time_label != "step"
+    stamped = data.time_kind != "steps"
     columns = {data.id_column: [], **({data.time_label: []} if stamped else {}), "step": [],
                "forecast": []}
     for i, series_id in enumerate(data.ids):
