@@ -197,6 +197,16 @@ def replace_export(path, write):
     return path
 
 
+def free_column_name(name, taken):
+    """`name`, or `name` with underscores appended until no name in `taken` has it: a column
+    seqlab adds to a CSV it writes (`step`, `forecast`) never collides with one of the data's
+    (a time column called `step`)."""
+    taken = set(taken)
+    while name in taken:
+        name += "_"
+    return name
+
+
 def rows_to_csv(rows, columns=None):
     """CSV text of a list of dicts (columns: the first row's keys unless given)."""
     buffer = io.StringIO()

@@ -55,6 +55,7 @@ from seqlab.pipelines.common import (
     UsageError,
     build_training_state,
     format_table,
+    free_column_name,
     pyplot,
     read_json,
     write_export_archive,
@@ -928,8 +929,9 @@ class TimeseriesPipeline(Pipeline):
             series.values, start + config.lookback - 1, config.lookback, config.horizon,
         )[0]
         table = pd.DataFrame(forecast, columns=schema.targets)
-        table.insert(0, "step", np.arange(1, config.horizon + 1))
         times = future_time_labels(series.time, config.horizon)
+        step = free_column_name("step", [*schema.targets, schema.time_label])
+        table.insert(0, step, np.arange(1, config.horizon + 1))
         if times is not None:
             table.insert(1, schema.time_label, times)
         path = Path(output) if output else loaded.file("forecast.csv")

@@ -63,6 +63,7 @@ from seqlab.pipelines.common import (
     format_duration,
     format_figure,
     format_table,
+    free_column_name,
     pyplot,
     read_json,
     rows_to_csv,
@@ -262,11 +263,13 @@ def read_panel_data(config, data=None, horizon=None, season=None):
         notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "
                      f"for a holdout of {chosen_h} ({_named(panel.ids[i] for i in short)})")
     keep = [i for i in range(len(panel)) if i not in set(short)]
+    time_column = config.time_column[0] if config.time_column else None
+    id_label = config.id_column or free_column_name(DEFAULT_ID_COLUMN, [time_column])
     return PanelData(
         panel.source, [panel.ids[i] for i in keep],
         [panel.values[i][:-chosen_h] for i in keep], [panel.values[i][-chosen_h:] for i in keep],
-        [panel.times[i] for i in keep], panel.time_kind, config.id_column or DEFAULT_ID_COLUMN,
-        (config.time_column[0] if config.time_column else "step"), chosen_h, h_source,
+        [panel.times[i] for i in keep], panel.time_kind, id_label,
+        time_column or free_column_name("step", [id_label]), chosen_h, h_source,
         chosen_season, season_source, [*panel.notes, *notes])
 
 
@@ -998,16 +1001,20 @@ def _stamps(times, start, count):
 
 def holdout_frame(data, forecasts):
     """holdout_forecasts.csv: one row per series and holdout step."""
-    columns = {data.id_column: [], data.time_label: [], "actual": []}
+    actual = free_column_name("actual", [data.id_column, data.time_label])
+    labels = {}  # a forecast's name -> its column: the data's columns keep theirs
     for name in forecasts:
-        columns[name] = []
+        labels[name] = free_column_name(name, [data.id_column, data.time_label, actual,
+                                               *labels.values()])
+    columns = {data.id_column: [], data.time_label: [], actual: [],
+               **{label: [] for label in labels.values()}}
     for i, series_id in enumerate(data.ids):
         h = data.holdout[i].size
         columns[data.id_column] += [series_id] * h
         columns[data.time_label] += list(_stamps(data.times[i], data.train[i].size, h))
-        columns["actual"] += list(data.holdout[i])
+        columns[actual] += list(data.holdout[i])
         for name, values in forecasts.items():
-            columns[name] += list(values[i])
+            columns[labels[name]] += list(values[i])
     return pd.DataFrame(columns)
 
 
@@ -1016,16 +1023,19 @@ def future_frame(data, forecasts):
     (continued), `step` (1 to H), `forecast`. Without time stamps (M4's files, a table without
     a time column) the positions would be a second `step` column: `step` alone counts them."""
     stamped = data.time_kind != "steps"
-    columns = {data.id_column: [], **({data.time_label: []} if stamped else {}), "step": [],
-               "forecast": []}
+    taken = [data.id_column, *([data.time_label] if stamped else [])]
+    step = free_column_name("step", taken)
+    forecast = free_column_name("forecast", [*taken, step])
+    columns = {data.id_column: [], **({data.time_label: []} if stamped else {}), step: [],
+               forecast: []}
     for i, series_id in enumerate(data.ids):
         h = forecasts[i].size
         n = data.train[i].size + data.holdout[i].size
         columns[data.id_column] += [series_id] * h
         if stamped:
             columns[data.time_label] += list(_stamps(data.times[i], n, h))
-        columns["step"] += list(range(1, h + 1))
-        columns["forecast"] += list(forecasts[i])
+        columns[step] += list(range(1, h + 1))
+        columns[forecast] += list(forecasts[i])
     return pd.DataFrame(columns)
 
 

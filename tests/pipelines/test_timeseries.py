@@ -164,6 +164,18 @@ def test_predict_forecasts_the_dates_after_the_data(trained, tmp_path):
     assert "2021-08-29" in forecast.summary
 
 
+def test_a_time_column_called_step_keeps_its_name_and_the_forecasts_count_is_renamed(tmp_path):
+    # predict's CSV adds a `step` column; the data's own (here its time column) keeps its
+    # name, and the added one takes an underscore (it crashed: "cannot insert step").
+    frame = pd.DataFrame({"step": np.arange(60) * 5, "demand": 10 + np.sin(np.arange(60))})
+    frame.to_csv(tmp_path / "steps.csv", index=False)
+    result = train(tiny_config(tmp_path / "steps.csv", tmp_path / "run", time_column=["step"],
+                               model="linear"))
+    table = pd.read_csv(predict(result.path, output=tmp_path / "forecast.csv").path)
+    assert list(table.columns) == ["step_", "step", "demand"]
+    assert table["step_"].tolist() == [1, 2] and table["step"].tolist() == [300, 305]
+
+
 def test_predict_refuses_data_shorter_than_the_lookback(trained, tmp_path):
     _, result = trained
     short = write_series(tmp_path / "short.csv", n_rows=5)

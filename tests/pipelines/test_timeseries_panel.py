@@ -444,6 +444,42 @@ def test_the_export_serves_the_networks_forecast_of_a_window(panel_run, capsys):
         np.testing.assert_allclose(forecast[i], expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("id_column, time_column, time_kind, holdout_columns, future_columns", [
+    # The data's columns keep their names; a column seqlab adds takes an underscore.
+    ("forecast", "step", "numbers", ["forecast", "step", "actual", "model", "naive"],
+     ["forecast", "step", "step_", "forecast_"]),
+    ("model", "actual", "numbers", ["model", "actual", "actual_", "model_", "naive"],
+     ["model", "actual", "step", "forecast"]),
+    ("step", None, "steps", ["step", "step_", "actual", "model", "naive"],
+     ["step", "step_", "forecast"]),
+    (None, "id", "numbers", ["id_", "id", "actual", "model", "naive"],
+     ["id_", "id", "step", "forecast"]),
+])
+def test_the_csv_columns_seqlab_adds_never_collide_with_the_datas(
+        tmp_path, id_column, time_column, time_kind, holdout_columns, future_columns):
+    rows = [(series, t, 10.0 * (k + 1) + t) for k, series in enumerate("ab") for t in range(12)]
+    frame = pd.DataFrame(rows, columns=["who", "when", "sales"])
+    names = {"who": id_column or "who", "when": time_column or "when"}
+    if id_column is None:  # one series, named by the file
+        frame = frame[frame["who"] == "a"].drop(columns="who")
+    if time_column is None:
+        frame = frame.drop(columns="when")
+    frame.rename(columns=names).to_csv(tmp_path / "panel.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "panel.csv"), id_column=id_column,
+                              time_column=[time_column] if time_column else None,
+                              target=["sales"], holdout=3, season=1)
+    data = panel_module.read_panel_data(config)
+    assert data.time_kind == time_kind
+    forecasts = [np.full(3, 1.0 + i) for i in range(len(data.ids))]
+    holdout = panel_module.holdout_frame(data, {"model": forecasts, "naive": forecasts})
+    future = panel_module.future_frame(data, forecasts)
+    assert list(holdout.columns) == holdout_columns
+    assert list(future.columns) == future_columns
+    assert len(holdout) == len(future) == 3 * len(data.ids)
+    np.testing.assert_array_equal(holdout[holdout_columns[3]], np.concatenate(forecasts))
+    np.testing.assert_array_equal(future[future_columns[-1]], np.concatenate(forecasts))
+
+
 def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, capsys):
     folder = tmp_path / "series"
     folder.mkdir()
