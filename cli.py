@@ -105,7 +105,9 @@ def _examples(lines):
 def _add_action_parsers(task_parser, card):
     """The `train|evaluate|predict|export` sub-commands of one task (`card`: its `TaskCard`)."""
     formatter = _HelpFormatter
-    actions = task_parser.add_subparsers(dest="action", metavar="<action>")
+    # The name typed (an alias too) goes to `typed_action`, for error messages; `action` is the
+    # action it names.
+    actions = task_parser.add_subparsers(dest="typed_action", metavar="<action>")
     parsers = {}
     for action, summary in ACTIONS.items():
         parsers[action] = actions.add_parser(
@@ -332,6 +334,7 @@ def main(argv=None):
         return _datasets_command(parser, vars(args))
     values = vars(args)
     task_name, action = values.pop("task"), values.pop("action", None)
+    typed = values.pop("typed_action", action)
     if action is None:
         parser.parse_args([task_name, "--help"])
     debug = values.pop("debug", False)
@@ -346,7 +349,7 @@ def main(argv=None):
     except (DataError, UsageError) as error:
         if debug:
             raise
-        print(f"{PROG} {task_name} {action}: error: {one_line(error)}", file=sys.stderr)
+        print(f"{PROG} {task_name} {typed}: error: {one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -144,6 +144,13 @@ def test_usage_errors_exit_with_status_2(tmp_path, capsys):
     assert "unknown setting 'lookbak'" in capsys.readouterr().err
 
 
+def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
+    # `generate` is charrnn's name for predict: its errors say `generate`, not `predict`.
+    for typed in ("generate", "predict"):
+        assert cli.main(["charrnn", typed, "--run", str(tmp_path)]) == 2
+        assert capsys.readouterr().err.startswith(f"seqlab charrnn {typed}: error: ")
+
+
 def test_an_error_quoting_a_line_break_from_the_data_stays_one_line(tmp_path, capsys):
     # Found by tests/test_fuzz.py: a label quoted across two lines made a two-line error.
     from seqlab.pipelines.errors import UsageError

@@ -88,6 +88,8 @@ def test_mirrored_training_writes_a_complete_run(tmp_path):
 
 
 def test_two_workers_train_and_only_the_chief_writes(tmp_path):
+    # The GRU alone: the strategy wraps the network's fit; --model auto's classical members
+    # would add their fits to both workers' time and nothing to what is tested here.
     # 123 rows give 11 validation windows: the workers' validation batches differ in size (6
     # and 5), which Keras's model building under MultiWorkerMirroredStrategy must survive.
     data = _write_series(tmp_path / "series.csv", rows=123)
@@ -97,7 +99,7 @@ def test_two_workers_train_and_only_the_chief_writes(tmp_path):
         sys.executable, "-m", "seqlab", "timeseries", "train", "--data", str(data),
         "--time-column", "t", "--target", "value",
         "--out", str(out), "--epochs", "1", "--lookback", "8", "--units", "4",
-        "--batch-size", "8", "--distribute", "multiworker",
+        "--batch-size", "8", "--distribute", "multiworker", "--model", "gru",
     ]
     processes = []
     for index in range(2):
