@@ -281,9 +281,9 @@ def _fetch_named_data_sets(values):
 def _prepare_action(card, action, values):
     """Everything an action needs that TensorFlow does not: the train config (flags, config
     file, default `--out`), the checks that refuse for certain (`--run` is no finished run of
-    the task, a refused `export --out`), and the named data sets, downloaded. Returns the
+    the task, a refused `export --out`, an `--output` over the run's files or the data), and the named data sets, downloaded. Returns the
     keyword arguments of the action."""
-    from seqlab.pipelines.paths import export_path, open_run
+    from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path, open_run
 
     if action == "train":
         config_file = values.pop("config", None)
@@ -296,7 +296,10 @@ def _prepare_action(card, action, values):
             config = dataclasses.replace(config, out=default_out(card.name))
         _fetch_named_data_sets(dataclasses.asdict(config))
         return {"config": config, "overwrite": overwrite}
-    open_run(values["run"], card.name)
+    record = open_run(values["run"], card.name)
+    if values.get("output") is not None:
+        check_output(values["output"], values["run"], record.settings,
+                     [values.get(name) for name in READ_OPTIONS])
     if action == "export":
         export_path(values["run"], values.get("out"), values.get("overwrite", False))
     _fetch_named_data_sets(values)

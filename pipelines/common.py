@@ -45,6 +45,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     RunRecord,
     absent_json,
     check_export_path,
+    check_output,
     has_marker,
     is_saved_model,
     open_run,
@@ -503,6 +504,10 @@ class RunDirectory:
             raise UsageError(f"--out {self.final} now holds something that is not a seqlab run; "
                              f"the finished run stays in {self.work}: move it there yourself")
         self.lock_path.unlink(missing_ok=True)
+        # The marker, written again, keeps what train wrote: evaluate's and predict's --output
+        # may not overwrite it (paths.check_output).
+        write_marker(self.work, RUN_MARKER, "run", task=self.task, files=sorted(
+            entry.name for entry in self.work.iterdir() if entry.name != RUN_MARKER))
         return replace_directory(self.work, self.final)
 
 

@@ -22,6 +22,7 @@ name their sublayers as 0.1.0 did), and renamed settings are mapped (`renamed_se
 """
 
 import dataclasses
+import functools
 import importlib.util
 import time
 import zipfile
@@ -54,7 +55,7 @@ from seqlab.pipelines.common import (
     write_json_atomic,
 )
 from seqlab.pipelines.distribute import begin_run, start_run
-from seqlab.pipelines.paths import export_path
+from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path
 
 
 @dataclasses.dataclass
@@ -367,6 +368,21 @@ def evaluation_result(lines, metrics, output=None):
                         metrics=metrics)
 
 
+def checks_output(action):
+    """A task's `evaluate` or `predict`, wrapped so that an `output` that would overwrite the
+    run's own files or the data is refused before the action runs (`paths.check_output`):
+    from Python as on the command line. `Pipeline` wraps every task's two actions so."""
+
+    @functools.wraps(action)
+    def checked(self, run, data=None, output=None, **options):
+        if output is not None:
+            check_output(output, run, open_run(run, self.name).settings,
+                         [data, *(options.get(name) for name in READ_OPTIONS)])
+        return action(self, run, data=data, output=output, **options)
+
+    return checked
+
+
 class Pipeline:
     """One task's hooks; the lifecycle around them is written once, here.
 
@@ -404,6 +420,12 @@ class Pipeline:
     legacy_settings = {}
     monitor_metric = "loss"
     monitor_mode = "min"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for action in ("evaluate", "predict"):
+            if action in cls.__dict__:
+                setattr(cls, action, checks_output(cls.__dict__[action]))
 
     # --- hooks of train ---------------------------------------------------------------------
 

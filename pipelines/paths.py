@@ -10,6 +10,8 @@ takes to load; the lifecycle (`pipelines/lifecycle.py`) checks again with the sa
 - The markers (`seqlab-run.json`, `seqlab-export.json`) by which seqlab knows the folders it
   wrote, `has_marker`; `is_saved_model`, `check_export_path`: what an export may replace (only
   a previous export of seqlab's, and only with `--overwrite`).
+- `check_output`: what evaluate's and predict's `--output` may not overwrite (the run's own
+  files, the data the run and the command read).
 - `export_path`: where `export` writes: `--out`, else the run's next version folder
   `<run>/export/<n>/`, the layout TensorFlow Serving reads (`--model_base_path=<run>/export`
   serves the highest version).
@@ -17,6 +19,7 @@ takes to load; the lifecycle (`pipelines/lifecycle.py`) checks again with the sa
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 from seqlab.pipelines.errors import UsageError
@@ -33,6 +36,9 @@ PARTIAL_SUFFIX = ".partial"
 RUN_MARKER = "seqlab-run.json"
 EXPORT_MARKER = "seqlab-export.json"
 MARKER_FORMAT = 1
+# The files `predict` writes in the run when no --output is given (one per task's kind of
+# output): rewritten freely, unlike the files `train` wrote.
+PREDICTION_FILES = ("forecast.csv", "predictions.csv", "predictions.conll")
 # What a SavedModel directory holds. An export written before the markers (seqlab 0.1.0 and
 # until this version) is recognised by holding these and nothing else, `saved_model.pb` not empty.
 _SAVED_MODEL_ENTRIES = {"saved_model.pb", "fingerprint.pb", "variables", "assets",
@@ -168,6 +174,59 @@ def _is_unmarked_saved_model(path):
             for entry in variables.iterdir())):
         return False
     return True
+
+
+def run_entries(run):
+    """The names of the entries `train` wrote at the top of the finished run `run`: the list
+    its marker keeps (`files`); for a run finished before the marker kept one, every entry
+    there but predict's default files (`PREDICTION_FILES`). The marker and the export folder
+    are always ones."""
+    run = Path(run)
+    try:
+        marker = read_json(run / RUN_MARKER)
+    except (OSError, ValueError, UsageError):  # an older run's, or damaged by hand
+        marker = None
+    files = marker.get("files") if isinstance(marker, dict) else None
+    if not (isinstance(files, list) and all(isinstance(name, str) for name in files)):
+        files = [entry.name for entry in run.iterdir() if entry.name not in PREDICTION_FILES]
+    return {*files, RUN_MARKER, EXPORT_DIR}
+
+
+# The options of evaluate and predict that name files they read, besides --data.
+READ_OPTIONS = ("data", "input", "src", "tgt")
+
+
+def check_output(output, run, settings, reads=()):
+    """Refuses an `--output` of evaluate or predict that would overwrite what the command or
+    the run reads: the run directory or an entry `train` wrote in it (a new file beside them
+    is fine); the data the run was trained on (the settings' absolute paths but `out`: the
+    lifecycle records the data files so) or `reads`, the files this command reads (its
+    `READ_OPTIONS`); a file inside a data folder (it would be read as data next time).
+
+    Raises:
+        UsageError: naming `output` and what it would overwrite.
+    """
+    target = Path(output).expanduser().resolve()
+    folder = Path(run).resolve()
+    if target == folder or folder in target.parents:
+        inside = target.relative_to(folder).parts
+        if not inside or inside[0] in run_entries(folder):
+            if not inside:
+                what = f"overwrite the run directory {run}"
+            elif len(inside) == 1:
+                what = f"overwrite {inside[0]}, a file of the run {run}"
+            else:
+                what = f"write into {inside[0]}/, a folder of the run {run}"
+            raise UsageError(f"--output {output} would {what}; write it elsewhere, or under a "
+                             "new name beside the run's files")
+    trained_on = [value for key, value in settings.items()
+                  if key != "out" and isinstance(value, str) and os.path.isabs(value)]
+    for read in [*trained_on, *(str(path) for path in reads if path is not None)]:
+        source = Path(read).expanduser().resolve()
+        if target == source or (source.is_dir() and source in target.parents):
+            raise UsageError(f"--output {output} would overwrite the data {read}; write it "
+                             "elsewhere" + (" (outside the data's folder: a file there is read "
+                                            "as data)" if target != source else ""))
 
 
 def is_saved_model(path):

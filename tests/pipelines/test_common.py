@@ -15,6 +15,7 @@ from seqlab.pipelines.common import (
     TrainingDiverged,
     UsageError,
     check_export_path,
+    check_output,
     format_table,
     is_saved_model,
     open_run,
@@ -172,6 +173,50 @@ def test_a_finished_run_carries_the_marker_and_is_replaced_with_overwrite(tmp_pa
     run = RunDirectory(out, "toy", overwrite=True)
     run.start({"a": 2})
     assert run.finish() == out and open_run(out, "toy").settings == {"a": 2}
+
+
+def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path):
+    data_file, data_folder = tmp_path / "sales.csv", tmp_path / "shops"
+    data_file.write_text("y\n1\n")
+    data_folder.mkdir()
+    (data_folder / "a.csv").write_text("y\n1\n")
+    run = RunDirectory(tmp_path / "run", "toy")
+    run.start({"data": str(data_file), "test_data": str(data_folder), "out": "run", "k": "x"})
+    run.write_json("metrics.json", {"score": 1})
+    run.path("plots", "loss.png").write_bytes(b"png")
+    out = run.finish()
+    # The marker lists what train wrote.
+    assert json.loads((out / RUN_MARKER).read_text())["files"] == [
+        "config.json", "metrics.json", "plots"]
+    settings = open_run(out, "toy").settings
+    refused = {
+        out: "would overwrite the run directory",
+        out / "metrics.json": "would overwrite metrics.json, a file of the run",
+        out / "config.json": "would overwrite config.json, a file of the run",
+        out / RUN_MARKER: f"would overwrite {RUN_MARKER}, a file of the run",
+        out / "plots" / "new.png": "would write into plots/, a folder of the run",
+        out / "export" / "1": "would write into export/, a folder of the run",
+        data_file: f"would overwrite the data {data_file}; write it elsewhere$",
+        data_folder / "a.csv": "outside the data's folder",
+        data_folder / "new.csv": "outside the data's folder",
+        tmp_path / "other.csv": "would overwrite the data",  # the data this command reads
+    }
+    for output, message in refused.items():
+        with pytest.raises(UsageError, match=message):
+            check_output(output, out, settings, [None, tmp_path / "other.csv"])
+    # A new name in the run, predict's default file, any other file: written.
+    (out / "forecast.csv").write_text("old")
+    for output in (out / "forecast.csv", out / "my-forecast.csv", tmp_path / "elsewhere.csv"):
+        check_output(output, out, settings, [None, tmp_path / "other.csv"])
+    # A run finished before the marker listed its files: all it holds but predict's default.
+    marker = json.loads((out / RUN_MARKER).read_text())
+    del marker["files"]
+    write_json_atomic(out / RUN_MARKER, marker)
+    check_output(out / "forecast.csv", out, settings)
+    for name in ("metrics.json", "my-forecast.csv"):
+        (out / name).write_text("x")
+        with pytest.raises(UsageError, match=f"would overwrite {name}, a file of the run"):
+            check_output(out / name, out, settings)
 
 
 def test_a_partial_folder_of_the_users_own_is_never_deleted(tmp_path):

@@ -175,6 +175,10 @@ def test_predict_texts_and_an_input_file(trained, tmp_path):
     assert "a lovely film" in outcome.summary and "probability" in outcome.summary
     with pytest.raises(UsageError, match="nothing to classify"):
         predict(result.path)
+    # The input file is not overwritten by its own predictions.
+    with pytest.raises(UsageError, match=r"--output .*in\.txt would overwrite the data"):
+        predict(result.path, input=lines, output=lines)
+    assert lines.read_text() == "the table\n\nbrilliant\n"
 
 
 def test_ngrams_run_exports_and_predicts_raw_strings(tmp_path):

@@ -176,6 +176,25 @@ def test_a_time_column_called_step_keeps_its_name_and_the_forecasts_count_is_ren
     assert table["step_"].tolist() == [1, 2] and table["step"].tolist() == [300, 305]
 
 
+def test_predict_and_evaluate_never_write_over_the_data_or_the_runs_files(trained, tmp_path,
+                                                                          capsys):
+    # `--output` naming the training data replaced it with the forecast; naming metrics.json
+    # broke the run. Both are refused before anything is computed, from Python and the CLI.
+    data, result = trained
+    files = {path: path.read_bytes() for path in (data, result.path / "metrics.json")}
+    for output in files:
+        with pytest.raises(UsageError, match="would overwrite"):
+            predict(result.path, output=output)
+        assert cli.main(["timeseries", "evaluate", "--run", str(result.path),
+                         "--output", str(output)]) == 2
+        assert "would overwrite" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in files} == files
+    other = write_series(tmp_path / "other.csv", n_rows=40, seed=3)
+    with pytest.raises(UsageError, match="would overwrite the data"):
+        predict(result.path, data=other, output=other)
+    assert predict(result.path, output=result.path / "next.csv").path.is_file()
+
+
 def test_predict_refuses_data_shorter_than_the_lookback(trained, tmp_path):
     _, result = trained
     short = write_series(tmp_path / "short.csv", n_rows=5)
