@@ -37,9 +37,11 @@ import tensorflow as tf
 
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
+    EXPORT_DIR,
     EXPORT_MARKER,
     MARKER_FORMAT,
     PARTIAL_SUFFIX,
+    PREDICTION_FILES,
     RUN_MARKER,
     JsonRecord,
     RunRecord,
@@ -236,6 +238,8 @@ def library_versions():
 
 
 LOCK_NAME = ".lock"
+# The temporaries of the atomic writers above (`.NAME.tmp-PID`, `.NAME.new-PID`, ...).
+TEMPORARY_NAME = re.compile(r"\..+\.(tmp|new|replaced)-\d+")
 
 
 def _legacy_run_settings(path):
@@ -297,6 +301,23 @@ def take_lock(path):
             # A dead owner's (or an unreadable) lock: take it over.
             path.unlink(missing_ok=True)
     raise UsageError(f"{path.parent}: could not take the lock {path}")
+
+
+def _not_written_by_train(run):
+    """The entries of the finished run `run` that its `train` did not write, by the list its
+    marker keeps (none for a run finished before the marker kept one): the user's files, and
+    what evaluate or predict wrote there under a name of the user's. Predict's default files,
+    the exports and seqlab's own temporaries are seqlab's."""
+    try:
+        marker = read_json(run / RUN_MARKER)
+    except UsageError:
+        return []
+    files = marker.get("files") if isinstance(marker, dict) else None
+    if not isinstance(files, list):
+        return []
+    ours = {*map(str, files), RUN_MARKER, LOCK_NAME, EXPORT_DIR, *PREDICTION_FILES}
+    return sorted(entry.name for entry in run.iterdir()
+                  if entry.name not in ours and not TEMPORARY_NAME.fullmatch(entry.name))
 
 
 class RunDirectory:
@@ -378,6 +399,14 @@ class RunDirectory:
                 raise UsageError(
                     f"--out {self.final} already holds a finished run; pass --overwrite to "
                     "replace it, or choose another --out"
+                )
+            foreign = _not_written_by_train(self.final) if is_run else []
+            if foreign:
+                raise UsageError(
+                    f"--out {self.final} holds what its train did not write "
+                    f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); "
+                    "--overwrite replaces the whole run, and seqlab never deletes what it did "
+                    "not write: move them out of the run first, or choose another --out"
                 )
         if self.work.exists():
             if not self.work.is_dir():
@@ -491,7 +520,7 @@ class RunDirectory:
         # Temporaries of seqlab's atomic writers that a killed earlier call left in the run
         # (`.NAME.tmp-PID`, `.NAME.new-PID`): this process owns the run, so they are garbage.
         for leftover in self.work.rglob(".*"):
-            if re.fullmatch(r"\..+\.(tmp|new|replaced)-\d+", leftover.name) and leftover.exists():
+            if TEMPORARY_NAME.fullmatch(leftover.name) and leftover.exists():
                 if leftover.is_dir():
                     shutil.rmtree(leftover)
                 else:

@@ -35,7 +35,13 @@ import tensorflow as tf
 
 from seqlab.data import datasets
 from seqlab.layers.registry import load_model
-from seqlab.pipelines.common import RunDirectory, default_out, save_model_atomic, set_seed
+from seqlab.pipelines.common import (
+    PARTIAL_SUFFIX,
+    RunDirectory,
+    default_out,
+    save_model_atomic,
+    set_seed,
+)
 from seqlab.pipelines.errors import UsageError
 
 KINDS = ("none", "mirrored", "multiworker")
@@ -190,10 +196,25 @@ def begin_run(config, task, overwrite=False, data_paths=()):
              for name in data_paths
              if getattr(config, name) and not datasets.is_name(getattr(config, name))}
     config = dataclasses.replace(config, out=config.out or default_out(task), **paths)
+    _refuse_data_inside(config.out, paths)
     distribution = Distribution(config.distribute)
     run = distribution.run_directory(config.out, task, overwrite=overwrite)
     run.check_out()
     return config, distribution, run
+
+
+def _refuse_data_inside(out, paths):
+    """Refuses data (`paths`: setting -> absolute path) inside the run directory `out` or its
+    `<out>.partial`: train renames the one into the other and --overwrite replaces the run, so
+    the data would move or be deleted."""
+    final = Path(out).resolve()
+    for name, path in paths.items():
+        for folder in (final, final.with_name(final.name + PARTIAL_SUFFIX)):
+            if folder == Path(path) or folder in Path(path).parents:
+                raise UsageError(
+                    f"--{name.replace('_', '-')} {path} is inside {folder}, the run directory "
+                    f"that train writes (--out {out}): move the data out of it, or choose "
+                    "another --out")
 
 
 def start_run(run, config):

@@ -219,6 +219,25 @@ def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path):
             check_output(out / name, out, settings)
 
 
+def test_overwrite_refuses_a_run_holding_files_its_train_did_not_write(tmp_path):
+    out = finished_run(tmp_path / "run", {"a": 1})
+    (out / "forecast.csv").write_text("predict's default file")
+    (out / ".metrics.json.tmp-123").write_text("a killed writer's temporary")
+    (out / "export").mkdir()
+    RunDirectory(out, "toy", overwrite=True).check_out()  # all of it seqlab's
+    (out / "notes.txt").write_text("mine")
+    (out / "eval.json").write_text("{}")
+    with pytest.raises(UsageError, match=r"holds what its train did not write \(eval\.json, "
+                                         r"notes\.txt\); --overwrite replaces the whole run"):
+        RunDirectory(out, "toy", overwrite=True).check_out()
+    assert (out / "notes.txt").read_text() == "mine"
+    # A run finished before the marker listed its files is replaced as before.
+    marker = json.loads((out / RUN_MARKER).read_text())
+    del marker["files"]
+    write_json_atomic(out / RUN_MARKER, marker)
+    RunDirectory(out, "toy", overwrite=True).check_out()
+
+
 def test_a_partial_folder_of_the_users_own_is_never_deleted(tmp_path):
     mine = tmp_path / "a.partial"
     mine.mkdir()

@@ -195,6 +195,21 @@ def test_predict_and_evaluate_never_write_over_the_data_or_the_runs_files(traine
     assert predict(result.path, output=result.path / "next.csv").path.is_file()
 
 
+def test_train_refuses_data_inside_its_own_run_directory(trained, tmp_path):
+    # --overwrite would have deleted it with the old run; a .partial would carry it away.
+    data, result = trained
+    for folder in (result.path, tmp_path / "next.partial"):
+        folder.mkdir(exist_ok=True)
+        inside = folder / "copy.csv"
+        shutil.copy(data, inside)
+        out = folder.with_name(folder.name.replace(".partial", ""))
+        with pytest.raises(UsageError, match=r"--data .*copy\.csv is inside .*, the run "
+                                             r"directory that train writes"):
+            train(tiny_config(inside, out), overwrite=True)
+        assert inside.read_bytes() == data.read_bytes()
+        inside.unlink()
+
+
 def test_predict_refuses_data_shorter_than_the_lookback(trained, tmp_path):
     _, result = trained
     short = write_series(tmp_path / "short.csv", n_rows=5)
