@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError
+from seqlab.data.errors import DataError, not_a_file
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -74,6 +74,8 @@ def resolve_vector_file(value):
     if path.is_dir():
         raise DataError("is a folder; expected a vector file (GloVe, word2vec or fastText text)",
                         path=path)
+    if path.exists() and not path.is_file():  # a pipe, device or socket
+        raise not_a_file(path)
     if not path.is_file():
         raise DataError("file not found; expected a vector file, or a registered name such as "
                         "glove.6B.100d (seqlab datasets list)", path=path)
@@ -148,7 +150,7 @@ def read_vectors(path, words, dimension=None, setting="--embedding-dim", case_fa
 
 def _open(path):
     if not path.is_file():
-        raise DataError("file not found", path=path)
+        raise not_a_file(path)
     with open(path, "rb") as probe:
         compressed = probe.read(2) == GZIP_MAGIC
     return gzip.open(path, "rb") if compressed else open(path, "rb")

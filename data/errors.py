@@ -2,6 +2,7 @@
 they share (so that an undecodable file is reported alike everywhere), and the largest number
 a series may hold."""
 
+import os
 import re
 from pathlib import Path
 
@@ -71,6 +72,15 @@ def normalize_line_endings(text):
     return _LINE_BREAK.sub("\n", text)
 
 
+def not_a_file(path):
+    """The `DataError` for a `path` that is not a regular file nor a folder: missing, or a pipe,
+    device or socket (whose reading could wait forever or never end)."""
+    if os.path.exists(path):
+        return DataError("is not a regular file (a pipe, device or socket); expected a file "
+                         "on disk", path=path)
+    return DataError("file not found", path=path)
+
+
 def read_utf8(path):
     """The text of the UTF-8 file `path` (a leading byte-order mark is dropped).
 
@@ -82,5 +92,5 @@ def read_utf8(path):
     if path.is_dir():
         raise DataError("is a folder, not a file; expected a text file", path=path)
     if not path.is_file():
-        raise DataError("file not found", path=path)
+        raise not_a_file(path)
     return decode_utf8(path.read_bytes(), path)

@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings
+from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings, not_a_file
 
 DEFAULT_TEXT_PACKAGE = "email"
 UNSEEN_POLICIES = ("unknown", "error")
@@ -81,6 +81,8 @@ def read_text(path):
             raise DataError("the folder holds no files; expected text files", path=path)
     elif path.is_file():
         files = [path]
+    elif path.exists():  # a pipe, device or socket
+        raise not_a_file(path)
     else:
         raise DataError("file or folder not found", path=path)
     parts = []

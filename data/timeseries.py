@@ -28,7 +28,13 @@ import pandas as pd
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import MAX_ABS_VALUE, DataError, decode_utf8, normalize_line_endings
+from seqlab.data.errors import (
+    MAX_ABS_VALUE,
+    DataError,
+    decode_utf8,
+    normalize_line_endings,
+    not_a_file,
+)
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
 SUNSPOTS_TIME_COLUMN = "YEAR"
@@ -117,7 +123,7 @@ def _read_bounded(path):
     if path.is_dir():
         raise DataError("is a folder, not a file; expected a CSV file", path=path)
     if not path.is_file():
-        raise DataError("file not found", path=path)
+        raise not_a_file(path)
     lines = []
     with open(path, "rb") as file:
         while True:

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pandas as pd
@@ -149,6 +150,37 @@ def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
     for typed in ("generate", "predict"):
         assert cli.main(["charrnn", typed, "--run", str(tmp_path)]) == 2
         assert capsys.readouterr().err.startswith(f"seqlab charrnn {typed}: error: ")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("task", ["timeseries", "charrnn", "sentiment", "ner", "translate"])
+def test_a_named_pipe_as_data_is_refused_not_waited_on(tmp_path, capsys, task):
+    # Reading a pipe waits for a writer forever. Should a reader open it again, this thread
+    # opens and closes the writing end each second: the reader then sees an empty file and
+    # the test fails on the message instead of hanging.
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def release_readers():
+        while not stop.wait(1.0):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader waiting
+                pass
+
+    releaser = threading.Thread(target=release_readers, daemon=True)
+    releaser.start()
+    try:
+        status = cli.main([task, "train", "--data", str(fifo), "--out", str(tmp_path / "run")])
+    finally:
+        stop.set()
+        releaser.join()
+    assert status == 2
+    assert capsys.readouterr().err.strip() == (
+        f"seqlab {task} train: error: {fifo}: is not a regular file (a pipe, device or "
+        "socket); expected a file on disk")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]
 
 
 def test_an_error_quoting_a_line_break_from_the_data_stays_one_line(tmp_path, capsys):
