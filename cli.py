@@ -281,8 +281,8 @@ def _fetch_named_data_sets(values):
 def _prepare_action(card, action, values):
     """Everything an action needs that TensorFlow does not: the train config (flags, config
     file, default `--out`), the checks that refuse for certain (`--run` is no finished run of
-    the task, a refused `export --out`, an `--output` over the run's files or the data), and the named data sets, downloaded. Returns the
-    keyword arguments of the action."""
+    the task, a refused `export --out`, an `--output` over the run's files or the data), and
+    the named data sets, downloaded. Returns the keyword arguments of the action."""
     from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path, open_run
 
     if action == "train":
