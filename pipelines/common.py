@@ -50,6 +50,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     check_output,
     has_marker,
     is_saved_model,
+    listed_train_files,
     open_run,
     read_json,
 )
@@ -308,14 +309,10 @@ def _not_written_by_train(run):
     marker keeps (none for a run finished before the marker kept one): the user's files, and
     what evaluate or predict wrote there under a name of the user's. Predict's default files,
     the exports and seqlab's own temporaries are seqlab's."""
-    try:
-        marker = read_json(run / RUN_MARKER)
-    except UsageError:
+    files = listed_train_files(run)
+    if files is None:
         return []
-    files = marker.get("files") if isinstance(marker, dict) else None
-    if not isinstance(files, list):
-        return []
-    ours = {*map(str, files), RUN_MARKER, LOCK_NAME, EXPORT_DIR, *PREDICTION_FILES}
+    ours = {*files, RUN_MARKER, LOCK_NAME, EXPORT_DIR, *PREDICTION_FILES}
     return sorted(entry.name for entry in run.iterdir()
                   if entry.name not in ours and not TEMPORARY_NAME.fullmatch(entry.name))
 

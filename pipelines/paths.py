@@ -176,19 +176,29 @@ def _is_unmarked_saved_model(path):
     return True
 
 
-def run_entries(run):
-    """The names of the entries `train` wrote at the top of the finished run `run`: the list
-    its marker keeps (`files`); for a run finished before the marker kept one, every entry
-    there but predict's default files (`PREDICTION_FILES`). The marker and the export folder
-    are always ones."""
-    run = Path(run)
+def listed_train_files(run):
+    """The names of the entries `train` wrote at the top of the finished run `run`, as its
+    marker lists them (`files`, written when the run finished); None for a run finished before
+    the marker kept the list, or a marker damaged by hand."""
     try:
-        marker = read_json(run / RUN_MARKER)
-    except (OSError, ValueError, UsageError):  # an older run's, or damaged by hand
-        marker = None
+        marker = read_json(Path(run) / RUN_MARKER)
+    except (OSError, ValueError, UsageError):
+        return None
     files = marker.get("files") if isinstance(marker, dict) else None
-    if not (isinstance(files, list) and all(isinstance(name, str) for name in files)):
-        files = [entry.name for entry in run.iterdir() if entry.name not in PREDICTION_FILES]
+    if isinstance(files, list) and all(isinstance(name, str) for name in files):
+        return files
+    return None
+
+
+def run_entries(run):
+    """The names of the entries `train` wrote at the top of the finished run `run`: its
+    marker's list (`listed_train_files`); for a run without one, every entry there but
+    predict's default files (`PREDICTION_FILES`). The marker and the export folder are always
+    ones."""
+    files = listed_train_files(run)
+    if files is None:
+        files = [entry.name for entry in Path(run).iterdir()
+                 if entry.name not in PREDICTION_FILES]
     return {*files, RUN_MARKER, EXPORT_DIR}
 
 

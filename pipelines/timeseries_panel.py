@@ -9,10 +9,10 @@ of the rest (direct multi-step), as in M3 and M4.
 Members (`--model auto`): one global network (`seqlab.models.GlobalForecaster`, N-BEATS-style
 or recurrent, trained on windows drawn from every series, each window normalised on its own) and
 statsforecast's AutoETS, dynamic optimised Theta and AutoARIMA fitted on every series; seasonal
-naive is a member too (alone only). They are scored at a validation origin: the last `H` values of each
-series' training part, forecast from the rest (the network's training windows end before them;
-it stops early on them). The candidate kept is the member or the mean of the best k members
-with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive + MASE / MASE of
+naive is a member too (alone only). They are scored at a validation origin: the last `H`
+values of each series' training part, forecast from the rest (the network's training windows
+end before them; it stops early on them). The candidate kept is the member or the mean of
+the best k members with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive + MASE / MASE of
 seasonal naive) / 2` over the series. A series then keeps its own best candidate instead where
 that candidate's relative error on the series is at most half the set's choice's
 (`SERIES_SWITCH`): a choice per series on one origin of `H` values is mostly noise, so a
