@@ -12,8 +12,8 @@ statsforecast's AutoETS, dynamic optimised Theta and AutoARIMA fitted on every s
 naive is a member too (alone only). They are scored at a validation origin: the last `H`
 values of each series' training part, forecast from the rest (the network's training windows
 end before them; it stops early on them). The candidate kept is the member or the mean of
-the best k members with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive + MASE / MASE of
-seasonal naive) / 2` over the series. A series then keeps its own best candidate instead where
+the best k members with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive +
+MASE / MASE of seasonal naive) / 2` over the series. A series then keeps its own best candidate instead where
 that candidate's relative error on the series is at most half the set's choice's
 (`SERIES_SWITCH`): a choice per series on one origin of `H` values is mostly noise, so a
 series leaves the set's choice only on strong evidence (measured on M4 in docs/performance.md:
