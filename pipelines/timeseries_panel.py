@@ -6,20 +6,20 @@ of CSV files (one series each), or an `m4-*` data set (or a folder holding M4's
 test part (M4's own test files for an M4 set); every series is forecast `H` steps from the end
 of the rest (direct multi-step), as in M3 and M4.
 
-Members (`--model auto`): one global network (`seqlab.models.GlobalForecaster`, N-BEATS-style
-or recurrent, trained on windows drawn from every series, each window normalised on its own) and
+Members (`--model auto`): one global network (`seqlab.models.GlobalForecaster`, N-BEATS-style or
+recurrent, trained on windows drawn from every series, each window normalised on its own) and
 statsforecast's AutoETS, dynamic optimised Theta and AutoARIMA fitted on every series; seasonal
-naive is a member too (alone only). They are scored at a validation origin: the last `H`
-values of each series' training part, forecast from the rest (the network's training windows
-end before them; it stops early on them). The candidate kept is the member or the mean of
-the best k members with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive +
-MASE / MASE of seasonal naive) / 2` over the series. A series then keeps its own best candidate instead where
+naive is a member too (alone only). They are scored at a validation origin: the last `H` values
+of each series' training part, forecast from the rest (the network's training windows end before
+them; it stops early on them). The candidate kept is the member or the mean of the best k
+members with the lowest relative error there, `(sMAPE / sMAPE of seasonal naive + MASE / MASE of
+seasonal naive) / 2` over the series. A series then keeps its own best candidate instead where
 that candidate's relative error on the series is at most half the set's choice's
-(`SERIES_SWITCH`): a choice per series on one origin of `H` values is mostly noise, so a
-series leaves the set's choice only on strong evidence (measured on M4 in docs/performance.md:
-switching on any improvement loses on weekly, on half wins on hourly and weekly). A series
-too short for the network's lookback is forecast by the kept candidate without the network (or
-the best classical candidate), and named in the summary.
+(`SERIES_SWITCH`): a choice per series on one origin of `H` values is mostly noise, so a series
+leaves the set's choice only on strong evidence (measured on M4 in docs/performance.md:
+switching on any improvement loses on weekly, on half wins on hourly and weekly). A series too
+short for the network's lookback is forecast by the kept candidate without the network (or the
+best classical candidate), and named in the summary.
 
 Scores (`models/forecasting/metrics.py`): sMAPE (M4), MASE (in-sample seasonal naive scale),
 MAPE where every actual is positive, RMSE, per series and averaged over series, and OWA against
