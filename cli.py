@@ -306,6 +306,21 @@ def _prepare_action(card, action, values):
     return values
 
 
+def train_config(task_name, flags):
+    """The config `seqlab TASK_NAME train FLAGS` trains with (defaults filled in, named data
+    sets downloaded): for a script that runs the command line's training in its own process,
+    as the benchmarks do.
+
+    Example:
+
+    >>> config = train_config("timeseries", ["--data", "sales.csv", "--out", "runs/sales"])
+    """
+    values = vars(build_parser(task_name).parse_args([task_name, "train", *flags]))
+    for key in ("task", "action", "typed_action", "debug"):
+        values.pop(key, None)
+    return _prepare_action(load_card(task_name), "train", values)["config"]
+
+
 def _run_action(task, action, arguments):
     """Calls the task's action with the prepared arguments; returns its `ActionResult`."""
     if action != "train":

@@ -37,7 +37,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from seqlab.pipelines.common import format_table  # noqa: E402
-from seqlab.pipelines.settings import make_config  # noqa: E402
 from seqlab.pipelines.timeseries import TASK, load_table  # noqa: E402
 
 DEFAULT_SERIES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "timeseries"
@@ -107,14 +106,11 @@ def public_series(folder, series=None):
 def default_config(data, extra, out):
     """The config `seqlab timeseries train --data DATA [extra] --out OUT` settles on (data
     None: the embedded sunspots)."""
-    from seqlab.cli import build_parser
+    from seqlab.cli import train_config
 
-    parser = build_parser("timeseries")
-    flags = ["timeseries", "train", *([] if data is None else ["--data", str(data)]), *extra]
-    values = vars(parser.parse_args(flags))
-    for key in ("task", "action", "debug", "config", "overwrite"):
-        values.pop(key, None)
-    return make_config(TASK.config_class, {}, {**values, "out": str(out)})
+    return train_config("timeseries",
+                        [*([] if data is None else ["--data", str(data)]), *extra,
+                         "--out", str(out)])
 
 
 def run_seqlab(data, extra, out):

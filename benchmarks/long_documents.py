@@ -105,15 +105,10 @@ def build(out, source=SHARED, documents=2000, words=700, majority=(0.6, 0.8),
 
 def run_data(data, extra, out):
     """Trains the default command on `data`; returns the figures."""
-    from seqlab.cli import build_parser
+    from seqlab.cli import train_config
     from seqlab.pipelines.sentiment import TASK
-    from seqlab.pipelines.settings import make_config
 
-    parser = build_parser("sentiment")
-    values = vars(parser.parse_args(["sentiment", "train", "--data", str(data), *extra]))
-    for key in ("task", "action", "debug", "config", "overwrite"):
-        values.pop(key, None)
-    config = make_config(TASK.config_class, {}, {**values, "out": str(out)})
+    config = train_config("sentiment", ["--data", str(data), *extra, "--out", str(out)])
     started = time.perf_counter()
     result = TASK.train(config)
     seconds = time.perf_counter() - started
