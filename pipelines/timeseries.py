@@ -77,6 +77,7 @@ from seqlab.pipelines.timeseries_members import (
     classical_forecasts,
     classical_progress,
     describe_members,
+    first_classical_row,
     fit_classical_members,
     forecast_windows,
     kept_forecast,
@@ -828,8 +829,10 @@ class TimeseriesPipeline(Pipeline):
             f"season {prepared.season}: {prepared.season_source}",
             f"lookback {config.lookback}: {prepared.lookback_source}",
             *([f"classical models (statsforecast, fitted on the "
-               f"{prepared.windows.bounds['test'][0]} rows before the test split, state updated "
-               "at each origin): "
+               f"{prepared.windows.bounds['test'][0]} rows before the test split"
+               + (", or the last of them where the form says so"
+                  if first_classical_row(members) else "")
+               + ", state updated at each origin): "
                + "; ".join(f"{name}: {', '.join(forms.values())}"
                            for name, forms in metrics["classical_forms"].items())]
               if metrics["classical_forms"] else []),
@@ -864,7 +867,8 @@ class TimeseriesPipeline(Pipeline):
         Raises:
             DataError: a target value at or below 0 where the run's log-scale members would
                 forecast it (`kept_only`: the kept candidate's; else every member's, which
-                evaluate scores).
+                evaluate scores), or a series that ends before the first row the classical
+                members were fitted from (a long series' members: `fitting_start`).
         """
         frame, source = load_table(data if data is not None else loaded.config.data)
         series = loaded.artifacts["schema"].prepare(frame, source)
@@ -878,6 +882,12 @@ class TimeseriesPipeline(Pipeline):
                 f"{at_or_below_zero}; this run's {' and '.join(log_members)} run on the log of "
                 f"{at_or_below_zero.column} and need values above 0 (a run trained on data like "
                 "this leaves them out)", path=series.source)
+        first = first_classical_row(members)
+        if len(series.values) <= first:
+            raise DataError(
+                f"the series has {len(series.values)} rows, and this run's classical members "
+                f"were fitted from row {first} of its training data on: they read the series "
+                f"from its first row, so it needs more than {first} rows", path=series.source)
         return series
 
     def _evaluate_one(self, run, data=None, output=None):
@@ -901,6 +911,17 @@ class TimeseriesPipeline(Pipeline):
             starts = every_window_start(len(series.values), config.lookback, config.horizon,
                                         series.source)
             split = "every window"
+            # The classical members (and baselines) forecast from their first fitting row on.
+            first = first_classical_row(members)
+            starts = starts[starts + config.lookback - 1 >= first]
+            if first:
+                split = f"every window from row {first} (the classical members' first)"
+            if not len(starts):
+                raise DataError(
+                    f"no window of lookback + horizon = {config.lookback} + {config.horizon} "
+                    f"rows ends after row {first}, where this run's classical members were "
+                    f"fitted from: the series has {len(series.values)} rows",
+                    path=series.source)
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
             config.horizon,

@@ -2,8 +2,9 @@
 
 Members: statsforecast's automatic ETS, ARIMA and Theta and seasonal naive, and ETS and ARIMA
 on the log of a strictly positive series (fitted by the library, forecast by seqlab's
-recursions with the parameters fixed: models/forecasting/classical.py), the network (`AutoForecaster.neural`) and the least-squares linear
-autoregression (`AutoForecaster.linear`). Every member is scored on the same rolling-origin
+recursions with the parameters fixed: models/forecasting/classical.py), the network
+(`AutoForecaster.neural`) and the least-squares linear autoregression
+(`AutoForecaster.linear`). Every member is scored on the same rolling-origin
 backtest over the rows before the test split (`models/forecasting/selection.py`): the
 classical members and the linear one are refitted at each fold, the network is trained once
 on the rows before the backtest region (training it once per fold would multiply the
@@ -111,6 +112,15 @@ class ForecastMembers:
         """Whether the kept forecast reads more than the model's window (a classical member
         rolls its state over the whole series)."""
         return self.kept is not None and any(name in self.classical for name in self.kept)
+
+
+def first_classical_row(members):
+    """The latest first fitting row of `members`' classical fits (0 without any, or for
+    None): none forecasts from an origin before it (`ClassicalSpec.first_row`)."""
+    if members is None:
+        return 0
+    return max((spec.first_row for specs in members.classical.values() for spec in specs),
+               default=0)
 
 
 def fit_classical_members(targets, fit_end, season, target_names, methods, progress=None):

@@ -6,10 +6,12 @@ The protocol, for every member (ETS, ARIMA, Theta, seasonal naive):
    AutoTheta) on the fitting rows of one series. It chooses the form or orders and estimates the
    parameters; `ClassicalSpec` keeps exactly what the recursion needs, as plain JSON.
 2. **Forecast with the parameters fixed, the state updated per origin.** The series handed to the
-   forecast starts at the SAME first row as the fitting rows (row 0 of the fit is row 0 here), so
-   the initial states, the seasonal phases and the drift's time index mean the same thing. One
-   pass over the series computes the state after every row; the forecast from origin `r` reads the
-   state after row `r` and nothing later. No parameter is refitted per origin.
+   forecast starts at the SAME first row as the series handed to the fit, and the recursion runs
+   from the first row the member was fitted on (`first_row`: 0, or on a series longer than
+   `FIT_ROWS` the first of its last rows, `fitting_start`), so the initial states, the seasonal
+   phases and the drift's time index mean the same thing. One pass over the series computes
+   the state after every row; the forecast from origin `r` reads the state after row `r` and
+   nothing later. No parameter is refitted per origin.
 3. **One implementation in TensorFlow** (float64 inside), called from NumPy by
    `forecast_at_origins` (the pipeline's scoring and predict; it runs a graph traced once per
    form, the fitted numbers being its inputs) and from any graph by `forecast_from_history` (the
@@ -122,6 +124,8 @@ class ClassicalSpec:
         description: the form in words, e.g. "ETS(M,Ad,M)" or
             "ARIMA(1,1,0)(0,1,1)[12] with drift".
         fit_rows: the number of rows it was fitted on.
+        first_row: the row of the series its fit began at (0, or `fitting_start`'s row on a
+            series longer than `FIT_ROWS`): its row 0, from which the recursion runs.
     """
 
     method: str
@@ -129,6 +133,7 @@ class ClassicalSpec:
     params: dict
     description: str
     fit_rows: int
+    first_row: int = 0
 
     def to_dict(self):
         """The spec as a JSON-able dict (`json.dumps` works on it unchanged)."""
@@ -144,7 +149,8 @@ class ClassicalSpec:
         if not isinstance(values, dict):
             raise ValueError(f"A ClassicalSpec must be a dict. Received: {type(values).__name__}")
         fields = [field.name for field in dataclasses.fields(cls)]
-        missing = [name for name in fields if name not in values]
+        # `first_row` came later: a run saved before it was fitted from row 0.
+        missing = [name for name in fields if name not in values and name != "first_row"]
         if missing:
             raise ValueError(f"ClassicalSpec field {missing[0]!r} is missing.")
         unexpected = sorted(set(values) - set(fields))
@@ -160,6 +166,10 @@ class ClassicalSpec:
                 raise ValueError(
                     f"ClassicalSpec field {name!r} must be a positive integer. "
                     f"Received: {name}={value!r}")
+        first_row = values.get("first_row", 0)
+        if not _is_int(first_row) or first_row < 0:
+            raise ValueError("ClassicalSpec field 'first_row' must be a non-negative integer. "
+                             f"Received: first_row={first_row!r}")
         if not isinstance(values["description"], str):
             raise ValueError(
                 "ClassicalSpec field 'description' must be a string. "
@@ -182,7 +192,8 @@ class ClassicalSpec:
             raise ValueError(f"ClassicalSpec field 'params' has an unexpected key "
                              f"{unexpected[0]!r} for {method}.")
         spec = cls(method=method, season=values["season"], params=dict(params),
-                   description=values["description"], fit_rows=values["fit_rows"])
+                   description=values["description"], fit_rows=values["fit_rows"],
+                   first_row=int(first_row))
         _check_params(spec)
         return spec
 
@@ -239,8 +250,31 @@ def _check_params(spec):
 # Fitting (statsforecast)
 
 
+# A fit's cost grows with its rows, measured on 2 cores on an hourly series (season 24):
+# AutoARIMA's approximate search 3.9 s on 1,000 rows, 6.2 s on 2,000, 22 s on 8,000 and 46 s
+# on 16,000; AutoTheta 0.3, 0.9 and 12 s (about 2 min on 30,000); AutoETS 0.7, 1.2 and 7 s. A
+# default run makes about twenty fits (values and logs, before the test split and at three
+# backtest folds), while parameters estimated on thousands of rows change little with
+# thousands more, the oldest rows being the least like the next ones. So a longer series is
+# fitted on its last `FIT_ROWS` rows, or `FIT_SEASONS` seasons where that is longer, and the
+# member's recursion starts at the first of them (`ClassicalSpec.first_row`).
+FIT_ROWS = 2000
+FIT_SEASONS = 4
+
+
+def fitting_start(rows, season):
+    """The first row a classical member of a series of `rows` rows is fitted from: 0 up to
+    `FIT_ROWS` rows (or `FIT_SEASONS` seasons of `season` rows), else the row that leaves that
+    many."""
+    return max(0, rows - max(FIT_ROWS, FIT_SEASONS * season))
+
+
 def fit_classical(method, values, season, model=None):
     """Fits statsforecast's automatic model of `method` to `values` and keeps its parameters.
+
+    A series longer than `FIT_ROWS` rows (and `FIT_SEASONS` seasons) is fitted on its last
+    rows only (`fitting_start`); the spec's `first_row` says where they begin, its description
+    how many they are, and its forecasts read the series from there.
 
     Args:
         method: one of `ALL_METHODS`: "ets" (AutoETS, model "ZZZ"), "arima" (AutoARIMA),
@@ -280,15 +314,27 @@ def fit_classical(method, values, season, model=None):
         raise ValueError("`values` must be finite (no NaN or infinity) to fit a classical member.")
     if model is not None and method not in ("ets", "theta"):
         raise ValueError(f"`model` applies to 'ets' and 'theta' only. Received: method={method!r}")
+    first_row = 0 if method == "seasonal_naive" else fitting_start(len(values), int(season))
+    spec = _fit_rows(method, values[first_row:], season, model)
+    if first_row == 0:
+        return spec
+    return dataclasses.replace(
+        spec, first_row=first_row,
+        description=f"{spec.description}, fitted on the last {spec.fit_rows:,} of "
+                    f"{len(values):,} rows")
+
+
+def _fit_rows(method, values, season, model):
+    """`fit_classical` on all of `values` (checked already)."""
     if method in LOG_METHODS:
         _check_positive(values, method)
         logs = np.log(values)
         if method == "log_arima":
-            spec = fit_classical("arima", logs, season)
+            spec = _fit_rows("arima", logs, season, None)
         else:
             # ETS on the logs minus their mean (see _level_shifted).
             centre = float(np.mean(logs))
-            spec = _level_shifted(fit_classical("ets", logs - centre, season), centre)
+            spec = _level_shifted(_fit_rows("ets", logs - centre, season, None), centre)
         return dataclasses.replace(spec, method=method,
                                    description=f"{spec.description} on log values")
     season = int(season)
@@ -881,8 +927,10 @@ def forecast_at_origins(spec, values, last_rows, horizon):
     Args:
         spec: a `ClassicalSpec` (from `fit_classical` or `ClassicalSpec.from_dict`).
         values: float array [n], the series from ITS FIRST ROW, the same first row as the
-            fitting rows (the initial states, phases and drift time count from it).
-        last_rows: int array of origins r, 0 <= r < n, in any order.
+            rows `fit_classical` was given; the recursion runs from `spec.first_row` (the
+            first row it was fitted on: its initial states, phases and drift time count from
+            there), so rows before that are not read.
+        last_rows: int array of origins r, spec.first_row <= r < n, in any order.
         horizon: number of steps ahead (>= 1).
 
     Returns:
@@ -911,10 +959,13 @@ def forecast_at_origins(spec, values, last_rows, horizon):
         raise ValueError(f"`horizon` must be a positive integer. Received: horizon={horizon!r}")
     if last_rows.size == 0:
         return np.zeros((0, horizon))
-    if last_rows.min() < 0 or last_rows.max() >= len(values):
-        raise ValueError(f"`last_rows` must lie in [0, {len(values) - 1}]. Received: "
+    first = spec.first_row
+    if last_rows.min() < first or last_rows.max() >= len(values):
+        raise ValueError(f"`last_rows` must lie in [{first}, {len(values) - 1}] (the member's "
+                         f"first fitting row to the last row). Received: "
                          f"min={last_rows.min()}, max={last_rows.max()}")
-    used = values[: last_rows.max() + 1]  # rows after the last origin are never read
+    # Rows before the first fitting row and after the last origin are never read.
+    used, last_rows = values[first: last_rows.max() + 1], last_rows - first
     if not np.all(np.isfinite(used)):
         raise ValueError("`values` up to the last origin must be finite (no NaN or infinity).")
     log_scale = spec.method in LOG_METHODS
@@ -951,9 +1002,12 @@ def forecast_from_history(spec, history, horizon):
 
     Args:
         spec: a `ClassicalSpec`.
-        history: float32 or float64 tensor [batch, rows], rows >= 1; each row is the series
-            from the first fitting row up to its origin (all rows of a batch the same length).
-            Above 0 for a log-scale member (an `InvalidArgumentError` names it otherwise).
+        history: float32 or float64 tensor [batch, rows]; each row is the series from the
+            first row `fit_classical` was given up to its origin (all rows of a batch the same
+            length), more than `spec.first_row` rows (an `InvalidArgumentError` says so
+            otherwise); the rows before `spec.first_row` are not read. Above 0 for a
+            log-scale member from `spec.first_row` on (an `InvalidArgumentError` names it
+            otherwise).
         horizon: number of steps ahead (a Python int).
 
     Returns:
@@ -968,6 +1022,14 @@ def forecast_from_history(spec, history, horizon):
         raise ValueError(f"`horizon` must be a positive integer. Received: horizon={horizon!r}")
     history = tf.cast(tf.convert_to_tensor(history), tf.float64)
     history.shape.assert_has_rank(2)
+    if spec.first_row:
+        enough = tf.debugging.assert_greater(
+            tf.shape(history)[1], spec.first_row,
+            message=f"{spec.method} was fitted from row {spec.first_row} of the series: the "
+                    f"history needs every row since the series' first, more than "
+                    f"{spec.first_row}")
+        with tf.control_dependencies([enough]):
+            history = tf.identity(history[:, spec.first_row:])
     log_scale = spec.method in LOG_METHODS
     if log_scale:
         with tf.control_dependencies([tf.debugging.assert_positive(

@@ -151,6 +151,19 @@ def reference_at(method, spec, model, values, origin):
     return seasonal_naive_reference(values, origin, spec)
 
 
+def served_as_forecast(spec):
+    """Checks that `forecast_from_history` in a graph (a float32 request, as a SavedModel
+    gets) gives `forecast_at_origins`' numbers from the end of a history; returns the graph."""
+    serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON),
+                        input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    history = SERIES[None, : FIT_ROWS + 10].astype(np.float32)
+    np.testing.assert_allclose(
+        serve(tf.constant(history)).numpy()[0],
+        forecast_at_origins(spec, history[0].astype(np.float64), [FIT_ROWS + 9], HORIZON)[0],
+        rtol=1e-5)  # float32 request against float64: rounding of values near 100-250
+    return serve
+
+
 # ---------------------------------------------------------------------------------------------
 # 1 and 2: statsforecast's forecast at the end of the fitting rows and at later origins
 
@@ -459,14 +472,7 @@ def test_a_log_scale_member_is_its_model_on_log_values_taken_back_with_exp(metho
         expected = np.exp(centre + reference_at(base, spec, model, np.log(SERIES) - centre,
                                                 origin))
         np.testing.assert_allclose(row, expected, rtol=RTOL, err_msg=f"origin {origin}")
-    # The same numbers from a graph, as the SavedModel serves them (float32 request).
-    serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON),
-                        input_signature=[tf.TensorSpec([None, None], tf.float32)])
-    history = SERIES[None, : FIT_ROWS + 10].astype(np.float32)
-    np.testing.assert_allclose(
-        serve(tf.constant(history)).numpy()[0],
-        forecast_at_origins(spec, history[0].astype(np.float64), [FIT_ROWS + 9], HORIZON)[0],
-        rtol=1e-5)
+    served_as_forecast(spec)  # the same numbers from a graph, as the SavedModel serves them
     restored = ClassicalSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
     assert restored == spec
 
@@ -542,3 +548,68 @@ def test_log_ets_takes_the_same_form_and_forecasts_in_any_unit(unit):
     np.testing.assert_allclose(forecast_at_origins(scaled, SERIES * unit, ORIGINS, HORIZON),
                                forecast_at_origins(spec, SERIES, ORIGINS, HORIZON) * unit,
                                rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8: a long series is fitted on its last rows
+
+
+def test_the_fitting_rows_are_the_last_fit_rows_or_seasons():
+    limit = classical.FIT_ROWS
+    assert classical.fitting_start(limit, 12) == 0
+    assert classical.fitting_start(limit + 1, 12) == 1
+    assert classical.fitting_start(30_000, 24) == 30_000 - limit
+    # A season so long that FIT_SEASONS of it exceed FIT_ROWS keeps FIT_SEASONS of them.
+    season = limit // classical.FIT_SEASONS + 100
+    assert classical.fitting_start(30_000, season) == 30_000 - classical.FIT_SEASONS * season
+
+
+TAIL_ROWS = 48  # of Y_FIT's 72: the test's FIT_ROWS, small to keep the fits fast
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    monkeypatch.setattr(classical, "FIT_ROWS", TAIL_ROWS)
+    monkeypatch.setattr(classical, "FIT_SEASONS", 2)
+
+
+@pytest.mark.parametrize("method", METHODS + tuple(sorted(LOG_METHODS)))
+def test_a_long_series_is_fitted_on_its_last_rows_and_forecast_from_there(short_limit, method):
+    first = FIT_ROWS - TAIL_ROWS
+    spec = _quiet(lambda: fit_classical(method, Y_FIT, SEASON))
+    # The reference: the same method fitted on the last rows alone (a series no longer than
+    # the limit is fitted whole), forecast over the series from that row; its own agreement
+    # with statsforecast is tested above. Seasonal naive has nothing to fit: it starts at 0.
+    tail = _quiet(lambda: fit_classical(method, Y_FIT[first:], SEASON))
+    assert tail.first_row == 0 and tail.fit_rows == TAIL_ROWS
+    if method == "seasonal_naive":
+        assert spec == fit_classical(method, Y_FIT, SEASON) and spec.first_row == 0
+        return
+    assert (spec.first_row, spec.fit_rows) == (first, TAIL_ROWS)
+    assert spec.params == tail.params
+    assert spec.description == f"{tail.description}, fitted on the last 48 of 72 rows"
+    ours = forecast_at_origins(spec, SERIES, ORIGINS, HORIZON)
+    np.testing.assert_array_equal(
+        ours, forecast_at_origins(tail, SERIES[first:], ORIGINS - first, HORIZON))
+    # Rows before the first fitting row are not read; an origin before it has no state.
+    changed = SERIES.copy()
+    changed[:first] = -1e6
+    np.testing.assert_array_equal(forecast_at_origins(spec, changed, ORIGINS, HORIZON), ours)
+    with pytest.raises(ValueError, match=f"must lie in \\[{first}, "):
+        forecast_at_origins(spec, SERIES, [first - 1], HORIZON)
+    # The graph reads the whole history and starts at the same row; a history that does not
+    # reach past it is refused, naming the row.
+    serve = served_as_forecast(spec)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"fitted from row {first} "):
+        serve(tf.constant(SERIES[None, :first].astype(np.float32)))
+    restored = ClassicalSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+    assert restored == spec
+
+
+def test_a_spec_saved_before_first_row_reads_as_fitted_from_row_0(fitted):
+    values = json.loads(json.dumps(fitted["ets"][0].to_dict()))
+    del values["first_row"]
+    assert ClassicalSpec.from_dict(values) == fitted["ets"][0]
+    for bad in (-1, 1.5, "3", True):
+        with pytest.raises(ValueError, match="'first_row'"):
+            ClassicalSpec.from_dict({**values, "first_row": bad})

@@ -17,6 +17,7 @@ from seqlab import cli
 from seqlab.data.errors import DataError
 from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
+from seqlab.models.forecasting import classical
 from seqlab.pipelines.common import AtomicBackupAndRestore, UsageError
 from seqlab.pipelines.metrics import forecast_scores, forecast_table
 from seqlab.pipelines.timeseries import (
@@ -721,6 +722,45 @@ def test_auto_export_serves_the_kept_combination_as_predict_forecasts_it(tmp_pat
     zero[0, 5, 0] = 0.0
     with pytest.raises(tf.errors.InvalidArgumentError, match="log_arima"):
         served(history=tf.constant(zero))
+
+
+def test_a_long_series_fits_its_classical_members_on_its_last_rows(tmp_path, monkeypatch):
+    # FIT_ROWS made small (60 rows and 2 seasons of the 136 before the test split) to keep the
+    # fits fast: the classical members start at row 76, say so, and every path that runs them
+    # (scoring, predict, the SavedModel, evaluate --data) reads the series from the same row.
+    monkeypatch.setattr(classical, "FIT_ROWS", 60)
+    monkeypatch.setattr(classical, "FIT_SEASONS", 2)
+    steps = np.arange(160)
+    frame = pd.DataFrame({"t": steps, "y": 50 + 0.5 * steps + 5 * np.sin(2 * np.pi * steps / 12)
+                          + np.random.default_rng(0).normal(0, 0.5, 160)})
+    frame.to_csv(tmp_path / "long.csv", index=False)
+    result = train(TimeseriesConfig(data=str(tmp_path / "long.csv"), out=str(tmp_path / "run"),
+                                    time_column=["t"], target=["y"], units=4, epochs=1,
+                                    horizon=2, season=12))
+    members = json.loads((result.path / "members.json").read_text())
+    first = members["classical"]["arima"][0]["first_row"]
+    assert first == 136 - 60 and members["classical"]["seasonal_naive"][0]["first_row"] == 0
+    assert "fitted on the last 60 of 136 rows" in result.summary
+    # Kept as if the backtest had chosen them: served and predicted from the same row.
+    members["selection"]["kept"] = ["arima", "theta"]
+    (result.path / "members.json").write_text(json.dumps(members))
+    exported = export(result.path, out=str(tmp_path / "export"))
+    served = tf.saved_model.load(str(exported.path)).signatures["serving_default"]
+    history = frame["y"].to_numpy().reshape(1, 160, 1).astype("float32")
+    predicted = pd.read_csv(predict(result.path, output=str(tmp_path / "f.csv")).path)["y"]
+    np.testing.assert_allclose(served(history=tf.constant(history))["forecast"].numpy()[0, :, 0],
+                               predicted, rtol=1e-4)  # float32 history in the graph
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"fitted from row {first} "):
+        served(history=tf.constant(history[:, :first]))
+    # evaluate --data scores the windows whose origin the members can forecast from.
+    evaluated = evaluate(result.path, data=str(tmp_path / "long.csv"))
+    assert evaluated.metrics["split"] == f"every window from row {first} (the classical " \
+                                          "members' first)"
+    assert evaluated.metrics["windows"] == 160 - 2 - first
+    frame.iloc[:first].to_csv(tmp_path / "early.csv", index=False)
+    for action in (evaluate, predict):
+        with pytest.raises(DataError, match=f"early.csv.*fitted from row {first}"):
+            action(result.path, data=str(tmp_path / "early.csv"))
 
 
 def test_auto_without_a_validation_split_still_chooses_by_backtest(tmp_path):
