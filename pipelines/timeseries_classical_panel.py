@@ -14,9 +14,10 @@ library's on that series alone). A worker starts quiet and ends with its parent
 
 Each model is fitted once per series: at the validation origin, then rolled forward
 (parameters kept, state updated) to the end of the training part, which halves the fitting of
-the many-series command. A series on which a model fails (statsforecast raises, or returns
-non-finite values) gets the seasonal naive forecast for that model, counted in the returned
-notes.
+the many-series command. A history longer than `metrics.FIT_ROWS` rows is fitted on its last
+ones and rolled forward from the first of them (`metrics.fitting_start`). A series on which a
+model fails (statsforecast raises, or returns non-finite values) gets the seasonal naive
+forecast for that model, counted in the returned notes.
 
 Theta is the dynamic optimised Theta model (DOTM, Fiorucci et al. 2016), one of the four
 variants statsforecast's AutoTheta chooses among: AutoTheta fits all four, about 3 to 4 times
@@ -43,7 +44,7 @@ import numpy as np
 
 from seqlab import _tf_log, _worker
 from seqlab.models.forecasting import metrics
-from seqlab.models.forecasting.metrics import fitting_unit
+from seqlab.models.forecasting.metrics import fitting_start, fitting_unit
 
 # The classical members of many series, in the order they are fitted and reported.
 PANEL_CLASSICAL = ("ets", "theta", "arima")
@@ -260,18 +261,22 @@ def _fit_and_forecast(method, history, horizon, season, longer=None):
     # ARIMA and Theta see a series far from magnitude 1 in a power-of-ten unit, as the
     # one-series members do (`metrics.fitting_unit`); their forecasts come back in its units.
     unit = fitting_unit(history, method)
+    # A long history is fitted on its last rows (`metrics.fitting_start`, as one series'
+    # members are), and rolled forward from the same row.
+    start = fitting_start(history.size, season)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = _statsforecast_model(method, season).fit(adjustment.series(history) / unit)
+            model = _statsforecast_model(method, season).fit(
+                adjustment.series(history)[start:] / unit)
             first = adjustment.forecast(unit * np.asarray(model.predict(h=horizon)["mean"],
                                                           dtype="float64"), history.size)
             second = None
             if longer is not None:
                 longer = np.asarray(longer, dtype="float64")
                 second = adjustment.forecast(unit * np.asarray(
-                    model.forward(y=adjustment.series(longer) / unit, h=horizon)["mean"],
-                    dtype="float64"), longer.size)
+                    model.forward(y=adjustment.series(longer)[start:] / unit,
+                                  h=horizon)["mean"], dtype="float64"), longer.size)
     except Exception:  # statsforecast raises many kinds for a degenerate series
         return None
     for values in (first, second):

@@ -8,10 +8,10 @@ The protocol, for every member (ETS, ARIMA, Theta, seasonal naive):
 2. **Forecast with the parameters fixed, the state updated per origin.** The series handed to the
    forecast starts at the SAME first row as the series handed to the fit, and the recursion runs
    from the first row the member was fitted on (`first_row`: 0, or on a series longer than
-   `FIT_ROWS` the first of its last rows, `fitting_start`), so the initial states, the seasonal
-   phases and the drift's time index mean the same thing. One pass over the series computes
-   the state after every row; the forecast from origin `r` reads the state after row `r` and
-   nothing later. No parameter is refitted per origin.
+   `metrics.FIT_ROWS` the first of its last rows, `metrics.fitting_start`), so the initial
+   states, the seasonal phases and the drift's time index mean the same thing. One pass over
+   the series computes the state after every row; the forecast from origin `r` reads the state
+   after row `r` and nothing later. No parameter is refitted per origin.
 3. **One implementation in TensorFlow** (float64 inside), called from NumPy by
    `forecast_at_origins` (the pipeline's scoring and predict; it runs a graph traced once per
    form, the fitted numbers being its inputs) and from any graph by `forecast_from_history` (the
@@ -63,7 +63,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from seqlab.models.forecasting.metrics import fitting_unit
+from seqlab.models.forecasting.metrics import fitting_start, fitting_unit
 
 METHODS = ("ets", "arima", "theta", "seasonal_naive")
 # Members fitted and run on the log of a strictly positive series: {method: its model}.
@@ -124,8 +124,9 @@ class ClassicalSpec:
         description: the form in words, e.g. "ETS(M,Ad,M)" or
             "ARIMA(1,1,0)(0,1,1)[12] with drift".
         fit_rows: the number of rows it was fitted on.
-        first_row: the row of the series its fit began at (0, or `fitting_start`'s row on a
-            series longer than `FIT_ROWS`): its row 0, from which the recursion runs.
+        first_row: the row of the series its fit began at (0, or `metrics.fitting_start`'s
+            row on a series longer than `metrics.FIT_ROWS`): its row 0, from which the
+            recursion runs.
     """
 
     method: str
@@ -250,31 +251,12 @@ def _check_params(spec):
 # Fitting (statsforecast)
 
 
-# A fit's cost grows with its rows, measured on 2 cores on an hourly series (season 24):
-# AutoARIMA's approximate search 3.9 s on 1,000 rows, 6.2 s on 2,000, 22 s on 8,000 and 46 s
-# on 16,000; AutoTheta 0.3, 0.9 and 12 s (about 2 min on 30,000); AutoETS 0.7, 1.2 and 7 s. A
-# default run makes about twenty fits (values and logs, before the test split and at three
-# backtest folds), while parameters estimated on thousands of rows change little with
-# thousands more, the oldest rows being the least like the next ones. So a longer series is
-# fitted on its last `FIT_ROWS` rows, or `FIT_SEASONS` seasons where that is longer, and the
-# member's recursion starts at the first of them (`ClassicalSpec.first_row`).
-FIT_ROWS = 2000
-FIT_SEASONS = 4
-
-
-def fitting_start(rows, season):
-    """The first row a classical member of a series of `rows` rows is fitted from: 0 up to
-    `FIT_ROWS` rows (or `FIT_SEASONS` seasons of `season` rows), else the row that leaves that
-    many."""
-    return max(0, rows - max(FIT_ROWS, FIT_SEASONS * season))
-
-
 def fit_classical(method, values, season, model=None):
     """Fits statsforecast's automatic model of `method` to `values` and keeps its parameters.
 
-    A series longer than `FIT_ROWS` rows (and `FIT_SEASONS` seasons) is fitted on its last
-    rows only (`fitting_start`); the spec's `first_row` says where they begin, its description
-    how many they are, and its forecasts read the series from there.
+    A series longer than `metrics.FIT_ROWS` rows (and `metrics.FIT_SEASONS` seasons) is fitted
+    on its last rows only (`metrics.fitting_start`); the spec's `first_row` says where they
+    begin, its description how many they are, and its forecasts read the series from there.
 
     Args:
         method: one of `ALL_METHODS`: "ets" (AutoETS, model "ZZZ"), "arima" (AutoARIMA),

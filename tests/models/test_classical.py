@@ -19,6 +19,7 @@ from statsforecast.models import ARIMA, AutoARIMA, AutoETS, AutoTheta, SeasonalN
 from statsforecast.theta import auto_theta, forecast_theta
 
 from seqlab.models.forecasting import classical
+from seqlab.models.forecasting import metrics as forecasting_metrics
 from seqlab.models.forecasting.classical import (
     LOG_METHODS,
     METHODS,
@@ -555,13 +556,14 @@ def test_log_ets_takes_the_same_form_and_forecasts_in_any_unit(unit):
 
 
 def test_the_fitting_rows_are_the_last_fit_rows_or_seasons():
-    limit = classical.FIT_ROWS
-    assert classical.fitting_start(limit, 12) == 0
-    assert classical.fitting_start(limit + 1, 12) == 1
-    assert classical.fitting_start(30_000, 24) == 30_000 - limit
+    start, limit, seasons = (forecasting_metrics.fitting_start, forecasting_metrics.FIT_ROWS,
+                             forecasting_metrics.FIT_SEASONS)
+    assert start(limit, 12) == 0
+    assert start(limit + 1, 12) == 1
+    assert start(30_000, 24) == 30_000 - limit
     # A season so long that FIT_SEASONS of it exceed FIT_ROWS keeps FIT_SEASONS of them.
-    season = limit // classical.FIT_SEASONS + 100
-    assert classical.fitting_start(30_000, season) == 30_000 - classical.FIT_SEASONS * season
+    season = limit // seasons + 100
+    assert start(30_000, season) == 30_000 - seasons * season
 
 
 TAIL_ROWS = 48  # of Y_FIT's 72: the test's FIT_ROWS, small to keep the fits fast
@@ -569,8 +571,8 @@ TAIL_ROWS = 48  # of Y_FIT's 72: the test's FIT_ROWS, small to keep the fits fas
 
 @pytest.fixture
 def short_limit(monkeypatch):
-    monkeypatch.setattr(classical, "FIT_ROWS", TAIL_ROWS)
-    monkeypatch.setattr(classical, "FIT_SEASONS", 2)
+    monkeypatch.setattr(forecasting_metrics, "FIT_ROWS", TAIL_ROWS)
+    monkeypatch.setattr(forecasting_metrics, "FIT_SEASONS", 2)
 
 
 @pytest.mark.parametrize("method", METHODS + tuple(sorted(LOG_METHODS)))

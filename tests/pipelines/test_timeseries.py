@@ -17,7 +17,7 @@ from seqlab import cli
 from seqlab.data.errors import DataError
 from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
-from seqlab.models.forecasting import classical
+from seqlab.models.forecasting import metrics as forecasting_metrics
 from seqlab.pipelines.common import AtomicBackupAndRestore, UsageError
 from seqlab.pipelines.metrics import forecast_scores, forecast_table
 from seqlab.pipelines.timeseries import (
@@ -728,8 +728,8 @@ def test_a_long_series_fits_its_classical_members_on_its_last_rows(tmp_path, mon
     # FIT_ROWS made small (60 rows and 2 seasons of the 136 before the test split) to keep the
     # fits fast: the classical members start at row 76, say so, and every path that runs them
     # (scoring, predict, the SavedModel, evaluate --data) reads the series from the same row.
-    monkeypatch.setattr(classical, "FIT_ROWS", 60)
-    monkeypatch.setattr(classical, "FIT_SEASONS", 2)
+    monkeypatch.setattr(forecasting_metrics, "FIT_ROWS", 60)
+    monkeypatch.setattr(forecasting_metrics, "FIT_SEASONS", 2)
     steps = np.arange(160)
     frame = pd.DataFrame({"t": steps, "y": 50 + 0.5 * steps + 5 * np.sin(2 * np.pi * steps / 12)
                           + np.random.default_rng(0).normal(0, 0.5, 160)})

@@ -50,6 +50,26 @@ def test_each_series_gets_statsforecasts_own_forecast_and_its_forward():
                                        fitted.forward(y=longer[i], h=5)["mean"], rtol=1e-10)
 
 
+def test_a_long_history_is_fitted_on_its_last_rows_and_rolled_forward_from_there(
+        monkeypatch):
+    # FIT_ROWS made small (30 rows of 48, 2 seasons of 4) to keep the fits fast.
+    monkeypatch.setattr(metrics, "FIT_ROWS", 30)
+    monkeypatch.setattr(metrics, "FIT_SEASONS", 2)
+    histories = [_seasonal(48, 4, seed=3), _seasonal(24, 4, seed=4)]  # long, short
+    longer = [np.concatenate([h, _seasonal(54, 4, seed=9)[h.size:h.size + 6]])
+              for h in histories]
+    forecasts, rolled, _, notes = classical_forecasts(
+        histories, 5, 4, ("ets",), stream=False, later=longer)
+    assert not notes
+    for i, start in enumerate((18, 0)):
+        fitted = _fit(AutoETS(season_length=4), histories[i][start:])
+        # The library's own fit of the last rows, rolled over the later values from there.
+        np.testing.assert_allclose(forecasts["ets"][i], fitted.predict(h=5)["mean"],
+                                   rtol=1e-10)
+        np.testing.assert_allclose(rolled["ets"][i],
+                                   fitted.forward(y=longer[i][start:], h=5)["mean"], rtol=1e-10)
+
+
 def test_ets_with_a_long_season_fits_the_seasonally_adjusted_series():
     season = ETS_MAX_SEASON + 12
     # Long enough for M4's seasonality test to look at lag 24 (R's acf stops at 10 log10(n)).
