@@ -848,8 +848,8 @@ def format_figure(value, decimals=4):
 
 
 def format_table(headers, rows):
-    """A plain-text table: columns padded, numbers right-aligned; floats as `format_figure`
-    writes them."""
+    """A plain-text table: columns padded, numbers (and "-", an undefined one, among them)
+    right-aligned; floats as `format_figure` writes them."""
 
     def cell(value):
         if isinstance(value, float):
@@ -858,7 +858,8 @@ def format_table(headers, rows):
 
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] == "-" for row in rows)
+               for i in range(len(headers))]
 
     def line(values):
         return "  ".join(

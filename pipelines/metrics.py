@@ -64,9 +64,9 @@ def forecast_scores(forecast, targets, last_rows, horizon, season, target_names,
             pipeline's "ets"), scored and counted in `best_baseline` like the others.
 
     All figures are pooled over the horizon steps and targets, then given per step ahead
-    (`per_step[name]`) and per target. The baselines read the observed rows before each origin, which may lie before
-    the model's window when `season > lookback`; origins with less than a season of history
-    are not scored. `windows` is the number of origins scored.
+    (`per_step[name]`) and per target. The baselines read the observed rows before each
+    origin, which may lie before the model's window when `season > lookback`; origins with
+    less than a season of history are not scored. `windows` is the number of origins scored.
 
     Returns:
         `(metrics dict, actual values [origins, horizon, n_targets])`.
@@ -302,18 +302,30 @@ def classification_tables(metrics, model_kind):
              metrics["majority_class"]["accuracy"], metrics["majority_class"]["macro_f1"]],
         ],
     )
-    per_class = format_table(
-        ["class", "precision", "recall", "F1", "support"],
-        [[name, v["precision"], v["recall"], v["f1"], v["support"]]
-         for name, v in metrics["per_class"].items()],
-    )
     matrix = metrics["confusion_matrix"]
+    # A figure whose denominator is 0 is undefined (metrics.json holds scikit-learn's 0 for
+    # it): precision of a class never predicted, recall of a class absent from the labels,
+    # F1 of a class neither predicted nor present. The table shows "-" there, so that a
+    # class absent from the file does not read as one the model got wrong.
+    predicted_counts = np.sum(matrix["rows_true_columns_predicted"], axis=0)
+    rows, undefined = [], False
+    for column, (name, v) in enumerate(metrics["per_class"].items()):
+        never_predicted, absent = predicted_counts[column] == 0, v["support"] == 0
+        undefined = undefined or never_predicted or absent
+        rows.append([name, "-" if never_predicted else v["precision"],
+                     "-" if absent else v["recall"],
+                     "-" if never_predicted and absent else v["f1"], v["support"]])
+    per_class = format_table(["class", "precision", "recall", "F1", "support"], rows)
+    note = ("\n(-: undefined: the class was never predicted, or is not in the labels; macro F1 "
+            "averages the classes present in either)"
+            if undefined else "")
     confusion = format_table(
         ["true \\ predicted", *matrix["classes"]],
         [[name, *row] for name, row in zip(matrix["classes"],
                                            matrix["rows_true_columns_predicted"])],
     )
-    return "\n\n".join([overall, per_class, "confusion matrix (rows: true class)\n" + confusion])
+    return "\n\n".join([overall, per_class + note,
+                        "confusion matrix (rows: true class)\n" + confusion])
 
 
 def save_confusion_plot(path, metrics, title):

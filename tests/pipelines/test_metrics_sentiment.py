@@ -72,3 +72,20 @@ def test_confusion_plot_is_written(tmp_path):
     path = tmp_path / "confusion.png"
     save_confusion_plot(path, metrics, title="gru: test split")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_table_marks_figures_with_a_zero_denominator_undefined():
+    # "other" is neither in the labels nor predicted; "good" is in the labels, never
+    # predicted: its recall (0 of 1) and F1 are 0, its precision (0 of 0) undefined.
+    metrics = score_classification(one_hot([0, 0]), [0, 1], CLASSES, {"bad": 1})
+    rows = {line.split()[0]: line.split()[1:] for line in
+            classification_tables(metrics, "gru").split("\n\n")[1].splitlines()[2:]}
+    assert rows["bad"] == ["0.5000", "1.0000", "0.6667", "1"]
+    assert rows["good"] == ["-", "0.0000", "0.0000", "1"]
+    assert rows["other"] == ["-", "-", "-", "0"]
+    assert "(-: undefined" in classification_tables(metrics, "gru")
+    # metrics.json keeps scikit-learn's 0 for them (tools read numbers there).
+    assert metrics["per_class"]["other"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0,
+                                             "support": 0}
+    everything = score_classification(one_hot([0, 1, 2]), [0, 1, 2], CLASSES, {"bad": 1})
+    assert "(-: undefined" not in classification_tables(everything, "gru")
