@@ -913,8 +913,8 @@ class TimeseriesPipeline(Pipeline):
             split = "every window"
             # The classical members (and baselines) forecast from their first fitting row on.
             first = first_classical_row(members)
-            starts = starts[starts + config.lookback - 1 >= first]
-            if first:
+            if first > config.lookback - 1:  # the earliest windows end before it
+                starts = starts[starts + config.lookback - 1 >= first]
                 split = f"every window from row {first} (the classical members' first)"
             if not len(starts):
                 raise DataError(

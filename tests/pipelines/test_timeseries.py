@@ -757,9 +757,17 @@ def test_a_long_series_fits_its_classical_members_on_its_last_rows(tmp_path, mon
     assert evaluated.metrics["split"] == f"every window from row {first} (the classical " \
                                           "members' first)"
     assert evaluated.metrics["windows"] == 160 - 2 - first
-    frame.iloc[:first].to_csv(tmp_path / "early.csv", index=False)
+    # A first row inside the earliest window (a series just over the bound) drops nothing.
+    for specs in members["classical"].values():
+        for spec in specs:
+            spec["first_row"] = min(spec["first_row"], 10)
+    (result.path / "members.json").write_text(json.dumps(members))
+    evaluated = evaluate(result.path, data=str(tmp_path / "long.csv"))
+    assert evaluated.metrics["split"] == "every window"
+    assert evaluated.metrics["windows"] == 160 - 2 - (24 - 1)  # lookback 24: two seasons
+    frame.iloc[:10].to_csv(tmp_path / "early.csv", index=False)
     for action in (evaluate, predict):
-        with pytest.raises(DataError, match=f"early.csv.*fitted from row {first}"):
+        with pytest.raises(DataError, match="early.csv.*fitted from row 10"):
             action(result.path, data=str(tmp_path / "early.csv"))
 
 
