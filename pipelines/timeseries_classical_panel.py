@@ -262,8 +262,9 @@ def _fit_and_forecast(method, history, horizon, season, longer=None):
     # one-series members do (`metrics.fitting_unit`); their forecasts come back in its units.
     unit = fitting_unit(history, method)
     # A long history is fitted on its last rows (`metrics.fitting_start`, as one series'
-    # members are), and rolled forward from the same row.
-    start = fitting_start(history.size, season)
+    # members are; seasons of the model's own season), and rolled forward from the same row.
+    start = fitting_start(history.size,
+                          1 if method == "ets" and season > ETS_MAX_SEASON else season)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -296,7 +296,10 @@ def fit_classical(method, values, season, model=None):
         raise ValueError("`values` must be finite (no NaN or infinity) to fit a classical member.")
     if model is not None and method not in ("ets", "theta"):
         raise ValueError(f"`model` applies to 'ets' and 'theta' only. Received: method={method!r}")
-    first_row = 0 if method == "seasonal_naive" else fitting_start(len(values), int(season))
+    # ETS and ARIMA leave a season above LONGEST_SEASON out, so it does not lengthen their rows.
+    seasonal = base_method(method) == "theta" or season <= LONGEST_SEASON
+    first_row = (0 if method == "seasonal_naive"
+                 else fitting_start(len(values), int(season) if seasonal else 1))
     spec = _fit_rows(method, values[first_row:], season, model)
     if first_row == 0:
         return spec

@@ -458,9 +458,9 @@ def fitting_unit(values, method):
 # default run makes about twenty fits (values and logs, before the test split and at three
 # backtest folds), while parameters estimated on thousands of rows change little with
 # thousands more, the oldest rows being the least like the next ones. So a longer series is
-# fitted on its last `FIT_ROWS` rows, or `FIT_SEASONS` seasons where that is longer (one
-# series' members: their recursion starts at the first of them, `ClassicalSpec.first_row`;
-# many series: each model is fitted there and rolled forward from there).
+# fitted on its last `FIT_ROWS` rows, or `FIT_SEASONS` seasons of the season the model fits
+# where that is longer (one series' members: their recursion starts at the first of them,
+# `ClassicalSpec.first_row`; many series: each model is fitted there and rolled forward).
 FIT_ROWS = 2000
 FIT_SEASONS = 4
 

@@ -615,3 +615,15 @@ def test_a_spec_saved_before_first_row_reads_as_fitted_from_row_0(fitted):
     for bad in (-1, 1.5, "3", True):
         with pytest.raises(ValueError, match="'first_row'"):
             ClassicalSpec.from_dict({**values, "first_row": bad})
+
+
+def test_a_season_left_out_of_ets_and_arima_does_not_lengthen_their_fitting_rows(monkeypatch):
+    # FIT_ROWS 30 and FIT_SEASONS 2, season 60 (above LONGEST_SEASON = 52): Theta, which
+    # decomposes by the season, keeps two of them (120 of 150 rows); ETS and ARIMA, fitted
+    # without it, the last 30.
+    monkeypatch.setattr(forecasting_metrics, "FIT_ROWS", 30)
+    monkeypatch.setattr(forecasting_metrics, "FIT_SEASONS", 2)
+    values = seasonal_series(n=150)
+    firsts = {method: _quiet(lambda: fit_classical(method, values, 60)).first_row
+              for method in ("ets", "arima", "theta")}
+    assert firsts == {"ets": 120, "arima": 120, "theta": 30}

@@ -70,15 +70,20 @@ def test_a_long_history_is_fitted_on_its_last_rows_and_rolled_forward_from_there
                                    fitted.forward(y=longer[i][start:], h=5)["mean"], rtol=1e-10)
 
 
-def test_ets_with_a_long_season_fits_the_seasonally_adjusted_series():
+@pytest.mark.parametrize("bounded", [False, True])
+def test_ets_with_a_long_season_fits_the_seasonally_adjusted_series(monkeypatch, bounded):
     season = ETS_MAX_SEASON + 12
     # Long enough for M4's seasonality test to look at lag 24 (R's acf stops at 10 log10(n)).
     history = _seasonal(12 * season, season)
     assert metrics.is_seasonal(history, season)
+    start = 0
+    if bounded:  # fitted without a season, so the bound's rows are not seasons of 36
+        monkeypatch.setattr(metrics, "FIT_ROWS", 100)
+        start = history.size - 100
     forecasts, _, _, _ = classical_forecasts([history], 6, season, ("ets",), stream=False)
     indices = metrics.seasonal_indices(history, season)
     adjusted = history / indices[np.arange(history.size) % season]
-    expected = _fit(AutoETS(season_length=1), adjusted).predict(h=6)["mean"]
+    expected = _fit(AutoETS(season_length=1), adjusted[start:]).predict(h=6)["mean"]
     expected = expected * indices[np.arange(history.size, history.size + 6) % season]
     np.testing.assert_allclose(forecasts["ets"][0], expected, rtol=1e-10)
 
