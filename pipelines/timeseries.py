@@ -916,12 +916,12 @@ class TimeseriesPipeline(Pipeline):
             if first > config.lookback - 1:  # the earliest windows end before it
                 starts = starts[starts + config.lookback - 1 >= first]
                 split = f"every window from row {first} (the classical members' first)"
-            if not len(starts):
-                raise DataError(
-                    f"no window of lookback + horizon = {config.lookback} + {config.horizon} "
-                    f"rows ends after row {first}, where this run's classical members were "
-                    f"fitted from: the series has {len(series.values)} rows",
-                    path=series.source)
+                if not len(starts):
+                    raise DataError(
+                        f"no window of lookback + horizon = {config.lookback} + "
+                        f"{config.horizon} rows ends after row {first}, where this run's "
+                        f"classical members were fitted from: the series has "
+                        f"{len(series.values)} rows", path=series.source)
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
             config.horizon,

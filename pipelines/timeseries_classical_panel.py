@@ -82,11 +82,17 @@ def baseline_forecasts(histories, horizon, season):
     }
 
 
+def _model_season(method, season):
+    """The season `method`'s model is fitted with: ETS above `ETS_MAX_SEASON` fits the
+    seasonally adjusted series without one (`_Adjustment`)."""
+    return 1 if method == "ets" and season > ETS_MAX_SEASON else season
+
+
 def _statsforecast_model(method, season):
     from statsforecast.models import AutoARIMA, AutoETS, DynamicOptimizedTheta
 
     if method == "ets":
-        return AutoETS(season_length=season if season <= ETS_MAX_SEASON else 1)
+        return AutoETS(season_length=_model_season(method, season))
     if method == "theta":
         return DynamicOptimizedTheta(season_length=season)
     if method == "arima":
@@ -101,7 +107,8 @@ class _Adjustment:
 
     def __init__(self, history, season, method):
         self.season, self.indices = season, None
-        if method == "ets" and season > ETS_MAX_SEASON and metrics.is_seasonal(history, season):
+        left_out = _model_season(method, season) != season  # the model fits without it
+        if left_out and metrics.is_seasonal(history, season):
             self.indices = metrics.seasonal_indices(history, season)
 
     def series(self, values):
@@ -263,8 +270,7 @@ def _fit_and_forecast(method, history, horizon, season, longer=None):
     unit = fitting_unit(history, method)
     # A long history is fitted on its last rows (`metrics.fitting_start`, as one series'
     # members are; seasons of the model's own season), and rolled forward from the same row.
-    start = fitting_start(history.size,
-                          1 if method == "ets" and season > ETS_MAX_SEASON else season)
+    start = fitting_start(history.size, _model_season(method, season))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

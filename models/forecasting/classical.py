@@ -296,10 +296,9 @@ def fit_classical(method, values, season, model=None):
         raise ValueError("`values` must be finite (no NaN or infinity) to fit a classical member.")
     if model is not None and method not in ("ets", "theta"):
         raise ValueError(f"`model` applies to 'ets' and 'theta' only. Received: method={method!r}")
-    # ETS and ARIMA leave a season above LONGEST_SEASON out, so it does not lengthen their rows.
-    seasonal = base_method(method) == "theta" or season <= LONGEST_SEASON
+    # Seasons of the season the model fits: one ETS and ARIMA leave out does not count.
     first_row = (0 if method == "seasonal_naive"
-                 else fitting_start(len(values), int(season) if seasonal else 1))
+                 else fitting_start(len(values), _fitted_season(method, int(season), model)))
     spec = _fit_rows(method, values[first_row:], season, model)
     if first_row == 0:
         return spec
@@ -420,6 +419,14 @@ ARIMA_FULL_SEASON = 24
 LONGEST_SEASON = 52
 
 
+def _fitted_season(method, season, model=None):
+    """The season `method`'s model is fitted with: 1 for ETS and ARIMA above `LONGEST_SEASON`
+    (ETS only when statsforecast chooses the form, `model` None), else `season`."""
+    base = base_method(method)
+    leaves_it_out = base == "arima" or (base == "ets" and model is None)
+    return 1 if leaves_it_out and season > LONGEST_SEASON else season
+
+
 def _no_seasonal_terms(season):
     return (f" (no seasonal terms: a season of {season} rows is longer than {LONGEST_SEASON}, "
             "too slow to fit)")
@@ -441,9 +448,8 @@ def _fit_ets(values, season, model):
     # The automatic search's seasonal forms estimate one initial state per row of the season
     # (AutoETS chose ETS(A,A,N) on 2,300 rows of 5-minute data, season 288, in 15-19 s; without
     # the seasonal forms in 0.3 s). A form asked for by name is fitted as asked.
-    fit_season, note = season, ""
-    if season > LONGEST_SEASON and model is None:
-        fit_season, note = 1, _no_seasonal_terms(season)
+    fit_season = _fitted_season("ets", season, model)
+    note = _no_seasonal_terms(season) if fit_season != season else ""
     fitted = AutoETS(season_length=fit_season, model=model or "ZZZ",
                      damped=damped).fit(values).model_
     error, trend, seasonal, damping = fitted["components"]
@@ -478,9 +484,9 @@ def _fit_arima(values, season, model):
     # chosen one exactly; statsforecast's default searches with exact fits, about ten times
     # slower here on 263 yearly rows (season 11) for the same AICc.
     approximation = len(values) > 150 or season > 12
-    search, note = {"season_length": season}, ""
-    if season > LONGEST_SEASON:
-        search["season_length"], note = 1, _no_seasonal_terms(season)
+    search, note = {"season_length": _fitted_season("arima", season)}, ""
+    if search["season_length"] != season:
+        note = _no_seasonal_terms(season)
     elif season > ARIMA_FULL_SEASON:
         search.update(max_P=1, max_Q=1)
     with warnings.catch_warnings():
