@@ -425,6 +425,33 @@ class RunDirectory:
         settings = _legacy_run_settings(self.work)
         return settings is not None and settings[0] == self.task
 
+    def claim(self):
+        """Makes this process the owner of `<out>.partial` before the data is read.
+
+        A second train into the same `--out` is then refused at once, not after its own data
+        preparation (a long series' classical fits take minutes). Nothing else is written:
+        `release()` removes the lock, and the folders this call created, when the run does not
+        start.
+
+        Raises:
+            UsageError: as in `check_out()`, or another process owns the run directory.
+        """
+        self.check_out()
+        missing = [p for p in (self.work, *self.work.parents) if not p.exists()]
+        self.work.mkdir(parents=True, exist_ok=True)
+        self._created = missing  # innermost first
+        self._lock()
+
+    def release(self):
+        """Undoes `claim()`: the lock goes, and each folder it created that is now empty."""
+        self.lock_path.unlink(missing_ok=True)
+        for folder in getattr(self, "_created", []):
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or already gone: kept
+                break
+        self._created = []
+
     def start(self, settings):
         """Creates (or resumes) `<out>.partial` and writes config.json.
 

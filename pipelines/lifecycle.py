@@ -10,8 +10,9 @@ tasks, and nothing else:
   summary lines (`summary_lines`),
 - `evaluate` and `predict`, which get a `LoadedRun` (settings, artifacts, model) to work from.
 
-`Pipeline.train` is the lifecycle: open the run directory (seed, default `--out`, one writer)
--> prepare the data (bad data fails before anything is written) -> start or resume the run ->
+`Pipeline.train` is the lifecycle: open the run directory (seed, default `--out`, one writer:
+its lock is taken first) -> prepare the data (bad data fails with nothing written, the lock
+released) -> start or resume the run ->
 build the model under the distribution strategy -> `fit` with `history.csv`, `BackupAndRestore`
 and the task's callbacks -> the local model -> score -> artifacts, metrics.json, plots ->
 SavedModel -> rename `<out>.partial` to `<out>` -> the terminal summary.
@@ -55,7 +56,9 @@ from seqlab.pipelines.common import (
     write_json_atomic,
 )
 from seqlab.pipelines.distribute import begin_run, start_run
-from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path
+from seqlab.pipelines.paths import (
+    READ_OPTIONS, check_output, claim_export_version, export_path,
+)
 
 
 @dataclasses.dataclass
@@ -539,7 +542,12 @@ class Pipeline:
             raise UsageError("--tensorboard needs the tensorboard package: pip install "
                              "tensorboard (or pip install 'seqlab[tensorboard]')")
         config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
-        prepared = self.prepare(config, distribution)
+        run.claim()
+        try:
+            prepared = self.prepare(config, distribution)
+        except BaseException:  # bad data, or a kill: nothing written, the lock released
+            run.release()
+            raise
         start_run(run, config)
 
         with distribution.scope():
@@ -731,7 +739,14 @@ class Pipeline:
             nonlocal signature
             signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, target)
 
-        replace_export(path, write)
+        if out is None:  # the version taken only now, when the model is ready to write
+            path = claim_export_version(run)
+        try:
+            replace_export(path, write)
+        except BaseException:
+            if out is None and not any(path.iterdir()):
+                path.rmdir()  # the claimed version folder, still empty
+            raise
         lines = [f"SavedModel written to {path}", signature]
         if out is None:
             lines.append(f"TensorFlow Serving serves the run's latest version with "

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.models import AutoForecaster
-from seqlab.pipelines import timeseries
+from seqlab.pipelines import paths, timeseries
 from seqlab.pipelines.common import (
     EpochProgress, RunDirectory, StopAfterMinutes, UsageError, format_duration, take_lock,
     write_export_archive,
@@ -116,7 +116,7 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     assert (empty / "saved_model.pb").is_file() and (empty / "seqlab-export.json").is_file()
 
 
-def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys):
+def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys, monkeypatch):
     """`export --run RUN` as README shows it succeeds after train: it writes `RUN/export/1`,
     then `RUN/export/2` (TensorFlow Serving's layout), and never touches `RUN/saved_model`."""
     run = timeseries.train(tiny_config(tmp_path, epochs=1, model="gru")).path
@@ -136,6 +136,31 @@ def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys)
     assert cli.main(["timeseries", "export", "--run", str(run), "--overwrite"]) == 2
     assert "without --out each export is a new version" in capsys.readouterr().err
     assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+
+    # An export that fails leaves no empty version folder behind.
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", failing_export)
+    assert cli.main(["timeseries", "export", "--run", str(run)]) == 2
+    assert "No space left" in capsys.readouterr().err
+    assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+
+
+def failing_export(self, model, config, artifacts, path):
+    raise UsageError(f"{path}: cannot write the SavedModel there (No space left on device)")
+
+
+def test_two_exports_at_once_write_two_versions(tmp_path, monkeypatch):
+    (tmp_path / "export" / "1").mkdir(parents=True)
+    found = paths.next_export_version
+
+    def raced(run):
+        version = found(run)
+        if version.name == "2" and not version.exists():
+            version.mkdir()  # another export claims 2 between this one's listing and its mkdir
+        return version
+
+    monkeypatch.setattr(paths, "next_export_version", raced)
+    assert paths.claim_export_version(tmp_path) == tmp_path / "export" / "3"
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["1", "2", "3"]
 
 
 def test_certain_export_refusals_come_before_tensorflow_loads(finished, tmp_path):
@@ -205,6 +230,48 @@ def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_
     # Now the owner is dead: its lock is stale and the run goes ahead.
     result = timeseries.train(tiny_config(tmp_path, model="gru"))
     assert (result.path / "metrics.json").is_file() and not (result.path / ".lock").exists()
+
+
+def test_train_owns_the_run_directory_while_it_reads_its_data_and_leaves_nothing_when_it_fails(
+        tmp_path, monkeypatch):
+    # The lock is taken before the data is read: a second train into the same --out is refused
+    # at once, not after its own preparation (a long series' classical fits take minutes).
+    config = tiny_config(tmp_path, out=str(tmp_path / "new" / "deeper" / "run"))
+    work = tmp_path / "new" / "deeper" / "run.partial"
+    seen = []
+
+    def prepare(self, config, distribution):
+        seen.append(json.loads((work / ".lock").read_text())["pid"])
+        raise timeseries.DataError("series.csv: unusable")
+
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "prepare", prepare)
+    with pytest.raises(timeseries.DataError, match="unusable"):
+        timeseries.train(config)
+    assert seen == [os.getpid()]
+    # Bad data: nothing written, not even the folders --out named.
+    assert not (tmp_path / "new").exists()
+
+    # A folder that was there before stays, without the lock.
+    work.mkdir(parents=True)
+    with pytest.raises(timeseries.DataError, match="unusable"):
+        timeseries.train(config)
+    assert work.is_dir() and _files(work) == [] and seen == [os.getpid()] * 2
+
+
+def test_a_second_train_is_refused_before_it_reads_its_data(tmp_path, monkeypatch):
+    lock = tmp_path / "run.partial" / ".lock"
+    lock.parent.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(json.dumps({"pid": sleeper.pid, "host": os.uname().nodename}))
+        monkeypatch.setattr(timeseries.TimeseriesPipeline, "prepare",
+                            lambda *args: pytest.fail("the data was read"))
+        with pytest.raises(UsageError, match=rf"in use by process {sleeper.pid}"):
+            timeseries.train(tiny_config(tmp_path))
+        assert lock.is_file() and _files(lock.parent) == [".lock"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 # --- a crash after fit resumes after fit ---------------------------------------------------------
