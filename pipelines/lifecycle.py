@@ -545,10 +545,10 @@ class Pipeline:
         run.claim()
         try:
             prepared = self.prepare(config, distribution)
-        except BaseException:  # bad data, or a kill: nothing written, the lock released
+            start_run(run, config)
+        except BaseException:  # bad data, a refused --out, a kill: nothing written, unlocked
             run.release()
             raise
-        start_run(run, config)
 
         with distribution.scope():
             model = self.build_model(config, prepared)
