@@ -18,6 +18,7 @@ parameters, fitted on the training rows), `plots/forecast.png`, `plots/loss.png`
 """
 
 import dataclasses
+import math
 from pathlib import Path
 
 import keras
@@ -206,6 +207,14 @@ AUTO_NEURAL_KIND = "gru"
 # epochs"). The same batches in the same order: the weights are the same. Not under a
 # distribution strategy (see build_model).
 STEPS_PER_EXECUTION = 32
+# A long series' epoch: at most this many training batches (8,192 windows at the default
+# batch, a year of hourly rows) of an endless stream of its windows, shuffled again at each
+# pass, so that early stopping's patience is a bounded number of steps, not 20 passes over tens
+# of thousands of windows (a 30,000-row hourly series' pass is 655 batches). A series with at
+# most 256 batches of training windows (about 11,800 rows at the default splits and batch)
+# trains on every window each epoch, as before (docs/performance.md, "Long series: epochs of
+# at most 256 batches").
+MAX_EPOCH_BATCHES = 256
 
 
 def build_model(config, schema):
@@ -233,11 +242,38 @@ def build_model(config, schema):
     return model
 
 
-def fit_quietly(model, train, validation, epochs, callbacks):
-    """Trains a network that is not the run's own (a backtest's), printing nothing."""
+def training_batches(windows):
+    """The number of training batches of `windows` (a `WindowGenerator`)."""
+    return math.ceil(len(windows.window_starts("train")) / windows.batch_size)
+
+
+def training_stream(windows):
+    """`(dataset, steps_per_epoch)` that `fit` trains on: every training window each epoch
+    (`steps_per_epoch` None), or past `MAX_EPOCH_BATCHES` batches an endless stream of them,
+    cut into epochs of that many batches."""
+    if training_batches(windows) <= MAX_EPOCH_BATCHES:
+        return windows.train, None
+    return windows.train.repeat(), MAX_EPOCH_BATCHES
+
+
+def has_validation(windows):
+    return len(windows.window_starts("val")) > 0
+
+
+def fit_quietly(model, windows, epochs, callbacks):
+    """Trains a network that is not the run's own (a backtest's) on `windows` as the run
+    trains its own, printing nothing.
+
+    Args:
+        callbacks: `monitor -> callbacks` (the monitor is `val_loss`, or `loss` without
+            validation windows).
+    """
+    train, steps = training_stream(windows)
+    validation = windows.val if has_validation(windows) else None
     build_training_state(model, train)
-    model.fit(train, validation_data=validation, epochs=epochs, verbose=0, shuffle=False,
-              callbacks=callbacks)
+    model.fit(train, validation_data=validation, epochs=epochs, steps_per_epoch=steps,
+              verbose=0, shuffle=False,
+              callbacks=callbacks("val_loss" if validation is not None else "loss"))
 
 
 def fit_linear_member(model, windows):
@@ -639,9 +675,13 @@ class TimeseriesPipeline(Pipeline):
         folds = backtest_folds(config, series, schema, windows.bounds)
         members, plan, classical = prepare_members(
             config, schema, series.values, windows.bounds["test"][0], season)
+        notes = list(members.notes)
+        if training_stream(windows)[1] is not None:
+            notes.append(f"an epoch is {MAX_EPOCH_BATCHES} of the {training_batches(windows)} "
+                         "batches of training windows, taken in turn (each pass reshuffled): "
+                         "early stopping looks at the validation windows that often")
         return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
-                              lookback_source, members, list(members.notes), folds, plan,
-                              classical)
+                              lookback_source, members, notes, folds, plan, classical)
 
     def build_model(self, config, prepared):
         model = build_model(config, prepared.schema)
@@ -684,9 +724,9 @@ class TimeseriesPipeline(Pipeline):
             forecasts[AUTO_NEURAL_KIND] = neural_backtest(
                 lambda: build_model(neural_config, schema), neural_windows, plan, schema,
                 values, config.lookback,
-                lambda network, train, val: fit_quietly(
-                    network, train, val, config.epochs,
-                    self.callbacks(config, prepared, "val_loss" if val is not None else "loss")))
+                lambda network, windows: fit_quietly(
+                    network, windows, config.epochs,
+                    lambda monitor: self.callbacks(config, prepared, monitor)))
         if not prepared.linear_left_out:
             forecasts["linear"] = linear_backtest(plan, windows.scaler, schema, values,
                                                   config.lookback, config.horizon)
@@ -701,8 +741,12 @@ class TimeseriesPipeline(Pipeline):
 
     def datasets(self, config, prepared, batch_size):
         windows = prepared.windows
-        has_validation = len(windows.window_starts("val")) > 0
-        return windows.train, windows.val if has_validation else None
+        return (training_stream(windows)[0],
+                windows.val if has_validation(windows) else None)
+
+    def fit_options(self, config, prepared):
+        steps = training_stream(prepared.windows)[1]
+        return {} if steps is None else {"steps_per_epoch": steps}
 
     def score(self, config, model, prepared):
         schema, series, windows = prepared.schema, prepared.series, prepared.windows
@@ -766,10 +810,8 @@ class TimeseriesPipeline(Pipeline):
                 classical_backtest=classical, notes=[], backtest_folds=[])
             model = build_model(config, schema)
             fold.linear_left_out = fit_linear_member(model, windows)
-            has_validation = len(windows.window_starts("val")) > 0
-            fit_quietly(model, windows.train, windows.val if has_validation else None,
-                        config.epochs, self.callbacks(config, prepared,
-                                                      "val_loss" if has_validation else "loss"))
+            fit_quietly(model, windows, config.epochs,
+                        lambda monitor: self.callbacks(config, prepared, monitor))
             self.after_fit(config, fold, model)
             scores, _, _ = score_windows(
                 model, windows.scaler, schema, fold_series.values,

@@ -332,10 +332,11 @@ def neural_backtest(build, windows, plan, schema, values, lookback, fit):
     Args:
         build: returns a compiled, built `Forecaster` of the run's neural kind.
         windows: `backtest_windows`' generator.
-        fit: trains the model on `(train, validation)` datasets as the run does.
+        fit: `(model, windows)`, trains the model on the generator's training windows as
+            the run trains its own.
     """
     model = build()
-    fit(model, windows.train, windows.val if len(windows.window_starts("val")) else None)
+    fit(model, windows)
     return forecast_windows(model, windows.scaler, schema, values,
                             plan.origins - lookback + 1, lookback, direct=True)
 

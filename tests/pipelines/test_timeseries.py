@@ -19,6 +19,8 @@ from seqlab.data.timeseries import Scaler, SeriesSchema, future_times
 from seqlab.models.baselines import seasonal_naive_rows
 from seqlab.models.forecasting import metrics as forecasting_metrics
 from seqlab.pipelines.common import AtomicBackupAndRestore, UsageError
+from seqlab.pipelines import timeseries as timeseries_pipeline
+from seqlab.pipelines.distribute import Distribution
 from seqlab.pipelines.metrics import forecast_scores, forecast_table
 from seqlab.pipelines.timeseries import (
     TimeseriesConfig,
@@ -280,6 +282,42 @@ def test_same_seed_gives_the_same_metrics(tmp_path):
     assert first["per_target"] == second["per_target"]
     assert set(first["per_target"]) == {"demand", "price"}
     assert len(first["data"]["input_columns"]) == 2 + 7
+
+
+def test_a_long_series_trains_in_epochs_of_a_bounded_number_of_batches(tmp_path, monkeypatch):
+    # A series with more training batches than MAX_EPOCH_BATCHES (2 here: 240 rows at batch 8
+    # have 20) trains on an endless stream of its windows, cut into epochs of that many
+    # batches: every window once per pass, each pass reshuffled; the same seed, the same run.
+    monkeypatch.setattr(timeseries_pipeline, "MAX_EPOCH_BATCHES", 2)
+    data = write_series(tmp_path / "demand.csv")
+    config = tiny_config(data, tmp_path / "a", batch_size=8, epochs=4, lookback=6, horizon=1,
+                         target=["demand"], features=["demand"])
+    prepared = timeseries_pipeline.PIPELINE.prepare(config, Distribution())
+    windows = prepared.windows
+    batches = timeseries_pipeline.training_batches(windows)
+    assert batches == math.ceil(len(windows.window_starts("train")) / 8) > 2
+    stream, steps = timeseries_pipeline.training_stream(windows)
+    assert steps == 2
+    seen = [targets.numpy().ravel() for _, targets in stream.take(2 * batches)]
+    expected = np.sort(windows.arrays("train")[1].ravel())
+    first, second = np.concatenate(seen[:batches]), np.concatenate(seen[batches:])
+    np.testing.assert_array_equal(np.sort(first), expected)  # one pass: every window once
+    np.testing.assert_array_equal(np.sort(second), expected)
+    assert not np.array_equal(first, second)  # reshuffled
+
+    class Steps(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            steps_seen.append(self.params["steps"])
+
+    steps_seen = []
+    result = train(config, callbacks=[Steps()])
+    assert steps_seen == [2] and result.metrics["epochs_run"] == 4
+    assert f"an epoch is 2 of the {batches} batches of training windows" in result.summary
+    again = train(dataclasses.replace(config, out=str(tmp_path / "b"))).metrics
+    assert again["model"] == result.metrics["model"]
+    # A series within the bound trains on every window each epoch.
+    monkeypatch.setattr(timeseries_pipeline, "MAX_EPOCH_BATCHES", batches)
+    assert timeseries_pipeline.training_stream(windows)[1] is None
 
 
 def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
