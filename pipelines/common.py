@@ -51,6 +51,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     has_marker,
     is_saved_model,
     listed_train_files,
+    next_export_version,
     open_run,
     read_json,
 )
@@ -302,6 +303,32 @@ def take_lock(path):
             # A dead owner's (or an unreadable) lock: take it over.
             path.unlink(missing_ok=True)
     raise UsageError(f"{path.parent}: could not take the lock {path}")
+
+
+def claim_export_version(run):
+    """Takes the run's next version number for this process: `(path, claim)`, `path` being
+    `<run>/export/<n>` (not created) and `claim` the hidden lock file `<run>/export/.<n>.claim`
+    (`take_lock`) that reserves n while the SavedModel is written; remove it when done.
+
+    Two exports of one run at once write two versions instead of racing for one, and the
+    version folder still appears only complete (renamed into place), so TensorFlow Serving,
+    which polls the folder, never sees an empty or half-written version. The claim of a killed
+    export names a dead process: the next export takes its number over.
+    """
+    path = next_export_version(run)
+    path.parent.mkdir(exist_ok=True)
+    while True:
+        claim = path.with_name(f".{path.name}.claim")
+        if not path.exists():
+            try:
+                take_lock(claim)
+            except UsageError:  # another export, still running, holds this number
+                pass
+            else:
+                if not path.exists():  # written and released between the check and the claim
+                    return path, claim
+                claim.unlink(missing_ok=True)
+        path = path.with_name(str(int(path.name) + 1))
 
 
 def _not_written_by_train(run):
@@ -1018,6 +1045,7 @@ __all__ = [
     "check_export_path",
     "replace_export",
     "take_lock",
+    "claim_export_version",
     "write_export_archive",
     "write_json_atomic",
     "write_marker",

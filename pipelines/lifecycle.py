@@ -46,6 +46,7 @@ from seqlab.pipelines.common import (
     UsageError,
     absent_json,
     build_training_state,
+    claim_export_version,
     open_run,
     progress_verbosity,
     read_json,
@@ -56,9 +57,7 @@ from seqlab.pipelines.common import (
     write_json_atomic,
 )
 from seqlab.pipelines.distribute import begin_run, start_run
-from seqlab.pipelines.paths import (
-    READ_OPTIONS, check_output, claim_export_version, export_path,
-)
+from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path
 
 
 @dataclasses.dataclass
@@ -739,14 +738,14 @@ class Pipeline:
             nonlocal signature
             signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, target)
 
+        claim = None
         if out is None:  # the version taken only now, when the model is ready to write
-            path = claim_export_version(run)
+            path, claim = claim_export_version(run)
         try:
             replace_export(path, write)
-        except BaseException:
-            if out is None and not any(path.iterdir()):
-                path.rmdir()  # the claimed version folder, still empty
-            raise
+        finally:
+            if claim is not None:
+                claim.unlink(missing_ok=True)
         lines = [f"SavedModel written to {path}", signature]
         if out is None:
             lines.append(f"TensorFlow Serving serves the run's latest version with "

@@ -286,20 +286,6 @@ def next_export_version(run):
     return folder / str(max(versions, default=0) + 1)
 
 
-def claim_export_version(run):
-    """Creates `<run>/export/<n>`, the next version folder (`next_export_version`), empty, and
-    returns it: two exports of one run at once write two versions instead of racing for one
-    (the SavedModel is renamed onto the empty folder when complete)."""
-    while True:
-        path = next_export_version(run)
-        path.parent.mkdir(exist_ok=True)
-        try:
-            path.mkdir()
-        except FileExistsError:  # another export took this number first: the next one
-            continue
-        return path
-
-
 def export_path(run, out=None, overwrite=False):
     """Where `export` writes, checked: `out` (a new path, an empty folder, or a previous
     export replaced with `overwrite`), else the run's next version folder `<run>/export/<n>`.

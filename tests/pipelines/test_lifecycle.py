@@ -23,10 +23,10 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.models import AutoForecaster
-from seqlab.pipelines import paths, timeseries
+from seqlab.pipelines import timeseries
 from seqlab.pipelines.common import (
-    EpochProgress, RunDirectory, StopAfterMinutes, UsageError, format_duration, take_lock,
-    write_export_archive,
+    EpochProgress, RunDirectory, StopAfterMinutes, UsageError, claim_export_version,
+    format_duration, take_lock, write_export_archive,
 )
 from seqlab.pipelines.lifecycle import StopWatch, training_record
 from tests.pipelines.plot_checks import record_saved_figures, restored_epoch_lines
@@ -148,19 +148,24 @@ def failing_export(self, model, config, artifacts, path):
     raise UsageError(f"{path}: cannot write the SavedModel there (No space left on device)")
 
 
-def test_two_exports_at_once_write_two_versions(tmp_path, monkeypatch):
+def test_two_exports_at_once_write_two_versions(tmp_path):
     (tmp_path / "export" / "1").mkdir(parents=True)
-    found = paths.next_export_version
-
-    def raced(run):
-        version = found(run)
-        if version.name == "2" and not version.exists():
-            version.mkdir()  # another export claims 2 between this one's listing and its mkdir
-        return version
-
-    monkeypatch.setattr(paths, "next_export_version", raced)
-    assert paths.claim_export_version(tmp_path) == tmp_path / "export" / "3"
-    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["1", "2", "3"]
+    other = tmp_path / "export" / ".2.claim"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        # Another export, still writing, holds version 2: this one takes 3.
+        other.write_text(json.dumps({"pid": sleeper.pid, "host": os.uname().nodename}))
+        path, claim = claim_export_version(tmp_path)
+        assert path == tmp_path / "export" / "3" and claim.name == ".3.claim"
+        assert json.loads(claim.read_text())["pid"] == os.getpid()
+        # The version folder appears only when complete (TensorFlow Serving polls the folder).
+        assert not path.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # A killed export's claim names a dead process: its number is taken over.
+    claim.unlink()
+    assert claim_export_version(tmp_path)[0] == tmp_path / "export" / "2"
 
 
 def test_certain_export_refusals_come_before_tensorflow_loads(finished, tmp_path):
