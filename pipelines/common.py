@@ -368,6 +368,7 @@ class RunDirectory:
         self.task = task
         self.overwrite = overwrite
         self.resumed = False
+        self._created = []  # the folders `claim()` created, innermost first
 
     def path(self, *parts):
         """A path inside the run being written (parent folders are created)."""
@@ -466,13 +467,13 @@ class RunDirectory:
         self.check_out()
         missing = [p for p in (self.work, *self.work.parents) if not p.exists()]
         self.work.mkdir(parents=True, exist_ok=True)
-        self._created = missing  # innermost first
+        self._created = missing
         self._lock()
 
     def release(self):
         """Undoes `claim()`: the lock goes, and each folder it created that is now empty."""
         self.lock_path.unlink(missing_ok=True)
-        for folder in getattr(self, "_created", []):
+        for folder in self._created:
             try:
                 folder.rmdir()
             except OSError:  # not empty, or already gone: kept

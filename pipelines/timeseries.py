@@ -247,13 +247,17 @@ def training_batches(windows):
     return math.ceil(len(windows.window_starts("train")) / windows.batch_size)
 
 
+def epoch_steps(windows):
+    """`MAX_EPOCH_BATCHES` where the training windows are more batches than that (an epoch is
+    then that many batches of an endless stream of them), else None (every window each
+    epoch)."""
+    return MAX_EPOCH_BATCHES if training_batches(windows) > MAX_EPOCH_BATCHES else None
+
+
 def training_stream(windows):
-    """`(dataset, steps_per_epoch)` that `fit` trains on: every training window each epoch
-    (`steps_per_epoch` None), or past `MAX_EPOCH_BATCHES` batches an endless stream of them,
-    cut into epochs of that many batches."""
-    if training_batches(windows) <= MAX_EPOCH_BATCHES:
-        return windows.train, None
-    return windows.train.repeat(), MAX_EPOCH_BATCHES
+    """`(dataset, steps_per_epoch)` that `fit` trains on (`epoch_steps`)."""
+    steps = epoch_steps(windows)
+    return (windows.train if steps is None else windows.train.repeat()), steps
 
 
 def has_validation(windows):
@@ -305,7 +309,7 @@ def choose_member(model, windows, left_out=None):
     if left_out:
         model.choice = "neural"
         return "only member (no linear member)"
-    split = "val" if len(windows.window_starts("val")) else "train"
+    split = "val" if has_validation(windows) else "train"
     model.choose(windows.arrays(split))
     if split == "val":
         return "validation split"
@@ -676,7 +680,7 @@ class TimeseriesPipeline(Pipeline):
         members, plan, classical = prepare_members(
             config, schema, series.values, windows.bounds["test"][0], season)
         notes = list(members.notes)
-        if training_stream(windows)[1] is not None:
+        if epoch_steps(windows) is not None:
             notes.append(f"an epoch is {MAX_EPOCH_BATCHES} of the {training_batches(windows)} "
                          "batches of training windows, taken in turn (each pass reshuffled): "
                          "early stopping looks at the validation windows that often")
@@ -745,7 +749,7 @@ class TimeseriesPipeline(Pipeline):
                 windows.val if has_validation(windows) else None)
 
     def fit_options(self, config, prepared):
-        steps = training_stream(prepared.windows)[1]
+        steps = epoch_steps(prepared.windows)
         return {} if steps is None else {"steps_per_epoch": steps}
 
     def score(self, config, model, prepared):
