@@ -1084,23 +1084,32 @@ class WindowGenerator:
             start = max(start - self.lookback, 0)
         return np.arange(start, stop - self.window_size + 1, stride)
 
-    def arrays(self, split):
-        """`(inputs, targets)` float32 arrays of all windows of `split`, in scaled units."""
+    def arrays(self, split, limit=None):
+        """`(inputs, targets)` float32 arrays of the windows of `split`, in scaled units: all
+        of them, or at most `limit` evenly spaced over the split (its first and last window
+        included, in time order)."""
+        if limit is not None and (int(limit) != limit or limit < 2):
+            raise ValueError(f"limit must be an integer of at least 2. Received: limit={limit}")
         starts = self.window_starts(split)
+        if limit is not None and len(starts) > limit:
+            # Distinct positions, as there are more starts than positions.
+            starts = starts[np.linspace(0, len(starts) - 1, int(limit)).round().astype(int)]
         input_rows = starts[:, None] + np.arange(self.lookback)
         target_rows = starts[:, None] + self.lookback + np.arange(self.horizon)
         inputs = self._inputs[input_rows].reshape(len(starts), self.lookback, len(self.features))
         targets = self._targets[target_rows].reshape(len(starts), self.horizon, len(self.targets))
         return inputs.astype("float32"), targets.astype("float32")
 
-    def dataset(self, split, shuffle=None):
+    def dataset(self, split, shuffle=None, limit=None):
         """A batched `tf.data.Dataset` of `(window, target)` for `split`.
 
         Args:
             split: `"train"`, `"val"` or `"test"`.
             shuffle: shuffle the windows each epoch; default True for `"train"` only.
+            limit: at most this many windows, evenly spaced over the split (`arrays`); None:
+                every window.
         """
-        inputs, targets = self.arrays(split)
+        inputs, targets = self.arrays(split, limit)
         dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
         if split == "train" if shuffle is None else shuffle:
             dataset = dataset.shuffle(

@@ -213,7 +213,7 @@ STEPS_PER_EXECUTION = 32
 # of thousands of windows (a 30,000-row hourly series' pass is 655 batches). A series with at
 # most 256 batches of training windows (about 11,800 rows at the default splits and batch)
 # trains on every window each epoch, as before (docs/performance.md, "Long series: epochs of
-# at most 256 batches").
+# at most 256 batches"). Validation is bounded the same way (`validation_limit`).
 MAX_EPOCH_BATCHES = 256
 
 
@@ -264,6 +264,23 @@ def has_validation(windows):
     return len(windows.window_starts("val")) > 0
 
 
+def validation_limit(windows):
+    """How many validation windows `fit` scores after each epoch: None (every one), or where
+    they are more than `MAX_EPOCH_BATCHES` batches, that many batches' worth, evenly spaced
+    over the validation split (the same ones every epoch, so that early stopping compares
+    like with like), so that an epoch's validation is bounded as its training is."""
+    limit = MAX_EPOCH_BATCHES * windows.batch_size
+    return limit if len(windows.window_starts("val")) > limit else None
+
+
+def validation_data(windows):
+    """The validation dataset of `fit` (`validation_limit`), or None without a validation
+    split."""
+    if not has_validation(windows):
+        return None
+    return windows.dataset("val", limit=validation_limit(windows))
+
+
 def fit_quietly(model, windows, epochs, callbacks):
     """Trains a network that is not the run's own (a backtest's) on `windows` as the run
     trains its own, printing nothing.
@@ -273,7 +290,7 @@ def fit_quietly(model, windows, epochs, callbacks):
             validation windows).
     """
     train, steps = training_stream(windows)
-    validation = windows.val if has_validation(windows) else None
+    validation = validation_data(windows)
     build_training_state(model, train)
     model.fit(train, validation_data=validation, epochs=epochs, steps_per_epoch=steps,
               verbose=0, shuffle=False,
@@ -684,6 +701,11 @@ class TimeseriesPipeline(Pipeline):
             notes.append(f"an epoch is {MAX_EPOCH_BATCHES} of the {training_batches(windows)} "
                          "batches of training windows, taken in turn (each pass reshuffled): "
                          "early stopping looks at the validation windows that often")
+        limit = validation_limit(windows)
+        if limit is not None:
+            notes.append(f"each epoch's validation scores {limit:,} of the "
+                         f"{len(windows.window_starts('val')):,} validation windows, evenly "
+                         "spaced over the validation split (the same ones every epoch)")
         return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
                               lookback_source, members, notes, folds, plan, classical)
 
@@ -745,8 +767,7 @@ class TimeseriesPipeline(Pipeline):
 
     def datasets(self, config, prepared, batch_size):
         windows = prepared.windows
-        return (training_stream(windows)[0],
-                windows.val if has_validation(windows) else None)
+        return training_stream(windows)[0], validation_data(windows)
 
     def fit_options(self, config, prepared):
         steps = epoch_steps(prepared.windows)

@@ -750,3 +750,16 @@ def test_a_series_of_one_row_is_too_short_not_a_linear_algebra_error(tmp_path):
     # Found by tests/test_fuzz.py: estimating the season of one row failed in numpy.polyfit.
     assert estimate_season(np.array([0.0])) == 1
     assert estimate_season(np.array([])) == 1
+
+
+def test_window_arrays_limited_to_evenly_spaced_windows():
+    windows = WindowGenerator(pd.DataFrame({"y": np.arange(100.0)}), lookback=4, horizon=1,
+                              targets=["y"], scaler="minmax")
+    starts = windows.window_starts("test")
+    assert len(windows.arrays("test", limit=len(starts))[0]) == len(starts)
+    inputs, _ = windows.arrays("test", limit=3)
+    first_rows = windows.scaler.inverse_transform(inputs[:, 0, :], ["y"]).ravel()
+    np.testing.assert_allclose(first_rows, starts[[0, len(starts) // 2, -1]], atol=1e-4)
+    for limit in (1, 2.5):
+        with pytest.raises(ValueError, match="limit must be an integer of at least 2"):
+            windows.arrays("test", limit=limit)

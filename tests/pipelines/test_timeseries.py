@@ -320,6 +320,45 @@ def test_a_long_series_trains_in_epochs_of_a_bounded_number_of_batches(tmp_path,
     assert timeseries_pipeline.training_stream(windows)[1] is None
 
 
+def test_a_long_series_validates_on_a_bounded_number_of_evenly_spaced_windows(tmp_path,
+                                                                            monkeypatch):
+    # 240 rows: 36 validation windows (horizon 1). With MAX_EPOCH_BATCHES 2 at batch 8, each
+    # epoch's validation scores 16 of them, spread from the first to the last, the same 16
+    # every epoch.
+    monkeypatch.setattr(timeseries_pipeline, "MAX_EPOCH_BATCHES", 2)
+    data = write_series(tmp_path / "demand.csv")
+    config = tiny_config(data, tmp_path / "run", batch_size=8, epochs=3, lookback=6, horizon=1,
+                         target=["demand"], features=["demand"])
+    windows = timeseries_pipeline.PIPELINE.prepare(config, Distribution()).windows
+    every = windows.arrays("val")[1].ravel()
+    assert len(every) == 36 and timeseries_pipeline.validation_limit(windows) == 16
+    validation = timeseries_pipeline.validation_data(windows)
+    seen = [np.concatenate([t.numpy().ravel() for _, t in validation]) for _ in range(2)]
+    np.testing.assert_array_equal(seen[0], seen[1])
+    # Evenly spaced positions 0, 2.33, 4.67 .. 35, rounded: the first and the last window.
+    positions = np.linspace(0, 35, 16).round().astype(int)
+    np.testing.assert_array_equal(seen[0], every[positions])
+    assert positions[-1] == 35 and len(set(positions)) == 16
+
+    given = []
+
+    def spy(windows):
+        dataset = validation_data(windows)
+        given.append(sum(len(t) for _, t in dataset))
+        return dataset
+
+    validation_data = timeseries_pipeline.validation_data
+    monkeypatch.setattr(timeseries_pipeline, "validation_data", spy)
+    result = train(config)
+    assert given == [16]  # what the run's fit validates on
+    assert "each epoch's validation scores 16 of the 36 validation windows" in result.summary
+    assert result.metrics["windows"] == len(windows.window_starts("test"))  # the test: all
+    # Within the bound: every validation window.
+    monkeypatch.setattr(timeseries_pipeline, "MAX_EPOCH_BATCHES", 5)
+    assert timeseries_pipeline.validation_limit(windows) is None
+    assert sum(len(t) for _, t in timeseries_pipeline.validation_data(windows)) == 36
+
+
 def test_series_too_short_for_a_window_is_a_data_error(tmp_path):
     data = write_series(tmp_path / "demand.csv", n_rows=18)
     with pytest.raises(DataError, match=r"the series is too short: the train split has 13 rows, "
