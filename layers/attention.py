@@ -22,12 +22,21 @@ def _large_negative(dtype):
     return -3e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
 
 
+def _softmax(scores):
+    """Softmax over the last axis. Over a single position (one key: a one-token source) it is
+    exp(s - s), 1 where s is finite and NaN where it is not, as softmax gives, without Keras's
+    warning that a softmax over an axis of size 1 was probably meant to be a sigmoid."""
+    if scores.shape[-1] == 1:
+        return ops.exp(scores - scores)
+    return ops.softmax(scores, axis=-1)
+
+
 def _masked_softmax(scores, mask):
     """Softmax over the last axis of `scores`, zero where `mask` is False."""
     if mask is None:
-        return ops.softmax(scores, axis=-1)
+        return _softmax(scores)
     mask = ops.cast(mask, "bool")
-    weights = ops.softmax(ops.where(mask, scores, _large_negative(scores.dtype)), axis=-1)
+    weights = _softmax(ops.where(mask, scores, _large_negative(scores.dtype)))
     # Without this a fully masked row would spread its weight uniformly.
     return ops.where(mask, weights, ops.zeros_like(weights))
 

@@ -1,5 +1,7 @@
 """Tests for layers/attention.py: scaled dot-product, multi-head and additive attention."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -48,6 +50,27 @@ def test_sdpa_mask_zeroes_masked_weights_and_a_fully_masked_row_is_zero_not_nan(
     np.testing.assert_array_equal(outputs[0, 1], 0.0)
     expected_first = numpy_softmax(q[0, 0] @ k[0, :2].T / 2.0) @ v[0, :2]
     np.testing.assert_allclose(outputs[0, 0], expected_first, atol=1e-5)
+
+
+def test_attention_over_one_key_gives_it_the_whole_weight_without_a_warning():
+    # A one-token source: each query's only key gets weight 1 (0 where it is masked), and
+    # Keras's warning that a softmax over an axis of size 1 was probably meant to be a sigmoid
+    # is not raised (it is what attention over one key is). A NaN score stays NaN, as in a
+    # softmax, rather than being hidden behind a weight of 1.
+    q, k, v = normal(2, 3, 4), normal(2, 1, 4), normal(2, 1, 6)
+    mask = np.array([[[True]] * 3, [[False]] * 3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outputs, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+        context, additive = AdditiveAttention(units=5)(q, v, values_mask=mask[:, 0, :])
+    np.testing.assert_array_equal(np.asarray(weights)[:, :, 0], [[1.0] * 3, [0.0] * 3])
+    np.testing.assert_allclose(np.asarray(outputs)[0], np.repeat(v[0], 3, axis=0), atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(outputs)[1], 0.0)
+    np.testing.assert_array_equal(np.asarray(additive)[:, :, 0], [[1.0] * 3, [0.0] * 3])
+    np.testing.assert_allclose(np.asarray(context)[0], np.repeat(v[0], 3, axis=0), atol=1e-6)
+    q[0, 1, 0] = np.nan
+    weights = np.asarray(scaled_dot_product_attention(q, k, v)[1])
+    assert np.isnan(weights[0, 1, 0]) and np.isfinite(np.delete(weights.ravel(), 1)).all()
 
 
 # --- MultiHeadAttention: equivalence with Keras ---------------------------------------
