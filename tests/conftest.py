@@ -10,10 +10,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # a file of its own where it tests the memory).
 os.environ["SEQLAB_LOOP_MEMORY"] = "off"
 
+from seqlab._tf_log import quiet_descriptor_2  # noqa: E402
+
+# TensorFlow's load notices ("Could not find cuda drivers", oneDNN's) ignore the level above;
+# imported here first, without seqlab's import hook (the level is set, so `import seqlab` takes
+# it for the user's), they were printed after the test summary (pytest's capture held them).
+with quiet_descriptor_2():
+    import tensorflow as tf  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
