@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, reset_states
+from seqlab.models._frozen import KeepsFrozenLayers
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
 
@@ -32,7 +33,7 @@ def suppress_ids(logits, ids):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class CharLanguageModel(keras.Model):
+class CharLanguageModel(KeepsFrozenLayers, keras.Model):
     """A character language model: embedding, stacked seqlab GRU or LSTM layers, dense logits.
 
     `char_ids [batch, time] -> logits [batch, time, vocabulary_size]`: at every position the

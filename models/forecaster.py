@@ -5,6 +5,7 @@ import keras
 import numpy as np
 
 from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
+from seqlab.models._frozen import KeepsFrozenLayers
 
 RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 KINDS = (*RECURRENT_LAYERS, "transformer", "linear")
@@ -54,7 +55,7 @@ def _batches(data):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class Forecaster(keras.Model):
+class Forecaster(KeepsFrozenLayers, keras.Model):
     """Stacked recurrent or Transformer layers and a dense head over one window.
 
     `[batch, lookback, n_features] -> [batch, horizon, n_targets]`. A recurrent forecaster
@@ -279,7 +280,7 @@ MEMBERS = ("neural", "linear")
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class AutoForecaster(keras.Model):
+class AutoForecaster(KeepsFrozenLayers, keras.Model):
     """Two forecasters over the same windows; it forecasts with the one that did better on
     held-out windows.
 

@@ -36,6 +36,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from seqlab.models._frozen import KeepsFrozenLayers
 from seqlab.models.forecaster import recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")
@@ -71,7 +72,7 @@ def _window_statistics(windows, normalization, floor=0.0):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class GlobalForecaster(keras.Model):
+class GlobalForecaster(KeepsFrozenLayers, keras.Model):
     """A global univariate forecaster: a window of one series in, its next `horizon` values out.
 
     `[batch, lookback] float32 -> [batch, horizon] float32`, in the series' own units.

@@ -14,6 +14,7 @@ from keras import ops
 from seqlab.layers import CRF, LSTM, CharacterEncoder
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers.char_encoder import CHAR_ENCODERS
+from seqlab.models._frozen import KeepsFrozenLayers
 
 
 def bio_transition_constraints(tags):
@@ -46,7 +47,7 @@ def _derived_seed(seed, offset):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class SequenceTagger(keras.Model):
+class SequenceTagger(KeepsFrozenLayers, keras.Model):
     """A BiLSTM tagger over word embeddings and character features, softmax or CRF output.
 
     Each token's features are its word embedding concatenated with a vector computed from its

@@ -30,6 +30,7 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.layers._checks import check_positive_int, check_rate
+from seqlab.models._frozen import KeepsFrozenLayers
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 KINDS = (*RECURRENT_LAYERS, "transformer", "cnn", "ngrams")
@@ -172,7 +173,7 @@ def _predict_probabilities(model, inputs, batch_size):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class TextClassifier(keras.Model):
+class TextClassifier(KeepsFrozenLayers, keras.Model):
     """A text classifier: recurrent or Transformer layers over masked token embeddings, or a
     logistic regression on word n-grams.
 
@@ -448,7 +449,7 @@ def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooli
     return _check_vocabulary(vocabulary, vocabulary_size)
 
 
-class _MembersTrainedAlone(keras.Model):
+class _MembersTrainedAlone(KeepsFrozenLayers, keras.Model):
     """A model of several classifiers, each trained on its own cross-entropy in one `fit`.
 
     A subclass sets `num_members` and defines `member_probabilities(inputs, training)`

@@ -17,6 +17,7 @@ from seqlab.layers import (
     TransformerDecoderLayer,
     TransformerEncoderLayer,
 )
+from seqlab.models._frozen import KeepsFrozenLayers
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
 
@@ -33,7 +34,7 @@ OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class Translator(keras.Model):
+class Translator(KeepsFrozenLayers, keras.Model):
     """An encoder-decoder translation model: a GRU with additive attention, or a Transformer.
 
     `[source_ids [batch, S], target_in_ids [batch, T]] -> logits [batch, T,

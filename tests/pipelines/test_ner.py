@@ -555,6 +555,8 @@ def test_pretrained_vectors_with_case_fallback_frozen_and_exported(data_dir, tmp
     assert report["format"] == "word2vec/fastText text" and report["dimension"] == 8
     assert "pretrained vectors: vectors.vec" in result.summary and "frozen" in result.summary
     serve_and_compare(run)
+    # The run's Keras file keeps them frozen for a user who fine-tunes it.
+    assert keras.saving.load_model(run / "model.keras").word_embedding.trainable is False
 
 
 def test_a_word_dim_other_than_the_vectors_is_refused_before_anything_is_written(data_dir,
