@@ -412,7 +412,7 @@ def test_the_training_state_is_built_before_fit_traces_its_step_and_trains_the_s
             return next_creator(**kwargs)
 
         with tf.variable_creator_scope(record):
-            model.fit(dataset, epochs=2, verbose=0)
+            model.fit(dataset, epochs=2, verbose=0, shuffle=False)
         return made_in_a_trace, [w.numpy() for w in model.weights]
 
     made_before, weights_before = trained(prebuild=False)
