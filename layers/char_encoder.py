@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from seqlab.layers._checks import check_positive_int
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.lstm import LSTM
 from seqlab.layers.registry import serializable
 
@@ -11,7 +12,7 @@ CHAR_ENCODERS = ("lstm", "cnn")
 
 
 @serializable
-class CharacterEncoder(keras.layers.Layer):
+class CharacterEncoder(KeepsFrozenLayers, keras.layers.Layer):
     """One vector per word from the word's characters.
 
     Character ids `[batch, time, chars]` (0 = padding) are embedded, then

@@ -7,6 +7,7 @@ from keras import ops
 
 from seqlab.layers._checks import check_positive_int
 from seqlab.layers._checks import fresh_initializer
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.registry import serializable
 
 
@@ -83,7 +84,7 @@ class PositionalEncoding(keras.layers.Layer):
 
 
 @serializable
-class TokenAndPositionEmbedding(keras.layers.Layer):
+class TokenAndPositionEmbedding(KeepsFrozenLayers, keras.layers.Layer):
     """Token embedding scaled by sqrt(d_model) plus the sinusoidal positional encoding.
 
     outputs[b, t] = sqrt(d_model) * E[inputs[b, t]] + PE(start_index + t)

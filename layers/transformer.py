@@ -6,12 +6,13 @@ from keras import ops
 from seqlab.layers._checks import check_positive_int
 from seqlab.layers._checks import check_rate
 from seqlab.layers._checks import fresh_initializer
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.attention import MultiHeadAttention
 from seqlab.layers.attention import causal_mask
 from seqlab.layers.registry import serializable
 
 
-class _TransformerLayer(keras.layers.Layer):
+class _TransformerLayer(KeepsFrozenLayers, keras.layers.Layer):
     """What the encoder and decoder layers share: arguments, sublayer builders, residuals.
 
     Each sublayer (attention or feed-forward) is wrapped as

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, reset_states
-from seqlab.models._frozen import KeepsFrozenLayers
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
 

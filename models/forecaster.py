@@ -5,7 +5,7 @@ import keras
 import numpy as np
 
 from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
-from seqlab.models._frozen import KeepsFrozenLayers
+from seqlab.layers._frozen import KeepsFrozenLayers
 
 RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 KINDS = (*RECURRENT_LAYERS, "transformer", "linear")

@@ -36,7 +36,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from seqlab.models._frozen import KeepsFrozenLayers
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models.forecaster import recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")

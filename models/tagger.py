@@ -13,8 +13,8 @@ from keras import ops
 
 from seqlab.layers import CRF, LSTM, CharacterEncoder
 from seqlab.layers._checks import check_positive_int, check_rate
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.char_encoder import CHAR_ENCODERS
-from seqlab.models._frozen import KeepsFrozenLayers
 
 
 def bio_transition_constraints(tags):

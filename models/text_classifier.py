@@ -30,7 +30,7 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.layers._checks import check_positive_int, check_rate
-from seqlab.models._frozen import KeepsFrozenLayers
+from seqlab.layers._frozen import KeepsFrozenLayers
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 KINDS = (*RECURRENT_LAYERS, "transformer", "cnn", "ngrams")

@@ -17,7 +17,7 @@ from seqlab.layers import (
     TransformerDecoderLayer,
     TransformerEncoderLayer,
 )
-from seqlab.models._frozen import KeepsFrozenLayers
+from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
 

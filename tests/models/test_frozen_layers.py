@@ -1,4 +1,5 @@
-"""A layer frozen inside a seqlab model is still frozen when its `.keras` file is loaded."""
+"""A layer frozen inside a seqlab model or composite layer is still frozen when a `.keras`
+file holding it is loaded."""
 
 import json
 import warnings
@@ -10,8 +11,9 @@ import pytest
 
 import tensorflow as tf
 
+from seqlab.layers import CharacterEncoder, TokenAndPositionEmbedding, TransformerEncoderLayer
 from seqlab.models import SequenceTagger, TextClassifier, TextClassifierEnsemble, Translator
-from seqlab.models._frozen import CONFIG_KEY, named_layers
+from seqlab.layers._frozen import CONFIG_KEY, named_layers
 from seqlab.models.text_classifier import adapt_vocabulary
 from tests.models.test_tagger import tiny_batch, tiny_tagger
 
@@ -121,3 +123,31 @@ def test_a_saved_config_naming_layers_the_model_lacks_is_refused(tmp_path, value
     edit_config(tmp_path / "model.keras", lambda config: config.update({CONFIG_KEY: value}))
     with pytest.raises(ValueError, match=message):
         keras.saving.load_model(tmp_path / "model.keras")
+
+
+def test_a_layer_frozen_inside_a_seqlab_layer_of_a_functional_model_stays_frozen(tmp_path):
+    # Keras's functional config keeps each of its layers' trainable flag, not that of the
+    # layers a seqlab layer builds inside itself: a user's frozen token embedding, say.
+    words, chars = keras.Input((None,), dtype="int32"), keras.Input((None, 6), dtype="int32")
+    embedding = TokenAndPositionEmbedding(20, 8, 8, mask_zero=True)
+    characters = CharacterEncoder(10, embedding_dim=3, units=2)
+    encoder = TransformerEncoderLayer(num_heads=2, ff_dim=8)
+    hidden = encoder(keras.layers.Concatenate()([embedding(words), characters(chars)])[..., :8])
+    model = keras.Model([words, chars], keras.layers.Dense(2)(hidden))
+    embedding.token_embedding.trainable = False
+    characters.embedding.trainable = False
+    encoder.feedforward_output.trainable = False
+    model.compile("adam", "mse")
+    rng = np.random.default_rng(0)
+    inputs = [rng.integers(1, 20, (4, 8)), rng.integers(1, 10, (4, 8, 6))]
+    model.fit(inputs, rng.normal(size=(4, 8, 2)), verbose=0)
+    model.save(tmp_path / "model.keras")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = keras.saving.load_model(tmp_path / "model.keras")
+    frozen = {layer.name: [path for path, inner in named_layers(layer) if not inner.trainable]
+              for layer in loaded.layers}
+    assert frozen[embedding.name] == ["token_embedding"]
+    assert frozen[characters.name] == ["embedding"]
+    assert frozen[encoder.name] == ["feedforward_output"]
+    assert len(loaded.trainable_variables) == len(model.trainable_variables)
