@@ -14,7 +14,7 @@ import keras
 CONFIG_KEY = "frozen_layers"
 
 
-def named_layers(layer, prefix=""):
+def named_layers(layer):
     """`(path, layer)` of every layer inside `layer`, by attribute names: `"word_embedding"`,
     `"members.0.embedding"`, `"embedding.token_embedding"`. The paths come from the code, not
     from Keras's layer names (whose counters differ from one process to the next)."""
@@ -32,7 +32,7 @@ def named_layers(layer, prefix=""):
                     yield path, item
                     yield from walk(item, f"{path}.")
 
-    yield from walk(layer, prefix)
+    yield from walk(layer, "")
 
 
 class KeepsFrozenLayers:
