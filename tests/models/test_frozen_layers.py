@@ -66,7 +66,9 @@ def test_a_frozen_embedding_stays_frozen_through_the_keras_file(case, tmp_path):
     model(inputs)
     layers = dict(named_layers(model))
     layers[path].trainable = False
-    model.compile(keras.optimizers.Adam(0.01), **compile_args)
+    # Eagerly: what is tested is the file, and tracing the tagger's training step twice took
+    # most of this test's time.
+    model.compile(keras.optimizers.Adam(0.01), run_eagerly=True, **compile_args)
     model.fit(inputs, labels, epochs=1, verbose=0)  # the optimizer holds state
     frozen = layers[path].get_weights()
     model.save(tmp_path / "model.keras")
@@ -83,6 +85,7 @@ def test_a_frozen_embedding_stays_frozen_through_the_keras_file(case, tmp_path):
         v.shape for v in model.trainable_variables]
     assert len(loaded.optimizer.variables) == len(model.optimizer.variables)
     # Training the loaded model leaves the frozen weights as they were, bit for bit.
+    loaded.run_eagerly = True
     loaded.fit(inputs, labels, epochs=1, verbose=0)
     for before, after in zip(frozen, loaded_layers[path].get_weights()):
         np.testing.assert_array_equal(before, after)
@@ -137,7 +140,7 @@ def test_a_layer_frozen_inside_a_seqlab_layer_of_a_functional_model_stays_frozen
     embedding.token_embedding.trainable = False
     characters.embedding.trainable = False
     encoder.feedforward_output.trainable = False
-    model.compile("adam", "mse")
+    model.compile("adam", "mse", run_eagerly=True)
     rng = np.random.default_rng(0)
     inputs = [rng.integers(1, 20, (4, 8)), rng.integers(1, 10, (4, 8, 6))]
     model.fit(inputs, rng.normal(size=(4, 8, 2)), verbose=0)
