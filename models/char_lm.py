@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, reset_states
 from seqlab.layers._frozen import KeepsFrozenLayers
+from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
 
@@ -33,7 +34,7 @@ def suppress_ids(logits, ids):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class CharLanguageModel(KeepsFrozenLayers, keras.Model):
+class CharLanguageModel(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """A character language model: embedding, stacked seqlab GRU or LSTM layers, dense logits.
 
     `char_ids [batch, time] -> logits [batch, time, vocabulary_size]`: at every position the

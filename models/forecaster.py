@@ -6,6 +6,7 @@ import numpy as np
 
 from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
 from seqlab.layers._frozen import KeepsFrozenLayers
+from seqlab.models._training import TracesTrainingOnce
 
 RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 KINDS = (*RECURRENT_LAYERS, "transformer", "linear")
@@ -55,7 +56,7 @@ def _batches(data):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class Forecaster(KeepsFrozenLayers, keras.Model):
+class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """Stacked recurrent or Transformer layers and a dense head over one window.
 
     `[batch, lookback, n_features] -> [batch, horizon, n_targets]`. A recurrent forecaster
@@ -280,7 +281,7 @@ MEMBERS = ("neural", "linear")
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class AutoForecaster(KeepsFrozenLayers, keras.Model):
+class AutoForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """Two forecasters over the same windows; it forecasts with the one that did better on
     held-out windows.
 

@@ -15,6 +15,7 @@ from seqlab.layers import CRF, LSTM, CharacterEncoder
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.char_encoder import CHAR_ENCODERS
+from seqlab.models._training import TracesTrainingOnce
 
 
 def bio_transition_constraints(tags):
@@ -47,7 +48,7 @@ def _derived_seed(seed, offset):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class SequenceTagger(KeepsFrozenLayers, keras.Model):
+class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """A BiLSTM tagger over word embeddings and character features, softmax or CRF output.
 
     Each token's features are its word embedding concatenated with a vector computed from its

@@ -31,6 +31,7 @@ from seqlab.layers import (
 )
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
+from seqlab.models._training import TracesTrainingOnce
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 KINDS = (*RECURRENT_LAYERS, "transformer", "cnn", "ngrams")
@@ -173,7 +174,7 @@ def _predict_probabilities(model, inputs, batch_size):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class TextClassifier(KeepsFrozenLayers, keras.Model):
+class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """A text classifier: recurrent or Transformer layers over masked token embeddings, or a
     logistic regression on word n-grams.
 
@@ -449,7 +450,7 @@ def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooli
     return _check_vocabulary(vocabulary, vocabulary_size)
 
 
-class _MembersTrainedAlone(KeepsFrozenLayers, keras.Model):
+class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """A model of several classifiers, each trained on its own cross-entropy in one `fit`.
 
     A subclass sets `num_members` and defines `member_probabilities(inputs, training)`

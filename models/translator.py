@@ -18,6 +18,7 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.layers._frozen import KeepsFrozenLayers
+from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
 
@@ -34,7 +35,7 @@ OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class Translator(KeepsFrozenLayers, keras.Model):
+class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     """An encoder-decoder translation model: a GRU with additive attention, or a Transformer.
 
     `[source_ids [batch, S], target_in_ids [batch, T]] -> logits [batch, T,

@@ -35,6 +35,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from seqlab.models._training import build_training_state  # noqa: F401 (the pipelines' import)
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
     EXPORT_DIR,
@@ -599,28 +600,6 @@ class RunDirectory:
 def set_seed(seed):
     """Seeds Python, NumPy and TensorFlow, so that the same seed gives the same run."""
     keras.utils.set_random_seed(seed)
-
-
-def build_training_state(model, dataset):
-    """Creates the optimizer's and the compiled loss and metrics' variables before `fit`.
-
-    Without a distribution strategy Keras 3 (TensorFlow backend) leaves them to the first
-    trace of its training step; `tf.function` then finds variables created in that trace and
-    traces the whole step, forward and backward, a second time (its rule for variables made
-    on a first call). Building them first, from the dataset's element spec (no batch is
-    read), as Keras itself does under a strategy, saves that second trace: on a tiny
-    forecaster about 40 % of the training step's tracing. The trained weights are the same to
-    the bit. Under a strategy, or where Keras has no such build, this does nothing.
-
-    Args:
-        model: a compiled Keras model.
-        dataset: the `tf.data.Dataset` that `fit` will read.
-    """
-    symbolic_build = getattr(model, "_symbolic_build", None)
-    spec = getattr(dataset, "element_spec", None)
-    if symbolic_build is None or spec is None or getattr(model, "_distribute_strategy", None):
-        return
-    symbolic_build(data_batch=spec)
 
 
 class EpochHistory(keras.callbacks.Callback):

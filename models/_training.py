@@ -1,0 +1,75 @@
+"""seqlab's models trace their training step once in a user's own `fit`, not twice.
+
+Without a distribution strategy Keras 3 (TensorFlow backend) creates the optimizer's and the
+compiled loss and metrics' variables inside the first trace of its training step;
+`tf.function` then finds variables made in that trace and traces the whole step, forward and
+backward, a second time (its rule for variables made on a first call). Building them first, as
+Keras itself does under a strategy, saves the second trace: the first `fit` of the tiny CRF
+tagger of `tests/models/test_tagger.py` took 7.6-8.4 s through Keras's own `fit` and 5.2-6.2 s
+through the tagger's (docs/performance.md), nearly all of it tracing. The trained weights are
+the same to the bit.
+The run pipelines do it before their own `fit` (`pipelines/lifecycle.py`); `TracesTrainingOnce`
+does it in the `fit` of every seqlab model, for a user's own code.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+
+def build_training_state(model, data):
+    """Creates the optimizer's and the compiled loss and metrics' variables before `fit`.
+
+    Under a strategy (Keras builds them itself), where Keras has no such build, or where the
+    data's spec is unknown, this does nothing.
+
+    Args:
+        model: a compiled Keras model.
+        data: the `tf.data.Dataset` that `fit` will read (its element spec is used; no batch
+            is read), or the spec of one batch (`batch_spec`), or None.
+    """
+    symbolic_build = getattr(model, "_symbolic_build", None)
+    spec = getattr(data, "element_spec", data)
+    if symbolic_build is None or spec is None or getattr(model, "_distribute_strategy", None):
+        return
+    symbolic_build(data_batch=spec)
+
+
+def batch_spec(x, y=None, sample_weight=None):
+    """The spec of one batch of `fit`'s in-memory data, the batch size left unknown.
+
+    `x`, `y` and `sample_weight` are NumPy arrays or tensors of numbers, booleans or strings,
+    alone or nested in tuples, lists and dicts; for anything else (a generator, a Keras
+    `PyDataset`, a Python list of numbers) this returns None and Keras builds as it would.
+    """
+    def spec(value):
+        if not isinstance(value, (np.ndarray, tf.Tensor)) or len(value.shape) == 0:
+            raise TypeError
+        if isinstance(value, tf.Tensor):
+            dtype = value.dtype
+        else:
+            dtype = tf.string if value.dtype.kind in "OSU" else tf.as_dtype(value.dtype)
+        return tf.TensorSpec((None, *value.shape[1:]), dtype)
+
+    parts = (x,) if y is None and sample_weight is None else (x, y, sample_weight)
+    try:
+        return tf.nest.map_structure(spec, parts[:2] if sample_weight is None else parts)
+    except TypeError:
+        return None
+
+
+class TracesTrainingOnce:
+    """Mixin of seqlab's models (listed before `keras.Model`): `fit` builds the training state
+    first (`build_training_state`), from a dataset's element spec or the spec of the arrays
+    it is given, so that Keras traces the training step once. A model with a layer not yet
+    built, and data of any other kind, are left to Keras (seqlab's tagger and translator are
+    built by their constructors; a model built by calling it on a batch is built too)."""
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        # Only a model whose layers are built: building one from a spec of unknown batch
+        # size would fail for a stateful layer, whose states need the batch size.
+        layers_built = all(layer.built for layer in self._flatten_layers())
+        if layers_built and self.optimizer is not None and not self.optimizer.built:
+            data = x if isinstance(x, tf.data.Dataset) else batch_spec(
+                x, y, kwargs.get("sample_weight"))
+            build_training_state(self, data)
+        return super().fit(x, y, *args, **kwargs)
