@@ -5,31 +5,49 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.models._training import batch_spec
+from seqlab.layers import GRU
+from seqlab.models._training import batch_spec, build_training_state
 from tests.models.test_frozen_layers import tagger_batch, translator_batch
 from tests.models.test_tagger import tiny_tagger
 from tests.models.test_translator import tiny_translator
 
 
-def tagger_data(as_dataset):
-    inputs, labels = tagger_batch()
-    if as_dataset:
-        return tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(4), None
-    return inputs, labels
+def data_of(batch):
+    """`as_dataset -> (x, y)`: `batch()`'s arrays, or a dataset of them (and None)."""
+    def data(as_dataset):
+        inputs, labels = batch()
+        if as_dataset:
+            return tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(4), None
+        return inputs, labels
 
-
-def translator_data(as_dataset):
-    inputs, labels = translator_batch()
-    if as_dataset:
-        return tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(4), None
-    return inputs, labels
+    return data
 
 
 CASES = {
-    "tagger": (lambda: tiny_tagger(False), tagger_data, {}),
-    "translator": (lambda: tiny_translator("gru-attention"), translator_data,
+    "tagger": (lambda: tiny_tagger(False), data_of(tagger_batch), {}),
+    "translator": (lambda: tiny_translator("gru-attention"), data_of(translator_batch),
                    {"loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"]}),
 }
+
+
+def made_in_a_trace(fit):
+    """`(names of the variables made inside a trace while `fit()` ran, its result)`."""
+    made = []
+
+    def record(next_creator, **kwargs):
+        if tf.inside_function():
+            made.append(kwargs.get("name"))
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(record):
+        return made, fit()
+
+
+def assert_same_weights(ours, keras_weights):
+    # The same arithmetic in the same order (equal to the bit on the machines measured; the
+    # tolerance only spares a CPU whose threads could reorder a reduction).
+    for mine, theirs in zip(ours, keras_weights):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6, atol=1e-7)
 
 
 def trained(case, as_dataset, fit):
@@ -39,16 +57,9 @@ def trained(case, as_dataset, fit):
     model = make()
     model.compile(keras.optimizers.Adam(0.01), **compile_args)
     x, y = data(as_dataset)
-    made_in_a_trace = []
-
-    def record(next_creator, **kwargs):
-        if tf.inside_function():
-            made_in_a_trace.append(kwargs.get("name"))
-        return next_creator(**kwargs)
-
-    with tf.variable_creator_scope(record):
-        fit(model, x, y, epochs=1, batch_size=4, verbose=0, shuffle=False)
-    return made_in_a_trace, [w.numpy() for w in model.weights]
+    made, _ = made_in_a_trace(
+        lambda: fit(model, x, y, epochs=1, batch_size=4, verbose=0, shuffle=False))
+    return made, [w.numpy() for w in model.weights]
 
 
 # The tagger from arrays (no compiled metrics), the translator from a dataset (with some).
@@ -60,10 +71,32 @@ def test_fit_makes_no_variable_inside_its_trace_and_trains_as_keras_does(case, a
     made, weights = trained(case, as_dataset, lambda model, *a, **k: model.fit(*a, **k))
     assert made_by_keras
     assert made == []
-    # The same arithmetic in the same order (equal to the bit on the machines measured; the
-    # tolerance only spares a CPU whose threads could reorder a reduction).
-    for ours, theirs in zip(weights, keras_weights):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+    assert_same_weights(weights, keras_weights)
+
+
+def test_the_pipelines_build_the_training_state_of_any_model_before_fit():
+    """`build_training_state`, which the run pipelines call before `fit`, on a user's
+    Sequential model of a seqlab layer (a dataset, compiled metrics)."""
+    x = np.random.default_rng(0).normal(size=(40, 6, 2)).astype("float32")
+    y = np.random.default_rng(1).normal(size=(40, 1)).astype("float32")
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+    def trained(prebuild):
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((6, 2)), GRU(4), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+        if prebuild:
+            build_training_state(model, dataset)
+            assert model.optimizer.built
+        made, _ = made_in_a_trace(
+            lambda: model.fit(dataset, epochs=2, verbose=0, shuffle=False))
+        return made, [w.numpy() for w in model.weights]
+
+    made_by_keras, keras_weights = trained(prebuild=False)
+    made, weights = trained(prebuild=True)
+    assert made_by_keras  # what the build is for: Keras makes them in the trace otherwise
+    assert made == []
+    assert_same_weights(weights, keras_weights)
 
 
 def test_batch_spec_leaves_the_batch_size_unknown_and_declines_other_data():
