@@ -9,7 +9,7 @@ tagger of `tests/models/test_tagger.py` took 7.6-8.4 s through Keras's own `fit`
 through the tagger's (docs/performance.md), nearly all of it tracing. The trained weights are
 the same to the bit.
 The run pipelines do it before their own `fit` (`pipelines/lifecycle.py`); `TracesTrainingOnce`
-does it in the `fit` of every seqlab model, for a user's own code.
+does it in the `fit` and `evaluate` of every seqlab model, for a user's own code.
 """
 
 import numpy as np
@@ -57,19 +57,35 @@ def batch_spec(x, y=None, sample_weight=None):
         return None
 
 
+def needs_building(model):
+    """Whether the optimizer, the compiled metrics or the compiled loss of `model` still
+    has its variables to make."""
+    parts = (model.optimizer, getattr(model, "_compile_metrics", None),
+             getattr(model, "_compile_loss", None))
+    return any(part is not None and not part.built for part in parts)
+
+
 class TracesTrainingOnce:
-    """Mixin of seqlab's models (listed before `keras.Model`): `fit` builds the training state
-    first (`build_training_state`), from a dataset's element spec or the spec of the arrays
-    it is given, so that Keras traces the training step once. A model with a layer not yet
-    built, and data of any other kind, are left to Keras (seqlab's tagger and translator are
-    built by their constructors; a model built by calling it on a batch is built too)."""
+    """Mixin of seqlab's models (listed before `keras.Model`): `fit` and `evaluate` build the
+    training state first (`build_training_state`), from a dataset's element spec or the spec
+    of the arrays they are given, so that Keras traces the step once (`evaluate` on a model
+    loaded from a `.keras` file made its compiled metrics inside the trace too). A model with
+    a layer not yet built, and data of any other kind, are left to Keras (seqlab's tagger and
+    translator are built by their constructors; a model built by calling it on a batch, or
+    loaded, is built too)."""
 
     def fit(self, x=None, y=None, *args, **kwargs):
+        self._build_training_state(x, y, kwargs.get("sample_weight"))
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        self._build_training_state(x, y, kwargs.get("sample_weight"))
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def _build_training_state(self, x, y, sample_weight):
         # Only a model whose layers are built: building one from a spec of unknown batch
         # size would fail for a stateful layer, whose states need the batch size.
-        layers_built = all(layer.built for layer in self._flatten_layers())
-        if layers_built and self.optimizer is not None and not self.optimizer.built:
-            data = x if isinstance(x, tf.data.Dataset) else batch_spec(
-                x, y, kwargs.get("sample_weight"))
-            build_training_state(self, data)
-        return super().fit(x, y, *args, **kwargs)
+        if not all(layer.built for layer in self._flatten_layers()) or not needs_building(self):
+            return
+        data = x if isinstance(x, tf.data.Dataset) else batch_spec(x, y, sample_weight)
+        build_training_state(self, data)

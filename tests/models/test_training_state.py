@@ -111,3 +111,23 @@ def test_batch_spec_leaves_the_batch_size_unknown_and_declines_other_data():
     assert batch_spec([[1, 2], [3, 4]], np.zeros(2)) is None  # Python lists: Keras decides
     assert batch_spec(iter([ids]), None) is None  # a generator
     assert batch_spec(np.float32(1.0), None) is None  # a scalar has no batch
+
+
+def test_evaluate_of_a_loaded_model_makes_no_variable_inside_its_trace(tmp_path):
+    # A model loaded from a .keras file has its optimizer state but not its compiled
+    # metrics' variables: Keras made them in the first trace of the evaluation step.
+    make, data, compile_args = CASES["translator"]
+    model = make()
+    model.compile(keras.optimizers.Adam(0.01), **compile_args)
+    x, y = data(False)
+    model.optimizer.build(model.trainable_variables)  # as after training: its state is saved
+    model.save(tmp_path / "model.keras")
+    figures = {}
+    for name, evaluate in [("keras", keras.Model.evaluate), ("ours", type(model).evaluate)]:
+        loaded = keras.saving.load_model(tmp_path / "model.keras")
+        made, figures[name] = made_in_a_trace(
+            lambda: evaluate(loaded, x, y, verbose=0, return_dict=True))
+        assert bool(made) == (name == "keras")
+    assert figures["ours"].keys() == figures["keras"].keys() == {"loss", "accuracy"}
+    for key, value in figures["ours"].items():
+        np.testing.assert_allclose(value, figures["keras"][key], rtol=1e-6)
