@@ -1,4 +1,4 @@
-"""seqlab's models trace their training step once in a user's own `fit`, not twice.
+"""seqlab's models trace their training and evaluation steps once in a user's code, not twice.
 
 Without a distribution strategy Keras 3 (TensorFlow backend) creates the optimizer's and the
 compiled loss and metrics' variables inside the first trace of its training step;

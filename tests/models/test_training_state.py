@@ -1,4 +1,4 @@
-"""seqlab's models build their training state before a user's own `fit` traces its step."""
+"""seqlab's models build their training state before a user's `fit` or `evaluate` traces."""
 
 import keras
 import numpy as np
