@@ -19,11 +19,12 @@ a table and then one JSON line with the ratios (ours / Keras, cached / full).
 
 import argparse
 import json
-import os
 import statistics
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
+import seqlab  # noqa: E402,F401
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

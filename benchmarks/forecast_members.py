@@ -22,12 +22,13 @@ these members reaches it: only better members can.
 import argparse
 import itertools
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
+import seqlab  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 from forecasting import (  # noqa: E402

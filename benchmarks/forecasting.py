@@ -24,14 +24,15 @@ Prints one JSON line per series as it finishes, then the table and the geometric
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
+import seqlab  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

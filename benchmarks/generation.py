@@ -32,7 +32,9 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
+import seqlab  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

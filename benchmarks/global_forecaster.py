@@ -24,12 +24,13 @@ the final model is that one (trained without the last horizon of each series).
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
+import seqlab  # noqa: E402,F401
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -28,13 +28,14 @@ on all hourly series takes about 25 minutes on 2 cores).
 """
 
 import argparse
-import os
 import sys
 import time
 import warnings
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
+import seqlab  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 
