@@ -69,10 +69,9 @@ class TracesTrainingOnce:
     """Mixin of seqlab's models (listed before `keras.Model`): `fit` and `evaluate` build the
     training state first (`build_training_state`), from a dataset's element spec or the spec
     of the arrays they are given, so that Keras traces the step once (`evaluate` on a model
-    loaded from a `.keras` file made its compiled metrics inside the trace too). A model with
-    a layer not yet built, and data of any other kind, are left to Keras (seqlab's tagger and
-    translator are built by their constructors; a model built by calling it on a batch, or
-    loaded, is built too)."""
+    loaded from a `.keras` file made its compiled metrics inside the trace too); an unbuilt
+    model is built from the spec first, as Keras does under a strategy. A model with an unbuilt
+    stateful layer, and data of any other kind, are left to Keras."""
 
     def fit(self, x=None, y=None, *args, **kwargs):
         self._build_training_state(x, y, kwargs.get("sample_weight"))
@@ -83,9 +82,11 @@ class TracesTrainingOnce:
         return super().evaluate(x, y, *args, **kwargs)
 
     def _build_training_state(self, x, y, sample_weight):
-        # Only a model whose layers are built: building one from a spec of unknown batch
-        # size would fail for a stateful layer, whose states need the batch size.
-        if not all(layer.built for layer in self._flatten_layers()) or not needs_building(self):
+        # A model with an unbuilt stateful layer is left to Keras: building it from a spec of
+        # unknown batch size fails, as its states need the batch size.
+        layers = list(self._flatten_layers())
+        if any(getattr(layer, "stateful", False) and not layer.built for layer in layers) \
+                or not needs_building(self):
             return
         data = x if isinstance(x, tf.data.Dataset) else batch_spec(x, y, sample_weight)
         build_training_state(self, data)

@@ -7,7 +7,13 @@ import tensorflow as tf
 
 from seqlab.layers import GRU
 from seqlab.models._training import batch_spec, build_training_state
-from tests.models.test_frozen_layers import tagger_batch, translator_batch
+from seqlab.models import TextClassifier
+from tests.models.test_frozen_layers import (
+    CLASSIFIER,
+    classifier_batch,
+    tagger_batch,
+    translator_batch,
+)
 from tests.models.test_tagger import tiny_tagger
 from tests.models.test_translator import tiny_translator
 
@@ -24,6 +30,8 @@ def data_of(batch):
 
 
 CASES = {
+    "classifier": (lambda: TextClassifier(num_classes=2, **CLASSIFIER), data_of(classifier_batch),
+                   {"loss": "sparse_categorical_crossentropy"}),
     "tagger": (lambda: tiny_tagger(False), data_of(tagger_batch), {}),
     "translator": (lambda: tiny_translator("gru-attention"), data_of(translator_batch),
                    {"loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"]}),
@@ -62,8 +70,10 @@ def trained(case, as_dataset, fit):
     return made, [w.numpy() for w in model.weights]
 
 
-# The tagger from arrays (no compiled metrics), the translator from a dataset (with some).
-@pytest.mark.parametrize("case, as_dataset", [("tagger", False), ("translator", True)])
+# The tagger from arrays (no compiled metrics), the translator from a dataset (with some),
+# the classifier (not built by its constructor) from an array of raw strings.
+@pytest.mark.parametrize("case, as_dataset",
+                         [("tagger", False), ("translator", True), ("classifier", False)])
 def test_fit_makes_no_variable_inside_its_trace_and_trains_as_keras_does(case, as_dataset):
     # Keras's own fit (the mixin skipped) makes the optimizer's and the metrics' variables in
     # the first trace of the training step, which tf.function then traces again.
