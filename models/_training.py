@@ -60,7 +60,7 @@ def batch_spec(x, y=None, sample_weight=None):
 def needs_building(model):
     """Whether the optimizer, the compiled metrics or the compiled loss of `model` still
     has its variables to make."""
-    parts = (model.optimizer, getattr(model, "_compile_metrics", None),
+    parts = (getattr(model, "optimizer", None), getattr(model, "_compile_metrics", None),
              getattr(model, "_compile_loss", None))
     return any(part is not None and not part.built for part in parts)
 

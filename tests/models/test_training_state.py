@@ -141,3 +141,11 @@ def test_evaluate_of_a_loaded_model_makes_no_variable_inside_its_trace(tmp_path)
     assert figures["ours"].keys() == figures["keras"].keys() == {"loss", "accuracy"}
     for key, value in figures["ours"].items():
         np.testing.assert_allclose(value, figures["keras"][key], rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["fit", "evaluate"])
+def test_an_uncompiled_model_gets_keras_own_error(method):
+    # The mixin asks nothing of a model that has no optimizer yet: Keras says what is wrong.
+    (x, y), model = CASES["tagger"][1](False), tiny_tagger(False)
+    with pytest.raises(ValueError, match=r"You must call `compile\(\)` before using the model"):
+        getattr(model, method)(x, y, verbose=0)
