@@ -6,7 +6,7 @@ from keras import ops
 from seqlab.layers._checks import check_positive_int
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.lstm import LSTM
-from seqlab.layers.registry import serializable
+from seqlab.layers.registry import bidirectional, serializable
 
 CHAR_ENCODERS = ("lstm", "cnn")
 
@@ -66,7 +66,7 @@ class CharacterEncoder(KeepsFrozenLayers, keras.layers.Layer):
         )
         self.embedding.build((None, None))
         if self.kind == "lstm":
-            self.encoder = keras.layers.Bidirectional(
+            self.encoder = bidirectional(
                 LSTM(self.units, seed=self.seed,
                      kernel_initializer=keras.initializers.GlorotUniform(seed=self.seed)),
                 name="char_bilstm",

@@ -1,5 +1,5 @@
-"""The one decorator that registers every seqlab layer for Keras serialization, and a
-`load_model` that Keras's `Bidirectional` cannot trip."""
+"""The one decorator that registers every seqlab layer for Keras serialization, and the
+`Bidirectional` wrapper and `load_model` that a reused memory address cannot trip."""
 
 import contextlib
 
@@ -28,7 +28,10 @@ def load_model(path, **kwargs):
     layout), the recreated layer can resolve to an unrelated object already loaded. Seen in
     this project's CI: a tagger's forward LSTM loaded as the backward LSTM of the other
     BiLSTM ("Forward layer and backward layer should have different `go_backwards` value"),
-    on one run in many. While the file loads, serializations record nothing
+    on one run in many. seqlab's own models now build their wrappers with `bidirectional`
+    and load with Keras's `load_model` too; this one also covers a functional model holding
+    `keras.layers.Bidirectional` (the same fault in Keras's `from_config`, for Keras's own
+    LSTM as well). While the file loads, serializations record nothing
     (`no_serialization_records`): the file's own shared objects still resolve.
     """
     with no_serialization_records():
@@ -47,3 +50,30 @@ def no_serialization_records():
         yield
     finally:
         serialization_lib.record_object_after_serialization = record
+
+
+def bidirectional(layer, **kwargs):
+    """`keras.layers.Bidirectional(layer, **kwargs)`, built with no serialization records.
+
+    A seqlab model builds its `Bidirectional` layers in its constructor, which
+    `keras.saving.load_model` runs inside its object-sharing scope; there the wrapper's copies
+    of `layer` (serialized twice, forward and backward) were recorded under `id(layer)`, and a
+    template freed earlier at the same address made the copy resolve to another wrapper's
+    layer (a tagger loaded with `keras.saving.load_model` failed so in 3 of 360 loads in one
+    process, and once in this project's test suite). Built here, the copies are recorded
+    nowhere, so the model loads with Keras's own `load_model` as well (0 of 360). Only this
+    thread's records stop, for the wrapper's construction (Keras keeps the scope's maps per
+    thread).
+    """
+    from keras.src.backend.common import global_state
+
+    saved = global_state.get_global_attribute(_CONFIG_MAP)
+    global_state.set_global_attribute(_CONFIG_MAP, None)
+    try:
+        return keras.layers.Bidirectional(layer, **kwargs)
+    finally:
+        global_state.set_global_attribute(_CONFIG_MAP, saved)
+
+
+# Where Keras's object-sharing scope keeps the configs it has serialized, by object id.
+_CONFIG_MAP = "shared_objects/id_to_config_map"

@@ -15,6 +15,7 @@ from seqlab.layers import CRF, LSTM, CharacterEncoder
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.char_encoder import CHAR_ENCODERS
+from seqlab.layers.registry import bidirectional
 from seqlab.models._training import TracesTrainingOnce
 
 
@@ -164,7 +165,7 @@ class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             kernel_size=char_kernel_size, seed=_derived_seed(seed, 1), name="char_encoder",
         )
         self.input_dropout = keras.layers.Dropout(dropout, seed=seed, name="input_dropout")
-        self.word_bilstm = keras.layers.Bidirectional(
+        self.word_bilstm = bidirectional(
             LSTM(units, return_sequences=True, seed=_derived_seed(seed, 2),
                  kernel_initializer=keras.initializers.GlorotUniform(
                      seed=_derived_seed(seed, 2))),

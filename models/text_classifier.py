@@ -31,6 +31,7 @@ from seqlab.layers import (
 )
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
+from seqlab.layers.registry import bidirectional
 from seqlab.models._training import TracesTrainingOnce
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
@@ -328,7 +329,7 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             name=f"{self.kind}_{index}",
         )
         if self.kind == "bilstm":
-            layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{index}")
+            layer = bidirectional(layer, name=f"bidirectional_{index}")
         return layer
 
     def build(self, input_shape=None):

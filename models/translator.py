@@ -18,6 +18,7 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.layers._frozen import KeepsFrozenLayers
+from seqlab.layers.registry import bidirectional
 from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
 from seqlab.models.serving import dynamic_shape
@@ -154,7 +155,7 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             self.source_embedding = keras.layers.Embedding(
                 source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
             )
-            self.encoder = keras.layers.Bidirectional(
+            self.encoder = bidirectional(
                 GRU(units, return_sequences=True, return_state=True, seed=seed), name="encoder"
             )
             self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
