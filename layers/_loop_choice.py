@@ -18,7 +18,10 @@ that later processes on this machine skip the measurement:
   runs: one step per iteration, the step's input product inside the loop,
   TensorFlow's automatic differentiation), over the cell's fused step, the same
   products as Keras's built-in cells; the layer is then as fast as Keras's
-  built-in.
+  built-in. Where Keras's built-in LSTM or GRU would run cuDNN's fused kernel (a
+  GPU visible and cuDNN's form of the cell, `RecurrentLayer.runs_fused_kernel`),
+  this loop runs it too on unmasked or compacted sequences, and is kept without a
+  measurement.
 - `"unrolled"`: seqlab's loop, `UNROLLED_STEPS` steps per iteration, the step's
   input product inside the loop (`layers/_loop.py`, `run_recurrence`).
 - `"hand_bptt"`: for training a separable cell, the inputs of all steps
@@ -169,6 +172,11 @@ def choose(layer, sequences, mask, training):
     forced = forced_variant()
     if forced is not None:
         return forced if forced in allowed else "unrolled"
+    if layer.runs_fused_kernel(training):
+        # A GPU and cuDNN's form of the cell: Keras's loop runs cuDNN's kernel, as Keras's
+        # built-in layer does, which none of seqlab's loops (a step's operations at a time)
+        # is measured against.
+        return "keras"
     key = loop_key(layer, sequences, mask, training)
     if key in _choices:
         return _choices[key]

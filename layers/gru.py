@@ -262,6 +262,8 @@ class GRU(RecurrentLayer):
     """
     )
 
+    fused_kernel = "gru"
+
     def __init__(
         self,
         units,

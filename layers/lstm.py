@@ -234,6 +234,8 @@ class LSTM(RecurrentLayer):
     """
     )
 
+    fused_kernel = "lstm"
+
     def __init__(
         self,
         units,

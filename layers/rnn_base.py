@@ -12,6 +12,8 @@ the backpropagation through time scheduled by hand (`layers/_loop.py`). The
 same equations in the same order, so the numbers agree with the per-step cell.
 """
 
+import importlib
+
 import keras
 import tensorflow as tf
 from keras import ops
@@ -310,6 +312,11 @@ class RecurrentLayer(keras.layers.RNN):
     shape on this machine.
     """
 
+    # Keras's fused kernel of the whole loop for this layer (`"lstm"` or `"gru"`: the
+    # `keras.src.backend` functions that Keras's built-in layers call, which run cuDNN's
+    # kernel on a GPU), or None.
+    fused_kernel = None
+
     def __init__(self, cell, activity_regularizer=None, **kwargs):
         if kwargs.pop("unroll", False):
             raise ValueError(
@@ -318,6 +325,12 @@ class RecurrentLayer(keras.layers.RNN):
             )
         super().__init__(cell, activity_regularizer=activity_regularizer, **kwargs)
         self.input_spec = keras.layers.InputSpec(ndim=3)
+        if self.fused_kernel is not None and tf.config.list_physical_devices("GPU"):
+            # As Keras's LSTM and GRU: cuDNN's op does not compile with XLA, and `compile`
+            # (`jit_compile="auto"`, XLA on a GPU where every layer supports it) reads this
+            # before the first trace. Physical devices: listing them leaves TensorFlow's
+            # runtime (its thread settings) unconfigured.
+            self.supports_jit = False
 
     def inner_loop(self, sequences, initial_state, mask, training=False, final_states=None):
         """Keras's hook (`keras.layers.RNN.call`): `(last_output, outputs, final_states)`.
@@ -354,6 +367,38 @@ class RecurrentLayer(keras.layers.RNN):
         finally:
             cell.reset_dropout_mask()
             cell.reset_recurrent_dropout_mask()
+
+    def runs_fused_kernel(self, training):
+        """Whether the `keras` loop runs Keras's fused kernel (cuDNN's), as Keras's built-in
+        layer would: a GPU visible, and cuDNN's form of the cell (tanh and sigmoid, a bias,
+        a GRU with `reset_after`), without recurrent dropout in training."""
+        if self.fused_kernel is None or (training and self.cell.recurrent_dropout > 0):
+            return False
+        cell = self.cell
+        # The module (the package's `rnn` is its function of that name).
+        tensorflow_rnn = importlib.import_module("keras.src.backend.tensorflow.rnn")
+        return tensorflow_rnn.cudnn_ok(
+            cell.activation, cell.recurrent_activation, unroll=False, use_bias=cell.use_bias,
+            reset_after=getattr(cell, "reset_after", None),
+        )
+
+    def _run_fused(self, sequences, initial_state, training, go_backwards, return_sequences):
+        """The unmasked loop as Keras's fused kernel (see `runs_fused_kernel`), with the
+        input dropout applied first as Keras's layers do; None where the kernel refuses
+        (Keras's backend raises NotImplementedError where cuDNN's op is not found)."""
+        cell = self.cell
+        if training and cell.dropout > 0:
+            sequences = sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0, :]), 1)
+        options = {"reset_after": cell.reset_after} if self.fused_kernel == "gru" else {}
+        try:
+            return getattr(keras.src.backend, self.fused_kernel)(
+                sequences, *initial_state, None, kernel=cell.kernel,
+                recurrent_kernel=cell.recurrent_kernel, bias=cell.bias,
+                activation=cell.activation, recurrent_activation=cell.recurrent_activation,
+                return_sequences=return_sequences, go_backwards=go_backwards, **options,
+            )
+        except NotImplementedError:
+            return None
 
     def _can_compact_mask(self, training, final_states=False):
         """Whether a mask may run as compacted sequences: where the final states are read,
@@ -408,6 +453,11 @@ class RecurrentLayer(keras.layers.RNN):
     def _run_variant(self, variant, sequences, initial_state, mask, training, go_backwards,
                      return_sequences):
         cell = self.cell
+        if variant == "keras" and mask is None and self.runs_fused_kernel(training):
+            fused = self._run_fused(sequences, initial_state, training, go_backwards,
+                                    return_sequences)
+            if fused is not None:
+                return fused
         if variant == "keras":
             # Keras's own loop over the cell's `call`, which applies the dropout masks.
             cell_kwargs = {"training": training} if cell._call_has_training_arg else {}
