@@ -11,7 +11,7 @@ from seqlab.layers.gru import GRU, GRUCell
 from seqlab.layers.lstm import LSTM, LSTMCell
 from seqlab.layers.pooling import MaskedMaxPooling, MaskedMeanPooling
 from seqlab.layers.positional import PositionalEncoding, TokenAndPositionEmbedding
-from seqlab.layers.rnn_base import reset_states
+from seqlab.layers.rnn_base import portable_loops, reset_states
 from seqlab.layers.simple_rnn import SimpleRNN, SimpleRNNCell
 from seqlab.layers.token_dropout import TokenDropout
 from seqlab.layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer

@@ -12,7 +12,9 @@ the backpropagation through time scheduled by hand (`layers/_loop.py`). The
 same equations in the same order, so the numbers agree with the per-step cell.
 """
 
+import contextlib
 import importlib
+import threading
 
 import keras
 import tensorflow as tf
@@ -299,6 +301,25 @@ class RecurrentCell(keras.layers.Layer):
         return {**super().get_config(), **config}
 
 
+# Whether this thread traces inside `portable_loops` (no fused kernel).
+_PORTABLE = threading.local()
+
+
+@contextlib.contextmanager
+def portable_loops():
+    """Inside this block (this thread), seqlab's recurrent layers trace loops of ordinary
+    TensorFlow operations, never cuDNN's fused kernel, so that a SavedModel traced here
+    serves on a machine without a GPU as well. Keras's own layers traced on a GPU hold
+    cuDNN's op, which has no CPU kernel (keras-team/keras#18504); seqlab's export commands
+    trace inside this block."""
+    previous = getattr(_PORTABLE, "on", False)
+    _PORTABLE.on = True
+    try:
+        yield
+    finally:
+        _PORTABLE.on = previous
+
+
 class RecurrentLayer(keras.layers.RNN):
     """Base class of the layers: runs a `RecurrentCell` over time.
 
@@ -371,8 +392,10 @@ class RecurrentLayer(keras.layers.RNN):
     def runs_fused_kernel(self, training):
         """Whether the `keras` loop runs Keras's fused kernel (cuDNN's), as Keras's built-in
         layer would: a GPU visible, and cuDNN's form of the cell (tanh and sigmoid, a bias,
-        a GRU with `reset_after`), without recurrent dropout in training."""
-        if self.fused_kernel is None or (training and self.cell.recurrent_dropout > 0):
+        a GRU with `reset_after`), without recurrent dropout in training; not inside
+        `portable_loops`."""
+        if (self.fused_kernel is None or (training and self.cell.recurrent_dropout > 0)
+                or getattr(_PORTABLE, "on", False)):
             return False
         cell = self.cell
         # The module (the package's `rnn` is its function of that name).

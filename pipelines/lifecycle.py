@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from seqlab.data.errors import DataError
+from seqlab.layers import portable_loops
 from seqlab.layers.registry import load_model
 from seqlab.pipelines.common import (
     ActionResult,
@@ -514,6 +515,12 @@ class Pipeline:
         """Writes the serving SavedModel at `path`; returns a one-line signature description."""
         raise NotImplementedError
 
+    def _export_model(self, model, config, artifacts, path):
+        """`export_model`, traced with `portable_loops`: the SavedModel serves on a machine
+        without a GPU even where the run was trained and exported on one."""
+        with portable_loops():
+            return self.export_model(model, config, artifacts, path)
+
     def evaluate(self, run, data=None, output=None, **options):
         raise NotImplementedError
 
@@ -652,7 +659,7 @@ class Pipeline:
         # An earlier call killed between its export and finish() left a complete export:
         # replaced, as this call owns the run.
         replace_export(run.path("saved_model"),
-                       lambda target: self.export_model(model, config, artifacts, target))
+                       lambda target: self._export_model(model, config, artifacts, target))
         final = run.finish()
 
         notes = []
@@ -736,7 +743,8 @@ class Pipeline:
 
         def write(target):
             nonlocal signature
-            signature = self.export_model(loaded.model, loaded.config, loaded.artifacts, target)
+            signature = self._export_model(loaded.model, loaded.config, loaded.artifacts,
+                                           target)
 
         claim = None
         if out is None:  # the version taken only now, when the model is ready to write

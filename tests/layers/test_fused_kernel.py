@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice
+from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice, portable_loops
 
 # Keras's TensorFlow backend module of `lstm`, `gru` and the cuDNN kernels (the package's
 # `rnn` attribute is a function of that name).
@@ -49,7 +49,7 @@ def stand_in_cudnn(kind, calls):
         # A result that depends on every argument, in the backend's return format.
         last = tf.tanh(tf.reduce_sum(inputs, 1) @ weights[:, :units]
                        + states[0] @ recurrent[:, :units] + tf.reshape(bias, [-1])[:units])
-        steps = tf.range(1, inputs.shape[1] + 1, dtype=last.dtype)[None, :, None]
+        steps = tf.cast(tf.range(1, tf.shape(inputs)[1] + 1), last.dtype)[None, :, None]
         outputs = last[:, None, :] * (steps * (2.0 if go_backwards else 1.0))
         if not return_sequences:
             outputs = last[:, None, :]
@@ -58,14 +58,19 @@ def stand_in_cudnn(kind, calls):
     return kernel
 
 
-@pytest.fixture
-def cudnn_calls(monkeypatch):
-    """A GPU as Keras's backend sees it, with stand-in cuDNN kernels; the calls they got."""
+def stand_in_gpu(monkeypatch):
+    """A GPU as Keras's backend sees it, with stand-in cuDNN kernels. Returns the list of
+    the calls they get."""
     calls = []
     monkeypatch.setattr(TF_RNN, "_is_gpu_available", lambda: True)
     monkeypatch.setattr(TF_RNN, "_cudnn_lstm", stand_in_cudnn("lstm", calls))
     monkeypatch.setattr(TF_RNN, "_cudnn_gru", stand_in_cudnn("gru", calls))
     return calls
+
+
+@pytest.fixture
+def cudnn_calls(monkeypatch):
+    return stand_in_gpu(monkeypatch)
 
 
 def sequences(shape=(3, 5, 4), seed=0):
@@ -198,3 +203,19 @@ def test_on_a_gpu_the_layers_that_can_run_cudnn_opt_out_of_xla(monkeypatch):
                         lambda kind=None: ["/physical_device:GPU:0"])
     assert not LSTM(3).supports_jit and not GRU(3).supports_jit
     assert SimpleRNN(3).supports_jit
+
+
+def test_inside_portable_loops_no_layer_runs_the_kernel(cudnn_calls):
+    layer = GRU(6)
+    x = sequences()
+    with portable_loops():
+        with portable_loops():
+            layer(x)
+        layer(x)  # the inner block's end leaves the outer one on
+        assert cudnn_calls == []
+        # A trace inside the block holds seqlab's loop (what a SavedModel keeps).
+        traced = tf.function(layer).get_concrete_function(tf.TensorSpec((None, 5, 4)))
+    assert cudnn_calls == []
+    assert "while" in {op.type.lower() for op in traced.graph.get_operations()}
+    layer(x)
+    assert len(cudnn_calls) == 1

@@ -26,6 +26,7 @@ from seqlab.pipelines.sentiment import (
     train,
 )
 from seqlab.pipelines.settings import make_config
+from tests.layers.test_fused_kernel import stand_in_gpu
 
 KEYWORDS = {
     "good": ["great", "superb", "lovely", "brilliant"],
@@ -121,6 +122,21 @@ def test_exported_saved_model_matches_the_model_in_process(trained, tmp_path):
     classes = np.array(["bad", "good", "other"])
     assert outputs["label"].numpy().astype(str).tolist() == classes[
         np.argmax(expected, axis=-1)].tolist()
+
+
+def test_a_run_exported_where_a_gpu_is_traces_no_cudnn_kernel(trained, tmp_path, monkeypatch):
+    # Traced on a GPU, Keras's fused kernel (cuDNN's op) would be in the SavedModel, and a
+    # CPU cannot serve it; the export traces seqlab's own loops instead.
+    _, result = trained
+    calls = stand_in_gpu(monkeypatch)
+    model = keras.saving.load_model(result.path / "model.keras")
+    model.predict(tf.constant(["a superb film"]), verbose=0)
+    assert calls  # in process, the GRU runs the kernel
+    calls.clear()
+    exported = export(result.path, out=tmp_path / "serving")
+    assert calls == []
+    serving = tf.saved_model.load(str(exported.path)).signatures["serving_default"]
+    assert serving(text=tf.constant(["a superb film"]))["probabilities"].shape == (1, 3)
 
 
 def test_padding_does_not_change_the_trained_model(trained):
