@@ -241,6 +241,9 @@ class GRU(RecurrentLayer):
         return_state: also return the last state h_T.
         go_backwards: process the sequence backwards (and return the reversed
             sequence).
+        use_cudnn: Keras's argument: `"auto"` runs cuDNN's fused kernel where
+            Keras's built-in layer would (a GPU; docs/performance.md, "On a GPU"),
+            False never, True requires it (an error where it cannot run).
         stateful: keep the last state of batch k as the initial state of batch
             k+1 (needs a fixed batch size); reset with `layers.reset_states`.
 
@@ -288,6 +291,7 @@ class GRU(RecurrentLayer):
         go_backwards=False,
         stateful=False,
         reset_after=True,
+        use_cudnn="auto",
         **kwargs,
     ):
         cell = GRUCell(
@@ -318,6 +322,7 @@ class GRU(RecurrentLayer):
             return_state=return_state,
             go_backwards=go_backwards,
             stateful=stateful,
+            use_cudnn=use_cudnn,
             **kwargs,
         )
 

@@ -211,6 +211,9 @@ class LSTM(RecurrentLayer):
         return_state: also return the last states h_T and c_T.
         go_backwards: process the sequence backwards (and return the reversed
             sequence).
+        use_cudnn: Keras's argument: `"auto"` runs cuDNN's fused kernel where
+            Keras's built-in layer would (a GPU; docs/performance.md, "On a GPU"),
+            False never, True requires it (an error where it cannot run).
         stateful: keep the last states of batch k as the initial states of
             batch k+1 (needs a fixed batch size); reset with
             `layers.reset_states`.
@@ -260,6 +263,7 @@ class LSTM(RecurrentLayer):
         return_state=False,
         go_backwards=False,
         stateful=False,
+        use_cudnn="auto",
         **kwargs,
     ):
         cell = LSTMCell(
@@ -290,6 +294,7 @@ class LSTM(RecurrentLayer):
             return_state=return_state,
             go_backwards=go_backwards,
             stateful=stateful,
+            use_cudnn=use_cudnn,
             **kwargs,
         )
 

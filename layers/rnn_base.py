@@ -338,15 +338,25 @@ class RecurrentLayer(keras.layers.RNN):
     # kernel on a GPU), or None.
     fused_kernel = None
 
-    def __init__(self, cell, activity_regularizer=None, **kwargs):
+    def __init__(self, cell, activity_regularizer=None, use_cudnn="auto", **kwargs):
         if kwargs.pop("unroll", False):
             raise ValueError(
                 "seqlab's recurrent layers run their own loop and do not unroll it fully. "
                 "Received: unroll=True"
             )
+        if self.fused_kernel is None and use_cudnn != "auto":
+            raise ValueError(f"Unrecognized keyword arguments passed to {type(self).__name__}: "
+                             f"{{'use_cudnn': {use_cudnn!r}}}")
+        if use_cudnn not in ("auto", True, False):
+            raise ValueError("use_cudnn must be 'auto', True or False (Keras's argument). "
+                             f"Received: use_cudnn={use_cudnn!r}")
         super().__init__(cell, activity_regularizer=activity_regularizer, **kwargs)
         self.input_spec = keras.layers.InputSpec(ndim=3)
-        if self.fused_kernel is not None and tf.config.list_physical_devices("GPU"):
+        # Keras's LSTM and GRU argument: "auto" runs cuDNN's kernel where it can (see
+        # `runs_fused_kernel`), False never, True requires it (an error where it cannot).
+        self.use_cudnn = use_cudnn
+        if (self.fused_kernel is not None and use_cudnn is not False
+                and tf.config.list_physical_devices("GPU")):
             # As Keras's LSTM and GRU: cuDNN's op does not compile with XLA, and `compile`
             # (`jit_compile="auto"`, XLA on a GPU where every layer supports it) reads this
             # before the first trace. Physical devices: listing them leaves TensorFlow's
@@ -360,6 +370,14 @@ class RecurrentLayer(keras.layers.RNN):
         returns or keeps them, `return_state` or `stateful`). Where it does not, a masked
         LSTM returns none (an empty list; see `run_loop`).
         """
+        if (self.use_cudnn is True and not self.runs_fused_kernel(training)
+                and not getattr(_PORTABLE, "on", False)):
+            raise ValueError(
+                "use_cudnn=True was specified, but cuDNN's kernel cannot run this layer here "
+                "(it needs a GPU, tanh and sigmoid activations, a bias, reset_after=True for a "
+                "GRU, and no recurrent dropout in training). Pass use_cudnn='auto' to run "
+                "seqlab's loops where it cannot."
+            )
         variant = _loop_choice.choose(self, sequences, mask, training)
         return self.run_loop(variant, sequences, initial_state, mask, training, final_states)
 
@@ -394,7 +412,8 @@ class RecurrentLayer(keras.layers.RNN):
         layer would: a GPU visible, and cuDNN's form of the cell (tanh and sigmoid, a bias,
         a GRU with `reset_after`), without recurrent dropout in training; not inside
         `portable_loops`."""
-        if (self.fused_kernel is None or (training and self.cell.recurrent_dropout > 0)
+        if (self.fused_kernel is None or self.use_cudnn is False
+                or (training and self.cell.recurrent_dropout > 0)
                 or getattr(_PORTABLE, "on", False)):
             return False
         cell = self.cell
@@ -553,6 +572,8 @@ class RecurrentLayer(keras.layers.RNN):
         config["activity_regularizer"] = keras.regularizers.serialize(
             self.activity_regularizer
         )
+        if self.fused_kernel is not None:  # Keras's SimpleRNN has no such argument either
+            config["use_cudnn"] = self.use_cudnn
         return config
 
     @classmethod

@@ -219,3 +219,43 @@ def test_inside_portable_loops_no_layer_runs_the_kernel(cudnn_calls):
     assert "while" in {op.type.lower() for op in traced.graph.get_operations()}
     layer(x)
     assert len(cudnn_calls) == 1
+
+
+@pytest.mark.parametrize("kind", sorted(LAYERS))
+def test_use_cudnn_false_never_runs_the_kernel(kind, cudnn_calls):
+    theirs, ours = twin(kind, use_cudnn=False)
+    x = sequences()
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x)),
+                               atol=1e-5)  # float32 rounding of the loops' products
+    assert cudnn_calls == []
+
+
+def test_use_cudnn_true_requires_the_kernel_as_kerass_layers_do(monkeypatch):
+    x = sequences()
+    # No GPU here: Keras's layer and seqlab's refuse alike.
+    for layer in (keras.layers.LSTM(6, use_cudnn=True), LSTM(6, use_cudnn=True)):
+        with pytest.raises(ValueError, match="use_cudnn=True"):
+            layer(x)
+    calls = stand_in_gpu(monkeypatch)
+    LSTM(6, use_cudnn=True)(x)
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="use_cudnn=True"):
+        GRU(6, use_cudnn=True, reset_after=False)(x)
+    with portable_loops():  # an export's trace: portable before required
+        LSTM(6, use_cudnn=True)(x)
+    assert len(calls) == 1
+
+
+def test_use_cudnn_is_checked_kept_in_the_config_and_only_where_keras_has_it():
+    assert "use_cudnn" not in SimpleRNN(3).get_config()
+    # Files written before the argument existed load with the default.
+    config = LSTM(3).get_config()
+    assert config.pop("use_cudnn") == "auto" and LSTM.from_config(config).use_cudnn == "auto"
+    config = GRU(3, use_cudnn=False).get_config()
+    assert config["use_cudnn"] is False and GRU.from_config(config).use_cudnn is False
+    wrapper = keras.layers.Bidirectional(LSTM(3, use_cudnn=False))
+    assert wrapper.forward_layer.use_cudnn is False and wrapper.backward_layer.use_cudnn is False
+    with pytest.raises(ValueError, match="use_cudnn must be"):
+        LSTM(3, use_cudnn="yes")
+    with pytest.raises(ValueError, match="Unrecognized keyword arguments passed to SimpleRNN"):
+        SimpleRNN(3, use_cudnn=False)  # as Keras's SimpleRNN, which has no cuDNN kernel
