@@ -259,3 +259,15 @@ def test_use_cudnn_is_checked_kept_in_the_config_and_only_where_keras_has_it():
         LSTM(3, use_cudnn="yes")
     with pytest.raises(ValueError, match="Unrecognized keyword arguments passed to SimpleRNN"):
         SimpleRNN(3, use_cudnn=False)  # as Keras's SimpleRNN, which has no cuDNN kernel
+
+
+@pytest.mark.parametrize("kind", sorted(LAYERS))
+def test_under_mixed_precision_too(kind, cudnn_calls):
+    # Mixed precision is mostly a GPU's: the kernel gets float16 inputs and weights, as
+    # from Keras's layer.
+    theirs, ours = twin(kind, return_sequences=True, dtype="mixed_float16")
+    x = sequences()
+    expected, got = theirs(x), ours(x)
+    assert cudnn_calls[1]["kernel"].dtype == tf.float16
+    assert_same_arguments(cudnn_calls[1], cudnn_calls[0])
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
