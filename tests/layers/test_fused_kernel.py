@@ -77,12 +77,12 @@ def sequences(shape=(3, 5, 4), seed=0):
     return np.random.default_rng(seed).normal(size=shape).astype("float32")
 
 
-def twin(kind, **kwargs):
+def twin(kind, batch=None, **kwargs):
     """Keras's built-in layer and seqlab's, with the built-in's weights."""
     ours_cls, keras_cls = LAYERS[kind]
     theirs, ours = keras_cls(6, **kwargs), ours_cls(6, **kwargs)
-    theirs.build((None, None, 4))
-    ours.build((None, None, 4))
+    theirs.build((batch, None, 4))
+    ours.build((batch, None, 4))
     ours.set_weights(theirs.get_weights())
     return theirs, ours
 
@@ -271,3 +271,25 @@ def test_under_mixed_precision_too(kind, cudnn_calls):
     assert cudnn_calls[1]["kernel"].dtype == tf.float16
     assert_same_arguments(cudnn_calls[1], cudnn_calls[0])
     np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+def test_bidirectional_and_stateful_layers_hand_over_as_kerass(cudnn_calls):
+    x = sequences()
+    theirs, ours = twin("lstm", return_sequences=True)
+    wrapped = [keras.layers.Bidirectional(layer) for layer in (theirs, ours)]
+    for wrapper in wrapped:
+        wrapper.build((None, None, 4))
+    wrapped[1].set_weights(wrapped[0].get_weights())
+    expected, got = wrapped[0](x), wrapped[1](x)
+    assert len(cudnn_calls) == 4  # forwards and backwards, each
+    for mine, theirs_call in zip(cudnn_calls[2:], cudnn_calls[:2], strict=True):
+        assert_same_arguments(mine, theirs_call)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+    cudnn_calls.clear()
+    theirs, ours = twin("gru", batch=3, stateful=True)
+    for layer in (theirs, ours):
+        layer(x)
+        layer(x)  # the second call starts from the first call's states
+    assert_same_arguments(cudnn_calls[3], cudnn_calls[2])
+    assert np.abs(np.asarray(cudnn_calls[3]["states"][0])).max() > 0
