@@ -6,6 +6,8 @@ import contextlib
 import keras
 
 PACKAGE = "seqlab"
+# Where Keras's object-sharing scope keeps the configs it has serialized, by object id.
+_CONFIG_MAP = "shared_objects/id_to_config_map"
 
 
 def serializable(cls):
@@ -74,6 +76,3 @@ def bidirectional(layer, **kwargs):
     finally:
         global_state.set_global_attribute(_CONFIG_MAP, saved)
 
-
-# Where Keras's object-sharing scope keeps the configs it has serialized, by object id.
-_CONFIG_MAP = "shared_objects/id_to_config_map"

@@ -29,6 +29,10 @@ from seqlab.layers._loop import run_recurrence, run_separable_recurrence
 # balance across the three layers and both modes.
 UNROLLED_STEPS = 4
 
+# Keras's TensorFlow backend module of `lstm`, `gru` and `cudnn_ok` (imported by name: the
+# package's `rnn` attribute is a function of that name).
+_TENSORFLOW_RNN = importlib.import_module("keras.src.backend.tensorflow.rnn")
+
 # Activations whose values stay finite however long a loop runs on padding
 # (`RecurrentLayer._can_compact_mask`).
 _BOUNDED_ACTIVATIONS = (
@@ -417,9 +421,7 @@ class RecurrentLayer(keras.layers.RNN):
                 or getattr(_PORTABLE, "on", False)):
             return False
         cell = self.cell
-        # The module (the package's `rnn` is its function of that name).
-        tensorflow_rnn = importlib.import_module("keras.src.backend.tensorflow.rnn")
-        return tensorflow_rnn.cudnn_ok(
+        return _TENSORFLOW_RNN.cudnn_ok(
             cell.activation, cell.recurrent_activation, unroll=False, use_bias=cell.use_bias,
             reset_after=getattr(cell, "reset_after", None),
         )
