@@ -8,24 +8,21 @@ from keras.src.saving import serialization_lib
 
 from seqlab.layers import LSTM
 from seqlab.layers.registry import bidirectional
-from seqlab.models import TextClassifier, Translator
+from seqlab.models import TextClassifier
 from seqlab.models.text_classifier import adapt_vocabulary
-from tests.models.test_frozen_layers import TEXTS, classifier_batch, tagger_batch, translator_batch
-from tests.models.test_tagger import tiny_tagger
+from tests.models.test_frozen_layers import CASES as FROZEN_CASES
+from tests.models.test_frozen_layers import TEXTS, classifier_batch
 
-# (make the model, a batch); each has at least one `Bidirectional` layer.
+# (make the model, a batch); each has at least one `Bidirectional` layer: the tagger two (the
+# word BiLSTM and the character encoder's), the translator its encoder.
 CASES = {
-    # Two: the word BiLSTM and the character encoder's.
-    "tagger": (lambda: tiny_tagger(False), tagger_batch),
+    "tagger": FROZEN_CASES["tagger"][::2],
+    "translator": FROZEN_CASES["translator"][::2],
     "classifier": (
         lambda: TextClassifier(num_classes=2, vocabulary=adapt_vocabulary(TEXTS, "bilstm"),
                                kind="bilstm", embedding_dim=4, units=4, sequence_length=8,
                                seed=3),
         classifier_batch),
-    "translator": (
-        lambda: Translator(12, 14, kind="gru-attention", embedding_dim=8, units=8, layers=1,
-                           dropout=0.0, max_length=12),
-        translator_batch),
 }
 
 
