@@ -82,11 +82,12 @@ class TracesTrainingOnce:
         return super().evaluate(x, y, *args, **kwargs)
 
     def _build_training_state(self, x, y, sample_weight):
+        if not needs_building(self):  # every call after the first (fit's validation too)
+            return
         # A model with an unbuilt stateful layer is left to Keras: building it from a spec of
         # unknown batch size fails, as its states need the batch size.
-        layers = list(self._flatten_layers())
-        if any(getattr(layer, "stateful", False) and not layer.built for layer in layers) \
-                or not needs_building(self):
+        if any(getattr(layer, "stateful", False) and not layer.built
+               for layer in self._flatten_layers()):
             return
         data = x if isinstance(x, tf.data.Dataset) else batch_spec(x, y, sample_weight)
         build_training_state(self, data)
