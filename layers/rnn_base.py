@@ -383,7 +383,14 @@ class RecurrentLayer(keras.layers.RNN):
                 "seqlab's loops where it cannot."
             )
         variant = _loop_choice.choose(self, sequences, mask, training)
-        return self.run_loop(variant, sequences, initial_state, mask, training, final_states)
+        last_output, outputs, states = self.run_loop(
+            variant, sequences, initial_state, mask, training, final_states)
+        if self.return_sequences:
+            # seqlab's loops stack the steps in a TensorArray of a size known only when
+            # it runs; the trace keeps the number of steps it knows, as Keras's loop does
+            # (a Flatten and a Dense after the layer need it to build).
+            outputs.set_shape(sequences.shape[:2] + outputs.shape[2:])
+        return last_output, outputs, states
 
     def run_loop(self, variant, sequences, initial_state, mask, training=False,
                  final_states=None):

@@ -476,3 +476,29 @@ def test_padding_that_overflows_an_unbounded_state_leaves_the_gradients_finite(
     for ours, reference in zip(gradients["ours"], gradients["keras"]):
         assert np.isfinite(ours).all()
         np.testing.assert_allclose(ours, reference, rtol=1e-5)
+
+
+@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
+def test_a_traced_call_keeps_the_number_of_steps_it_knows(variant, monkeypatch):
+    """As Keras's layer: inside a trace the returned sequences keep a known time axis, so
+    that a subclassed model's Flatten and Dense, built on their first (traced) call, build."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+
+    class Model(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.recurrent = GRU(5, return_sequences=True)
+            self.flatten = keras.layers.Flatten()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, x, training=False):
+            return self.dense(self.flatten(self.recurrent(x, training=training)))
+
+    model = Model()
+    for training in (True, False):
+        traced = tf.function(lambda x, training=training: model(x, training=training))
+        output = traced.get_concrete_function(tf.TensorSpec([None, 6, 4]))
+        assert output.structured_outputs.shape.as_list() == [None, 1]
+        sequences = tf.function(lambda x, training=training: model.recurrent(
+            x, training=training)).get_concrete_function(tf.TensorSpec([3, 6, 4]))
+        assert sequences.structured_outputs.shape.as_list() == [3, 6, 5]
