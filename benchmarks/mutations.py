@@ -95,6 +95,21 @@ MUTATIONS = [
         select="written_out",
     ),
     Mutation(
+        "compiled_bptt_not_compiled", "layers/_loop.py",
+        "    if compiled:",
+        "    if False:",
+        ("tests/layers/test_compiled_loop.py",),
+        "the compiled_bptt loop runs uncompiled (hand_bptt under another name; issue 28)",
+    ),
+    Mutation(
+        "compiled_bptt_second_order_dropped", "layers/_loop.py",
+        "                    again = function(*tf.nest.pack_sequence_as(args, flat))",
+        "                    again = tf.nest.map_structure(tf.stop_gradient, function("
+        "*tf.nest.pack_sequence_as(args, flat)))",
+        ("tests/layers/test_compiled_loop.py",),
+        "a gradient of the compiled loops' gradient is silently zero",
+    ),
+    Mutation(
         "cell_recurrent_dropout_ignored", "layers/rnn_base.py",
         "            if training and self.recurrent_dropout > 0",
         "            if False",

@@ -96,6 +96,43 @@ def _for_each_step(step_body, steps, loop_vars, unroll=1, reverse=False):
     return state
 
 
+def _compiled(function):
+    """`function` compiled by XLA, with the gradient of the uncompiled `function`.
+
+    A gradient tape that saw the compiled call would ask it for its own gradient,
+    whose while loop's accumulators (TensorLists) cannot leave an XLA function.
+    So the compiled call runs on arguments no tape records, and where a gradient
+    of its results is asked for (a second-order gradient: `function` is itself a
+    gradient's loop), the uncompiled `function` is run again and differentiated,
+    as `hand_bptt` would be.
+    """
+    compiled = tf.function(function, jit_compile=True, autograph=False)
+
+    def call(*args):
+        structure = {}
+
+        @tf.custom_gradient
+        def run(*flat):
+            arguments = tf.nest.pack_sequence_as(args, [tf.stop_gradient(v) for v in flat])
+            results = compiled(*arguments)
+            structure["results"] = results
+
+            def grad(*d_results):
+                with tf.GradientTape() as tape:
+                    tape.watch(flat)
+                    again = function(*tf.nest.pack_sequence_as(args, flat))
+                return tape.gradient(tf.nest.flatten(again), list(flat),
+                                     output_gradients=list(d_results),
+                                     unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+            return tf.nest.flatten(results), grad
+
+        flat_results = run(*tf.nest.flatten(args))
+        return tf.nest.pack_sequence_as(structure["results"], flat_results)
+
+    return call
+
+
 def run_recurrence(
     step_fn,
     inputs,
@@ -195,6 +232,7 @@ def run_separable_recurrence(
     recurrent_mask=None,
     unroll=1,
     step_backward=None,
+    compiled=False,
 ):
     """`run_recurrence` for separable steps, with hand-scheduled BPTT.
 
@@ -211,6 +249,13 @@ def run_separable_recurrence(
         inputs: time-major projected inputs `[time, batch, width]`.
         recurrent_mask: optional dropout mask on h_{t-1} `[batch, units]`.
         unroll: steps per iteration of the forward and the backward loop.
+        compiled: compile the forward and the backward loop each with XLA
+            (`tf.function(jit_compile=True)`), which fuses a step's element-wise
+            operations and runs the loop without TensorFlow's per-operation
+            dispatch. Each is compiled once per shape of its inputs. The
+            gradient of a `tf.while_loop` cannot cross an XLA function's
+            boundary (its accumulators are TensorLists); these two loops hand
+            each other plain tensors, the stacked states and saved gates.
         The other arguments and the return value are as in `run_recurrence`.
     """
     if go_backwards:
@@ -222,8 +267,8 @@ def run_separable_recurrence(
     # Whether x_t and inner_t have one gradient: then one array holds it.
     shared_gradient = step_backward is not None and step_backward.shared_gradient
 
-    @tf.custom_gradient
-    def recurrence(inputs, kernel, bias, *initial_states):
+    def forward_loop(inputs, kernel, bias, *initial_states):
+        """`(outputs, last_output, final_states, states before each step, saved)`."""
         steps = tf.shape(inputs)[0]
         batch = tf.shape(inputs)[1]
         zero_output = tf.zeros([batch, output_size], dtype=inputs.dtype)
@@ -270,6 +315,95 @@ def run_separable_recurrence(
         outputs = outputs_ta.stack()
         saved_states = [ta.stack() for ta in saved_states_ta]  # states before each step
         saved = [ta.stack() for ta in saved_ta]  # inner_t, or what step_backward saved
+        return outputs, last_output, list(final_states), saved_states, saved
+
+    def backward_loop(d_outputs, d_last_output, d_final_states, inputs, kernel, bias,
+                      saved_states, saved):
+        """The gradients of `recurrence`'s arguments, from its results' and the forward
+        loop's saved tensors."""
+        steps = tf.shape(inputs)[0]
+        zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
+
+        def new_array():
+            return tf.TensorArray(inputs.dtype, size=steps)
+
+        d_outputs = tf.tensor_scatter_nd_add(
+            d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
+        )
+        kernel_t = tf.transpose(kernel)
+
+        def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
+            d_output = d_outputs[t] + d_previous_output
+            states = [s[t] for s in saved_states]
+            if time_mask is not None:
+                keep = time_mask[t]
+                zeros = tf.zeros_like(d_output)
+                carried_output = zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)
+                d_output = tf.where(keep, d_output, zeros)
+                passed_states = [tf.where(keep, tf.zeros_like(d), d) for d in d_states]
+                d_states = [tf.where(keep, d, tf.zeros_like(d)) for d in d_states]
+            else:
+                carried_output = tf.zeros_like(d_output)
+                passed_states = None
+            if step_backward is None:
+                x_t, inner = inputs[t], saved[0][t]
+                with tf.GradientTape() as tape:
+                    tape.watch([x_t, inner] + states)
+                    output, new_states = finish_fn(x_t, inner, states)
+                d_x, d_inner, *d_previous = tape.gradient(
+                    [output] + list(new_states),
+                    [x_t, inner] + states,
+                    output_gradients=[d_output] + list(d_states),
+                    unconnected_gradients=tf.UnconnectedGradients.ZERO,
+                )
+            else:
+                d_z, d_previous = step_backward.backward(
+                    [s[t] for s in saved], states, d_output, list(d_states))
+                d_x, d_inner = (d_z, d_z) if shared_gradient else d_z
+                d_previous = list(d_previous)
+            d_h = tf.matmul(d_inner, kernel_t)
+            if recurrent_mask is not None:
+                d_h = d_h * recurrent_mask
+            d_previous[0] = d_h if d_previous[0] is None else d_previous[0] + d_h
+            d_previous = [tf.zeros_like(s) if d is None else d
+                          for d, s in zip(d_previous, states)]
+            if passed_states is not None:
+                d_previous = [d + p for d, p in zip(d_previous, passed_states)]
+            d_arrays = (d_inputs_ta.write(t, d_x),) + (
+                () if shared_gradient else (d_inners_ta[0].write(t, d_inner),))
+            return (d_arrays[0], d_arrays[1:], carried_output, tuple(d_previous))
+
+        d_inputs_ta, d_inners_ta, _, d_initial_states = _for_each_step(
+            backward_step,
+            steps,
+            (new_array(), () if shared_gradient else (new_array(),),
+             tf.zeros_like(zero_output), tuple(d_final_states)),
+            unroll=unroll,
+            reverse=True,
+        )
+        d_inputs = d_inputs_ta.stack()
+        d_inners = d_inputs if shared_gradient else d_inners_ta[0].stack()
+        width = tf.shape(d_inners)[-1]
+        previous_h = saved_states[0]
+        if recurrent_mask is not None:
+            previous_h = previous_h * recurrent_mask
+        # The one product over all steps: dU = sum_t h_{t-1}^T dinner_t.
+        d_kernel = tf.matmul(
+            tf.reshape(previous_h, [-1, tf.shape(kernel)[0]]),
+            tf.reshape(d_inners, [-1, width]),
+            transpose_a=True,
+        )
+        d_bias = tf.reduce_sum(d_inners, axis=[0, 1]) if has_bias else tf.zeros_like(bias)
+        return (d_inputs, d_kernel, d_bias, *d_initial_states)
+
+    if compiled:
+        forward_loop = _compiled(forward_loop)
+        backward_loop = _compiled(backward_loop)
+
+    @tf.custom_gradient
+    def recurrence(inputs, kernel, bias, *initial_states):
+        outputs, last_output, final_states, saved_states, saved = forward_loop(
+            inputs, kernel, bias, *initial_states)
 
         def grad(d_outputs, d_last_output, *d_final_states):
             d_last_output = _zeros_if_none(d_last_output, last_output)
@@ -278,74 +412,8 @@ def run_separable_recurrence(
                 # Only the last output left the function; its gradient enters at
                 # the last step.
                 d_outputs = tf.zeros_like(outputs)
-            d_outputs = tf.tensor_scatter_nd_add(
-                d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
-            )
-            kernel_t = tf.transpose(kernel)
-
-            def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
-                d_output = d_outputs[t] + d_previous_output
-                states = [s[t] for s in saved_states]
-                if time_mask is not None:
-                    keep = time_mask[t]
-                    zeros = tf.zeros_like(d_output)
-                    carried_output = zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)
-                    d_output = tf.where(keep, d_output, zeros)
-                    passed_states = [tf.where(keep, tf.zeros_like(d), d) for d in d_states]
-                    d_states = [tf.where(keep, d, tf.zeros_like(d)) for d in d_states]
-                else:
-                    carried_output = tf.zeros_like(d_output)
-                    passed_states = None
-                if step_backward is None:
-                    x_t, inner = inputs[t], saved[0][t]
-                    with tf.GradientTape() as tape:
-                        tape.watch([x_t, inner] + states)
-                        output, new_states = finish_fn(x_t, inner, states)
-                    d_x, d_inner, *d_previous = tape.gradient(
-                        [output] + list(new_states),
-                        [x_t, inner] + states,
-                        output_gradients=[d_output] + list(d_states),
-                        unconnected_gradients=tf.UnconnectedGradients.ZERO,
-                    )
-                else:
-                    d_z, d_previous = step_backward.backward(
-                        [s[t] for s in saved], states, d_output, list(d_states))
-                    d_x, d_inner = (d_z, d_z) if shared_gradient else d_z
-                    d_previous = list(d_previous)
-                d_h = tf.matmul(d_inner, kernel_t)
-                if recurrent_mask is not None:
-                    d_h = d_h * recurrent_mask
-                d_previous[0] = d_h if d_previous[0] is None else d_previous[0] + d_h
-                d_previous = [tf.zeros_like(s) if d is None else d
-                              for d, s in zip(d_previous, states)]
-                if passed_states is not None:
-                    d_previous = [d + p for d, p in zip(d_previous, passed_states)]
-                d_arrays = (d_inputs_ta.write(t, d_x),) + (
-                    () if shared_gradient else (d_inners_ta[0].write(t, d_inner),))
-                return (d_arrays[0], d_arrays[1:], carried_output, tuple(d_previous))
-
-            d_inputs_ta, d_inners_ta, _, d_initial_states = _for_each_step(
-                backward_step,
-                steps,
-                (new_array(), () if shared_gradient else (new_array(),),
-                 tf.zeros_like(zero_output), tuple(d_final_states)),
-                unroll=unroll,
-                reverse=True,
-            )
-            d_inputs = d_inputs_ta.stack()
-            d_inners = d_inputs if shared_gradient else d_inners_ta[0].stack()
-            width = tf.shape(d_inners)[-1]
-            previous_h = saved_states[0]
-            if recurrent_mask is not None:
-                previous_h = previous_h * recurrent_mask
-            # The one product over all steps: dU = sum_t h_{t-1}^T dinner_t.
-            d_kernel = tf.matmul(
-                tf.reshape(previous_h, [-1, tf.shape(kernel)[0]]),
-                tf.reshape(d_inners, [-1, width]),
-                transpose_a=True,
-            )
-            d_bias = tf.reduce_sum(d_inners, axis=[0, 1]) if has_bias else tf.zeros_like(bias)
-            return (d_inputs, d_kernel, d_bias, *d_initial_states)
+            return backward_loop(d_outputs, d_last_output, d_final_states, inputs, kernel,
+                                 bias, saved_states, saved)
 
         return (outputs, last_output, *final_states), grad
 

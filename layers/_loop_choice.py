@@ -27,6 +27,12 @@ that later processes on this machine skip the measurement:
 - `"hand_bptt"`: for training a separable cell, the inputs of all steps
   projected with one product and backpropagation through time scheduled by
   hand (`run_separable_recurrence`).
+- `"compiled_bptt"`: `hand_bptt` with its forward and its backward loop each
+  compiled by XLA (`run_separable_recurrence(compiled=True)`), for a time axis
+  whose length the trace knows (XLA compiles once per shape: per batch size, not
+  per sequence length) and not inside `portable_loops`. Training only: an
+  inference trace may be exported, and TensorFlow Serving runs XLA's functions
+  only with a flag that is off by default (tensorflow/serving#1858).
 - `"feature_major"`: for a separable cell, `unrolled` with every tensor of the
   loop transposed to `[size, batch]`, its products W^T x_t^T and U^T h^T
   (`RecurrentCell.feature_major_step`). TensorFlow's CPU product (Eigen) was up
@@ -45,9 +51,9 @@ run the default loop, Keras's own (the hand-scheduled BPTT for training a cell
 with `backprop_by_hand`), which traced in a third to half the time of the
 `unrolled` loop and trained as fast or faster (docs/performance.md, "Small
 shapes run Keras's loop"). So does a layer traced under a `tf.distribute`
-strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major` forces one
-loop (`hand_bptt` and `feature_major` only where they apply, `unrolled`
-elsewhere), `auto` (or unset) measures.
+strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major|compiled_bptt`
+forces one loop (`hand_bptt`, `feature_major` and `compiled_bptt` only where they
+apply, `unrolled` elsewhere), `auto` (or unset) measures.
 """
 
 import json
@@ -62,12 +68,12 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major")
+VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt")
 ENV_VAR = "SEQLAB_RNN_LOOP"
 # Where the choices are remembered between processes: a file, or `off`.
 MEMORY_VAR = "SEQLAB_LOOP_MEMORY"
 # Raised when a loop changes what it costs: the choices remembered before are measured again.
-LOOPS_REVISION = 1
+LOOPS_REVISION = 2
 
 # Below this many floating-point operations per forward pass (batch x steps x
 # gates x units x (features + units) x 2) the default loop runs unmeasured.
@@ -114,13 +120,16 @@ def forced_variant():
     return value
 
 
-def candidates(cell, training):
-    """The loops that can run `cell` (with a backward pass when `training`)."""
+def candidates(cell, training, compilable=False):
+    """The loops that can run `cell` (with a backward pass when `training`); `compilable`:
+    whether an XLA-compiled loop may run here (`RecurrentLayer.compiles_loops`)."""
     found = ["keras", "unrolled"]
     if training and cell.separable:
         found.append("hand_bptt")
     if cell.separable:
         found.append("feature_major")
+    if training and cell.separable and compilable:
+        found.append("compiled_bptt")
     return found
 
 
@@ -157,6 +166,7 @@ def loop_key(layer, sequences, mask, training):
         mask is not None,
         bool(layer.return_sequences),
         _thread_settings(),
+        steps is not None,  # a static time axis, which an XLA-compiled loop needs
     )
 
 
@@ -168,7 +178,7 @@ def forward_flops(key):
 def choose(layer, sequences, mask, training):
     """The loop `layer` runs for these inputs (see the module's docstring)."""
     cell = layer.cell
-    allowed = candidates(cell, training)
+    allowed = candidates(cell, training, layer.compiles_loops(sequences))
     forced = forced_variant()
     if forced is not None:
         return forced if forced in allowed else "unrolled"

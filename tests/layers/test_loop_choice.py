@@ -38,9 +38,21 @@ def fresh_choices():
     _loop_choice.clear()
 
 
-@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
-@pytest.mark.parametrize("layer", sorted(LAYERS))
-@pytest.mark.parametrize("scenario", SCENARIOS)
+# `compiled_bptt` runs `hand_bptt`'s loops compiled by XLA (training only; elsewhere, and
+# for a cell that is not separable, it falls back to `unrolled`): it is checked on the
+# scenarios that take each of those loops' paths (unmasked, compacted, masked step by step,
+# backwards with holes), not on every one again; each compiles its loops anew (about 1 s).
+COMPILED_SCENARIOS = ["plain", "masked_sequences", "return_state_masked",
+                      "go_backwards_masked_holes"]
+VARIANT_CASES = [
+    (variant, layer, scenario)
+    for variant in _loop_choice.VARIANTS for layer in sorted(LAYERS) for scenario in SCENARIOS
+    if variant != "compiled_bptt"
+    or (scenario in COMPILED_SCENARIOS and LAYERS[layer][2].get("reset_after", True))
+]
+
+
+@pytest.mark.parametrize("variant, layer, scenario", VARIANT_CASES)
 def test_every_variant_matches_keras(variant, layer, scenario, monkeypatch):
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
@@ -107,9 +119,13 @@ def test_written_out_step_gradient_equals_the_differentiated_step(
         np.testing.assert_allclose(written.numpy(), differentiated.numpy(), atol=1e-6, rtol=1e-6)
 
 
-@pytest.mark.parametrize("variant", _loop_choice.VARIANTS)
-@pytest.mark.parametrize("layer", sorted(LAYERS))
-@pytest.mark.parametrize("scenario", ["masked_sequences", "masked_holes"])
+@pytest.mark.parametrize("variant, layer, scenario", [
+    (variant, layer, scenario)
+    for variant in _loop_choice.VARIANTS for layer in sorted(LAYERS)
+    for scenario in ["masked_sequences", "masked_holes"]
+    if variant != "compiled_bptt"
+    or (scenario == "masked_holes" and LAYERS[layer][2].get("reset_after", True))
+])
 def test_every_variant_matches_keras_bidirectional(variant, layer, scenario, monkeypatch):
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
@@ -212,7 +228,8 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
 
     def fake_measure(layer, key, variants):
         calls.append((key, tuple(variants)))
-        times = {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0, "feature_major": 1.5}
+        times = {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0, "feature_major": 1.5,
+                 "compiled_bptt": 1.2}
         if not key[8]:  # inference: Keras's loop fastest
             times["keras"] = 0.5
         return {variant: times[variant] for variant in variants}
@@ -221,7 +238,7 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     assert len(calls) == 1
-    assert calls[0][1] == ("keras", "unrolled", "hand_bptt", "feature_major")
+    assert calls[0][1] == ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt")
     assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
     assert calls[1][1] == ("keras", "unrolled", "feature_major")
     # Another size, a mask or another thread setting is another key.
@@ -258,7 +275,7 @@ def test_a_choice_is_remembered_in_a_file_for_the_next_process(monkeypatch, tmp_
     memory = tmp_path / "cache" / "loops.json"
     monkeypatch.setenv(_loop_choice.MEMORY_VAR, str(memory))
     calls = _measure_once(monkeypatch, {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0,
-                                        "feature_major": 1.5})
+                                        "feature_major": 1.5, "compiled_bptt": 1.2})
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     [entry] = json.loads(memory.read_text())["choices"].values()
     assert entry["loop"] == "hand_bptt" and entry["ms"]["keras"] == 3.0
@@ -274,7 +291,7 @@ def test_a_choice_is_remembered_in_a_file_for_the_next_process(monkeypatch, tmp_
     assert len(json.loads(memory.read_text())["choices"]) == 2  # both machines kept
 
     _loop_choice.clear()
-    monkeypatch.setattr(_loop_choice, "candidates", lambda cell, training: ["keras", "unrolled"])
+    monkeypatch.setattr(_loop_choice, "candidates", lambda *args: ["keras", "unrolled"])
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "unrolled"
     assert len(calls) == 3
 
@@ -356,7 +373,7 @@ def test_measurement_runs_from_inside_a_trace_and_times_every_candidate(monkeypa
     assert all(g is not None for g in gradients)
     (key, times), = _loop_choice.measurements().items()
     assert key[8] is True
-    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major"}
+    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt"}
     assert all(t > 0 for t in times.values())
 
 
