@@ -334,7 +334,9 @@ def measure(layer, key, variants):
 
     Runs eagerly, on random inputs, with the
     layer's own weights and without dropout; a training key times the forward
-    and the backward pass (gradients of the weights and of the inputs).
+    and the backward pass (gradients of the weights and of the inputs). A loop
+    that fails to run here is left out of the result; where none runs, the
+    first one's error is raised.
     """
     # In a thread of its own: it starts outside any trace in progress and any
     # paused gradient tape (`tf.init_scope` would pause the tapes).
@@ -381,10 +383,20 @@ def _measure_eagerly(layer, key, variants):
 
         return train
 
-    functions = {variant: make(variant) for variant in variants}
-    for function in functions.values():
-        for _ in range(2):
-            function(x).numpy()
+    functions, failures = {}, []
+    for variant in variants:
+        try:
+            function = make(variant)
+            for _ in range(2):
+                function(x).numpy()
+        except Exception as error:  # noqa: BLE001 - this loop cannot run here; the others can
+            # For example an XLA-compiled loop where XLA cannot compile one of its operations.
+            failures.append(error)
+            continue
+        functions[variant] = function
+    if not functions:
+        raise failures[0]
+    variants = list(functions)
     times = {variant: [] for variant in variants}
     started = time.perf_counter()
     for round_index in range(MAX_ROUNDS):

@@ -149,3 +149,27 @@ def test_second_order_gradients_through_the_compiled_loop_equal_keras(layer, tra
     for got, want in zip(_penalty_gradients(ours, x, traced),
                          _penalty_gradients(reference, x, traced)):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_a_compiled_loop_that_cannot_run_here_is_left_out_of_the_measurement(monkeypatch):
+    """Where XLA cannot compile the loop (a platform or an operation it lacks), the other
+    candidates are still measured and the fastest of them kept; not the unmeasured default
+    for want of one candidate."""
+    from seqlab.layers import _loop
+
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    layer = _built(GRU)  # unmeasured
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    monkeypatch.setattr(_loop_choice, "MIN_SECONDS", 0)
+    monkeypatch.setenv(_loop_choice.MEMORY_VAR, "off")
+
+    def cannot_compile(function):
+        def call(*args):
+            raise tf.errors.UnimplementedError(None, None, "no XLA here")
+        return call
+
+    monkeypatch.setattr(_loop, "_compiled", cannot_compile)
+    choice = _loop_choice.choose(layer, tf.zeros([2, 3, 4]), None, training=True)
+    (times,) = _loop_choice.measurements().values()
+    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major"}
+    assert choice == _loop_choice.fastest(times)
