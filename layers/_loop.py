@@ -96,6 +96,11 @@ def _for_each_step(step_body, steps, loop_vars, unroll=1, reverse=False):
     return state
 
 
+def _step_array(inputs, steps):
+    """A TensorArray of `steps` elements of `inputs`' dtype, one per step of a loop."""
+    return tf.TensorArray(inputs.dtype, size=steps)
+
+
 def _compiled(function):
     """`function` compiled by XLA, with the gradient of the uncompiled `function`.
 
@@ -280,7 +285,7 @@ def run_separable_recurrence(
             return inner + bias if has_bias else inner
 
         def new_array():
-            return tf.TensorArray(inputs.dtype, size=steps)
+            return _step_array(inputs, steps)
 
         def step(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
             inner = inner_product(states[0])
@@ -322,10 +327,9 @@ def run_separable_recurrence(
         """The gradients of `recurrence`'s arguments, from its results' and the forward
         loop's saved tensors."""
         steps = tf.shape(inputs)[0]
-        zero_output = tf.zeros([tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
 
         def new_array():
-            return tf.TensorArray(inputs.dtype, size=steps)
+            return _step_array(inputs, steps)
 
         d_outputs = tf.tensor_scatter_nd_add(
             d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
@@ -377,7 +381,7 @@ def run_separable_recurrence(
             backward_step,
             steps,
             (new_array(), () if shared_gradient else (new_array(),),
-             tf.zeros_like(zero_output), tuple(d_final_states)),
+             tf.zeros_like(d_last_output), tuple(d_final_states)),
             unroll=unroll,
             reverse=True,
         )

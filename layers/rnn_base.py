@@ -310,6 +310,10 @@ class RecurrentCell(keras.layers.Layer):
 _PORTABLE = threading.local()
 
 
+def _in_portable_loops():
+    return getattr(_PORTABLE, "on", False)
+
+
 @contextlib.contextmanager
 def portable_loops():
     """Inside this block (this thread), seqlab's recurrent layers trace loops of ordinary
@@ -317,7 +321,7 @@ def portable_loops():
     serves on a machine without a GPU as well. Keras's own layers traced on a GPU hold
     cuDNN's op, which has no CPU kernel (keras-team/keras#18504); seqlab's export commands
     trace inside this block."""
-    previous = getattr(_PORTABLE, "on", False)
+    previous = _in_portable_loops()
     _PORTABLE.on = True
     try:
         yield
@@ -376,7 +380,7 @@ class RecurrentLayer(keras.layers.RNN):
         LSTM returns none (an empty list; see `run_loop`).
         """
         if (self.use_cudnn is True and not self.runs_fused_kernel(training)
-                and not getattr(_PORTABLE, "on", False)):
+                and not _in_portable_loops()):
             raise ValueError(
                 "use_cudnn=True was specified, but cuDNN's kernel cannot run this layer here "
                 "(it needs a GPU, tanh and sigmoid activations, a bias, reset_after=True for a "
@@ -424,7 +428,7 @@ class RecurrentLayer(keras.layers.RNN):
         trace knows the number of steps (XLA compiles once per shape of its inputs; a
         time axis of varying length would compile again for each), and not inside
         `portable_loops`."""
-        return sequences.shape[1] is not None and not getattr(_PORTABLE, "on", False)
+        return sequences.shape[1] is not None and not _in_portable_loops()
 
     def runs_fused_kernel(self, training):
         """Whether the `keras` loop runs Keras's fused kernel (cuDNN's), as Keras's built-in
@@ -433,7 +437,7 @@ class RecurrentLayer(keras.layers.RNN):
         `portable_loops`."""
         if (self.fused_kernel is None or self.use_cudnn is False
                 or (training and self.cell.recurrent_dropout > 0)
-                or getattr(_PORTABLE, "on", False)):
+                or _in_portable_loops()):
             return False
         cell = self.cell
         return _TENSORFLOW_RNN.cudnn_ok(
@@ -557,15 +561,16 @@ class RecurrentLayer(keras.layers.RNN):
             # iteration: XLA's loop costs little per iteration, and a shorter body compiles
             # faster (a masked BiLSTM's first epoch: 3.0-3.5 s against 6.8-7.1 s unrolled).
             kernel, bias = cell.recurrent_weights()
+            compiled = variant == "compiled_bptt"
             return run_separable_recurrence(
                 cell.finish_step,
                 tf.convert_to_tensor(kernel),
                 None if bias is None else tf.convert_to_tensor(bias),
                 inputs=cell.project_inputs(time_major),
                 recurrent_mask=recurrent_mask,
-                unroll=1 if variant == "compiled_bptt" else UNROLLED_STEPS,
+                unroll=1 if compiled else UNROLLED_STEPS,
                 step_backward=cell.step_backward,
-                compiled=variant == "compiled_bptt",
+                compiled=compiled,
                 **loop_options,
             )
         # Each step projects its own input, as Keras's cells do: one large
