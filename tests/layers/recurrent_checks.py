@@ -7,7 +7,9 @@ the independent reference for the weight layout and the masking conventions.
 
 import keras
 import numpy as np
+import pytest
 
+from seqlab.layers import _loop_choice
 from tests.conftest import assert_allclose_structure
 
 ATOL = 1e-5
@@ -42,6 +44,15 @@ SCENARIOS = {
     "return_state": ({"return_state": True}, False),
     "return_state_masked": ({"return_state": True, "return_sequences": True}, "right"),
 }
+
+
+@pytest.fixture(autouse=True)
+def fresh_choices():
+    """Every test of a file that imports this starts and ends with no loop chosen in this
+    process (its choices are measured, recalled or forced afresh)."""
+    _loop_choice.clear()
+    yield
+    _loop_choice.clear()
 
 
 def random_inputs(seed=0):

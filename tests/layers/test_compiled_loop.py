@@ -13,16 +13,10 @@ import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice, portable_loops
 from tests.layers import recurrent_checks as checks
+from tests.layers.recurrent_checks import fresh_choices  # noqa: F401 - autouse fixture
 
 LAYERS = {"lstm": (LSTM, keras.layers.LSTM), "gru": (GRU, keras.layers.GRU),
           "simple_rnn": (SimpleRNN, keras.layers.SimpleRNN)}
-
-
-@pytest.fixture(autouse=True)
-def fresh_choices():
-    _loop_choice.clear()
-    yield
-    _loop_choice.clear()
 
 
 def _built(cls, units=5, **kwargs):

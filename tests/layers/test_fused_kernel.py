@@ -18,18 +18,12 @@ import pytest
 import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice, portable_loops
+from tests.layers.recurrent_checks import fresh_choices  # noqa: F401 - autouse fixture
 
 # Keras's TensorFlow backend module of `lstm`, `gru` and the cuDNN kernels (the package's
 # `rnn` attribute is a function of that name).
 TF_RNN = importlib.import_module("keras.src.backend.tensorflow.rnn")
 LAYERS = {"lstm": (LSTM, keras.layers.LSTM), "gru": (GRU, keras.layers.GRU)}
-
-
-@pytest.fixture(autouse=True)
-def fresh_choices():
-    _loop_choice.clear()
-    yield
-    _loop_choice.clear()
 
 
 def stand_in_cudnn(kind, calls):

@@ -19,6 +19,7 @@ import tensorflow as tf
 from seqlab.layers import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, _loop_choice
 from seqlab.layers._loop import run_separable_recurrence
 from tests.layers import recurrent_checks as checks
+from tests.layers.recurrent_checks import fresh_choices  # noqa: F401 - autouse fixture
 
 LAYERS = {
     "simple_rnn": (SimpleRNN, keras.layers.SimpleRNN, {}),
@@ -31,28 +32,23 @@ SCENARIOS = ["plain", "masked_sequences", "go_backwards_masked", "return_state_m
              "go_backwards_masked_holes"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_choices():
-    _loop_choice.clear()
-    yield
-    _loop_choice.clear()
-
-
 # `compiled_bptt` runs `hand_bptt`'s loops compiled by XLA (training only; elsewhere, and
 # for a cell that is not separable, it falls back to `unrolled`): it is checked on the
 # scenarios that take each of those loops' paths (unmasked, compacted, masked step by step,
 # backwards with holes), not on every one again; each compiles its loops anew (about 1 s).
-COMPILED_SCENARIOS = ["plain", "masked_sequences", "return_state_masked",
-                      "go_backwards_masked_holes"]
-VARIANT_CASES = [
-    (variant, layer, scenario)
-    for variant in _loop_choice.VARIANTS for layer in sorted(LAYERS) for scenario in SCENARIOS
-    if variant != "compiled_bptt"
-    or (scenario in COMPILED_SCENARIOS and LAYERS[layer][2].get("reset_after", True))
-]
+def variant_cases(scenarios, compiled_scenarios):
+    """`(variant, layer, scenario)` of every variant, layer and scenario; `compiled_bptt` only
+    on `compiled_scenarios` and the layers whose cell it runs (separable)."""
+    return [
+        (variant, layer, scenario)
+        for variant in _loop_choice.VARIANTS for layer in sorted(LAYERS) for scenario in scenarios
+        if variant != "compiled_bptt"
+        or (scenario in compiled_scenarios and LAYERS[layer][2].get("reset_after", True))
+    ]
 
 
-@pytest.mark.parametrize("variant, layer, scenario", VARIANT_CASES)
+@pytest.mark.parametrize("variant, layer, scenario", variant_cases(
+    SCENARIOS, ["plain", "masked_sequences", "return_state_masked", "go_backwards_masked_holes"]))
 def test_every_variant_matches_keras(variant, layer, scenario, monkeypatch):
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
@@ -119,13 +115,8 @@ def test_written_out_step_gradient_equals_the_differentiated_step(
         np.testing.assert_allclose(written.numpy(), differentiated.numpy(), atol=1e-6, rtol=1e-6)
 
 
-@pytest.mark.parametrize("variant, layer, scenario", [
-    (variant, layer, scenario)
-    for variant in _loop_choice.VARIANTS for layer in sorted(LAYERS)
-    for scenario in ["masked_sequences", "masked_holes"]
-    if variant != "compiled_bptt"
-    or (scenario == "masked_holes" and LAYERS[layer][2].get("reset_after", True))
-])
+@pytest.mark.parametrize("variant, layer, scenario", variant_cases(
+    ["masked_sequences", "masked_holes"], ["masked_holes"]))
 def test_every_variant_matches_keras_bidirectional(variant, layer, scenario, monkeypatch):
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
