@@ -167,3 +167,26 @@ def test_a_compiled_loop_that_cannot_run_here_is_left_out_of_the_measurement(mon
     (times,) = _loop_choice.measurements().values()
     assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major"}
     assert choice == _loop_choice.fastest(times)
+
+
+def test_a_model_trained_with_the_compiled_loop_exports_without_xla(monkeypatch, tmp_path):
+    """Training compiled, the export is not: the SavedModel's graph holds no XLA-compiled
+    function (TensorFlow Serving would refuse it) and serves what Keras's layer computes with
+    the trained weights (tolerance: float32 products summed in another order)."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "compiled_bptt")
+    x = np.random.default_rng(0).normal(size=(8, 6, 4)).astype("float32")
+    model = keras.Sequential([keras.Input((6, 4)), LSTM(5), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, x[:, -1, :1], batch_size=4, epochs=1, verbose=0)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", model.call,
+                         input_signature=[tf.TensorSpec([None, 6, 4], tf.float32)])
+    archive.write_out(str(tmp_path / "model"), verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "model"))
+    assert not _compiled_functions(served.serve.get_concrete_function(
+        tf.TensorSpec([None, 6, 4], tf.float32)))
+    reference = keras.Sequential([keras.Input((6, 4)), keras.layers.LSTM(5),
+                                  keras.layers.Dense(1)])
+    reference.set_weights(model.get_weights())
+    np.testing.assert_allclose(served.serve(x).numpy(), reference(x).numpy(), atol=1e-5)
