@@ -52,6 +52,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     has_marker,
     is_saved_model,
     listed_train_files,
+    listed_train_tree,
     next_export_version,
     open_run,
     read_json,
@@ -341,8 +342,46 @@ def _not_written_by_train(run):
     if files is None:
         return []
     ours = {*files, RUN_MARKER, LOCK_NAME, EXPORT_DIR, *PREDICTION_FILES}
-    return sorted(entry.name for entry in run.iterdir()
-                  if entry.name not in ours and not TEMPORARY_NAME.fullmatch(entry.name))
+    foreign = [entry.name for entry in run.iterdir()
+               if entry.name not in ours and not TEMPORARY_NAME.fullmatch(entry.name)]
+    tree = listed_train_tree(run)
+    if tree is not None:  # inside train's folders (plots/, saved_model/, ...): its files only
+        written = set(tree)
+        for name in files:
+            if (run / name).is_dir() and not (run / name).is_symlink():
+                foreign += _not_listed(run, run / name, written)
+    export = run / EXPORT_DIR
+    if export.is_dir() and not export.is_symlink():  # exports, and exports being written
+        foreign += [f"{EXPORT_DIR}/{entry.name}" for entry in export.iterdir()
+                    if not (is_saved_model(entry) or _EXPORT_CLAIM.fullmatch(entry.name)
+                            or TEMPORARY_NAME.fullmatch(entry.name))]
+    return sorted(foreign)
+
+
+# The hidden lock file that reserves an export's version number (`claim_export_version`).
+_EXPORT_CLAIM = re.compile(r"\.\d+\.claim")
+
+
+def _not_listed(run, folder, written):
+    """The paths under `folder` (relative to `run`) that are not in `written`: a foreign
+    folder is named once, not its contents."""
+    found = []
+    for entry in folder.iterdir():
+        name = entry.relative_to(run).as_posix()
+        if TEMPORARY_NAME.fullmatch(entry.name):
+            continue
+        if name not in written:
+            found.append(name)
+        elif entry.is_dir() and not entry.is_symlink():
+            found += _not_listed(run, entry, written)
+    return found
+
+
+def _written_tree(folder):
+    """Every file and folder under `folder` but its marker, as paths relative to it
+    (`listed_train_tree`)."""
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
+                  if path.name != RUN_MARKER)
 
 
 class RunDirectory:
@@ -589,7 +628,8 @@ class RunDirectory:
         # The marker, written again, keeps what train wrote: evaluate's and predict's --output
         # may not overwrite it (paths.check_output).
         write_marker(self.work, RUN_MARKER, "run", task=self.task, files=sorted(
-            entry.name for entry in self.work.iterdir() if entry.name != RUN_MARKER))
+            entry.name for entry in self.work.iterdir() if entry.name != RUN_MARKER),
+            tree=_written_tree(self.work))
         return replace_directory(self.work, self.final)
 
 

@@ -190,6 +190,20 @@ def listed_train_files(run):
     return None
 
 
+def listed_train_tree(run):
+    """The files and folders `train` wrote in the finished run `run`, at any depth, as paths
+    relative to it (`plots/loss.png`), as its marker lists them (`tree`); None for a run
+    finished before the marker kept that list (only its top-level `files`)."""
+    try:
+        marker = read_json(Path(run) / RUN_MARKER)
+    except (OSError, ValueError, UsageError):
+        return None
+    tree = marker.get("tree") if isinstance(marker, dict) else None
+    if isinstance(tree, list) and all(isinstance(name, str) for name in tree):
+        return tree
+    return None
+
+
 def run_entries(run):
     """The names of the entries `train` wrote at the top of the finished run `run`: its
     marker's list (`listed_train_files`); for a run without one, every entry there but

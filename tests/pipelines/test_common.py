@@ -7,6 +7,7 @@ import keras
 import pytest
 
 from seqlab.pipelines.common import (
+    EXPORT_MARKER,
     RUN_MARKER,
     AtomicBackupAndRestore,
     EpochHistory,
@@ -20,6 +21,7 @@ from seqlab.pipelines.common import (
     is_saved_model,
     open_run,
     write_json_atomic,
+    write_marker,
     write_text_atomic,
 )
 
@@ -235,6 +237,38 @@ def test_overwrite_refuses_a_run_holding_files_its_train_did_not_write(tmp_path)
     marker = json.loads((out / RUN_MARKER).read_text())
     del marker["files"]
     write_json_atomic(out / RUN_MARKER, marker)
+    RunDirectory(out, "toy", overwrite=True).check_out()
+
+
+def test_overwrite_refuses_a_users_file_inside_the_runs_folders(tmp_path):
+    run = RunDirectory(tmp_path / "run", "toy")
+    run.start({"a": 1})
+    (run.work / "plots").mkdir()
+    (run.work / "plots" / "loss.png").write_text("train's plot")
+    (run.work / "saved_model" / "assets").mkdir(parents=True)  # an empty folder of train's
+    out = run.finish()
+    (out / "export" / "1").mkdir(parents=True)  # an export of seqlab's, and one being written
+    write_marker(out / "export" / "1", EXPORT_MARKER, "export")
+    (out / "export" / ".2.claim").write_text("{}")
+    (out / "export" / ".2.tmp-123").mkdir()
+    RunDirectory(out, "toy", overwrite=True).check_out()  # all of it seqlab's
+    (out / "plots" / "notes.txt").write_text("mine")
+    (out / "saved_model" / "assets" / "mine").mkdir()
+    (out / "saved_model" / "assets" / "mine" / "a.txt").write_text("mine")
+    (out / "export" / "README").write_text("mine")
+    before = _tree(out)
+    with pytest.raises(UsageError, match=r"holds what its train did not write \(export/README, "
+                                         r"plots/notes\.txt, saved_model/assets/mine\)"):
+        RunDirectory(out, "toy", overwrite=True).check_out()
+    assert _tree(out) == before
+    # A run whose marker lists only its top-level names (finished before the marker kept the
+    # tree): its folders are its train's, as they were; the export folder holds exports only.
+    marker = json.loads((out / RUN_MARKER).read_text())
+    del marker["tree"]
+    write_json_atomic(out / RUN_MARKER, marker)
+    with pytest.raises(UsageError, match=r"did not write \(export/README\)"):
+        RunDirectory(out, "toy", overwrite=True).check_out()
+    (out / "export" / "README").unlink()
     RunDirectory(out, "toy", overwrite=True).check_out()
 
 
