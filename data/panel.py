@@ -30,6 +30,7 @@ import pandas as pd
 
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import MAX_ABS_VALUE, DataError, normalize_line_endings, read_utf8
+from seqlab.data.timeseries import parse_dates
 
 # M4's horizon and seasonal period per frequency, as its organisers scored them (M4
 # Competitor's Guide; `Dataset/M4-info.csv`): MASE's scale and Naive2 use the period.
@@ -396,7 +397,7 @@ def _parse_times(column, name, lines, path):
                             "numbers", path=path)
         whole = np.all(numbers == np.round(numbers))
         return "numbers", numbers.astype("int64") if whole else numbers
-    dates = pd.to_datetime(column, errors="coerce", format="mixed")
+    dates = parse_dates(column, name, path)[0]
     bad = np.flatnonzero(dates.isna().to_numpy())
     if bad.size:
         shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])

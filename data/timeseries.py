@@ -21,7 +21,9 @@ The pieces, in the order a forecasting run uses them:
 import csv
 import dataclasses
 import io
+import re
 import statistics
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -197,8 +199,9 @@ def _is_numeric_column(column):
     return _parse_numbers(present).notna().mean() >= 0.5
 
 
-def _parse_time(column, name, source):
-    """Numbers stay numbers; anything else must parse as dates. Must strictly increase."""
+def _parse_time(column, name, source, dayfirst=None):
+    """`(time, note)`: numbers stay numbers; anything else must parse as dates (`parse_dates`,
+    whose note it hands on). Must strictly increase."""
     if column.isna().any():
         rows = np.flatnonzero(column.isna().to_numpy())
         raise DataError(
@@ -206,10 +209,11 @@ def _parse_time(column, name, source):
             "time stamp on every row",
             path=source,
         )
+    note = None
     if pd.api.types.is_numeric_dtype(column):
         time = column.astype("float64")
     else:
-        time = pd.to_datetime(column, errors="coerce", format="mixed")
+        time, _, note = parse_dates(column, name, source, dayfirst)
         bad = np.flatnonzero(time.isna().to_numpy())
         if len(bad):
             raise DataError(
@@ -218,7 +222,108 @@ def _parse_time(column, name, source):
                 path=source,
             )
     _check_increasing(time, f"time column {name!r}", column, source)
-    return time.reset_index(drop=True)
+    return time.reset_index(drop=True), note
+
+
+# Dates of numbers only with the day or the month first (`31/01/2020`, `1.2.20`): pandas reads
+# them month first unless told otherwise (and a value with no month there, day first).
+_NUMERIC_DATE = re.compile(r"\s*(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}(?!\d)")
+
+
+def parse_dates(column, name, source=None, dayfirst=None):
+    """`(dates, dayfirst, note)`: the text time stamps `column` as naive datetime64 (NaT where a
+    value is not a date), whether they were read day first, and what reading them decided, a
+    line for the run's summary (or None).
+
+    - Dates of numbers only (`01/02/2020`) are read month first (pandas' default) or day first
+      as `dayfirst` says (a run reads new data as it read its training data); None decides
+      from the data: the one reading under which every value is a date (`13/01/2020` has no
+      month 13), else the one that spaces the distinct stamps more evenly (their steps'
+      logarithms vary less): a monthly `01/MM/YYYY` read month first would be twelve days
+      of January a year.
+    - Stamps with a UTC offset (`Z`, `+01:00`) keep their local time where they share one
+      offset, and are taken to UTC where they do not (a daylight-saving change), which keeps
+      their order and their steps.
+
+    Raises:
+        DataError: some stamps have an offset and some do not.
+    """
+    month_first, note = _to_dates(column, name, source, dayfirst=False)
+    fields = column.astype(str).str.extract(_NUMERIC_DATE)
+    if fields.isna().any().any():
+        return month_first, False, note
+    day_first, day_note = _to_dates(column, name, source, dayfirst=True)
+    if day_first.equals(month_first):
+        return month_first, False, note
+    fields = fields.astype(int)
+    no_month = [np.flatnonzero((fields[k] > 12).to_numpy()) for k in (0, 1)]
+    if no_month[0].size and no_month[1].size:  # neither reading: not dates of one form
+        return month_first, False, note
+    if no_month[0].size or no_month[1].size:
+        found = bool(no_month[0].size)  # a first field above 12: day first
+        row = (no_month[0] if found else no_month[1])[0]
+        why = f"{column.iloc[row]} has no month {fields.iloc[row, 0 if found else 1]}"
+    else:
+        found = _step_spread(day_first) < _step_spread(month_first)
+        why = (f"they are evenly spaced only that way" if found
+               else "day first they would be less evenly spaced")
+    if dayfirst is not None and dayfirst != found:
+        found, why = dayfirst, "as the run read its training data"
+    if found:
+        note = _joined(day_note, _reading_note(column, day_first, name, "day", why))
+        return day_first, True, note
+    return month_first, False, _joined(note, _reading_note(column, month_first, name, "month",
+                                                           why))
+
+
+def _joined(*notes):
+    """The notes that are not None, one line each (None if none is)."""
+    return "\n".join(note for note in notes if note) or None
+
+
+def _to_dates(column, name, source, *, dayfirst):
+    """`(dates, note)` of `parse_dates` for one reading of the day and month."""
+    with warnings.catch_warnings():
+        # Several UTC offsets: pandas warns that it will refuse them; they are handled below.
+        warnings.simplefilter("ignore", FutureWarning)
+        dates = pd.to_datetime(column, errors="coerce", format="mixed", dayfirst=dayfirst)
+    if isinstance(dates.dtype, pd.DatetimeTZDtype):  # one offset: its local time
+        return dates.dt.tz_localize(None), None
+    if not pd.api.types.is_object_dtype(dates):
+        return dates, None
+    aware = np.array([getattr(stamp, "tzinfo", None) is not None for stamp in dates])
+    known = dates.notna().to_numpy()
+    if not aware[known].all():
+        row = int(np.flatnonzero(known & ~aware)[0])
+        raise DataError(
+            f"time column {name!r} has stamps with a UTC offset and stamps without one (line "
+            f"{_line(row)}: {column.iloc[row]!r}); expected one kind throughout",
+            path=source,
+        )
+    offsets = sorted({str(stamp.strftime("%z")) for stamp in dates[known]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        dates = pd.to_datetime(column, errors="coerce", format="mixed", dayfirst=dayfirst,
+                               utc=True).dt.tz_convert(None)
+    shown = ", ".join(f"{o[:3]}:{o[3:]}" for o in offsets[:4]) + (", ..." if len(offsets) > 4
+                                                                   else "")
+    return dates, (f"time column {name!r}: stamps at several UTC offsets ({shown}), read as UTC "
+                   "times")
+
+
+def _step_spread(dates):
+    """How unevenly the distinct stamps `dates` are spaced: the standard deviation of the
+    logarithms of the steps between them in time order."""
+    stamps = np.unique(dates.dropna().to_numpy().astype("datetime64[ms]").astype("float64"))
+    return float(np.std(np.log(np.diff(stamps)))) if stamps.size > 2 else 0.0
+
+
+def _reading_note(column, dates, name, order, why):
+    """The summary's line for numeric dates read `order` ("day" or "month") first, with an
+    example that shows it."""
+    row = int(np.argmax((dates.dt.day != dates.dt.month).to_numpy()))
+    return (f"time column {name!r}: dates read {order} first ({column.iloc[row]} is "
+            f"{dates.iloc[row]:%d %B %Y}): {why}")
 
 
 def _check_increasing(time, what, shown, source):
@@ -367,7 +472,10 @@ def _date_part_columns(frame, columns):
 def _looks_like_dates(column):
     if pd.api.types.is_numeric_dtype(column) or column.isna().any():
         return False
-    return pd.to_datetime(column, errors="coerce", format="mixed").notna().all()
+    try:
+        return bool(parse_dates(column, str(column.name))[0].notna().all())
+    except DataError:  # dates, with and without a UTC offset: reading them says so
+        return True
 
 
 @dataclasses.dataclass
@@ -421,6 +529,9 @@ class SeriesSchema:
             `"nearest"` (copy the nearest value) or `"refuse"`. The default here is seqlab
             0.1.0's behaviour, for schema files written without it; `infer` defaults to
             `"drop"`.
+        dayfirst: whether the time column's dates of numbers only (`01/02/2020`) are read
+            day first (`parse_dates`), as `infer` found them; None decides from each file
+            (schema files written without it).
     """
 
     time_column: str | list | None
@@ -430,6 +541,7 @@ class SeriesSchema:
     fill: str | None = None
     skipped_columns: list = dataclasses.field(default_factory=list)
     fill_ends: str = "refuse"
+    dayfirst: bool | None = None
 
     @property
     def time_columns(self):
@@ -555,6 +667,9 @@ class SeriesSchema:
         for name in categorical:
             values = frame[name].dropna().astype(str)
             categories[name] = sorted(values.unique().tolist())
+        dayfirst = None
+        if len(time_columns) == 1 and not pd.api.types.is_numeric_dtype(frame[time_columns[0]]):
+            dayfirst = parse_dates(frame[time_columns[0]], time_columns[0], source)[1]
         return cls(
             time_column=time_columns[0] if len(time_columns) == 1 else time_columns or None,
             targets=list(targets),
@@ -563,6 +678,7 @@ class SeriesSchema:
             fill=fill,
             skipped_columns=skipped,
             fill_ends=fill_ends,
+            dayfirst=dayfirst,
         )
 
     @property
@@ -615,7 +731,8 @@ class SeriesSchema:
         time, notes = None, []
         if len(self.time_columns) == 1:
             (name,) = self.time_columns
-            time = _parse_time(frame[name], name, source)
+            time, note = _parse_time(frame[name], name, source, self.dayfirst)
+            notes += [note] if note else []
         elif self.time_columns:
             time = _assemble_time(frame, self.time_columns, source)
             units = time_part_units(self.time_columns, source)
@@ -804,7 +921,7 @@ class SeriesSchema:
         """
         where = _record_source(config, "schema")
         _check_record(config, where, required=("time_column", "targets", "features"),
-                      optional=("categories", "fill", "skipped_columns", "fill_ends"))
+                      optional=("categories", "fill", "skipped_columns", "fill_ends", "dayfirst"))
         for name in ("targets", "features", "skipped_columns"):
             if name in config and not _is_list_of(config[name], str):
                 raise ValueError(f"{where}: the field {name!r} must be a list of column names. "
@@ -821,6 +938,9 @@ class SeriesSchema:
                 and all(_is_list_of(known, str) for known in categories.values())):
             raise ValueError(f"{where}: the field 'categories' must map columns to lists of "
                              f"categories. Received: {categories!r}")
+        if config.get("dayfirst") is not None and not isinstance(config["dayfirst"], bool):
+            raise ValueError(f"{where}: the field 'dayfirst' must be true, false or null. "
+                             f"Received: {config['dayfirst']!r}")
         for name, choices in (("fill", (None, *FILL_METHODS)), ("fill_ends", FILL_ENDS)):
             if name in config and config[name] not in choices:
                 raise ValueError(f"{where}: the field {name!r} must be one of "

@@ -87,6 +87,19 @@ def test_monthly_stamps_of_28_to_31_days_are_regular_and_a_skipped_month_is_a_ga
                            "2024-03-01); not filled",)
 
 
+def test_day_first_dates_and_utc_offsets_are_read_as_for_one_series(tmp_path):
+    text = ("id,day,y\na,12/01/2024,1\nb,12/01/2024,5\na,13/01/2024,2\nb,13/01/2024,6\n"
+            "a,14/01/2024,3\n")
+    panel = read_panel(write(tmp_path, "d.csv", text), "id", "day")
+    assert [str(t) for t in panel.times[0].astype("datetime64[D]")] == [
+        "2024-01-12", "2024-01-13", "2024-01-14"]
+    assert panel.gaps == {} and panel.values[0].tolist() == [1, 2, 3]
+    text = "id,t,y\na,2024-01-01T00:00:00Z,1\na,2024-01-02T00:00:00Z,2\n"
+    panel = read_panel(write(tmp_path, "z.csv", text), "id", "t")
+    assert [str(t) for t in panel.times[0].astype("datetime64[D]")] == ["2024-01-01",
+                                                                        "2024-01-02"]
+
+
 def test_numeric_time_steps_and_gaps(tmp_path):
     text = "id,t,y\nx,10,1\nx,11,2\nx,14,3\ny,3,7\ny,4,8\n"
     panel = read_panel(write(tmp_path, "p.csv", text), "id", "t")

@@ -263,6 +263,86 @@ def test_dated_first_column_becomes_the_time_column(tmp_path):
     assert series.values["Temp"].tolist() == [1.5, 2.5, 3.5]
 
 
+def _dated(stamps):
+    return "date,y\n" + "".join(f"{stamp},{i}\n" for i, stamp in enumerate(stamps))
+
+
+def test_stamps_with_one_utc_offset_keep_their_local_time(tmp_path):
+    for suffix in ("Z", "+01:00"):
+        stamps = [f"2020-01-{day:02d}T00:00:00{suffix}" for day in (1, 2, 3)]
+        _, series = prepared(tmp_path, _dated(stamps))
+        assert series.time.tolist() == list(pd.date_range("2020-01-01", periods=3))
+        assert series.notes == []
+
+
+def test_stamps_across_a_daylight_saving_change_are_read_as_utc_and_stay_hourly(tmp_path):
+    # Berlin's clocks went from 02:00 (+01:00) to 03:00 (+02:00) on 2021-03-28: six hours
+    # from midnight UTC, in Berlin's local time.
+    stamps = ["2021-03-28T01:00:00+01:00"] + [f"2021-03-28T{hour:02d}:00:00+02:00"
+                                               for hour in range(3, 8)]
+    _, series = prepared(tmp_path, _dated(stamps))
+    assert series.time.tolist() == list(pd.date_range("2021-03-28", periods=6, freq="h"))
+    assert series.notes == ["time column 'date': stamps at several UTC offsets (+01:00, +02:00), "
+                            "read as UTC times"]
+
+
+def test_stamps_with_and_without_an_offset_are_refused_naming_the_line(tmp_path):
+    text = _dated(["2020-01-01T00:00:00+01:00", "2020-01-02T00:00:00", "2020-01-03T00:00:00Z"])
+    with pytest.raises(DataError, match=r"series\.csv: time column 'date' has stamps with a UTC "
+                                        r"offset and stamps without one \(line 3: "
+                                        r"'2020-01-02T00:00:00'\)"):
+        prepared(tmp_path, text)
+
+
+def test_day_first_dates_are_read_day_first_where_only_that_reads_every_value(tmp_path):
+    stamps = [f"{day:02d}/01/2020" for day in range(1, 16)]  # 13/01/2020 has no month 13
+    schema, series = prepared(tmp_path, _dated(stamps))
+    assert series.time.tolist() == list(pd.date_range("2020-01-01", periods=15))
+    assert schema.dayfirst is True
+    assert series.notes == ["time column 'date': dates read day first (02/01/2020 is 02 January "
+                            "2020): 13/01/2020 has no month 13"]
+
+
+def test_monthly_day_first_dates_are_read_day_first_for_their_even_steps(tmp_path):
+    # Month first, 01/02/2015 ... 01/12/2015 would be 2 to 12 January: they would increase too.
+    stamps = [f"01/{month:02d}/{year}" for year in (2015, 2016) for month in range(1, 13)]
+    schema, series = prepared(tmp_path, _dated(stamps))
+    assert series.time.tolist() == list(pd.date_range("2015-01-01", periods=24, freq="MS"))
+    assert series.notes == ["time column 'date': dates read day first (01/02/2015 is 01 February "
+                            "2015): they are evenly spaced only that way"]
+    # A run reads new data as it read its training data, even where the new rows alone are
+    # more evenly spaced the other way (three days of January, month first).
+    new = pd.DataFrame({"date": ["01/01/2017", "01/02/2017", "01/03/2017"], "y": [1, 2, 3]})
+    restored = SeriesSchema.from_dict(json.loads(json.dumps(schema.to_dict())))
+    assert restored.prepare(new).time.tolist() == list(
+        pd.date_range("2017-01-01", periods=3, freq="MS"))
+
+
+def test_monthly_month_first_dates_stay_month_first_and_the_summary_says_so(tmp_path):
+    stamps = [f"{month:02d}/01/{year}" for year in (2015, 2016) for month in range(1, 13)]
+    schema, series = prepared(tmp_path, _dated(stamps))
+    assert series.time.tolist() == list(pd.date_range("2015-01-01", periods=24, freq="MS"))
+    assert schema.dayfirst is False
+    assert series.notes == ["time column 'date': dates read month first (02/01/2015 is 01 "
+                            "February 2015): day first they would be less evenly spaced"]
+    # Nothing to decide in ISO dates, or in dates whose day and month are the same number.
+    for stamps in (["2020-01-02", "2020-01-03"], ["01/01/2020", "02/02/2020"]):
+        schema, series = prepared(tmp_path, _dated(stamps))
+        assert schema.dayfirst is False and series.notes == []
+
+
+def test_a_schema_saved_without_dayfirst_decides_from_each_file(tmp_path):
+    schema, _ = prepared(tmp_path, _dated(["2020-01-01", "2020-01-02"]))
+    saved = schema.to_dict()
+    del saved["dayfirst"]
+    old = SeriesSchema.from_dict(saved)
+    assert old.dayfirst is None
+    new = pd.DataFrame({"date": [f"{day}/01/2020" for day in (11, 12, 13)], "y": [1, 2, 3]})
+    assert old.prepare(new).time.dt.day.tolist() == [11, 12, 13]
+    with pytest.raises(ValueError, match="the field 'dayfirst' must be true, false or null"):
+        SeriesSchema.from_dict({**saved, "dayfirst": 1})
+
+
 def test_non_numeric_columns_are_left_out_of_default_features_and_reported(tmp_path):
     schema, series = prepared(tmp_path, "t,city,y\n1,Paris,1\n2,Rome,2\n3,Oslo,3\n",
                               time_column="t")
