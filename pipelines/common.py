@@ -38,12 +38,14 @@ import tensorflow as tf
 from seqlab.models._training import build_training_state  # noqa: F401 (the pipelines' import)
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
+    EXPORT_CLAIM,
     EXPORT_DIR,
     EXPORT_MARKER,
     MARKER_FORMAT,
     PARTIAL_SUFFIX,
     PREDICTION_FILES,
     RUN_MARKER,
+    TEMPORARY_NAME,
     JsonRecord,
     RunRecord,
     absent_json,
@@ -56,6 +58,8 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     next_export_version,
     open_run,
     read_json,
+    unlisted_paths,
+    written_tree,
 )
 from seqlab.pipelines.settings import default_out, utc_timestamp  # noqa: F401
 
@@ -157,7 +161,8 @@ def write_export_archive(archive, path):
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         archive.write_out(str(temporary), verbose=False)
-        write_marker(temporary, EXPORT_MARKER, "export")
+        write_marker(temporary, EXPORT_MARKER, "export",
+                     tree=written_tree(temporary, EXPORT_MARKER))
         os.replace(temporary, path)
     except (OSError, tf.errors.OpError) as error:  # TensorFlow's file errors are OpErrors
         reason = (error.strerror if isinstance(error, OSError) else error.message) or error
@@ -242,8 +247,6 @@ def library_versions():
 
 
 LOCK_NAME = ".lock"
-# The temporaries of the atomic writers above (`.NAME.tmp-PID`, `.NAME.new-PID`, ...).
-TEMPORARY_NAME = re.compile(r"\..+\.(tmp|new|replaced)-\d+")
 
 
 def _legacy_run_settings(path):
@@ -349,39 +352,13 @@ def _not_written_by_train(run):
         written = set(tree)
         for name in files:
             if (run / name).is_dir() and not (run / name).is_symlink():
-                foreign += _not_listed(run, run / name, written)
+                foreign += unlisted_paths(run, run / name, written)
     export = run / EXPORT_DIR
     if export.is_dir() and not export.is_symlink():  # exports, and exports being written
         foreign += [f"{EXPORT_DIR}/{entry.name}" for entry in export.iterdir()
-                    if not (is_saved_model(entry) or _EXPORT_CLAIM.fullmatch(entry.name)
+                    if not (is_saved_model(entry) or EXPORT_CLAIM.fullmatch(entry.name)
                             or TEMPORARY_NAME.fullmatch(entry.name))]
     return sorted(foreign)
-
-
-# The hidden lock file that reserves an export's version number (`claim_export_version`).
-_EXPORT_CLAIM = re.compile(r"\.\d+\.claim")
-
-
-def _not_listed(run, folder, written):
-    """The paths under `folder` (relative to `run`) that are not in `written`: a foreign
-    folder is named once, not its contents."""
-    found = []
-    for entry in folder.iterdir():
-        name = entry.relative_to(run).as_posix()
-        if TEMPORARY_NAME.fullmatch(entry.name):
-            continue
-        if name not in written:
-            found.append(name)
-        elif entry.is_dir() and not entry.is_symlink():
-            found += _not_listed(run, entry, written)
-    return found
-
-
-def _written_tree(folder):
-    """Every file and folder under `folder` but its marker, as paths relative to it
-    (`listed_train_tree`)."""
-    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
-                  if path.name != RUN_MARKER)
 
 
 class RunDirectory:
@@ -629,7 +606,7 @@ class RunDirectory:
         # may not overwrite it (paths.check_output).
         write_marker(self.work, RUN_MARKER, "run", task=self.task, files=sorted(
             entry.name for entry in self.work.iterdir() if entry.name != RUN_MARKER),
-            tree=_written_tree(self.work))
+            tree=written_tree(self.work, RUN_MARKER))
         return replace_directory(self.work, self.final)
 
 

@@ -20,6 +20,7 @@ takes to load; the lifecycle (`pipelines/lifecycle.py`) checks again with the sa
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 from seqlab.pipelines.errors import UsageError
@@ -35,6 +36,11 @@ PARTIAL_SUFFIX = ".partial"
 # no folder without it. The marker moves with the folder (`<out>.partial` renamed to `<out>`).
 RUN_MARKER = "seqlab-run.json"
 EXPORT_MARKER = "seqlab-export.json"
+# The temporaries of seqlab's atomic writers (`.NAME.tmp-PID`, `.NAME.new-PID`, ...).
+TEMPORARY_NAME = re.compile(r"\..+\.(tmp|new|replaced)-\d+")
+# The hidden lock file that reserves an export's version number
+# (`common.claim_export_version`).
+EXPORT_CLAIM = re.compile(r"\.\d+\.claim")
 MARKER_FORMAT = 1
 # The files `predict` writes in the run when no --output is given (one per task's kind of
 # output): rewritten freely, unlike the files `train` wrote.
@@ -190,6 +196,50 @@ def listed_train_files(run):
     return None
 
 
+def written_tree(folder, marker):
+    """Every file and folder under `folder` but its `marker`, as paths relative to it: what
+    the marker lists as `tree` (`listed_train_tree`, `foreign_export_entries`)."""
+    folder = Path(folder)
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
+                  if path != folder / marker)
+
+
+def unlisted_paths(root, folder, written):
+    """The paths under `folder` (relative to `root`) that are not in `written` (seqlab's
+    temporaries aside): a folder not listed is named once, not its contents."""
+    found = []
+    for entry in sorted(Path(folder).iterdir()):
+        name = entry.relative_to(root).as_posix()
+        if TEMPORARY_NAME.fullmatch(entry.name):
+            continue
+        if name not in written:
+            found.append(name)
+        elif entry.is_dir() and not entry.is_symlink():
+            found += unlisted_paths(root, entry, written)
+    return found
+
+
+def foreign_export_entries(path):
+    """What the export folder `path` holds that its `export` did not write, by the list its
+    marker keeps (`tree`); for an export written before the marker kept one, anything but
+    SavedModel entries (`variables/` holding only variable files; `assets/` is the model's)."""
+    path = Path(path)
+    try:
+        marker = read_json(path / EXPORT_MARKER)
+    except (OSError, ValueError, UsageError):
+        marker = None
+    tree = marker.get("tree") if isinstance(marker, dict) else None
+    if isinstance(tree, list) and all(isinstance(name, str) for name in tree):
+        return unlisted_paths(path, path, {*tree, EXPORT_MARKER})
+    found = [entry.name for entry in sorted(path.iterdir())
+             if entry.name not in _SAVED_MODEL_ENTRIES | {EXPORT_MARKER}]
+    variables = path / "variables"
+    if variables.is_dir():
+        found += [f"variables/{entry.name}" for entry in sorted(variables.iterdir())
+                  if not (entry.is_file() and entry.name.startswith("variables."))]
+    return found
+
+
 def listed_train_tree(run):
     """The files and folders `train` wrote in the finished run `run`, at any depth, as paths
     relative to it (`plots/loss.png`), as its marker lists them (`tree`); None for a run
@@ -283,6 +333,14 @@ def check_export_path(path, overwrite=False):
             raise UsageError(
                 f"{path} already holds a SavedModel; pass --overwrite to replace it, or choose "
                 "another --out"
+            )
+        foreign = foreign_export_entries(path)
+        if foreign:
+            raise UsageError(
+                f"{path} holds what its export did not write ({', '.join(foreign[:5])}"
+                f"{', ...' if len(foreign) > 5 else ''}); --overwrite replaces the whole "
+                "SavedModel, and seqlab never deletes what it did not write: move them out "
+                "first, or choose another --out"
             )
     elif path.is_file() or any(path.iterdir()):
         raise UsageError(

@@ -116,6 +116,35 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     assert (empty / "saved_model.pb").is_file() and (empty / "seqlab-export.json").is_file()
 
 
+def test_export_overwrite_refuses_an_export_holding_files_of_the_users(finished, tmp_path,
+                                                                       capsys):
+    _, run = finished
+    serving = tmp_path / "serving"
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(serving)]) == 0
+    (serving / "README.txt").write_text("mine")
+    (serving / "variables" / "notes.txt").write_text("mine")
+    (serving / "assets" / "sub").mkdir(parents=True)
+    (serving / "assets" / "sub" / "mine.txt").write_text("mine")
+    before = _files(serving)
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(serving),
+                     "--overwrite"]) == 2
+    assert ("holds what its export did not write (README.txt, assets/sub, variables/notes.txt)"
+            in capsys.readouterr().err)
+    assert _files(serving) == before
+    # An export whose marker lists no tree (written before it kept one): SavedModel entries
+    # only, the assets being the model's own.
+    marker = json.loads((serving / "seqlab-export.json").read_text())
+    del marker["tree"]
+    (serving / "seqlab-export.json").write_text(json.dumps(marker))
+    (serving / "README.txt").unlink()
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(serving),
+                     "--overwrite"]) == 2
+    assert "did not write (variables/notes.txt)" in capsys.readouterr().err
+    (serving / "variables" / "notes.txt").unlink()
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(serving),
+                     "--overwrite"]) == 0
+
+
 def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys, monkeypatch):
     """`export --run RUN` as README shows it succeeds after train: it writes `RUN/export/1`,
     then `RUN/export/2` (TensorFlow Serving's layout), and never touches `RUN/saved_model`."""
