@@ -660,6 +660,14 @@ def load_splits(files, val_fraction, test_fraction, seed, **read_options):
         kept = sorted(order[start:])
         sentences["train"] = [train[i] for i in kept]
         sources["train"] = f"{files['train']} ({len(kept)} of {len(train)} sentences)"
+    if not any(tag != OUTSIDE for sentence in sentences["train"] for tag in sentence.tags):
+        held_out = " (after the held-out sentences)" if missing else ""
+        raise DataError(
+            f"the {len(sentences['train'])} training sentences{held_out} hold no entity: every "
+            f"tag is {OUTSIDE}; expected tags of at least one entity type (B-PER, I-PER, ...) "
+            "to learn from",
+            path=files["train"],
+        )
     return TaggingSplits(
         sentences["train"], sentences["validation"], sentences["test"], sources,
         [{"file": c.path, "read": c.describe(), "documents": c.documents,

@@ -512,6 +512,14 @@ def test_splits_held_out_from_one_file_are_deterministic(tmp_path):
                     0.1, 0.1, seed=3)
 
 
+def test_training_sentences_without_an_entity_are_refused_naming_the_file(tmp_path):
+    text = "".join(f"Anna\tO\nworks\tO\nin\tO\nUlm{i}\tO\n\n" for i in range(20))
+    train = str(write(tmp_path, text, name="plain.conll"))
+    with pytest.raises(DataError, match=r"plain\.conll: the 16 training sentences \(after the "
+                                        r"held-out sentences\) hold no entity: every tag is O"):
+        load_splits(split_files(train), 0.1, 0.1, seed=3)
+
+
 # ---------------------------------------------------------------------------------------------
 # Vocabulary and batches
 
