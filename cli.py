@@ -17,6 +17,7 @@ is given or `TF_CPP_MIN_LOG_LEVEL` is set.
 
 import argparse
 import dataclasses
+import os
 import sys
 import textwrap
 from importlib.metadata import PackageNotFoundError
@@ -42,6 +43,9 @@ ACTIONS = {
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# The status of a command whose reader went away (`seqlab ... | head`): the shell's for a
+# process ended by SIGPIPE.
+EXIT_BROKEN_PIPE = 141
 # `seqlab datasets <action>`: the registry of data/datasets.py (imports no TensorFlow).
 DATASETS = "datasets"
 DATASET_ACTIONS = {
@@ -340,7 +344,23 @@ def _run_action(task, action, arguments):
 
 
 def main(argv=None):
-    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status.
+
+    Output piped into a reader that stops early (`| head`) ends the command quietly, as it
+    ends other command-line tools, with the status of a broken pipe (an interrupted `train`
+    is resumed by the same command)."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a pipe's buffered output: broken here, not at the exit
+    except BrokenPipeError:
+        # Later writes to the closed pipe (Python's own flush at exit) go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     task_name = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(task_name if task_name in TASKS else None)

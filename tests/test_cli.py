@@ -57,6 +57,17 @@ def test_python_m_seqlab_runs_from_any_folder_without_loading_models(tmp_path):
     assert "tensorflow" not in result.stderr.lower()
 
 
+def test_output_into_a_closed_pipe_ends_quietly_with_the_broken_pipe_status(tmp_path):
+    # `seqlab ... | head -1`: the reader is gone before seqlab writes.
+    command = [sys.executable, "-m", "seqlab", "datasets", "list"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=tmp_path) as process:
+        process.stdout.close()
+        error = process.stderr.read().decode()
+        assert process.wait(timeout=60) == cli.EXIT_BROKEN_PIPE == 141
+    assert error == ""  # no traceback
+
+
 def test_the_embedded_data_loads_outside_the_repository(tmp_path):
     # From an empty folder, the repository's `data/` is not on sys.path: the samples must be
     # found inside the installed package.
