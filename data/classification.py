@@ -232,10 +232,12 @@ def read_table(path, text_column="text", label_column="label", classes=None):
 
 
 def _rows(reader, path):
-    """The rows of a `csv.reader`; its errors (a quote never closed) are `DataError`s that name
-    the line where the bad row starts."""
+    """The rows of a `csv.reader`, whatever the length of a text (Python's `csv` refuses a
+    field over 128 KiB unless told otherwise; the whole file is in memory already); its errors
+    (a quote never closed) are `DataError`s that name the line where the bad row starts."""
     while True:
         start = reader.line_num + 1
+        limit = csv.field_size_limit(_ANY_FIELD_SIZE)
         try:
             yield next(reader)
         except StopIteration:
@@ -245,6 +247,12 @@ def _rows(reader, path):
                 f"not a well-formed table: {error} in the row that starts here", path=path,
                 line=start,
             ) from None
+        finally:
+            csv.field_size_limit(limit)
+
+
+# A limit no text reaches (the largest a C long holds on every platform).
+_ANY_FIELD_SIZE = 2**31 - 1
 
 
 def line_file_classes(paths):

@@ -1,5 +1,6 @@
 """Tests of data/classification.py: each input layout, the splits, and each bad input."""
 
+import csv
 import re
 
 import numpy as np
@@ -355,6 +356,17 @@ def test_row_without_a_label_or_with_too_few_fields(tmp_path):
         f"{path}, line 3: the row has 1 fields; expected at least 2 (the header has 2)"
     )):
         read_table(path)
+
+
+def test_a_text_longer_than_pythons_csv_field_limit_is_read_whole(tmp_path):
+    long = "good " * 40_000  # 200,000 characters: over the csv module's default of 131,072
+    before = csv.field_size_limit()
+    for name, separator in (("long.csv", ","), ("long.tsv", "\t")):
+        path = write(tmp_path / name, f"text{separator}label\n{long}{separator}pos\n"
+                                      f"bad{separator}neg\n")
+        examples = read_table(path)
+        assert examples.texts[0] == long and examples.labels == ["pos", "neg"]
+    assert csv.field_size_limit() == before  # the process-wide limit is left as it was
 
 
 def test_unclosed_quote_is_a_data_error(tmp_path):
