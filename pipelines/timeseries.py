@@ -677,8 +677,18 @@ class TimeseriesPipeline(Pipeline):
         frame, source = load_table(config.data)
         schema = infer_schema(config, frame, source)
         series = schema.prepare(frame, source)
-        _, train_end = split_bounds(
-            len(series.values), config.val_fraction, config.test_fraction)["train"]
+        bounds = split_bounds(len(series.values), config.val_fraction, config.test_fraction)
+        _, train_end = bounds["train"]
+        test_start = bounds["test"][0]
+        if config.season is not None and config.season > test_start:
+            # Every test row is scored against a seasonal baseline, which needs a season of
+            # history before it.
+            raise DataError(
+                f"--season {config.season} is longer than the {test_start} rows before the test "
+                f"split (of {len(series.values)}): the seasonal baselines could not forecast its "
+                f"first rows; expected --season of at most {test_start}, or a longer series",
+                path=source,
+            )
         if config.season is not None:
             season, season_source = config.season, "--season"
         else:

@@ -538,6 +538,18 @@ def test_a_filled_run_finishes_and_says_what_was_filled(tmp_path, capsys):
     assert "filled with ffill: {'y': 2}" in capsys.readouterr().out
 
 
+def test_a_season_longer_than_the_rows_before_the_test_split_is_refused(tmp_path, capsys):
+    # Its seasonal baselines could forecast no test row (or only the last ones): once, 0 of 18
+    # test rows were scored and every figure was n/a.
+    pd.DataFrame({"y": np.sin(np.arange(120) / 2)}).to_csv(tmp_path / "s.csv", index=False)
+    for season in (103, 200):
+        assert cli.main(["timeseries", "train", "--data", str(tmp_path / "s.csv"), "--season",
+                         str(season), "--out", str(tmp_path / "run")]) == 2
+        assert (f"--season {season} is longer than the 102 rows before the test split (of 120)"
+                in capsys.readouterr().err)
+    assert not (tmp_path / "run.partial").exists() and not (tmp_path / "run").exists()
+
+
 def test_split_time_columns_a_leading_gap_and_an_hourly_season_reach_summary_and_metrics(
         tmp_path, capsys):
     # As air-quality files are: the time split over year, month, day, hour; the first hours
