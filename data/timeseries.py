@@ -469,6 +469,16 @@ def _date_part_columns(frame, columns):
     return names
 
 
+# A number written with a decimal comma (`10,5`), which `_parse_numbers` does not read.
+_DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
+
+
+def _first_value(column):
+    """The first value of `column` that is not missing (None if none is)."""
+    present = column.dropna()
+    return present.iloc[0] if len(present) else None
+
+
 def _looks_like_dates(column):
     if pd.api.types.is_numeric_dtype(column) or column.isna().any():
         return False
@@ -650,6 +660,17 @@ class SeriesSchema:
                 )
         if targets is None:
             numeric = [c for c in features if c not in categorical]
+            if not numeric:
+                raise DataError(
+                    "no column holds numbers to forecast"
+                    + "".join(f"; {name} does not (e.g. {_first_value(frame[name])!r}"
+                              + (": a decimal comma is not read as a number's"
+                                 if _DECIMAL_COMMA.fullmatch(str(_first_value(frame[name])))
+                                 else "") + ")"
+                              for name in skipped[:5])
+                    + "; expected a column of numbers besides the time",
+                    path=source,
+                )
             if len(numeric) != 1:
                 raise DataError(
                     f"cannot tell which column to forecast among {', '.join(numeric) or 'none'}; "
@@ -799,7 +820,7 @@ class SeriesSchema:
             if self.fill is None and len(missing):
                 raise DataError(
                     f"column {name!r} has missing values at lines {_rows_text(missing)} "
-                    f"({len(missing)} rows); pass --fill ffill to repair them",
+                    f"({len(missing)} rows); a run trained with --fill ffill repairs them",
                     path=source,
                 )
             return values
@@ -818,15 +839,16 @@ class SeriesSchema:
                 raise DataError(
                     f"column {name!r} has non-numeric values at lines "
                     f"{_rows_text(not_numbers, raw.iloc[not_numbers].tolist())}; expected "
-                    "numbers (--fill ffill|interpolate treats them as missing and repairs them)",
+                    "numbers (a run trained with --fill ffill|interpolate treats them as "
+                    "missing and repairs them)",
                     path=source,
                 )
             missing = np.flatnonzero(raw.isna().to_numpy())
             if len(missing):
                 raise DataError(
                     f"column {name!r} has missing values at lines {_rows_text(missing)} "
-                    f"({len(missing)} rows); pass --fill ffill or --fill interpolate to "
-                    "repair them",
+                    f"({len(missing)} rows); a run trained with --fill ffill or --fill "
+                    "interpolate repairs them",
                     path=source,
                 )
         return values
@@ -1188,10 +1210,13 @@ class WindowGenerator:
         what = (f"one window needs lookback + horizon = {self.lookback} + {self.horizon} = "
                 f"{self.window_size} rows" if self._rows_needed(split) == self.window_size
                 else f"it must hold one horizon = {self.horizon} of forecast targets")
+        shorter = " or ".join(f"--{name}" for name, value in (("lookback", self.lookback),
+                                                               ("horizon", self.horizon))
+                              if value > 1)
         raise DataError(
             f"the series is too short: the {split} split has {rows} rows, but {what}; with "
             f"these split fractions the series needs at least {needed} rows (it has "
-            f"{len(self.frame)}), or use a shorter --lookback",
+            f"{len(self.frame)})" + (f", or use a shorter {shorter}" if shorter else ""),
             path=source,
         )
 

@@ -139,8 +139,8 @@ def test_data_errors_exit_with_status_2_and_one_line(tmp_path, capsys):
     error = capsys.readouterr().err
     assert error.strip().splitlines() == [
         f"seqlab timeseries train: error: {bad}: column 'y' has non-numeric values at lines 3 "
-        "('oops'); expected numbers (--fill ffill|interpolate treats them as missing and "
-        "repairs them)"
+        "('oops'); expected numbers (a run trained with --fill ffill|interpolate treats them "
+        "as missing and repairs them)"
     ]
     assert "Traceback" not in error
     with pytest.raises(DataError):

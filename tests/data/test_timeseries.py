@@ -188,6 +188,11 @@ def test_too_short_series_says_how_many_rows_a_window_needs():
                         split_targets=False)
     WindowGenerator(counting_frame(79), lookback=10, horizon=2, targets=["y"],
                     split_targets=False)
+    # Only what can be shortened is named (a lookback of 1 cannot).
+    with pytest.raises(DataError, match=r"\(it has 20\), or use a shorter --horizon$"):
+        WindowGenerator(counting_frame(20), lookback=1, horizon=50, targets=["y"])
+    with pytest.raises(DataError, match=r"\(it has 2\)$"):
+        WindowGenerator(counting_frame(2), lookback=1, horizon=1, targets=["y"])
 
 
 # --- seasons -----------------------------------------------------------------------------------
@@ -377,8 +382,8 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
     "text,choices,message",
     [
         ("t,y\n1,1\n2,\n3,3\n4,\n", {"time_column": "t"},
-         r"series\.csv: column 'y' has missing values at lines 3, 5 \(2 rows\); pass --fill "
-         r"ffill or --fill interpolate to repair them"),
+         r"series\.csv: column 'y' has missing values at lines 3, 5 \(2 rows\); a run trained "
+         r"with --fill ffill or --fill interpolate repairs them"),
         ("t,y\n1,1\n2,abc\n3,3\n4,4\n", {"time_column": "t"},
          r"column 'y' has non-numeric values at lines 3 \('abc'\); expected numbers"),
         ("t,y\n1,1\n2,inf\n3,1e308\n4,-Infinity\n", {"time_column": "t"},
@@ -394,6 +399,9 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"target column 'nope' not found; the columns are: t, y"),
         ("a,b\n1,2\n3,4\n", {},
          r"cannot tell which column to forecast among a, b; name it with --target"),
+        ("t;y\n1;10,5\n2;11,5\n", {"time_column": "t"},
+         r"no column holds numbers to forecast; y does not \(e\.g\. '10,5': a decimal comma is "
+         r"not read as a number's\); expected a column of numbers besides the time"),
         ("Date,y\n2020-01-02,1\n2020-01-01,2\n", {},
          r"time column 'Date' does not increase at line 3 \('2020-01-01' after '2020-01-02'\)"),
         ("when,y\n2020-01-01,1\nyesterday,2\n", {"time_column": "when"},
