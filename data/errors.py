@@ -9,6 +9,10 @@ from pathlib import Path
 # The largest absolute value a numeric column may hold: the models compute in float32, whose
 # squares (in the losses and figures) stay finite up to about 1e19.
 MAX_ABS_VALUE = 1e15
+# The least the largest absolute value of a numeric column may be, unless it is 0: below it a
+# column's values lose their digits in float32 (under 1e-38 they are 0), and their squares
+# underflow.
+MIN_LARGEST_ABS_VALUE = 1e-15
 
 # A line break as Python's text mode reads one: "\r\n", a lone "\r" or "\n".
 _LINE_BREAK = re.compile(r"\r\n?|\n")

@@ -32,6 +32,7 @@ import tensorflow as tf
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     MAX_ABS_VALUE,
+    MIN_LARGEST_ABS_VALUE,
     DataError,
     decode_utf8,
     normalize_line_endings,
@@ -831,6 +832,14 @@ class SeriesSchema:
                 f"column {name!r} has values that are infinite or beyond +-{MAX_ABS_VALUE:g} at "
                 f"lines {_rows_text(extreme, raw.iloc[extreme].tolist())}; expected finite "
                 "numbers of at most that size (the model computes in float32)",
+                path=source,
+            )
+        largest = values.abs().max()
+        if 0 < largest < MIN_LARGEST_ABS_VALUE:
+            raise DataError(
+                f"column {name!r} holds no value larger than {largest:.3g} in magnitude; "
+                f"expected values of at least {MIN_LARGEST_ABS_VALUE:g} (the model computes in "
+                "float32, where they would lose their digits): give them in a smaller unit",
                 path=source,
             )
         if self.fill is None:

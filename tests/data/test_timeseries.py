@@ -397,6 +397,9 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"--features or one-hot encode it with --categorical city"),
         ("t,y\n1,1\n2,2\n", {"targets": ["nope"]},
          r"target column 'nope' not found; the columns are: t, y"),
+        ("t,y\n1,1e-300\n2,-3e-17\n3,0\n", {"time_column": "t"},
+         r"column 'y' holds no value larger than 3e-17 in magnitude; expected values of at "
+         r"least 1e-15 \(the model computes in float32"),
         ("a,b\n1,2\n3,4\n", {},
          r"cannot tell which column to forecast among a, b; name it with --target"),
         ("t;y\n1;10,5\n2;11,5\n", {"time_column": "t"},
