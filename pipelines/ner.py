@@ -58,8 +58,10 @@ from seqlab.pipelines.metrics import entity_scores, entity_scores_table
 from seqlab.pipelines.settings import fill_in_setting, make_config
 
 SPLITS = ("train", "validation", "test")
-# Sentences shown on the terminal when predictions go to a file.
+# Sentences, and at most how many of their lines (one a token), shown on the terminal when
+# predictions go to a file.
 _SENTENCES_SHOWN = 5
+_LINES_SHOWN = 100
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,7 +511,9 @@ class NerPipeline(Pipeline):
         if path is not None:
             write_text_atomic(path, conll_text(sentences, tags))
         shown = sentences if path is None else sentences[:_SENTENCES_SHOWN]
-        lines = [conll_text(shown, tags).rstrip("\n")]
+        lines = conll_text(shown, tags).rstrip("\n").split("\n")
+        if path is not None and len(lines) > _LINES_SHOWN:
+            lines = lines[:_LINES_SHOWN] + [f"... ({sum(map(len, tags)):,} tokens in all)"]
         if len(shown) < len(sentences):
             lines.append(f"... ({len(sentences)} sentences in all)")
         if path is not None:

@@ -232,6 +232,13 @@ def test_cli_predict_prints_token_tag_pairs(crf_run, tmp_path):
     assert status == 0 and "written to" in stdout
     blocks = (tmp_path / "tagged.conll").read_text().strip().split("\n\n")
     assert [len(b.splitlines()) for b in blocks] == [5, 4]
+    # One long sentence: the file holds every token, the terminal the first hundred.
+    lines.write_text(" ".join(["Oslo"] * 300) + "\n", encoding="utf-8")
+    status, stdout, _ = run_cli(["ner", "predict", "--run", str(out), "--input", str(lines),
+                                 "--output", str(tmp_path / "long.conll")])
+    assert status == 0 and len((tmp_path / "long.conll").read_text().splitlines()) == 300
+    assert stdout.splitlines()[100:] == ["... (300 tokens in all)",
+                                         f"written to {tmp_path / 'long.conll'}"]
 
     status, _, stderr = run_cli(["ner", "predict", "--run", str(out)])
     assert status == 2 and "give either a sentence" in stderr
