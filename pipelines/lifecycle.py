@@ -58,7 +58,14 @@ from seqlab.pipelines.common import (
     write_json_atomic,
 )
 from seqlab.pipelines.distribute import begin_run, start_run
-from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path
+from seqlab.pipelines.paths import (
+    DATA_FILES,
+    READ_OPTIONS,
+    check_data_unchanged,
+    check_output,
+    data_fingerprints,
+    export_path,
+)
 
 
 @dataclasses.dataclass
@@ -381,6 +388,9 @@ def checks_output(action):
         if output is not None:
             check_output(output, run, open_run(run, self.name).settings,
                          [data, *(options.get(name) for name in READ_OPTIONS)])
+        if action.__name__ == "evaluate" and data is None and not any(
+                options.get(name) for name in READ_OPTIONS):
+            check_data_unchanged(run)  # the run's own test split, read again
         return action(self, run, data=data, output=output, **options)
 
     return checked
@@ -552,6 +562,9 @@ class Pipeline:
         try:
             prepared = self.prepare(config, distribution)
             start_run(run, config)
+            fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
+            if fingerprints and not run.path(DATA_FILES).is_file():  # resumed: the first one
+                run.write_json(DATA_FILES, fingerprints)
         except BaseException:  # bad data, a refused --out, a kill: nothing written, unlocked
             run.release()
             raise

@@ -18,6 +18,7 @@ takes to load; the lifecycle (`pipelines/lifecycle.py`) checks again with the sa
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -268,6 +269,52 @@ def run_entries(run):
 
 # The options of evaluate and predict that name files they read, besides --data.
 READ_OPTIONS = ("data", "input", "src", "tgt")
+
+# The run's record of the data files it trained on: `{setting: {"path", "bytes", "sha256"}}`.
+DATA_FILES = "data_files.json"
+
+
+def file_fingerprint(path):
+    """`{"path", "bytes", "sha256"}` of the file `path`."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(2**20), b""):
+            digest.update(block)
+    return {"path": str(path), "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+
+
+def data_fingerprints(settings, fields):
+    """The fingerprints (`file_fingerprint`) of the `fields` of `settings` that name files
+    (not folders, nor data-set names, which are checked when they are downloaded)."""
+    return {field: file_fingerprint(settings[field]) for field in fields
+            if isinstance(settings.get(field), str) and os.path.isabs(settings[field])
+            and os.path.isfile(settings[field])}
+
+
+def check_data_unchanged(run):
+    """Refuses to score a run's own test split again when a data file it trained on has
+    changed since (`DATA_FILES`; a run without that record is not checked): the rows it would
+    hold out are no longer the ones training held out, and training rows could be scored.
+
+    Raises:
+        UsageError: naming the file and saying how it changed.
+    """
+    try:
+        recorded = read_json(Path(run) / DATA_FILES)
+    except (OSError, ValueError, UsageError):
+        return
+    for record in recorded.values() if isinstance(recorded, dict) else ():
+        path = record.get("path") if isinstance(record, dict) else None
+        if not isinstance(path, str) or not os.path.isfile(path):
+            continue  # gone: the task's own reading says so
+        now = file_fingerprint(path)
+        if (now["bytes"], now["sha256"]) != (record.get("bytes"), record.get("sha256")):
+            raise UsageError(
+                f"{path} has changed since the run {run} trained on it ({record.get('bytes')} "
+                f"bytes then, {now['bytes']} now; another SHA-256): the test split evaluate "
+                "would read from it is not the one training held out; give the data to score "
+                "with --data (or train again)"
+            )
 
 
 def check_output(output, run, settings, reads=()):

@@ -61,6 +61,27 @@ def _files(folder):
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
+def test_evaluate_refuses_its_own_test_split_from_a_data_file_changed_since_training(
+        tmp_path, capsys):
+    config = tiny_config(tmp_path, model="gru", epochs=1)
+    run = timeseries.train(config).path
+    recorded = json.loads((run / "data_files.json").read_text())
+    assert recorded["data"]["path"] == config.data and recorded["data"]["bytes"] > 0
+    assert cli.main(["timeseries", "evaluate", "--run", str(run)]) == 0
+    capsys.readouterr()
+    frame = pd.read_csv(config.data)
+    frame.assign(y=frame["y"] + 1.0).to_csv(config.data, index=False)  # edited since
+    assert cli.main(["timeseries", "evaluate", "--run", str(run)]) == 2
+    assert (f"{config.data} has changed since the run {run} trained on it"
+            in capsys.readouterr().err)
+    # Data of the user's choice is scored, and predict (new rows appended, say) still works.
+    assert cli.main(["timeseries", "evaluate", "--run", str(run), "--data", config.data]) == 0
+    assert cli.main(["timeseries", "predict", "--run", str(run)]) == 0
+    # A run trained before the record was kept is not checked.
+    (run / "data_files.json").unlink()
+    assert cli.main(["timeseries", "evaluate", "--run", str(run)]) == 0
+
+
 # --- exports never delete what they did not write -----------------------------------------------
 
 
