@@ -183,18 +183,24 @@ def _is_unmarked_saved_model(path):
     return True
 
 
+def _marker_list(folder, marker, key):
+    """The list of names `key` of the marker `marker` in `folder`; None where the marker has
+    none (written before it kept that list) or was damaged by hand."""
+    try:
+        record = read_json(Path(folder) / marker)
+    except (OSError, ValueError, UsageError):
+        return None
+    names = record.get(key) if isinstance(record, dict) else None
+    if isinstance(names, list) and all(isinstance(name, str) for name in names):
+        return names
+    return None
+
+
 def listed_train_files(run):
     """The names of the entries `train` wrote at the top of the finished run `run`, as its
     marker lists them (`files`, written when the run finished); None for a run finished before
     the marker kept the list, or a marker damaged by hand."""
-    try:
-        marker = read_json(Path(run) / RUN_MARKER)
-    except (OSError, ValueError, UsageError):
-        return None
-    files = marker.get("files") if isinstance(marker, dict) else None
-    if isinstance(files, list) and all(isinstance(name, str) for name in files):
-        return files
-    return None
+    return _marker_list(run, RUN_MARKER, "files")
 
 
 def written_tree(folder, marker):
@@ -225,12 +231,8 @@ def foreign_export_entries(path):
     marker keeps (`tree`); for an export written before the marker kept one, anything but
     SavedModel entries (`variables/` holding only variable files; `assets/` is the model's)."""
     path = Path(path)
-    try:
-        marker = read_json(path / EXPORT_MARKER)
-    except (OSError, ValueError, UsageError):
-        marker = None
-    tree = marker.get("tree") if isinstance(marker, dict) else None
-    if isinstance(tree, list) and all(isinstance(name, str) for name in tree):
+    tree = _marker_list(path, EXPORT_MARKER, "tree")
+    if tree is not None:
         return unlisted_paths(path, path, {*tree, EXPORT_MARKER})
     found = [entry.name for entry in sorted(path.iterdir())
              if entry.name not in _SAVED_MODEL_ENTRIES | {EXPORT_MARKER}]
@@ -245,14 +247,7 @@ def listed_train_tree(run):
     """The files and folders `train` wrote in the finished run `run`, at any depth, as paths
     relative to it (`plots/loss.png`), as its marker lists them (`tree`); None for a run
     finished before the marker kept that list (only its top-level `files`)."""
-    try:
-        marker = read_json(Path(run) / RUN_MARKER)
-    except (OSError, ValueError, UsageError):
-        return None
-    tree = marker.get("tree") if isinstance(marker, dict) else None
-    if isinstance(tree, list) and all(isinstance(name, str) for name in tree):
-        return tree
-    return None
+    return _marker_list(run, RUN_MARKER, "tree")
 
 
 def run_entries(run):
