@@ -46,7 +46,7 @@ import tensorflow as tf
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import DataError
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
-from seqlab.data.timeseries import choose_season
+from seqlab.data.timeseries import choose_season, future_times
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.models.global_forecaster import (
     KINDS as NETWORK_KINDS,
@@ -986,16 +986,18 @@ def _row(figures):
 
 
 def _stamps(times, start, count):
-    """`count` time stamps from position `start` of a series' `times`, extended past its end
-    by its last step."""
+    """`count` time stamps from position `start` of a series' `times`, continued past its end
+    as one series' forecast is (`data.timeseries.future_times`: dates with the calendar
+    frequency pandas infers, so monthly stays on the 1st or the month's end, business days
+    skip weekends; else the most common step, not the last one, which may span a gap)."""
     times = np.asarray(times)
     if start + count <= times.size:
         return times[start:start + count]
+    more = start + count - times.size
     if times.size >= 2:
-        step = times[-1] - times[-2]
+        extra = np.asarray(future_times(pd.Series(times), more))
     else:
-        step = 1
-    extra = times[-1] + step * np.arange(1, start + count - times.size + 1)
+        extra = times[-1] + np.arange(1, more + 1)
     return np.concatenate([times[start:], extra])
 
 

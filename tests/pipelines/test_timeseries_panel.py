@@ -328,6 +328,22 @@ def test_predict_writes_every_series_forecast_after_its_last_time(panel_run, cap
         assert rows["forecast"].notna().all()
 
 
+@pytest.mark.parametrize("stamps,expected", [
+    # Month starts and month ends stay on them (the last step, 31 days, would drift).
+    (pd.date_range("2021-01-01", periods=12, freq="MS"), ["2022-01-01", "2022-02-01"]),
+    (pd.date_range("2021-01-31", periods=12, freq="ME"), ["2022-01-31", "2022-02-28"]),
+    # Business days skip the weekend (a Monday's last step spans it).
+    (pd.bdate_range("2024-01-01", periods=20), ["2024-01-29", "2024-01-30"]),
+    # A missing last day is a gap, not the series' step.
+    (pd.DatetimeIndex(list(pd.date_range("2024-01-01", periods=19)) + ["2024-01-21"]),
+     ["2024-01-22", "2024-01-23"]),
+])
+def test_predict_continues_each_series_with_its_calendar_frequency(stamps, expected):
+    extended = panel_module._stamps(stamps.to_numpy(), len(stamps), 2)
+    assert [str(stamp)[:10] for stamp in extended.astype("datetime64[D]")] == expected
+    assert panel_module._stamps(np.array([3, 5, 7, 9]), 3, 3).tolist() == [9, 11, 13]
+
+
 def test_evaluate_rescoring_the_holdout_gives_the_runs_figures(panel_run, capsys):
     folder, _, out = panel_run
     assert main(["timeseries", "evaluate", "--run", str(out), "--output",
