@@ -425,10 +425,12 @@ def _refuse_repeats(ids, time, time_column, lines, path):
 
 
 def _find_gaps(parts, kind):
-    """`({id: missing stamps}, notes)`: steps longer than the panel's usual step.
+    """`({id: missing stamps}, notes)`: steps longer than a series' usual step.
 
-    The usual step is the most common one over all series (a short series alone cannot show
-    its own); a step of k usual steps leaves k - 1 stamps missing. A step that is not close to
+    The usual step is a series' most common one where it has `_OWN_STEPS` steps or more, else
+    the most common over all series (a short series alone cannot show its own); a step of k
+    usual steps leaves k - 1 stamps missing. Dates of a panel that never falls on a weekend,
+    a day apart as a rule, are business days: a weekend is no gap. A step that is not close to
     a whole number of usual steps is noted as irregular.
     """
     if kind == "steps":
@@ -437,13 +439,18 @@ def _find_gaps(parts, kind):
     every = np.concatenate(steps) if steps else np.array([])
     if not every.size:
         return {}, []
-    values, counts = np.unique(every, return_counts=True)
-    usual = values[np.argmax(counts)]
+    panel_usual = _most_common(every)
+    business_days = kind == "dates" and _weekdays_only([p["time"] for p in parts])
     gaps, notes = {}, []
     for part, step in zip(parts, steps):
         if not step.size:
             continue
-        ratio = step / usual
+        usual = _most_common(step) if step.size >= _OWN_STEPS else panel_usual
+        if business_days and usual == np.timedelta64(1, "D"):
+            days = part["time"].astype("datetime64[D]")
+            ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
+        else:
+            ratio = step / usual
         whole = np.round(ratio)
         missing = int(np.sum(np.maximum(whole - 1, 0)))
         irregular = np.flatnonzero(np.abs(ratio - whole) > _STEP_TOLERANCE)
@@ -457,6 +464,23 @@ def _find_gaps(parts, kind):
                          f"number of the usual step {_duration(usual)} (the first after "
                          f"{_stamp(part['time'][int(irregular[0])])})")
     return gaps, notes
+
+
+# The fewest steps from which a series' own most common step is its usual step (`_find_gaps`).
+_OWN_STEPS = 8
+
+
+def _most_common(steps):
+    values, counts = np.unique(steps, return_counts=True)
+    return values[np.argmax(counts)]
+
+
+def _weekdays_only(times):
+    """Whether the date stamps `times` (arrays of datetime64) are all midnights of Monday to
+    Friday."""
+    stamps = np.concatenate(times)
+    days = stamps.astype("datetime64[D]")
+    return bool(np.all(days == stamps) and np.all(np.is_busday(days)))
 
 
 def _stamp(value):

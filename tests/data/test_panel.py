@@ -8,6 +8,7 @@ import csv
 import io
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -98,6 +99,19 @@ def test_day_first_dates_and_utc_offsets_are_read_as_for_one_series(tmp_path):
     panel = read_panel(write(tmp_path, "z.csv", text), "id", "t")
     assert [str(t) for t in panel.times[0].astype("datetime64[D]")] == ["2024-01-01",
                                                                         "2024-01-02"]
+
+
+def test_business_days_and_series_of_their_own_frequency_have_no_gaps(tmp_path):
+    rows = [("b", day) for day in pd.bdate_range("2024-01-01", periods=30)]  # weekdays only
+    rows += [("c", day) for day in pd.bdate_range("2024-01-01", periods=30) if day.day != 10]
+    text = "id,day,y\n" + "".join(f"{i},{day:%Y-%m-%d},1\n" for i, day in rows)
+    panel = read_panel(write(tmp_path, "b.csv", text), "id", "day")
+    assert panel.gaps == {"c": 1}  # Wednesday the 10th; no weekend is a gap
+    # A monthly series beside daily ones keeps its own month as its step.
+    rows = [("d", day) for day in pd.date_range("2024-01-01", periods=60)]
+    rows += [("m", day) for day in pd.date_range("2020-01-01", periods=24, freq="MS")]
+    text = "id,day,y\n" + "".join(f"{i},{day:%Y-%m-%d},1\n" for i, day in rows)
+    assert read_panel(write(tmp_path, "m.csv", text), "id", "day").gaps == {}
 
 
 def test_numeric_time_steps_and_gaps(tmp_path):
