@@ -124,12 +124,12 @@ class LSTMCell(RecurrentCell):
             if self.unit_forget_bias:
                 base, units = self.bias_initializer, self.units
 
-                def initializer(_, *args, **kwargs):
+                def initializer(_, dtype=None, **kwargs):
                     return ops.concatenate(
                         [
-                            base((units,), *args, **kwargs),
-                            ops.ones((units,)),
-                            base((units * 2,), *args, **kwargs),
+                            base((units,), dtype=dtype, **kwargs),
+                            ops.ones((units,), dtype=dtype),
+                            base((units * 2,), dtype=dtype, **kwargs),
                         ]
                     )
 

@@ -58,6 +58,19 @@ def test_initial_state_matches_keras():
     checks.check_initial_state(LSTM, keras.layers.LSTM, n_states=2)
 
 
+@pytest.mark.parametrize("dtype,tolerance", [("float16", 2e-3), ("float64", 1e-12)])
+def test_a_layer_of_another_dtype_builds_and_matches_keras(dtype, tolerance):
+    # The forget gate's bias of 1 was made in float32 whatever the layer's dtype, so a float16
+    # layer could not be built. The tolerances: float16's 11-bit fraction, and float64's.
+    x = np.random.default_rng(0).normal(size=(3, 6, 4)).astype(dtype)
+    ours, reference = LSTM(5, dtype=dtype), keras.layers.LSTM(5, dtype=dtype)
+    ours(x), reference(x)
+    assert keras.ops.convert_to_numpy(ours.cell.bias).dtype == dtype
+    ours.set_weights(reference.get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(ours(x)),
+                               keras.ops.convert_to_numpy(reference(x)), atol=tolerance)
+
+
 def test_cell_in_keras_rnn_equals_fused_layer():
     checks.check_cell_in_keras_rnn(LSTMCell, LSTM)
 
