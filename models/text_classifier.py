@@ -101,8 +101,16 @@ def vectorize(vectorizer, texts, kind, sequence_length, truncate="end"):
     """What a classifier of `kind` reads of raw `texts` (`string[B]`): the output of its
     `text_vectorizer` (made with the same arguments), then, for a word-sequence kind with
     `truncate="start"`, the cut to the last `sequence_length` tokens."""
+    if kind == "ngrams":
+        # TensorFlow's sparse n-gram count refuses an empty batch ("Must provide at least 2
+        # elements for the splits argument"): one text more, sliced off again, makes any
+        # batch at least one.
+        texts = tf.convert_to_tensor(texts)
+        counted = vectorizer(tf.concat([texts, [""]], axis=0))
+        return tf.sparse.slice(counted, [0, 0], [tf.shape(texts, out_type=tf.int64)[0],
+                                                 counted.dense_shape[1]])
     features = vectorizer(texts)
-    if kind != "ngrams" and truncate == "start":
+    if truncate == "start":
         return keep_last_tokens(features, sequence_length)
     return features
 
@@ -352,6 +360,15 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         features = self.features(inputs)
         if self.kind == "ngrams":
             return self.output_layer(features)
+        if self.kind == "cnn":
+            # TensorFlow's convolution gives an empty batch the wrong shape (its input's): a
+            # row of padding more, sliced off again at the end.
+            batch = tf.shape(features)[0]
+            padding_row = tf.zeros([1, tf.shape(features)[1]], features.dtype)
+            return self._classify(tf.concat([features, padding_row], axis=0), training)[:batch]
+        return self._classify(features, training)
+
+    def _classify(self, features, training):
         mask = ops.not_equal(features, 0)
         tokens = self.token_dropper(features, training=training)
         hidden = self.embedding_dropout(self.embedding(tokens), training=training)

@@ -178,6 +178,17 @@ def test_padding_does_not_change_outputs_and_empty_texts_are_defined(kind, pooli
     np.testing.assert_allclose(defined.sum(axis=1), 1, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["gru", "cnn", "transformer", "ngrams"])
+def test_an_empty_batch_of_texts_gives_no_rows_of_probabilities(kind):
+    # The ngrams kind's sparse n-gram count refused it ("at least 2 elements for the splits").
+    model = tiny_classifier(kind)
+    assert model(tf.constant([], tf.string)).shape == (0, 3)
+    serve = tf.function(model, input_signature=[tf.TensorSpec([None], tf.string)])
+    assert serve(tf.constant([], tf.string)).shape == (0, 3)
+    np.testing.assert_allclose(serve(tf.constant(["a film", ""])).numpy(),
+                               model(tf.constant(["a film", ""])).numpy(), atol=1e-6)
+
+
 def test_keep_last_tokens_keeps_each_rows_last_tokens_first_in_the_row():
     rng = np.random.default_rng(0)
     lengths = [0, 1, 3, 4, 5, 9]
