@@ -114,6 +114,16 @@ def test_business_days_and_series_of_their_own_frequency_have_no_gaps(tmp_path):
     assert read_panel(write(tmp_path, "m.csv", text), "id", "day").gaps == {}
 
 
+def test_a_series_of_values_lost_in_float32_is_refused_naming_it(tmp_path):
+    text = "id,t,y\na,1,5\nb,1,2e-50\na,2,6\nb,2,0\n"
+    with pytest.raises(DataError, match=r"tiny\.csv: series 'b' holds no value larger than "
+                                        r"2e-50 in magnitude \(lines 3, 5\); expected values of "
+                                        r"at least 1e-15"):
+        read_panel(write(tmp_path, "tiny.csv", text), "id", "t")
+    # All zeros is a series (a product never sold), as for one series.
+    read_panel(write(tmp_path, "zero.csv", text.replace("2e-50", "0")), "id", "t")
+
+
 def test_numeric_time_steps_and_gaps(tmp_path):
     text = "id,t,y\nx,10,1\nx,11,2\nx,14,3\ny,3,7\ny,4,8\n"
     panel = read_panel(write(tmp_path, "p.csv", text), "id", "t")
