@@ -265,31 +265,40 @@ def run_entries(run):
 # The options of evaluate and predict that name files they read, besides --data.
 READ_OPTIONS = ("data", "input", "src", "tgt")
 
-# The run's record of the data files it trained on: `{setting: {"path", "bytes", "sha256"}}`.
+# The run's record of the data files and folders it trained on:
+# `{setting: {"path", "bytes", "sha256"}}`.
 DATA_FILES = "data_files.json"
 
 
-def file_fingerprint(path):
-    """`{"path", "bytes", "sha256"}` of the file `path`."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(2**20), b""):
-            digest.update(block)
-    return {"path": str(path), "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+def data_fingerprint(path):
+    """`{"path", "bytes", "sha256"}` of the file `path`; of a folder, its files' bytes in all
+    and one SHA-256 of their paths (relative to it) and contents, in name order."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest, size = hashlib.sha256(), 0
+    for file_path in files:
+        if file_path != path:
+            digest.update(file_path.relative_to(path).as_posix().encode() + b"\0")
+        with open(file_path, "rb") as file:
+            for block in iter(lambda: file.read(2**20), b""):
+                digest.update(block)
+                size += len(block)
+    return {"path": str(path), "bytes": size, "sha256": digest.hexdigest()}
 
 
 def data_fingerprints(settings, fields):
-    """The fingerprints (`file_fingerprint`) of the `fields` of `settings` that name files
-    (not folders, nor data-set names, which are checked when they are downloaded)."""
-    return {field: file_fingerprint(settings[field]) for field in fields
+    """The fingerprints (`data_fingerprint`) of the `fields` of `settings` that name files or
+    folders (not data-set names, which are checked when they are downloaded)."""
+    return {field: data_fingerprint(settings[field]) for field in fields
             if isinstance(settings.get(field), str) and os.path.isabs(settings[field])
-            and os.path.isfile(settings[field])}
+            and os.path.exists(settings[field])}
 
 
 def check_data_unchanged(run):
-    """Refuses to score a run's own test split again when a data file it trained on has
-    changed since (`DATA_FILES`; a run without that record is not checked): the rows it would
-    hold out are no longer the ones training held out, and training rows could be scored.
+    """Refuses to score a run's own test split again when data it trained on (a file or a
+    folder) has changed since (`DATA_FILES`; a run without that record is not checked): the
+    rows it would hold out are no longer the ones training held out, and training rows could
+    be scored.
 
     Raises:
         UsageError: naming the file and saying how it changed.
@@ -300,9 +309,9 @@ def check_data_unchanged(run):
         return
     for record in recorded.values() if isinstance(recorded, dict) else ():
         path = record.get("path") if isinstance(record, dict) else None
-        if not isinstance(path, str) or not os.path.isfile(path):
+        if not isinstance(path, str) or not os.path.exists(path):
             continue  # gone: the task's own reading says so
-        now = file_fingerprint(path)
+        now = data_fingerprint(path)
         if (now["bytes"], now["sha256"]) != (record.get("bytes"), record.get("sha256")):
             raise UsageError(
                 f"{path} has changed since the run {run} trained on it ({record.get('bytes')} "

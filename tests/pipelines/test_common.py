@@ -24,6 +24,7 @@ from seqlab.pipelines.common import (
     write_marker,
     write_text_atomic,
 )
+from seqlab.pipelines.paths import DATA_FILES, check_data_unchanged, data_fingerprints
 
 
 # --- the run directory -------------------------------------------------------------------------
@@ -270,6 +271,25 @@ def test_overwrite_refuses_a_users_file_inside_the_runs_folders(tmp_path):
         RunDirectory(out, "toy", overwrite=True).check_out()
     (out / "export" / "README").unlink()
     RunDirectory(out, "toy", overwrite=True).check_out()
+
+
+def test_evaluate_refuses_a_data_folder_changed_since_training(tmp_path):
+    folder = tmp_path / "series"
+    folder.mkdir()
+    for name in ("a.csv", "b.csv"):
+        (folder / name).write_text("t,y\n1,1\n2,2\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    write_json_atomic(run / DATA_FILES, data_fingerprints({"data": str(folder)}, ["data"]))
+    check_data_unchanged(run)  # as it was
+    (folder / "b.csv").write_text("t,y\n1,1\n2,3\n")  # the same size, another value
+    with pytest.raises(UsageError, match=f"{folder} has changed since the run"):
+        check_data_unchanged(run)
+    (folder / "b.csv").write_text("t,y\n1,1\n2,2\n")
+    check_data_unchanged(run)
+    (folder / "b.csv").rename(folder / "c.csv")  # a file renamed is another series
+    with pytest.raises(UsageError, match="has changed since the run"):
+        check_data_unchanged(run)
 
 
 def test_a_partial_folder_of_the_users_own_is_never_deleted(tmp_path):
