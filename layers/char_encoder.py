@@ -1,6 +1,7 @@
 """A word's vector from its characters, for taggers (Lample et al., 2016; Ma and Hovy, 2016)."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from seqlab.layers._checks import check_positive_int
@@ -80,6 +81,11 @@ class CharacterEncoder(KeepsFrozenLayers, keras.layers.Layer):
         self.encoder.build((None, None, self.embedding_dim))
 
     def call(self, char_ids):
+        # A batch whose words are all empty has no character step: one step of padding (masked)
+        # gives each word the encoding of an empty word, zeros, instead of a loop of no steps.
+        if not char_ids.shape[2]:  # 0, or not known while tracing
+            missing = tf.maximum(1 - tf.shape(char_ids)[2], 0)
+            char_ids = tf.pad(char_ids, [[0, 0], [0, 0], [0, missing]])
         shape = ops.shape(char_ids)
         words = ops.reshape(char_ids, (-1, shape[2]))
         mask = ops.not_equal(words, 0)

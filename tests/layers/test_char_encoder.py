@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from seqlab.layers import CharacterEncoder
 from tests.conftest import run_layer_test
@@ -21,6 +22,19 @@ def test_character_encoder_ignores_character_padding(kind):
     np.testing.assert_allclose(alone[0, 0], output[0, 0], atol=1e-6)
     different = encoder(np.array([[[3, 2, 1]]], dtype="int32")).numpy()
     assert np.abs(different[0, 0] - output[0, 0]).max() > 1e-6
+
+
+@pytest.mark.parametrize("kind", ["lstm", "cnn"])
+def test_words_without_characters_encode_as_empty_words(kind):
+    # A batch of empty words (a served request of padding only) has no character step; the
+    # BiLSTM's loop of no steps could not stack its outputs.
+    encoder = CharacterEncoder(10, embedding_dim=4, units=3, kind=kind, seed=1)
+    empty_words = encoder(np.zeros((2, 3, 1), "int32")).numpy()
+    np.testing.assert_array_equal(encoder(np.zeros((2, 3, 0), "int32")).numpy(), empty_words)
+    traced = tf.function(encoder, input_signature=[tf.TensorSpec([None, None, None], tf.int32)])
+    np.testing.assert_array_equal(traced(tf.zeros((2, 3, 0), tf.int32)).numpy(), empty_words)
+    np.testing.assert_allclose(traced(tf.constant([[[1, 2]]])).numpy(),
+                               encoder(np.array([[[1, 2]]], "int32")).numpy(), atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["lstm", "cnn"])
