@@ -318,8 +318,8 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             state = {**state, "h": h}
         else:
             # Every row is at the same position; the state keeps one copy per row so that beam
-            # search can reorder it like the rest.
-            position = state["position"][0]
+            # search can reorder it like the rest (a batch of no rows is at 0).
+            position = tf.reduce_max(tf.concat([state["position"], [0]], axis=0))
             hidden = self.target_embedding(token_ids[:, None], start_index=position)
             caches = []
             for decoder, cache in zip(self.decoder_layers, state["caches"]):

@@ -218,6 +218,18 @@ def test_generation_never_chooses_padding_or_start_and_stops_at_max_length(kind)
     assert beam.tokens.shape == (2, 2, 3) and not np.isin(beam.tokens, [0, START]).any()
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_batch_of_no_sources_generates_no_rows(kind):
+    # The transformer read its position from the first row, which a batch of none lacks.
+    model = tiny_translator(kind)
+    empty = np.zeros((0, 5), "int32")
+    assert model.generate(empty).shape[0] == 0
+    assert model.generate(empty, BeamSampler(beam_width=2, num_return=2)).tokens.shape[:2] == (
+        0, 2)
+    # One row at a time still decodes as in a batch.
+    np.testing.assert_array_equal(model.generate(SOURCE_IDS[:1]), model.generate(SOURCE_IDS)[:1])
+
+
 def test_generation_inside_a_tf_function_equals_eager():
     model = tiny_translator("transformer")
     model.output_projection.bias.assign(np.linspace(0.0, 1.0, 14).astype("float32"))
