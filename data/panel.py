@@ -205,6 +205,9 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
                                 f"{file.stem!r}; expected one file per series name", path=path)
             stems[file.stem] = file
         tables = [_read_table(file, None, time_column, target) for file in files]
+        others = sorted(p.name for p in path.iterdir() if p not in files
+                        and not p.name.startswith("."))
+        targets = sorted({table["target"] for table in tables})
         kinds = {table["kind"] for table in tables}
         if len(kinds) > 1:
             raise DataError(
@@ -214,6 +217,13 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
             )
         parts = [series for table in tables for series in table["series"]]
         notes = [note for table in tables for note in table["notes"]]
+        if others:  # said, not skipped silently
+            notes.append(f"{path}: read the {len(files)} .csv files only, not "
+                         f"{', '.join(others[:_SHOWN])}"
+                         + (f" and {len(others) - _SHOWN} more" if len(others) > _SHOWN else ""))
+        if len(targets) > 1:
+            notes.append(f"{path}: the files' value columns are named {', '.join(targets)}; read "
+                         "as one value per file")
         kind, target_name = tables[0]["kind"], tables[0]["target"]
     else:
         table = _read_table(path, id_column, time_column, target)
