@@ -167,6 +167,7 @@ class PanelData:
         horizon, horizon_source: `H` and why.
         season, season_source: the season and why.
         notes: what reading did.
+        target: the value column read (None for M4's files, which have none).
     """
 
     source: str
@@ -182,9 +183,10 @@ class PanelData:
     season: int
     season_source: str
     notes: list
+    target: str | None = None
 
 
-def read_panel_data(config, data=None, horizon=None, season=None):
+def read_panel_data(config, data=None, horizon=None, season=None, target=None):
     """Reads the panel of `data` (default: the run's) and holds out the last values.
 
     Args:
@@ -193,6 +195,8 @@ def read_panel_data(config, data=None, horizon=None, season=None):
         data: another file or folder, read with the run's settings (evaluate, predict).
         horizon: the run's `H` (evaluate, predict); None chooses it (train).
         season: the run's season (evaluate, predict); None chooses it (train).
+        target: the run's value column (evaluate, predict), where `--target` did not name it;
+            None chooses it (train).
 
     Raises:
         DataError: what the readers refuse; no series long enough for the holdout.
@@ -229,7 +233,7 @@ def read_panel_data(config, data=None, horizon=None, season=None):
     path = resolve_path(data)
     panel = read_panel(path, config.id_column,
                        config.time_column[0] if config.time_column else None,
-                       config.target[0] if config.target else None)
+                       config.target[0] if config.target else target)
     lengths = panel.lengths
     longest = int(np.argmax(lengths))
     if season is not None:
@@ -270,7 +274,7 @@ def read_panel_data(config, data=None, horizon=None, season=None):
         [panel.values[i][:-chosen_h] for i in keep], [panel.values[i][-chosen_h:] for i in keep],
         [panel.times[i] for i in keep], panel.time_kind, id_label,
         time_column or free_column_name("step", [id_label]), chosen_h, h_source,
-        chosen_season, season_source, [*panel.notes, *notes])
+        chosen_season, season_source, [*panel.notes, *notes], panel.target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -791,7 +795,7 @@ class PanelPipeline(Pipeline):
         data = prepared.data
         return {"panel": {
             "format": PANEL_FORMAT, "horizon": data.horizon, "season": data.season,
-            "id_column": data.id_column, "time_label": data.time_label,
+            "id_column": data.id_column, "time_label": data.time_label, "target": data.target,
             "network": prepared.network, "choice": prepared.choice.to_dict(),
             "classical": list(classical_members(config, data.season)),
         }, "forecasts": holdout_frame(data, {"model": prepared.model_forecast,
@@ -823,6 +827,9 @@ class PanelPipeline(Pipeline):
             if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most):
                 raise ValueError(f"panel.json: {where} must be a whole number from 1 to "
                                  f"{most:,}; got {value!r}")
+        if not isinstance(panel.get("target"), (str, type(None))):
+            raise ValueError(f"panel.json: target must be a column name or null; got "
+                             f"{panel['target']!r}")
         classical = panel.get("classical")
         if not (isinstance(classical, list) and set(classical) <= set(PANEL_CLASSICAL)):
             raise ValueError(f"panel.json: classical must be a list of members among "
@@ -909,7 +916,7 @@ class PanelPipeline(Pipeline):
         loaded = self.load_run(run)
         config, panel = loaded.config, loaded.artifacts["panel"]
         data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
-                                    season=int(panel["season"]))
+                                    season=int(panel["season"]), target=panel.get("target"))
         protocol = holdout_protocol(loaded.model, data_read, panel["classical"])
         forecasts, notes = protocol.holdout, protocol.notes
         choice = PanelChoice.from_dict(panel["choice"])
@@ -936,7 +943,7 @@ class PanelPipeline(Pipeline):
         loaded = self.load_run(run)
         config, panel = loaded.config, loaded.artifacts["panel"]
         data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
-                                    season=int(panel["season"]))
+                                    season=int(panel["season"]), target=panel.get("target"))
         histories = [np.concatenate([t, h]) for t, h in zip(data_read.train,
                                                             data_read.holdout)]
         choice = PanelChoice.from_dict(panel["choice"])

@@ -326,6 +326,12 @@ def test_predict_writes_every_series_forecast_after_its_last_time(panel_run, cap
         last = frame[frame["item"] == series_id]["t"].max()
         np.testing.assert_array_equal(rows["t"], last + np.arange(1, HOLDOUT + 1))
         assert rows["forecast"].notna().all()
+    # New data with one more numeric column reads the run's value column, as training chose it.
+    frame.assign(price=1.0).to_csv(folder / "more.csv", index=False)
+    assert main(["timeseries", "predict", "--run", str(out), "--data", str(folder / "more.csv"),
+                 "--output", str(folder / "more_forecast.csv")]) == 0
+    np.testing.assert_allclose(pd.read_csv(folder / "more_forecast.csv")["forecast"],
+                               table["forecast"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("stamps,expected", [
