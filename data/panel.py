@@ -184,9 +184,17 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         DataError: naming the file and line: a missing column, a missing id or time stamp, a
             value that is missing or not a number, a time stamp that is not a date or number,
             an (id, time) given twice; an empty folder; every series shorter than
-            `min_length`.
+            `min_length`; one column given as two of id, time and value.
     """
     path = resolve_path(path)
+    named = [(name, what) for name, what in ((id_column, "id"), (time_column, "time"),
+                                             (target, "value")) if name is not None]
+    for index, (name, what) in enumerate(named):
+        twice = [other for column, other in named[index + 1:] if column == name]
+        if twice:
+            raise DataError(f"the column {name!r} is given as the {what} column and the "
+                            f"{twice[0]} column; expected a column of its own for each",
+                            path=path)
     if path.is_dir():
         if id_column is not None:
             raise DataError(

@@ -124,6 +124,13 @@ def test_a_series_of_values_lost_in_float32_is_refused_naming_it(tmp_path):
     read_panel(write(tmp_path, "zero.csv", text.replace("2e-50", "0")), "id", "t")
 
 
+def test_one_column_as_both_id_and_time_is_refused_as_such(tmp_path):
+    path = write(tmp_path, "s.csv", "step,y\n0,1\n1,2\n")
+    with pytest.raises(DataError, match=r"s\.csv: the column 'step' is given as the id column "
+                                        r"and the time column; expected a column of its own"):
+        read_panel(path, "step", "step")
+
+
 def test_numeric_time_steps_and_gaps(tmp_path):
     text = "id,t,y\nx,10,1\nx,11,2\nx,14,3\ny,3,7\ny,4,8\n"
     panel = read_panel(write(tmp_path, "p.csv", text), "id", "t")
