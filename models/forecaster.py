@@ -183,6 +183,13 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         return keras.ops.concatenate(columns, axis=-1)
 
     def call(self, window, training=False):
+        steps, features = window.shape[1:3]
+        if (steps is not None and steps != self.lookback) or (
+                features is not None and features != self.n_features):
+            # A recurrent network would read any length, a forecast of another question.
+            raise ValueError(f"Forecaster expects windows of shape [batch, lookback, "
+                             f"n_features] = [batch, {self.lookback}, {self.n_features}]. "
+                             f"Received: {tuple(window.shape)}")
         if self.normalization == "none":
             return self._forecast(window, training)
         read, level, scale = self._normalize(window)

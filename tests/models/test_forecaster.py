@@ -66,6 +66,17 @@ def normalised_pair(kind="gru"):
     return model, plain
 
 
+@pytest.mark.parametrize("kind", ["gru", "linear"])
+def test_a_window_of_another_length_or_width_is_refused(kind):
+    # A recurrent network reads any length: a window of 2 or 50 rows was forecast silently.
+    model = Forecaster(lookback=6, n_features=2, horizon=3, n_targets=1, kind=kind, units=4)
+    assert model(np.zeros((5, 6, 2), "float32")).shape == (5, 3, 1)
+    for shape in ((5, 2, 2), (5, 50, 2), (5, 6, 3)):
+        with pytest.raises(ValueError, match=r"Forecaster expects windows of shape \[batch, "
+                                             r"lookback, n_features\] = \[batch, 6, 2\]"):
+            model(np.zeros(shape, "float32"))
+
+
 def test_window_normalisation_is_the_plain_model_on_shifted_and_scaled_windows():
     model, plain = normalised_pair()
     level = WINDOWS[:, -1:, :]
