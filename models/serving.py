@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from seqlab.data.errors import MAX_ABS_VALUE
+
 
 def dynamic_shape(tensor):
     """`tf.shape(tensor)` that graph optimisation cannot replace with the signature's static
@@ -17,7 +19,7 @@ def dynamic_shape(tensor):
 
 def checked_input(tensor, name, expected, rank, dimensions):
     """`tensor` behind the checks a serving signature runs on its input, inside the graph: its
-    rank, then each of `dimensions`, then finite values only. Each failure is an
+    rank, then each of `dimensions`, then finite values of at most `MAX_ABS_VALUE` only. Each failure is an
     `InvalidArgumentError` whose message names the input and what was expected.
 
     Args:
@@ -36,5 +38,12 @@ def checked_input(tensor, name, expected, rank, dimensions):
         checks = [assertion(shape[axis], value, message=f"{name} must be {expected}: {what}")
                   for axis, assertion, value, what in dimensions]
     with tf.control_dependencies(checks):
-        return tf.debugging.check_numerics(
+        finite = tf.debugging.check_numerics(
             tensor, f"{name} must hold finite values only ({expected})")
+    # As the command line reads them (`data.errors.MAX_ABS_VALUE`): larger values overflow
+    # float32 in the network (a forecast of -inf from a window of 1e25).
+    bounded = tf.debugging.assert_less_equal(
+        tf.abs(finite), tf.cast(MAX_ABS_VALUE, finite.dtype),
+        message=f"{name} must hold values of at most +-{MAX_ABS_VALUE:g} ({expected})")
+    with tf.control_dependencies([bounded]):
+        return tf.identity(finite)

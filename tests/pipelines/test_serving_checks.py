@@ -56,6 +56,10 @@ def test_timeseries_window_shape_and_values_are_checked(tmp_path):
     for bad in (np.inf, np.nan):
         with pytest.raises(REFUSED, match="window must hold finite values only"):
             serve(window=tf.fill([1, lookback, n_features], bad))
+    # Values the command line refuses overflow float32 in the network (a forecast of -inf).
+    with pytest.raises(REFUSED, match=r"window must hold values of at most \+-1e\+15"):
+        serve(window=tf.fill([1, lookback, n_features], 1e25))
+    assert np.isfinite(serve(window=tf.fill([1, lookback, n_features], 1e15))["forecast"]).all()
 
 
 def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
