@@ -17,6 +17,15 @@ def dynamic_shape(tensor):
     return tf.shape(unshaped)
 
 
+def checked_rank(tensor, name, expected, rank):
+    """`tensor` behind a check of its rank inside the graph (`InvalidArgumentError` "`name`
+    must be `expected` (rank `rank`)")."""
+    ranked = tf.debugging.assert_equal(
+        tf.size(dynamic_shape(tensor)), rank, message=f"{name} must be {expected} (rank {rank})")
+    with tf.control_dependencies([ranked]):
+        return tf.identity(tensor)
+
+
 def checked_input(tensor, name, expected, rank, dimensions):
     """`tensor` behind the checks a serving signature runs on its input, inside the graph: its
     rank, then each of `dimensions`, then finite values of at most `MAX_ABS_VALUE` only. Each failure is an
@@ -31,12 +40,10 @@ def checked_input(tensor, name, expected, rank, dimensions):
             (`tf.debugging.assert_equal`, `assert_greater_equal`, ...), its message ending in
             `what`.
     """
+    tensor = checked_rank(tensor, name, expected, rank)
     shape = dynamic_shape(tensor)
-    ranked = tf.debugging.assert_equal(
-        tf.size(shape), rank, message=f"{name} must be {expected} (rank {rank})")
-    with tf.control_dependencies([ranked]):
-        checks = [assertion(shape[axis], value, message=f"{name} must be {expected}: {what}")
-                  for axis, assertion, value, what in dimensions]
+    checks = [assertion(shape[axis], value, message=f"{name} must be {expected}: {what}")
+              for axis, assertion, value, what in dimensions]
     with tf.control_dependencies(checks):
         finite = tf.debugging.check_numerics(
             tensor, f"{name} must hold finite values only ({expected})")

@@ -21,7 +21,7 @@ from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.registry import bidirectional
 from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
-from seqlab.models.serving import dynamic_shape
+from seqlab.models.serving import checked_rank
 
 KINDS = ("gru-attention", "transformer")
 PADDING_ID = 0
@@ -561,10 +561,8 @@ class TextTranslator:
 
         def serve(text):
             # Checked in the graph: the loaded signature checks no shapes itself.
-            rank = tf.debugging.assert_equal(
-                tf.size(dynamic_shape(text)), 1, message="text must be a vector [batch] (rank 1)")
-            with tf.control_dependencies([rank]):
-                lengths = self.tokenize(tf.identity(text)).row_lengths()
+            text = checked_rank(text, "text", "a vector [batch]", 1)
+            lengths = self.tokenize(text).row_lengths()
             longest = tf.reduce_max(tf.concat([tf.cast(lengths, tf.int32), [0]], axis=0))
             too_long = tf.debugging.assert_less_equal(
                 longest, MAX_INPUT_TOKENS,

@@ -44,6 +44,7 @@ from seqlab.data.conll import (
     to_bio,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
+from seqlab.models.serving import checked_rank
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
     ActionResult,
@@ -306,6 +307,8 @@ def export_saved_model(model, vocabulary, path):
         return tf.where(real, tags, "")
 
     def serve(tokens):
+        # Checked in the graph: the loaded signature checks no shapes itself.
+        tokens = checked_rank(tokens, "tokens", "a matrix [batch, words] of strings", 2)
         # An empty batch ([0, n] or [n, 0]) gets an empty result of its shape.
         tags = tf.cond(tf.size(tokens) > 0, lambda: tag(tokens),
                        lambda: tf.fill(tf.shape(tokens), ""))

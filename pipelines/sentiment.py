@@ -40,6 +40,7 @@ from seqlab.data.classification import (
     read_scored_examples,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
+from seqlab.models.serving import checked_rank
 from seqlab.models.text_classifier import (
     AUTO_CHOICES,
     AutoTextClassifier,
@@ -316,6 +317,8 @@ def export_saved_model(model, classes, path):
     class_names = tf.constant(list(classes), dtype=tf.string)
 
     def serve(text):
+        # Checked in the graph: the loaded signature checks no shapes itself.
+        text = checked_rank(text, "text", "a vector [batch] of strings", 1)
         probabilities = model(text, training=False)
         label = tf.gather(class_names, tf.argmax(probabilities, axis=-1))
         return {"probabilities": probabilities, "label": label}

@@ -128,6 +128,12 @@ def test_ner_empty_batch_gets_an_empty_result(tmp_path):
     assert answer[1, 0].decode() == tags[0] and set(answer[1, 1:]) == {b""}
     for shape in ([0, 0], [0, 3], [2, 0]):
         assert serve(tokens=tf.zeros(shape, tf.string))["tags"].shape == tuple(shape)
+    # Padding only: words without characters (an empty character loop failed).
+    assert set(serve(tokens=tf.fill([2, 3], ""))["tags"].numpy().ravel()) == {b""}
+    for tokens in (tf.constant(["a", "b"]), tf.constant([[["a"]]])):
+        with pytest.raises(REFUSED, match=r"tokens must be a matrix \[batch, words\] of "
+                                          r"strings \(rank 2\)"):
+            serve(tokens=tokens)
 
 
 def test_sentiment_empty_batch_gets_empty_results(tmp_path):
@@ -141,3 +147,7 @@ def test_sentiment_empty_batch_gets_empty_results(tmp_path):
                                [float(r["p_negative"]) for r in rows], atol=1e-5)
     empty = serve(text=tf.zeros([0], tf.string))
     assert empty["label"].shape == (0,) and empty["probabilities"].shape[0] == 0
+    for text in (tf.constant("hello"), tf.constant([["hello"]])):
+        with pytest.raises(REFUSED, match=r"text must be a vector \[batch\] of strings "
+                                          r"\(rank 1\)"):
+            serve(text=text)
