@@ -1,10 +1,12 @@
 """The error type that every reader in `data/` raises for bad input, the UTF-8 file reading
-they share (so that an undecodable file is reported alike everywhere), and the largest number
-a series may hold."""
+they share (so that an undecodable file is reported alike everywhere), and the largest and
+least magnitudes a series may hold."""
 
 import os
 import re
 from pathlib import Path
+
+import numpy as np
 
 # The largest absolute value a numeric column may hold: the models compute in float32, whose
 # squares (in the losses and figures) stay finite up to about 1e19.
@@ -39,6 +41,19 @@ class DataError(ValueError):
         if self.line is not None:
             where = f"{where}, line {self.line}" if where else f"line {self.line}"
         return f"{where}: {self.message}" if where else self.message
+
+
+def refuse_values_lost_in_float32(values, what, path, where=""):
+    """Raises `DataError` where the largest magnitude of `values` is above 0 but under
+    `MIN_LARGEST_ABS_VALUE` (`what`: "column 'y'", "series 'a'"; `where`: " (lines ...)")."""
+    largest = float(np.max(np.abs(np.asarray(values, dtype="float64")), initial=0.0))
+    if 0 < largest < MIN_LARGEST_ABS_VALUE:
+        raise DataError(
+            f"{what} holds no value larger than {largest:.3g} in magnitude{where}; expected "
+            f"values of at least {MIN_LARGEST_ABS_VALUE:g} (the model computes in float32, "
+            "where they would lose their digits): give them in a smaller unit",
+            path=path,
+        )
 
 
 def decode_utf8(raw, path):

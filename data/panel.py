@@ -31,10 +31,10 @@ import pandas as pd
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     MAX_ABS_VALUE,
-    MIN_LARGEST_ABS_VALUE,
     DataError,
     normalize_line_endings,
     read_utf8,
+    refuse_values_lost_in_float32,
 )
 from seqlab.data.timeseries import parse_dates
 
@@ -347,13 +347,8 @@ def _read_table(path, id_column, time_column, target):
     series = []
     for code, series_id in enumerate(unique_ids):
         rows = order[bounds[code]: bounds[code + 1]]
-        largest = float(np.abs(values[rows]).max())
-        if 0 < largest < MIN_LARGEST_ABS_VALUE:  # as for one series (data.timeseries)
-            raise DataError(
-                f"series {series_id!r} holds no value larger than {largest:.3g} in magnitude "
-                f"(lines {_lines(np.sort(lines[rows]))}); expected values of at least "
-                f"{MIN_LARGEST_ABS_VALUE:g} (the network computes in float32, where they would "
-                "lose their digits): give them in a smaller unit", path=path)
+        refuse_values_lost_in_float32(values[rows], f"series {series_id!r}", path,
+                                      f" (lines {_lines(np.sort(lines[rows]))})")
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
     return {"series": series, "notes": notes, "kind": kind, "target": str(target)}

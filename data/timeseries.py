@@ -32,11 +32,11 @@ import tensorflow as tf
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     MAX_ABS_VALUE,
-    MIN_LARGEST_ABS_VALUE,
     DataError,
     decode_utf8,
     normalize_line_endings,
     not_a_file,
+    refuse_values_lost_in_float32,
 )
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
@@ -249,11 +249,10 @@ def parse_dates(column, name, source=None, dayfirst=None):
     Raises:
         DataError: some stamps have an offset and some do not.
     """
-    fields = column.astype(str).str.extract(_NUMERIC_DATE)
-    if fields.isna().any().any():  # not dates of numbers only: one reading
+    fields = _numeric_date_fields(column)
+    if fields is None:  # not dates of numbers only: one reading
         dates, note = _to_dates(column, name, source, dayfirst=False)
         return dates, False, note
-    fields = fields.astype(int)
     no_month = [np.flatnonzero((fields[k] > 12).to_numpy()) for k in (0, 1)]
     if no_month[0].size and no_month[1].size:  # neither reading: not dates of one form
         dates, note = _to_dates(column, name, source, dayfirst=False)
@@ -277,6 +276,13 @@ def parse_dates(column, name, source=None, dayfirst=None):
     dates, note = readings.get(found) or _to_dates(column, name, source, dayfirst=found)
     order = "day" if found else "month"
     return dates, found, _joined(note, _reading_note(column, dates, name, order, why))
+
+
+def _numeric_date_fields(column):
+    """The first two numbers of each of `column`'s dates of numbers only (`_NUMERIC_DATE`), as
+    an int frame of columns 0 and 1; None where any value is not such a date."""
+    fields = column.astype(str).str.extract(_NUMERIC_DATE)
+    return None if fields.isna().any().any() else fields.astype(int)
 
 
 def _joined(*notes):
@@ -489,10 +495,12 @@ def _date_part_columns(frame, columns):
 _DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
 
 
-def _first_value(column):
-    """The first value of `column` that is not missing (None if none is)."""
+def _not_a_number(column):
+    """An example of a column that is not numbers, from its first value, for a message."""
     present = column.dropna()
-    return present.iloc[0] if len(present) else None
+    value = present.iloc[0] if len(present) else None
+    comma = _DECIMAL_COMMA.fullmatch(str(value))
+    return f"e.g. {value!r}" + (": a decimal comma is not read as a number's" if comma else "")
 
 
 def _looks_like_dates(column):
@@ -679,10 +687,7 @@ class SeriesSchema:
             if not numeric:
                 raise DataError(
                     "no column holds numbers to forecast"
-                    + "".join(f"; {name} does not (e.g. {_first_value(frame[name])!r}"
-                              + (": a decimal comma is not read as a number's"
-                                 if _DECIMAL_COMMA.fullmatch(str(_first_value(frame[name])))
-                                 else "") + ")"
+                    + "".join(f"; {name} does not ({_not_a_number(frame[name])})"
                               for name in skipped[:5])
                     + "; expected a column of numbers besides the time",
                     path=source,
@@ -708,7 +713,7 @@ class SeriesSchema:
         if len(time_columns) == 1 and not pd.api.types.is_numeric_dtype(frame[time_columns[0]]):
             column = frame[time_columns[0]]
             # Only dates of numbers only can be read two ways (a long column parses slowly).
-            dayfirst = bool(column.astype(str).str.match(_NUMERIC_DATE).all()) and parse_dates(
+            dayfirst = _numeric_date_fields(column) is not None and parse_dates(
                 column, time_columns[0], source)[1]
         return cls(
             time_column=time_columns[0] if len(time_columns) == 1 else time_columns or None,
@@ -852,14 +857,7 @@ class SeriesSchema:
                 "numbers of at most that size (the model computes in float32)",
                 path=source,
             )
-        largest = values.abs().max()
-        if 0 < largest < MIN_LARGEST_ABS_VALUE:
-            raise DataError(
-                f"column {name!r} holds no value larger than {largest:.3g} in magnitude; "
-                f"expected values of at least {MIN_LARGEST_ABS_VALUE:g} (the model computes in "
-                "float32, where they would lose their digits): give them in a smaller unit",
-                path=source,
-            )
+        refuse_values_lost_in_float32(values.dropna(), f"column {name!r}", source)
         if self.fill is None:
             not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
             if len(not_numbers):

@@ -28,8 +28,8 @@ def checked_rank(tensor, name, expected, rank):
 
 def checked_input(tensor, name, expected, rank, dimensions):
     """`tensor` behind the checks a serving signature runs on its input, inside the graph: its
-    rank, then each of `dimensions`, then finite values of at most `MAX_ABS_VALUE` only. Each failure is an
-    `InvalidArgumentError` whose message names the input and what was expected.
+    rank, then each of `dimensions`, then finite values of at most `MAX_ABS_VALUE` only. Each
+    failure is an `InvalidArgumentError` whose message names the input and what was expected.
 
     Args:
         tensor: the signature's input.

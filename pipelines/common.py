@@ -25,7 +25,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import sys
 import time

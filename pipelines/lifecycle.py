@@ -562,9 +562,10 @@ class Pipeline:
         try:
             prepared = self.prepare(config, distribution)
             start_run(run, config)
-            fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
-            if fingerprints and not run.path(DATA_FILES).is_file():  # resumed: the first one
-                run.write_json(DATA_FILES, fingerprints)
+            if not run.path(DATA_FILES).is_file():  # a resumed run keeps its first record
+                fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
+                if fingerprints:
+                    run.write_json(DATA_FILES, fingerprints)
         except BaseException:  # bad data, a refused --out, a kill: nothing written, unlocked
             run.release()
             raise
