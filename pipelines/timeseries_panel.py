@@ -186,7 +186,8 @@ class PanelData:
     target: str | None = None
 
 
-def read_panel_data(config, data=None, horizon=None, season=None, target=None):
+def read_panel_data(config, data=None, horizon=None, season=None, target=None,
+                    time_kind=None):
     """Reads the panel of `data` (default: the run's) and holds out the last values.
 
     Args:
@@ -197,6 +198,9 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None):
         season: the run's season (evaluate, predict); None chooses it (train).
         target: the run's value column (evaluate, predict), where `--target` did not name it;
             None chooses it (train).
+        time_kind: the run's kind of time stamps (evaluate, predict: "dates", "numbers" or
+            "steps"); `data` must hold the same kind. None (train, or a run saved before
+            panel.json kept it) takes any.
 
     Raises:
         DataError: what the readers refuse; no series long enough for the holdout.
@@ -234,6 +238,11 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None):
     panel = read_panel(path, config.id_column,
                        config.time_column[0] if config.time_column else None,
                        config.target[0] if config.target else target)
+    if time_kind is not None and panel.time_kind != time_kind:
+        raise DataError(f"the run was trained on series whose time stamps are {time_kind}; "
+                        f"these are {panel.time_kind}: expected {time_kind}, as the run's "
+                        "season and forecast dates were chosen from them",
+                        path=panel.source)
     lengths = panel.lengths
     longest = int(np.argmax(lengths))
     if season is not None:
@@ -796,6 +805,7 @@ class PanelPipeline(Pipeline):
         return {"panel": {
             "format": PANEL_FORMAT, "horizon": data.horizon, "season": data.season,
             "id_column": data.id_column, "time_label": data.time_label, "target": data.target,
+            "time_kind": data.time_kind,
             "network": prepared.network, "choice": prepared.choice.to_dict(),
             "classical": list(classical_members(config, data.season)),
         }, "forecasts": holdout_frame(data, {"model": prepared.model_forecast,
@@ -827,6 +837,9 @@ class PanelPipeline(Pipeline):
             if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most):
                 raise ValueError(f"panel.json: {where} must be a whole number from 1 to "
                                  f"{most:,}; got {value!r}")
+        if panel.get("time_kind") not in (None, "dates", "numbers", "steps"):
+            raise ValueError(f"panel.json: time_kind must be dates, numbers, steps or null; "
+                             f"got {panel['time_kind']!r}")
         if not isinstance(panel.get("target"), (str, type(None))):
             raise ValueError(f"panel.json: target must be a column name or null; got "
                              f"{panel['target']!r}")
@@ -916,7 +929,8 @@ class PanelPipeline(Pipeline):
         loaded = self.load_run(run)
         config, panel = loaded.config, loaded.artifacts["panel"]
         data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
-                                    season=int(panel["season"]), target=panel.get("target"))
+                                    season=int(panel["season"]), target=panel.get("target"),
+                                    time_kind=panel.get("time_kind"))
         protocol = holdout_protocol(loaded.model, data_read, panel["classical"])
         forecasts, notes = protocol.holdout, protocol.notes
         choice = PanelChoice.from_dict(panel["choice"])
@@ -943,7 +957,8 @@ class PanelPipeline(Pipeline):
         loaded = self.load_run(run)
         config, panel = loaded.config, loaded.artifacts["panel"]
         data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
-                                    season=int(panel["season"]), target=panel.get("target"))
+                                    season=int(panel["season"]), target=panel.get("target"),
+                                    time_kind=panel.get("time_kind"))
         histories = [np.concatenate([t, h]) for t, h in zip(data_read.train,
                                                             data_read.holdout)]
         choice = PanelChoice.from_dict(panel["choice"])

@@ -6,6 +6,7 @@ metrics module from the CSV the run wrote, never against a machine's floating-po
 """
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -334,6 +335,28 @@ def test_predict_writes_every_series_forecast_after_its_last_time(panel_run, cap
                                table["forecast"], rtol=1e-6)
 
 
+def test_new_data_whose_time_stamps_are_of_another_kind_is_refused(panel_run, tmp_path,
+                                                                   capsys):
+    folder, frame, out = panel_run
+    assert json.loads((out / "panel.json").read_text())["time_kind"] == "numbers"
+    dated = frame.assign(t=pd.Timestamp("2020-01-01") + pd.to_timedelta(frame["t"], unit="D"))
+    dated.to_csv(tmp_path / "dated.csv", index=False)
+    for action in ("predict", "evaluate"):
+        assert main(["timeseries", action, "--run", str(out), "--data",
+                     str(tmp_path / "dated.csv"), "--output", str(tmp_path / action)]) != 0
+        error = capsys.readouterr().err
+        assert "dated.csv" in error and "time stamps are numbers; these are dates" in error
+        assert not (tmp_path / action).exists()
+    # A run saved before panel.json kept the kind takes either, as it did.
+    copy = tmp_path / "old"
+    shutil.copytree(out, copy)
+    panel = json.loads((copy / "panel.json").read_text())
+    del panel["time_kind"]
+    (copy / "panel.json").write_text(json.dumps(panel))
+    assert main(["timeseries", "predict", "--run", str(copy), "--data",
+                 str(tmp_path / "dated.csv"), "--output", str(tmp_path / "old.csv")]) == 0
+
+
 @pytest.mark.parametrize("stamps,expected", [
     # Month starts and month ends stay on them (the last step, 31 days, would drift).
     (pd.date_range("2021-01-01", periods=12, freq="MS"), ["2022-01-01", "2022-02-01"]),
@@ -365,7 +388,6 @@ def test_evaluate_rescoring_the_holdout_gives_the_runs_figures(panel_run, capsys
 
 def test_a_panel_json_with_a_malformed_series_choice_is_refused_in_one_line(panel_run, tmp_path,
                                                                           capsys):
-    import shutil
 
     _, _, out = panel_run
     copy = tmp_path / "run"
@@ -382,7 +404,6 @@ def test_a_panel_json_with_a_malformed_series_choice_is_refused_in_one_line(pane
 
 def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_run, tmp_path,
                                                                        monkeypatch):
-    import shutil
 
     _, _, out = panel_run
     copy = tmp_path / "run"
@@ -433,7 +454,6 @@ def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_r
 ])
 def test_hand_edited_panel_sizes_and_members_are_refused_in_one_line(panel_run, tmp_path, capsys,
                                                                      key, value, expected):
-    import shutil
 
     _, _, out = panel_run
     copy = tmp_path / "run"
