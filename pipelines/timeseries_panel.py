@@ -292,9 +292,13 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
 
 def score_series(actuals, forecasts, histories, season):
     """`{"smape", "mase", "mape", "rmse"}` arrays, one value per series (NaN where a figure is
-    undefined: MAPE of a non-positive actual, MASE of a history no longer than the season)."""
+    undefined: MAPE of a non-positive actual, MASE of a history no longer than the season; all
+    NaN where the forecast is None, a series the forecaster does not forecast)."""
     rows = []
     for actual, forecast, history in zip(actuals, forecasts, histories):
+        if forecast is None:
+            rows.append((math.nan,) * 4)
+            continue
         share = forecast_metrics.mape(actual, forecast)
         try:
             scaled = forecast_metrics.mase(actual, forecast, history, season)
@@ -327,10 +331,20 @@ def set_figures(scores, naive2=None):
 
 def holdout_figures(data, forecasts):
     """`({name: score_series arrays}, {name: set_figures})` of every forecast of `data`'s
-    holdout (Naive2's among them, the reference of OWA)."""
+    holdout (Naive2's among them, the reference of OWA). A forecast that is None for some
+    series (the network's, of series shorter than its lookback) is figured over the others,
+    and so is Naive2 in its OWA."""
     scores = {name: score_series(data.holdout, values, data.train, data.season)
               for name, values in forecasts.items()}
-    return scores, {name: set_figures(s, scores["naive2"]) for name, s in scores.items()}
+    figures = {}
+    for name, values in forecasts.items():
+        present = np.array([v is not None for v in values], dtype=bool)
+        if present.all():
+            figures[name] = set_figures(scores[name], scores["naive2"])
+        else:
+            figures[name] = set_figures({k: v[present] for k, v in scores[name].items()},
+                                        {k: v[present] for k, v in scores["naive2"].items()})
+    return scores, figures
 
 
 def owa_of(figures, naive2_figures):
@@ -594,7 +608,8 @@ def classical_members(config, season):
 @dataclasses.dataclass
 class HoldoutForecasts:
     """What the protocol forecasts on a panel: at the validation origin (the series in
-    `valid`, their `histories` and `actuals`) and at the holdout origin (every series)."""
+    `valid`, their `histories` and `actuals`) and at the holdout origin (every series). The
+    network's forecast is None for a history shorter than its lookback."""
 
     valid: list
     histories: list
@@ -627,6 +642,10 @@ def holdout_protocol(model, data, methods):
             for position, i in enumerate(others):
                 classical[method][i] = fitted[method][position]
     holdout = network_and_benchmarks(model, data.train, h, season, classical)
+    if model is not None:  # a window padded before the series' start is no forecast of it
+        for forecasts, series in ((validation, histories), (holdout, data.train)):
+            forecasts[model.kind] = [f if x.size >= model.lookback else None
+                                     for f, x in zip(forecasts[model.kind], series)]
     return HoldoutForecasts(valid, histories, actuals, validation, holdout, notes)
 
 
@@ -706,7 +725,8 @@ class PanelPipeline(Pipeline):
         short = [i for i, u in zip(data.ids, usable) if not u]
         if short:
             notes.append(f"{len(short)} series shorter than the lookback {config.lookback}: "
-                         f"forecast without the network ({_named(short)})")
+                         f"forecast without the network, whose own figures are over the other "
+                         f"{len(usable) - len(short)} ({_named(short)})")
         return PreparedPanel(data, settings, source, fit_series, usable, notes)
 
     def build_model(self, config, prepared):
@@ -742,7 +762,7 @@ class PanelPipeline(Pipeline):
         prepared.notes.extend(protocol.notes)
         forecasts, actuals, histories = protocol.validation, protocol.actuals, protocol.histories
         members = {name: forecasts[name] for name in (model.kind, *methods, "seasonal_naive")}
-        usable = [prepared.usable[i] for i in protocol.valid]
+        usable = [f is not None for f in forecasts[model.kind]]
         ids = [data.ids[i] for i in protocol.valid]
         if not all(usable):
             # The choice is made on the series every member forecasts.
@@ -1038,7 +1058,7 @@ def holdout_frame(data, forecasts):
         columns[data.time_label] += list(_stamps(data.times[i], data.train[i].size, h))
         columns[actual] += list(data.holdout[i])
         for name, values in forecasts.items():
-            columns[labels[name]] += list(values[i])
+            columns[labels[name]] += [math.nan] * h if values[i] is None else list(values[i])
     return pd.DataFrame(columns)
 
 

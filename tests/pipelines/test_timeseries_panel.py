@@ -7,6 +7,7 @@ metrics module from the CSV the run wrote, never against a machine's floating-po
 
 import json
 import shutil
+import types
 
 import numpy as np
 import pandas as pd
@@ -201,6 +202,52 @@ def test_a_series_the_network_cannot_forecast_gets_the_kept_members_without_it()
                     [True, True], ["a", "b"])
     np.testing.assert_array_equal(kept[0], [7.0, 7.0])  # mean of nbeats 9 and theta 5
     np.testing.assert_array_equal(kept[1], [5.0, 5.0])
+
+
+def test_the_networks_figures_leave_out_the_series_shorter_than_its_lookback(tmp_path):
+    # Training parts of 27, 23 and 31 values: the second is shorter than the lookback of 24,
+    # so the network's window of it would be padded before the series' start.
+    write_long_table(tmp_path / "long.csv", short=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
+                 str(SEASON), "--lookback", "24", "--model", "auto", "--out", str(out),
+                 *TINY]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    kind = metrics["network"]["kind"]
+    network = metrics["members"][kind]
+    assert network["series"] == 2 and metrics["members"]["ets"]["series"] == 3
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    assert table.loc[table["item"] == "s1", kind].isna().all()
+    kept = table[table["item"] != "s1"]
+    # Its sMAPE is the mean over the two series it forecasts, by hand from the CSV.
+    smapes = {name: [forecast_metrics.smape(rows["actual"], rows[name])
+                     for _, rows in kept.groupby("item")] for name in (kind, "naive2")}
+    assert network["smape"] == pytest.approx(np.mean(smapes[kind]), rel=1e-6)
+    assert network["owa"] is not None
+    assert {row["item"]: row["network"] for row in metrics["series"]} == {
+        "s0": True, "s1": False, "s2": True}
+
+
+def test_a_forecast_missing_for_a_series_is_figured_with_naive2_over_the_others():
+    rng = np.random.default_rng(0)
+    train = [rng.uniform(5, 10, n) for n in (12, 9, 15)]
+    holdout = [rng.uniform(5, 10, 2) for _ in train]
+    data = types.SimpleNamespace(train=train, holdout=holdout, season=2)
+    naive2 = [np.full(2, t[-1]) for t in train]
+    network = [h + 1.0 for h in holdout]
+    network[1] = None
+    _, figures = panel_module.holdout_figures(data, {"nbeats": network, "naive2": naive2})
+    by_hand = {}
+    for name, values in (("nbeats", network), ("naive2", naive2)):
+        by_hand[name] = (
+            np.mean([forecast_metrics.smape(holdout[i], values[i]) for i in (0, 2)]),
+            np.mean([forecast_metrics.mase(holdout[i], values[i], train[i], 2) for i in (0, 2)]))
+    assert figures["nbeats"]["series"] == 2 and figures["naive2"]["series"] == 3
+    assert figures["nbeats"]["smape"] == pytest.approx(by_hand["nbeats"][0], rel=1e-12)
+    assert figures["nbeats"]["owa"] == pytest.approx(
+        0.5 * (by_hand["nbeats"][0] / by_hand["naive2"][0]
+               + by_hand["nbeats"][1] / by_hand["naive2"][1]), rel=1e-12)
 
 
 def _switch_panel():
