@@ -503,13 +503,16 @@ def _not_a_number(column):
     return f"e.g. {value!r}" + (": a decimal comma is not read as a number's" if comma else "")
 
 
-def _looks_like_dates(column):
+def _date_reading(column):
+    """`(looks like dates, read day first)` of a column without a time column named: the
+    second is None where it is not known (reading them says why they are not one kind)."""
     if pd.api.types.is_numeric_dtype(column) or column.isna().any():
-        return False
+        return False, None
     try:
-        return bool(parse_dates(column, str(column.name))[0].notna().all())
+        dates, dayfirst, _ = parse_dates(column, str(column.name))
     except DataError:  # dates, with and without a UTC offset: reading them says so
-        return True
+        return True, None
+    return bool(dates.notna().all()), dayfirst
 
 
 @dataclasses.dataclass
@@ -650,9 +653,11 @@ class SeriesSchema:
                 time_columns.append(name)
             else:
                 time_columns.extend(part.strip() for part in name.split(",") if part.strip())
+        found_dayfirst = None  # the first column's reading, where it was found to be dates
         if not time_columns and len(columns) > 1:
-            if _looks_like_dates(frame[columns[0]]):
-                time_columns = [columns[0]]
+            looks_like_dates, reading = _date_reading(frame[columns[0]])
+            if looks_like_dates:
+                time_columns, found_dayfirst = [columns[0]], reading
             else:
                 time_columns = _date_part_columns(frame, columns)
         require(time_columns, "time")
@@ -709,8 +714,9 @@ class SeriesSchema:
         for name in categorical:
             values = frame[name].dropna().astype(str)
             categories[name] = sorted(values.unique().tolist())
-        dayfirst = None
-        if len(time_columns) == 1 and not pd.api.types.is_numeric_dtype(frame[time_columns[0]]):
+        dayfirst = found_dayfirst
+        if (dayfirst is None and len(time_columns) == 1
+                and not pd.api.types.is_numeric_dtype(frame[time_columns[0]])):
             column = frame[time_columns[0]]
             # Only dates of numbers only can be read two ways (a long column parses slowly).
             dayfirst = _numeric_date_fields(column) is not None and parse_dates(
