@@ -370,6 +370,9 @@ class TextGenerator:
         """`generate_strings` from Python, as one compiled graph: the prompt (a string or a
         list of them) followed by its continuation (a list for a list of prompts)."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        if not 0 <= temperature <= float(np.finfo(np.float32).max):
+            raise ValueError(f"temperature must be 0 (greedy) or a positive float32 number. "
+                             f"Received: temperature={temperature}")
         if top_k not in self._compiled:
             self._compiled[top_k] = tf.function(
                 lambda *inputs: self.generate_strings(*inputs, top_k=top_k),

@@ -1,7 +1,6 @@
 """The settings of `seqlab charrnn` and its command-line card (no TensorFlow: see `configs`)."""
 
 import dataclasses
-import math
 
 from seqlab.pipelines.settings import (
     TaskCard,
@@ -18,6 +17,8 @@ TASK_NAME = "charrnn"
 # TensorFlow); the tests check that they agree.
 RECURRENT_KINDS = ("gru", "lstm")
 UNSEEN_POLICIES = ("unknown", "error")
+# The largest temperature: float32's largest number (the sampler divides float32 logits by it).
+MAX_TEMPERATURE = 3.4028234663852886e38
 
 
 @dataclasses.dataclass
@@ -85,9 +86,10 @@ class GenerateOptions:
     def __post_init__(self):
         check_at_least(self, 0, "num_chars")
         check_at_least(self, 1, "top_k")
-        if not 0 <= self.temperature < math.inf:
+        if not 0 <= self.temperature <= MAX_TEMPERATURE:
             raise ValueError(
-                "temperature must be 0 (greedy) or a positive number. "
+                f"temperature must be 0 (greedy) or a positive number up to {MAX_TEMPERATURE:.4g}"
+                f" (float32's largest). "
                 f"Received: temperature={self.temperature}"
             )
         if not 0 <= self.seed < 2**31:

@@ -264,11 +264,16 @@ def test_bad_text_is_a_data_error(tmp_path, capsys):
                             window=4))
 
 
-def test_bad_settings_are_usage_errors(stateless):
+def test_bad_settings_are_usage_errors(stateless, loaded):
     _, run, _ = stateless
-    for temperature in (-1.0, float("nan"), float("inf")):
+    # 1e39 is finite in Python but beyond float32, the sampler's dtype.
+    for temperature in (-1.0, float("nan"), float("inf"), 1e39):
         with pytest.raises(UsageError, match="temperature must be 0 \\(greedy\\) or a positive"):
             predict(run, prompt="a", temperature=temperature)
+    # The largest float32 samples; the Python API refuses the same numbers as a ValueError.
+    predict(run, prompt="a", num_chars=3, temperature=3.4028234663852886e38)
+    with pytest.raises(ValueError, match="temperature must be 0 \\(greedy\\) or a positive"):
+        loaded[3].generate("a", 3, temperature=1e39)
     with pytest.raises(UsageError, match="num_chars must be at least 0. Received: num_chars=-1"):
         predict(run, prompt="a", num_chars=-1)
     for seed in (-1, 2**32):
