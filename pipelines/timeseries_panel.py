@@ -292,7 +292,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
 
 def score_series(actuals, forecasts, histories, season):
     """`{"smape", "mase", "mape", "rmse"}` arrays, one value per series (NaN where a figure is
-    undefined: MAPE of a non-positive actual, MASE of a history no longer than the season; all
+    undefined: MAPE of a non-positive actual, MASE of a history no longer than the season or
+    whose in-sample seasonal-naive error is 0; all
     NaN where the forecast is None, a series the forecaster does not forecast)."""
     rows = []
     for actual, forecast, history in zip(actuals, forecasts, histories):
@@ -301,9 +302,14 @@ def score_series(actuals, forecasts, histories, season):
             continue
         share = forecast_metrics.mape(actual, forecast)
         try:
-            scaled = forecast_metrics.mase(actual, forecast, history, season)
+            scale = forecast_metrics.mase_scale(history, season)
         except ValueError:
-            scaled = math.nan
+            scale = 0.0
+        # Undefined for every forecast alike where the scale is 0, so that each forecast's mean
+        # MASE is over the same series (`mase`'s 0 for a perfect forecast would count the
+        # series for some forecasts and not others).
+        scaled = (forecast_metrics.mase(actual, forecast, history, season) if scale > 0
+                  else math.nan)
         rows.append((forecast_metrics.smape(actual, forecast), scaled,
                      math.nan if share is None else share,
                      forecast_metrics.rmse(actual, forecast)))
@@ -321,8 +327,8 @@ def set_figures(scores, naive2=None):
     """The set's averages of `score_series`'s arrays (and OWA against Naive2's)."""
     figures = {name: _mean(values) for name, values in scores.items()}
     figures["series"] = int(scores["smape"].size)
-    # MASE is undefined (NaN) or infinite where the in-sample scale is 0 or missing: left out
-    # of its mean, and counted here.
+    # MASE is undefined (NaN) where the in-sample scale is 0 or missing, for every forecast
+    # alike: left out of its mean, and counted here.
     figures["mase_series"] = int(np.isfinite(scores["mase"]).sum())
     if naive2 is not None:
         figures["owa"] = owa_of(figures, set_figures(naive2))

@@ -151,6 +151,21 @@ def test_the_set_counts_the_series_whose_mase_is_defined():
     assert figures["mase"] == pytest.approx(0.5 / 2.0)  # scale: mean |y_t - y_{t-2}| = 2
 
 
+def test_every_forecast_averages_mase_over_the_same_series():
+    # A constant history has scale 0: its MASE is undefined for a perfect forecast as for any
+    # other (`mase` alone says 0 and infinite), so OWA divides means over the same series.
+    histories = [np.full(8, 5.0), np.zeros(8), np.arange(8.0)]
+    actuals = [np.array([5.0]), np.array([0.0]), np.array([9.0])]
+    perfect = score_series(actuals, [np.array([5.0]), np.array([0.0]), np.array([8.5])],
+                           histories, 2)
+    wrong = score_series(actuals, [np.array([6.0]), np.array([1.0]), np.array([7.0])],
+                         histories, 2)
+    for scores in (perfect, wrong):
+        assert np.isnan(scores["mase"][:2]).all() and set_figures(scores)["mase_series"] == 1
+    assert set_figures(perfect, wrong)["owa"] == pytest.approx(
+        0.5 * (perfect["smape"].mean() / wrong["smape"].mean() + (0.5 / 2.0) / (2.0 / 2.0)))
+
+
 def _noisy(actual, scale, seed):
     return actual + np.random.default_rng(seed).normal(0.0, scale, actual.shape)
 
