@@ -342,7 +342,9 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             sampler: a `seqlab.models.samplers.Sampler` (`BeamSampler` included) or a name
                 for `get_sampler` ("greedy", "random", "beam").
             max_length: the most tokens to choose per row (int or scalar int tensor);
-                default `2 * S + 10`. Never more than the model's `max_length - 1`.
+                default `2 * n + 10` for a source of `n` tokens (its own, not the padded
+                batch's `S`: a row ends at its own limit whatever the others are). Never more
+                than the model's `max_length - 1`.
 
         Returns:
             int32 `[B, steps]`, the chosen tokens (the end token again after a row's end);
@@ -353,17 +355,34 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             sampler = get_sampler(sampler)
         source_ids = tf.convert_to_tensor(source_ids, tf.int32)
         if max_length is None:
-            max_length = OUTPUT_LENGTH_FACTOR * tf.shape(source_ids)[1] + OUTPUT_LENGTH_MARGIN
-        num_steps = tf.minimum(tf.cast(max_length, tf.int32), self.max_length - 1)
+            source_lengths = tf.reduce_sum(tf.cast(source_ids != PADDING_ID, tf.int32), axis=1)
+            limits = OUTPUT_LENGTH_FACTOR * source_lengths + OUTPUT_LENGTH_MARGIN
+        else:
+            limits = tf.fill([tf.shape(source_ids)[0]], tf.cast(max_length, tf.int32))
+        limits = tf.minimum(limits, self.max_length - 1)
+        num_steps = tf.reduce_max(limits)
         never_chosen = np.zeros(self.target_vocabulary_size, np.float32)
         never_chosen[[PADDING_ID, self.start_token_id]] = NEVER
+        # At a row's limit only the end token may be chosen: the row ends there, as the
+        # longest row ends at `num_steps`, where the sampler stops.
+        only_end = np.full(self.target_vocabulary_size, NEVER, np.float32)
+        only_end[self.end_token_id] = 0.0
 
         def step_fn(token_ids, state):
-            logits, state = self.decode_step(token_ids, state)
-            return logits + never_chosen, state
+            # `position`: the index of the token the returned logits choose, per row (a
+            # sampler reorders the rows of the state, beam search's hypotheses included).
+            logits, model_state = self.decode_step(token_ids, state["model"])
+            return chosen_logits(logits, state["position"] + 1, state["limit"]), {
+                **state, "model": model_state, "position": state["position"] + 1}
+
+        def chosen_logits(logits, position, limit):
+            at_limit = (position >= limit)[:, None]
+            return tf.where(at_limit, tf.cast(only_end, logits.dtype), logits + never_chosen)
 
         start = tf.fill([tf.shape(source_ids)[0]], self.start_token_id)
-        logits, state = step_fn(start, self.encode(source_ids))
+        first = {"model": self.encode(source_ids), "limit": limits,
+                 "position": tf.fill([tf.shape(source_ids)[0]], -1)}
+        logits, state = step_fn(start, first)
         output = sampler(step_fn, logits, state, num_steps, end_token_id=self.end_token_id)
         if isinstance(sampler, BeamSampler):
             return output

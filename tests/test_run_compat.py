@@ -4,7 +4,10 @@
 (`tests/fixtures/make_runs.sh`), with what its `evaluate` and `predict` answered then;
 `tests/fixtures/v0.2.0/timeseries/` a forecasting run of `--model auto` written before the
 classical members (commit bddc84d: a GRU and a linear member chosen on the validation split,
-a statsmodels ETS baseline in ets.json, no members.json). The runs
+a statsmodels ETS baseline in ets.json, no members.json). One change of behaviour is in the
+expectations: translate's BLEU, chrF and predicted text were written again when each output
+row came to end at twice its own source's tokens + 10 instead of the padded batch's (the
+untrained fixture model never chooses the end token, so its rows ran to the limit). The runs
 are copied to a temporary folder first: reading a run must work without writing into it, and
 the fixtures stay untouched.
 """

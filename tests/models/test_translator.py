@@ -219,6 +219,27 @@ def test_generation_never_chooses_padding_or_start_and_stops_at_max_length(kind)
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_each_row_stops_at_twice_its_own_source_length_plus_ten(kind):
+    # Outputs were cut at twice the padded batch's length: a short source beside a long one
+    # ran on. Each row now ends at 2 x its own tokens + 10 (then the end token, as any row
+    # that ended early), with the tokens it would choose alone.
+    model = tiny_translator(kind, max_length=40)
+    bias = np.zeros(14, "float32")
+    bias[END] = -100.0  # an untrained model that never ends by itself
+    model.output_projection.bias.assign(bias)
+    short, batch = np.array([[4, 0, 0, 0, 0]], "int32"), np.array([[4, 0, 0, 0, 0],
+                                                                  [4, 5, 6, 7, 8]], "int32")
+    for sampler, pick in ((GreedySampler(), lambda out: out.numpy()),
+                          (BeamSampler(beam_width=2), lambda out: out.tokens[:, 0].numpy())):
+        alone, together = pick(model.generate(short, sampler)), pick(model.generate(batch,
+                                                                                  sampler))
+        assert alone.shape == (1, 2 * 1 + 10) and END not in alone
+        assert together.shape == (2, 2 * 5 + 10) and END not in together[1]
+        np.testing.assert_array_equal(together[0, :12], alone[0])
+        assert (together[0, 12:] == END).all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_batch_of_no_sources_generates_no_rows(kind):
     # The transformer read its position from the first row, which a batch of none lacks.
     model = tiny_translator(kind)
