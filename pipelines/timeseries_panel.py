@@ -95,6 +95,8 @@ SERIES_SWITCH = 0.5
 STEPS_PER_EPOCH = 100
 # How many series the summary names in a list before "and N more".
 _NAMED = 5
+# The season is the one most of this many of the longest series find (`panel_season`).
+SEASON_VOTERS = 25
 
 
 def is_m4_source(data):
@@ -244,17 +246,12 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
                         "season and forecast dates were chosen from them",
                         path=panel.source)
     lengths = panel.lengths
-    longest = int(np.argmax(lengths))
     if season is not None:
         chosen_season, season_source = season, "the run's"
     elif config.season is not None:
         chosen_season, season_source = config.season, "--season"
     else:
-        stamps = panel.times[longest]
-        chosen_season, season_source = choose_season(
-            panel.values[longest],
-            pd.Series(stamps) if panel.time_kind == "dates" else None, panel.target)
-        season_source += f" (the longest series, {panel.ids[longest]!r})"
+        chosen_season, season_source = panel_season(panel)
     if horizon is not None:
         chosen_h, h_source = horizon, "the run's"
     elif config.holdout is not None:
@@ -284,6 +281,31 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         [panel.times[i] for i in keep], panel.time_kind, id_label,
         time_column or free_column_name("step", [id_label]), chosen_h, h_source,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
+
+
+def panel_season(panel):
+    """`(season, where it came from)` of a panel: `choose_season` of each of its
+    `SEASON_VOTERS` longest series whose values vary, and the season most of them find (a tie
+    goes to the longer series'). One series alone would decide for all by its file's name or
+    its place in the table, a constant one among them."""
+    order = sorted(range(len(panel)), key=lambda i: -panel.lengths[i])  # stable: ties by place
+    voters = ([i for i in order if np.ptp(panel.values[i]) > 0] or order)[:SEASON_VOTERS]
+    found = {}
+    for i in voters:  # longest first, so that a tie keeps the longer series' season
+        stamps = pd.Series(panel.times[i]) if panel.time_kind == "dates" else None
+        found[i] = choose_season(panel.values[i], stamps, panel.target)
+    votes = {}
+    for season, _ in found.values():
+        votes[season] = votes.get(season, 0) + 1
+    season = max(votes, key=votes.get)
+    first = next(i for i in voters if found[i][0] == season)
+    where = found[first][1]
+    if len(voters) == 1:
+        return season, f"{where} (the longest series, {panel.ids[first]!r})"
+    others = ", ".join(f"{n} find {k}" for k, n in votes.items() if k != season)
+    return season, (f"{where}, of the longest series {panel.ids[first]!r}: {votes[season]} of "
+                    f"the {len(voters)} longest series that vary find {season}"
+                    + (f" ({others})" if others else ""))
 
 
 # ---------------------------------------------------------------------------------------------

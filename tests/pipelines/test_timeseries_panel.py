@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from seqlab.cli import main
 from seqlab.data.errors import DataError
+from seqlab.data.panel import read_panel
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.pipelines import timeseries_panel as panel_module
 from seqlab.pipelines.configs.timeseries import TimeseriesConfig
@@ -109,6 +110,30 @@ def test_a_holdout_longer_than_every_series_names_the_longest(tmp_path):
     with pytest.raises(DataError, match=r"short.csv: the longest series has 15 values; the "
                        r"holdout of 14 \(--holdout\) needs at least 16 in a series"):
         read_panel_data(config_for(tmp_path / "short.csv", holdout=14, season=1))
+
+
+def test_the_season_is_the_one_most_of_the_longest_varying_series_find(tmp_path):
+    # A constant series first (or longest) decided every series' season, and so every figure:
+    # renaming its file from a_flat.csv to z_flat.csv changed season 1 into 7.
+    folder = tmp_path / "series"
+    folder.mkdir()
+    cycle7, cycle4 = [0, 3, 5, 2, -4, -6, 0], [0, 6, -3, -3]
+
+    def write(name, n, values):
+        pd.DataFrame({"t": range(n), "y": [values(i) for i in range(n)]}).to_csv(
+            folder / f"{name}.csv", index=False)
+
+    write("a_flat", 90, lambda i: 5.0)
+    write("b_four", 84, lambda i: 50 + 10 * cycle4[i % 4] + 0.1 * (i * 13 % 5))
+    for k in range(3):
+        write(f"c_seven{k}", 70, lambda i, k=k: 100 + k + 20 * cycle7[i % 7] + 0.1 * (i * 13 % 5))
+    season, source = panel_module.panel_season(read_panel(folder, time_column="t"))
+    assert season == 7
+    assert "'c_seven0': 3 of the 4 longest series that vary find 7 (1 find 4)" in source
+    # The longest varying series keeps a tie.
+    for name in ("c_seven1", "c_seven2"):
+        (folder / f"{name}.csv").unlink()
+    assert panel_module.panel_season(read_panel(folder, time_column="t"))[0] == 4
 
 
 def test_settings_of_one_series_are_refused_for_many(tmp_path):
