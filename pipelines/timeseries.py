@@ -563,6 +563,28 @@ def export_saved_model(model, scaler, schema, lookback, path):
     return write_export_archive(archive, path)
 
 
+# The SavedModel's float32 may round each value by half its spacing: said where that is more
+# than this share of the model's test RMSE.
+FLOAT32_NOTE_SHARE = 0.1
+
+
+def float32_precision_note(values, rmse):
+    """A summary line where the SavedModel's float32 (its input and its forecast) rounds
+    `values` by more than `FLOAT32_NOTE_SHARE` of the model's test `rmse`, else None: values
+    far from 0 that vary little (a meter reading of 1.2e9 moving by hundreds) keep their
+    precision in `predict`'s float64 but not in the export."""
+    largest = float(np.max(np.abs(values), initial=0.0))
+    if not (largest > 0 and rmse is not None and np.isfinite(rmse)):
+        return None
+    rounding = float(np.spacing(np.float32(min(largest, np.finfo(np.float32).max)))) / 2
+    if rounding <= FLOAT32_NOTE_SHARE * rmse:
+        return None
+    return (f"saved_model/ reads and returns float32, which rounds values of {largest:.4g} by "
+            f"up to {rounding:.3g}, more than a tenth of the model's test RMSE ({rmse:.4g}): its "
+            "forecasts are coarser than `seqlab timeseries predict`'s (float64); subtract a "
+            "constant offset from the series to serve it at full precision")
+
+
 def export_history_model(model, members, scaler, schema, lookback, horizon, path):
     """Writes a SavedModel whose `serving_default` forecasts with --model auto's kept
     candidate when it holds a classical member.
@@ -802,6 +824,10 @@ class TimeseriesPipeline(Pipeline):
                 metrics["auto"]["backtest"] = prepared.plan.describe()
         if config.backtest > 1:
             metrics["backtest"] = self.backtest(config, prepared, metrics)
+        note = float32_precision_note(series.values[schema.input_columns].to_numpy(),
+                                      metrics["model"]["rmse"])
+        if note and note not in prepared.notes:
+            prepared.notes.append(note)
         metrics.update(
             split="test",
             season_source=prepared.season_source,

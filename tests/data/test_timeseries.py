@@ -223,6 +223,17 @@ def test_the_season_does_not_depend_on_the_unit_of_the_values(unit):
     assert choose_season(np.full(240, 5.0 * unit), months)[0] == 1
 
 
+def test_a_season_far_from_zero_is_found_where_float64_still_holds_it():
+    # A swing of 1e-12 of the level (whole numbers near 9.9e14, float64's spacing 0.125 there):
+    # judged constant when "constant" was anything under 1e-10 of the level, so season 1 and
+    # weak baselines. Detrending's own rounding stays within a few units in the last place.
+    steps = np.arange(150)
+    values = 990_000_000_000_000 + np.round(1000 * np.sin(2 * np.pi * steps / 12)) + steps
+    assert estimate_season(values) == 12
+    assert estimate_season(np.full(150, 9.9e14)) == 1
+    assert estimate_season(9.9e14 + 7.0 * steps) == 1
+
+
 def test_a_peak_of_noise_is_no_season_and_its_bound_is_bartletts_as_statsmodels_computes_it():
     from statsmodels.tsa.stattools import acf
 

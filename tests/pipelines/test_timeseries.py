@@ -25,6 +25,7 @@ from seqlab.pipelines.metrics import forecast_scores, forecast_table
 from seqlab.pipelines.timeseries import (
     TimeseriesConfig,
     build_model,
+    float32_precision_note,
     evaluate,
     export,
     predict,
@@ -519,10 +520,22 @@ def test_on_a_constant_series_the_ratio_to_an_exact_baseline_is_not_a_figure():
     assert metrics["model"]["rmse"] > 0.0
     assert math.isnan(metrics["rmse_ratio_to_best_baseline"])
     assert forecast_table(metrics, "auto").splitlines()[2].split()[-1] == "n/a"
-    # ... but an error of a millionth of the values is an error, however small.
-    metrics, _ = forecast_scores(exact + 5e-6, targets, last_rows, horizon=1, season=1,
-                                 target_names=["y"])
-    assert metrics["rmse_ratio_to_best_baseline"] == math.inf
+    # ... but an error of a millionth of the values is an error, however small, and so is
+    # one of 2e-13 of them (an error of 0.2 in values of 1e12, whose float64 spacing is 1e-4).
+    for offset, error in ((0.0, 5e-6), (1e12, 0.2)):
+        metrics, _ = forecast_scores(exact + offset + error, targets + offset, last_rows,
+                                     horizon=1, season=1, target_names=["y"])
+        assert metrics["rmse_ratio_to_best_baseline"] == math.inf
+
+
+def test_the_summary_says_where_the_savedmodels_float32_is_coarser_than_the_model():
+    # Float32's spacing is 128 at 1.2e9 (rounding up to 64) and 2**-21 near 5.
+    assert float32_precision_note(np.array([[1.2e9], [1.2e9 + 500]]), 1000.0) is None
+    note = float32_precision_note(np.array([[1.2e9], [1.2e9 + 500]]), 40.0)
+    assert note.startswith("saved_model/ reads and returns float32, which rounds values of "
+                           "1.2e+09 by up to 64, more than a tenth of the model's test RMSE (40)")
+    assert float32_precision_note(np.array([[5.0]]), 1e-5) is None
+    assert float32_precision_note(np.array([[5.0]]), float("nan")) is None
 
 
 def test_a_filled_run_finishes_and_says_what_was_filled(tmp_path, capsys):
