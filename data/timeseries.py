@@ -348,6 +348,12 @@ def _reading_note(column, dates, name, order, why):
             f"{dates.iloc[row]:%d %B %Y}): {why}")
 
 
+def _plain(value):
+    """`value` as the Python number or text it stands for (numpy's scalars print as
+    `np.int64(49)`)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _check_increasing(time, what, shown, source):
     """Raises `DataError` at the first row of `time` that does not come after the row before
     (`shown`: the values to quote, as the file has them)."""
@@ -355,9 +361,10 @@ def _check_increasing(time, what, shown, source):
     backwards = np.flatnonzero(steps <= steps.dtype.type(0))
     if len(backwards):
         row = backwards[0] + 1
+        this, before = (_plain(shown.iloc[r]) for r in (row, row - 1))
         raise DataError(
             f"{what} does not increase at line {_line(row)} "
-            f"({shown.iloc[row]!r} after {shown.iloc[row - 1]!r}); expected rows in time order "
+            f"({this!r} after {before!r}); expected rows in time order "
             "without repeats",
             path=source,
         )

@@ -431,6 +431,9 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"not read as a number's\); expected a column of numbers besides the time"),
         ("Date,y\n2020-01-02,1\n2020-01-01,2\n", {},
          r"time column 'Date' does not increase at line 3 \('2020-01-01' after '2020-01-02'\)"),
+        # Numbers are quoted as the file has them, not as numpy's np.int64(49).
+        ("t,y\n48,1\n49,2\n49,3\n", {"time_column": "t"},
+         r"time column 't' does not increase at line 4 \(49 after 49\)"),
         ("when,y\n2020-01-01,1\nyesterday,2\n", {"time_column": "when"},
          r"time column 'when' has values that are not dates at lines 3 \('yesterday'\)"),
         ("t,y\n1,\n2,2\n", {"time_column": "t", "fill": "ffill", "fill_ends": "refuse"},
