@@ -7,6 +7,7 @@ computed here beside them.
 
 import math
 import time
+import warnings
 
 import numpy as np
 import sacrebleu
@@ -368,10 +369,15 @@ def entity_scores(gold, predicted):
     from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
     from seqeval.scheme import IOB2
 
-    report = classification_report(
-        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0
-    )
     summary_rows = {"micro avg", "macro avg", "weighted avg"}
+    with warnings.catch_warnings():
+        # No entity in the gold tags nor the predictions: the macro average is a mean of no
+        # types, which numpy warns about (and which is 0 below, as zero_division says).
+        warnings.simplefilter("ignore", RuntimeWarning)
+        report = classification_report(
+            gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0
+        )
+    types = [kind for kind in report if kind not in summary_rows]
 
     def figures(row):
         return {
@@ -381,7 +387,7 @@ def entity_scores(gold, predicted):
 
     scores = figures(report["micro avg"])
     scores.update(
-        macro_f1=float(report["macro avg"]["f1-score"]),
+        macro_f1=float(report["macro avg"]["f1-score"]) if types else 0.0,
         per_type={kind: figures(row) for kind, row in sorted(report.items())
                   if kind not in summary_rows},
         conlleval={

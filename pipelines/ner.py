@@ -471,7 +471,11 @@ class NerPipeline(Pipeline):
             source=source,
             invalid_tags={f["file"]: f["invalid_tags"] for f in files},
         )
-        summary = [f"{TASK_NAME}: {source}, {len(sentences)} sentences",
+        # A --data file's account and a held-out split's name count the sentences already; a
+        # test file's name does not.
+        named_only = data is None and source in {f["file"] for f in files}
+        counted = f", {len(sentences)} sentences" if named_only else ""
+        summary = [f"{TASK_NAME}: {source}{counted}",
                    entity_scores_table(metrics), *invalid_tag_lines(files)]
         return evaluation_result(summary, metrics, output)
 

@@ -1,5 +1,7 @@
 """Tests of the ner section of pipelines/metrics.py: entity scores (seqeval) and their table."""
 
+import warnings
+
 from seqlab.pipelines.metrics import entity_scores, entity_scores_table
 
 
@@ -26,3 +28,13 @@ def test_the_table_has_a_row_per_type_then_the_overall_row():
     assert lines[5].split() == ["overall", "(micro)", "1.0000", "0.6667", "0.8000", "3"]
     assert lines[6] == ("seqeval strict IOB2; conlleval-compatible (seqeval default mode): "
                         "precision 1.0000, recall 0.6667, F1 0.8000")
+
+
+def test_no_entity_in_gold_or_predictions_scores_zero_without_a_numpy_warning():
+    # A file without entities, tagged without any: seqeval's macro average is a mean of no
+    # types, whose numpy RuntimeWarning reached the terminal of `ner evaluate --data`.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = entity_scores([["O"], ["O", "O"]], [["O"], ["O", "O"]])
+    assert (scores["f1"], scores["macro_f1"], scores["support"], scores["per_type"]) == (
+        0.0, 0.0, 0, {})

@@ -249,6 +249,8 @@ def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
     status, stdout, _ = run_cli(["ner", "evaluate", "--run", str(out), "--output",
                                  str(tmp_path / "eval.json")])
     assert status == 0 and "overall (micro)" in stdout
+    # Its first line counts the sentences once (a held-out split's name counts them).
+    assert stdout.splitlines()[0].count("sentences") == 1
     figures = json.loads((tmp_path / "eval.json").read_text())
     assert figures["f1"] == pytest.approx(json.loads((out / "metrics.json").read_text())["f1"])
 
@@ -365,6 +367,7 @@ def test_evaluate_counts_the_invalid_tags_of_the_file_it_reads(invalid_tags_run,
     status, stdout, stderr = run_cli(["ner", "evaluate", "--run", str(out), "--data", test_file,
                                       "--output", str(tmp_path / "eval.json")])
     assert status == 0, stderr
+    assert stdout.splitlines()[0].count("sentences") == 1
     figures = json.loads((tmp_path / "eval.json").read_text())
     count = len(invalid_bio(raw["test"]))
     assert figures["invalid_tags"][test_file]["count"] == count
