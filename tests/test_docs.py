@@ -189,8 +189,9 @@ def test_the_pages_are_there():
     assert PYTHON_BLOCKS and SHELL_BLOCKS and COMMANDS
 
 
-# Keras warns on every `fit` of a tf.data.Dataset with the default shuffle=True.
-@pytest.mark.filterwarnings("ignore:`shuffle=True` was passed")
+# Keras warns on every `fit` of a tf.data.Dataset with the default shuffle=True: a user who
+# runs the example sees it, so the examples pass shuffle=False.
+@pytest.mark.filterwarnings("error:`shuffle=True` was passed")
 @pytest.mark.parametrize("block", DISTINCT_PYTHON_BLOCKS, ids=lambda block: block.id)
 def test_python_block_runs(block, tmp_path, monkeypatch):
     if block.needs_data is not None:
@@ -200,6 +201,18 @@ def test_python_block_runs(block, tmp_path, monkeypatch):
     code = compile(block.code, block.id, "exec")
     with contextlib.redirect_stdout(io.StringIO()):
         exec(code, {"__name__": "__docs__"})  # noqa: S102 - the documented code is the test
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda block: block.id)
+def test_python_blocks_import_seqlab_before_keras_and_tensorflow(block):
+    # Importing seqlab first keeps TensorFlow's C++ log (oneDNN, CUDA, XLA lines) off the
+    # terminal; an example that imports keras first prints it when run as written.
+    imports = [line.split()[1].split(".")[0] for line in block.code.splitlines()
+               if line.startswith(("import ", "from "))]
+    if "seqlab" in imports:
+        first = imports.index("seqlab")
+        assert not {"keras", "tensorflow"} & set(imports[:first]), (
+            f"{block.id}: imports {', '.join(imports[:first])} before seqlab")
 
 
 @pytest.mark.parametrize(
