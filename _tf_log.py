@@ -17,6 +17,7 @@ Imports nothing heavy (the command line's `--help` and `seqlab datasets` use it)
 import contextlib
 import importlib.abc
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -144,3 +145,20 @@ def leave_loud():
     if _LEVEL_SET_HERE and os.environ.get(TF_LOG_LEVEL_VARIABLE) == QUIET_TF_LOG_LEVEL:
         del os.environ[TF_LOG_LEVEL_VARIABLE]
     _LEVEL_SET_HERE = False
+
+
+class RetracingFilter(logging.Filter):
+    """Drops TensorFlow's Python warning "N out of the last M calls to <function> triggered
+    tf.function retracing": a new model per backtest fold, and a new function per candidate
+    loop the recurrent layers time, trace on purpose."""
+
+    def filter(self, record):
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+_RETRACING_FILTER = RetracingFilter()
+
+
+def hide_retracing_warnings():
+    """Adds `RetracingFilter` to TensorFlow's Python logger (by its name: nothing imported)."""
+    logging.getLogger("tensorflow").addFilter(_RETRACING_FILTER)

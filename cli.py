@@ -73,7 +73,9 @@ def quiet_tensorflow(debug=False):
     The level alone is not enough: the lines TensorFlow's libraries log while they load (the
     oneDNN and CUDA-driver notices, "All log messages before absl::InitializeLog() ...")
     ignore it. So the import runs with file descriptor 2 sent to a temporary file, which is
-    shown only if the import fails. Keras's progress bars and Python's warnings are untouched.
+    shown only if the import fails. TensorFlow's Python warning that functions were traced
+    again is dropped (`--backtest` builds a model per fold, on purpose). Keras's progress bars
+    and Python's other warnings are untouched.
 
     Args:
         debug: leave TensorFlow's logging as it is.
@@ -84,6 +86,7 @@ def quiet_tensorflow(debug=False):
     if debug:
         _tf_log.leave_loud()
         return False
+    _tf_log.hide_retracing_warnings()  # Python's side of TensorFlow's log
     if not _tf_log.quiet_on_import():  # the user's own TF_CPP_MIN_LOG_LEVEL: kept
         return False
     if "tensorflow" in sys.modules:  # loaded earlier in this process: its load lines are out

@@ -56,6 +56,7 @@ forces one loop (`hand_bptt`, `feature_major` and `compiled_bptt` only where the
 apply, `unrolled` elsewhere), `auto` (or unset) measures.
 """
 
+import contextlib
 import json
 import os
 import platform
@@ -67,6 +68,8 @@ from pathlib import Path
 
 import keras
 import tensorflow as tf
+
+from seqlab._tf_log import RetracingFilter
 
 VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt")
 ENV_VAR = "SEQLAB_RNN_LOOP"
@@ -356,6 +359,19 @@ def measure(layer, key, variants):
     return result["times"]
 
 
+@contextlib.contextmanager
+def _no_retracing_warning():
+    """TensorFlow's "N out of the last M calls to <function> triggered tf.function retracing"
+    kept off the terminal: the measurement traces every candidate loop once, on purpose."""
+    logger = tf.get_logger()
+    quiet = RetracingFilter()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 def _measure_eagerly(layer, key, variants):
     cell = layer.cell
     _, _, _, _, features, batch, steps, dtype, training, masked = key[:10]
@@ -387,8 +403,9 @@ def _measure_eagerly(layer, key, variants):
     for variant in variants:
         try:
             function = make(variant)
-            for _ in range(2):
-                function(x).numpy()
+            with _no_retracing_warning():  # a new function per candidate is the point here
+                for _ in range(2):
+                    function(x).numpy()
         except Exception as error:  # noqa: BLE001 - this loop cannot run here; the others can
             # For example an XLA-compiled loop where XLA cannot compile one of its operations.
             failures.append(error)

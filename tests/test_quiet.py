@@ -150,3 +150,52 @@ def test_the_readme_examples_print_only_their_own_output(tmp_path):
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert finished.stderr == "", finished.stderr
     assert "(44, 3, 1)" in finished.stdout
+
+
+def _tensorflow_warnings(emit):
+    """What `emit()` logs through TensorFlow's Python logger at WARNING and above."""
+    import logging
+
+    import tensorflow as tf
+
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            if not all(f.filter(record) for f in tf.get_logger().filters):
+                return
+            records.append(record.getMessage())
+
+    handler = Keep(logging.WARNING)
+    tf.get_logger().addHandler(handler)
+    try:
+        emit()
+    finally:
+        tf.get_logger().removeHandler(handler)
+    return records
+
+
+def test_retracing_warnings_are_kept_off_the_terminal(monkeypatch):
+    # `--backtest 2` (a model per fold) and the recurrent layers' loop measurement (a function
+    # per candidate) printed TensorFlow's "... triggered tf.function retracing" warnings.
+    import tensorflow as tf
+
+    from seqlab import _tf_log
+    from seqlab.layers import GRU, _loop_choice
+
+    message = "5 out of the last 9 calls to <function f> triggered tf.function retracing."
+    tf.get_logger().removeFilter(_tf_log._RETRACING_FILTER)
+    assert _tensorflow_warnings(lambda: tf.get_logger().warning(message)) == [message]
+    # The measurement's own filter, outside the command line: every candidate traced anew.
+    monkeypatch.setenv(_loop_choice.MEMORY_VAR, "off")
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0.0)
+    monkeypatch.setattr(_loop_choice, "MIN_ROUNDS", 1)
+    monkeypatch.setattr(_loop_choice, "MIN_SECONDS", 0.0)
+    _loop_choice.clear()
+    layer = GRU(4, return_sequences=True)
+    shapes = [(1, 3, 2), (2, 5, 2), (3, 4, 2), (1, 6, 2)]
+    logged = _tensorflow_warnings(
+        lambda: [tf.function(layer)(tf.zeros(shape)) for shape in shapes])
+    assert not [line for line in logged if "retracing" in line]
+    cli.quiet_tensorflow()  # the command line drops them everywhere
+    assert _tensorflow_warnings(lambda: tf.get_logger().warning(message)) == []
