@@ -24,6 +24,7 @@ import os
 import re
 from pathlib import Path
 
+from seqlab.data.datasets import data_home
 from seqlab.pipelines.errors import UsageError
 
 # `export` without --out: `<run>/export/1/`, `<run>/export/2/`, ...
@@ -326,7 +327,8 @@ def check_output(output, run, settings, reads=()):
     the run reads: the run directory or an entry `train` wrote in it (a new file beside them
     is fine); the data the run was trained on (the settings' absolute paths but `out`: the
     lifecycle records the data files so) or `reads`, the files this command reads (its
-    `READ_OPTIONS`); a file inside a data folder (it would be read as data next time).
+    `READ_OPTIONS`); a file inside a data folder (it would be read as data next time), or
+    anywhere in the data-set cache (`data_home()`: a set named by `--data` is read there).
 
     Raises:
         UsageError: naming `output` and what it would overwrite.
@@ -344,6 +346,10 @@ def check_output(output, run, settings, reads=()):
                 what = f"write into {inside[0]}/, a folder of the run {run}"
             raise UsageError(f"--output {output} would {what}; write it elsewhere, or under a "
                              "new name beside the run's files")
+    cache = data_home().expanduser().resolve()
+    if target == cache or cache in target.parents:  # the downloaded data sets, named or not
+        raise UsageError(f"--output {output} would write into seqlab's data-set cache "
+                         f"{cache}, which tasks read as downloaded data; write it elsewhere")
     trained_on = [value for key, value in settings.items()
                   if key != "out" and isinstance(value, str) and os.path.isabs(value)]
     for read in [*trained_on, *(str(path) for path in reads if path is not None)]:

@@ -178,7 +178,7 @@ def test_a_finished_run_carries_the_marker_and_is_replaced_with_overwrite(tmp_pa
     assert run.finish() == out and open_run(out, "toy").settings == {"a": 2}
 
 
-def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path):
+def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path, monkeypatch):
     data_file, data_folder = tmp_path / "sales.csv", tmp_path / "shops"
     data_file.write_text("y\n1\n")
     data_folder.mkdir()
@@ -207,6 +207,13 @@ def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path):
     for output, message in refused.items():
         with pytest.raises(UsageError, match=message):
             check_output(output, out, settings, [None, tmp_path / "other.csv"])
+    # A run trained on a data set by name reads its cache: predict --output there had replaced
+    # the cached monthly-sunspots.csv with the forecast.
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEQLAB_DATA_HOME", str(cache))
+    for output in (cache / "monthly-sunspots" / "monthly-sunspots.csv", cache / "new.csv"):
+        with pytest.raises(UsageError, match="would write into seqlab's data-set cache"):
+            check_output(output, out, {**settings, "data": "monthly-sunspots"})
     # A new name in the run, predict's default file, any other file: written.
     (out / "forecast.csv").write_text("old")
     for output in (out / "forecast.csv", out / "my-forecast.csv", tmp_path / "elsewhere.csv"):
