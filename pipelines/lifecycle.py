@@ -368,6 +368,27 @@ def describe_run_directory(path):
     return lines
 
 
+def refuse_changed_data(run, fingerprints):
+    """Refuses to resume an unfinished run whose data files changed since it started: its
+    epochs so far trained on the old data, and its record (`DATA_FILES`) names that data.
+
+    Raises:
+        UsageError: naming the file, with both sizes.
+    """
+    recorded = read_json(run.path(DATA_FILES))
+    for field, now in fingerprints.items():
+        then = recorded.get(field) if isinstance(recorded, dict) else None
+        if not isinstance(then, dict) or then.get("path") != now["path"]:
+            continue  # not recorded then
+        if (then.get("bytes"), then.get("sha256")) != (now["bytes"], now["sha256"]):
+            raise UsageError(
+                f"{now['path']} has changed since the unfinished run {run.work} started on it "
+                f"({then.get('bytes')} bytes then, {now['bytes']} now; another SHA-256): its "
+                "epochs so far trained on the old data; restore the file to resume, or move "
+                f"{run.work} away to start over on the new data"
+            )
+
+
 def evaluation_result(lines, metrics, output=None):
     """The `ActionResult` of an `evaluate`: the summary `lines` and the figures, which are also
     written as JSON to `output` when given (and the summary says so)."""
@@ -562,10 +583,11 @@ class Pipeline:
         try:
             prepared = self.prepare(config, distribution)
             start_run(run, config)
-            if not run.path(DATA_FILES).is_file():  # a resumed run keeps its first record
-                fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
-                if fingerprints:
-                    run.write_json(DATA_FILES, fingerprints)
+            fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
+            if run.path(DATA_FILES).is_file():  # a resumed run keeps its first record
+                refuse_changed_data(run, fingerprints)
+            elif fingerprints:
+                run.write_json(DATA_FILES, fingerprints)
         except BaseException:  # bad data, a refused --out, a kill: nothing written, unlocked
             run.release()
             raise

@@ -329,6 +329,25 @@ def test_a_second_train_is_refused_before_it_reads_its_data(tmp_path, monkeypatc
         sleeper.wait()
 
 
+def test_an_unfinished_run_is_not_resumed_on_changed_data(tmp_path, monkeypatch):
+    # Resumed on an edited file, the run went on training (epochs of the old data, then the
+    # new) and kept the old file's record, so evaluate then called the data changed.
+    config = tiny_config(tmp_path, model="gru")
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "after_fit",
+                        lambda *args: (_ for _ in ()).throw(OSError(28, "No space left")))
+    with pytest.raises(OSError):
+        timeseries.train(config)
+    monkeypatch.undo()
+    data = tmp_path / "series.csv"
+    original = data.read_text()
+    write_series(data, n_rows=121)  # one more row
+    with pytest.raises(UsageError, match=rf"{re.escape(str(data))} has changed since the "
+                                         r"unfinished run .*run\.partial started on it"):
+        timeseries.train(config)
+    data.write_text(original)
+    assert timeseries.train(config).path == tmp_path / "run"
+
+
 # --- a crash after fit resumes after fit ---------------------------------------------------------
 
 
