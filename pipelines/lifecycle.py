@@ -65,6 +65,7 @@ from seqlab.pipelines.paths import (
     check_output,
     data_fingerprints,
     export_path,
+    missing_train_files,
 )
 
 
@@ -718,6 +719,12 @@ class Pipeline:
             UsageError: not a finished run of this task, or a model this version cannot read.
         """
         record = open_run(path, self.name)
+        missing = missing_train_files(record.path)
+        if missing:  # read as a run of an earlier version's, it would give other numbers
+            them = "them" if len(missing) > 1 else "it"
+            raise UsageError(f"{record.path}: {', '.join(missing)} missing; its train wrote "
+                             f"{them} ({RUN_MARKER} lists what it wrote): put {them} back, or "
+                             "retrain the run")
         settings = {self.renamed_settings.get(k, k): v for k, v in record.settings.items()}
         settings = {**self.legacy_settings, **settings}
         try:
@@ -730,7 +737,9 @@ class Pipeline:
         except (DataError, UsageError):
             raise
         except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
-            what = str(error) if type(error) is ValueError else repr(error)
+            what = (f"{error.filename}: {error.strerror}"
+                    if isinstance(error, OSError) and error.filename else
+                    str(error) if type(error) is ValueError else repr(error))
             raise UsageError(f"{record.path}: a file of the run is missing or damaged "
                              f"({what}); retrain it") from None
         model_path = record.file("model.keras")

@@ -204,6 +204,24 @@ def listed_train_files(run):
     return _marker_list(run, RUN_MARKER, "files")
 
 
+# Files `train` writes that no later command needs: their figures, not what a model is read
+# from.
+FIGURE_FILES = ("history.csv", "metrics.json")
+
+
+def missing_train_files(run):
+    """The files at the top of the finished run `run` that its `train` wrote (as its marker
+    lists them) and that are gone, but the figures (`FIGURE_FILES`) and folders: a run whose
+    marker lists none has none missing."""
+    files = listed_train_files(run)
+    if files is None:
+        return []
+    folders = {entry.split("/")[0] for entry in listed_train_tree(run) or () if "/" in entry}
+    return [name for name in files
+            if name not in folders and Path(name).suffix and name not in FIGURE_FILES
+            and name != RUN_MARKER and not (Path(run) / name).exists()]
+
+
 def written_tree(folder, marker):
     """Every file and folder under `folder` but its `marker`, as paths relative to it: what
     the marker lists as `tree` (`listed_train_tree`, `foreign_export_entries`)."""

@@ -166,3 +166,15 @@ def test_a_hand_edited_metrics_field_is_named_not_used(tmp_path, task, keys, val
     with pytest.raises(UsageError, match=rf"metrics\.json: the field '{re.escape(field)}' holds "
                                          r".*expected .*; the file was edited or damaged"):
         load_task(task).evaluate(run=str(run))
+
+
+def test_a_missing_vocabulary_of_an_old_run_is_named(tmp_path):
+    # An old run's marker lists nothing, so the file's absence shows when it is read: the
+    # message named the error's type and number but not the file.
+    run = tmp_path / "sentiment"
+    shutil.copytree(FIXTURES / "sentiment", run)
+    (run / "vocabulary.txt").unlink()
+    with pytest.raises(UsageError, match=rf"a file of the run is missing or damaged "
+                                         rf"\({re.escape(str(run / 'vocabulary.txt'))}: No such "
+                                         r"file or directory\)"):
+        load_task("sentiment").predict(run=str(run), texts=["a fine film"])

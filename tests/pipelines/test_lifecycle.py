@@ -29,6 +29,7 @@ from seqlab.pipelines.common import (
     format_duration, take_lock, write_export_archive,
 )
 from seqlab.pipelines.lifecycle import StopWatch, training_record
+from seqlab.pipelines.paths import RUN_MARKER
 from tests.pipelines.plot_checks import record_saved_figures, restored_epoch_lines
 from seqlab.pipelines.timeseries import TimeseriesConfig
 
@@ -77,8 +78,15 @@ def test_evaluate_refuses_its_own_test_split_from_a_data_file_changed_since_trai
     # Data of the user's choice is scored, and predict (new rows appended, say) still works.
     assert cli.main(["timeseries", "evaluate", "--run", str(run), "--data", config.data]) == 0
     assert cli.main(["timeseries", "predict", "--run", str(run)]) == 0
-    # A run trained before the record was kept is not checked.
+    # A run trained before the record was kept is not checked (its marker does not list it;
+    # a run whose marker lists it refuses to go on without it).
     (run / "data_files.json").unlink()
+    assert cli.main(["timeseries", "evaluate", "--run", str(run)]) == 2
+    assert "data_files.json missing; its train wrote it" in capsys.readouterr().err
+    marker = json.loads((run / RUN_MARKER).read_text())
+    for key in ("files", "tree"):
+        marker[key].remove("data_files.json")
+    (run / RUN_MARKER).write_text(json.dumps(marker))
     assert cli.main(["timeseries", "evaluate", "--run", str(run)]) == 0
 
 
@@ -484,8 +492,13 @@ def unsafe_keras_file(path):
     (lambda run: (run / "model.keras").write_bytes(b"garbage"),
      r"model\.keras: damaged \(not a complete \.keras archive"),
     (lambda run: truncate(run / "model.keras"), r"model\.keras: damaged \(not a complete"),
-    (lambda run: (run / "model.keras").unlink(), r"model\.keras: not found"),
-    (lambda run: (run / "scaler.json").unlink(), r"scaler\.json: cannot be read \(No such file"),
+    (lambda run: (run / "model.keras").unlink(), r"copy: model\.keras missing; its train wrote "
+                                                  r"it \(seqlab-run\.json lists what it wrote\)"),
+    (lambda run: (run / "scaler.json").unlink(), r"copy: scaler\.json missing; its train wrote"),
+    # Read as an earlier version's run without them, the run had forecast with another model
+    # (no members.json: the network alone) or scored changed data (no data_files.json).
+    (lambda run: [(run / name).unlink() for name in ("members.json", "data_files.json")],
+     r"copy: data_files\.json, members\.json missing; its train wrote them"),
     (lambda run: (run / "scaler.json").write_text("[1, 2"), r"scaler\.json: not complete JSON"),
     (lambda run: edit_json(run / "scaler.json", scale=[float("nan")]),
      r"scaler\.json: holds NaN, which is not a number"),
