@@ -1089,8 +1089,8 @@ class Scaler:
 
     @classmethod
     def from_dict(cls, config):
-        """The scaler of a `to_dict` (scaler.json), its fields checked: one finite offset and
-        one finite, non-zero scale per column.
+        """The scaler of a `to_dict` (scaler.json), its fields checked: one offset of at most
+        `MAX_ABS_VALUE` in magnitude and one scale above 0 (at most twice that) per column.
 
         Raises:
             ValueError: naming the file (when `config` knows it as `source`) and the field.
@@ -1110,8 +1110,14 @@ class Scaler:
                 raise ValueError(
                     f"{where}: the field {name!r} must hold one finite number per column "
                     f"({len(config['columns'])}). Received: {values!r}")
-        if not all(config["scale"]):
-            raise ValueError(f"{where}: the field 'scale' holds 0; scales must not be zero")
+        # Fitted on values within +-MAX_ABS_VALUE: a range or a standard deviation (> 0, at
+        # most twice that) and a minimum or a mean (at most that in magnitude).
+        if not all(0 < value <= 2 * MAX_ABS_VALUE for value in config["scale"]):
+            raise ValueError(f"{where}: the field 'scale' must hold numbers above 0 and at most "
+                             f"{2 * MAX_ABS_VALUE:g}. Received: {config['scale']!r}")
+        if not all(abs(value) <= MAX_ABS_VALUE for value in config["offset"]):
+            raise ValueError(f"{where}: the field 'offset' must hold numbers of at most "
+                             f"{MAX_ABS_VALUE:g} in magnitude. Received: {config['offset']!r}")
         return cls(**config)
 
 

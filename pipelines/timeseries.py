@@ -901,9 +901,16 @@ class TimeseriesPipeline(Pipeline):
         # Runs written before the classical members have no members.json: their ETS
         # baseline (statsmodels) is in ets.json, if its fit did not fail.
         ets_path, members_path = path / "ets.json", path / "members.json"
+        schema = SeriesSchema.from_dict(read_json(path / "schema.json"))
+        scaler = Scaler.from_dict(read_json(path / "scaler.json"))
+        unscaled = [c for c in schema.input_columns if c not in scaler.columns]
+        if unscaled:
+            raise ValueError(f"{path / 'scaler.json'}: the field 'columns' must name every column "
+                             f"of schema.json ({', '.join(schema.input_columns)}). Received: "
+                             f"{scaler.columns!r}")
         return {
-            "schema": SeriesSchema.from_dict(read_json(path / "schema.json")),
-            "scaler": Scaler.from_dict(read_json(path / "scaler.json")),
+            "schema": schema,
+            "scaler": scaler,
             "ets": ([SmoothingSpec.from_dict(spec) for spec in read_json(ets_path)]
                     if ets_path.is_file() else None),
             "members": (ForecastMembers.from_dict(read_json(members_path))

@@ -506,6 +506,15 @@ def unsafe_keras_file(path):
      r"scaler\.json: the field 'scale' must hold one finite number per column \(1\)"),
     (lambda run: edit_json(run / "scaler.json", offset=None),
      r"scaler\.json: the field 'offset' is missing"),
+    # Found by hand-editing: a traceback (ValueError: 'y' is not in list), and a forecast of
+    # 1.9e298 or of the wrong sign.
+    (lambda run: edit_json(run / "scaler.json", columns=["Other"]),
+     r"scaler\.json: the field 'columns' must name every column of schema\.json \(y\)"),
+    (lambda run: edit_json(run / "scaler.json", scale=[-5.0]),
+     r"scaler\.json: the field 'scale' must hold numbers above 0 and at most 2e\+15"),
+    (lambda run: edit_json(run / "scaler.json", scale=[1e300]), r"scaler\.json: the field 'scale'"),
+    (lambda run: edit_json(run / "scaler.json", offset=[1e300]),
+     r"scaler\.json: the field 'offset' must hold numbers of at most 1e\+15"),
     (lambda run: edit_json(run / "schema.json", targets="y"),
      r"schema\.json: the field 'targets' must be a list of column names"),
     (lambda run: edit_json(run / "config.json", settings={"horizon": 3}),
