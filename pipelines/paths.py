@@ -387,17 +387,27 @@ def is_saved_model(path):
     return has_marker(path, EXPORT_MARKER, "export") or _is_unmarked_saved_model(path)
 
 
-def check_export_path(path, overwrite=False):
+def check_export_path(path, overwrite=False, run=None):
     """Refuses an export path that holds anything but a previous export to replace.
 
     Raises:
         UsageError: `path` is a symlink, a file, a non-empty folder that is not an export of
-            seqlab's, or one while `overwrite` is False.
+            seqlab's, or one while `overwrite` is False, or inside a run directory but in its
+            `export/` (its `saved_model/` is that run's: only the exported `run` itself may
+            write it again).
     """
     path = Path(path)
     if path.is_symlink():
         raise UsageError(f"{path} is a symbolic link; seqlab does not write through links: "
                          "give the real folder, or another --out")
+    resolved = path.resolve()
+    holder = next((p for p in resolved.parents if (p / RUN_MARKER).is_file()), None)
+    own = run is not None and resolved == Path(run).resolve() / "saved_model"
+    if holder is not None and not own and (holder / EXPORT_DIR) not in (resolved,
+                                                                          *resolved.parents):
+        raise UsageError(f"{path} is inside the run {holder}, whose files its train wrote (its "
+                         f"saved_model/ serves that run); export into {holder / EXPORT_DIR}/ "
+                         "(the default) or outside the run")
     if not path.exists():
         blocking = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
         if blocking is not None and not blocking.is_dir():
@@ -449,5 +459,5 @@ def export_path(run, out=None, overwrite=False):
                 "--overwrite, or give --out"
             )
         return next_export_version(run)
-    check_export_path(out, overwrite)
+    check_export_path(out, overwrite, run)
     return Path(out)

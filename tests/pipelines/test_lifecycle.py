@@ -106,6 +106,22 @@ def test_export_refuses_a_folder_of_the_users_files_and_the_run_itself(finished,
     assert _files(run) == before
 
 
+def test_export_refuses_a_place_inside_a_run_but_its_export_folder(finished, tmp_path, capsys):
+    # `export --out <another run>/saved_model --overwrite` replaced that run's own SavedModel
+    # (with another task's model, even), leaving it to serve what its model.keras is not.
+    _, run = finished
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    before = {path: path.read_bytes() for path in other.rglob("*") if path.is_file()}
+    for out in (other / "saved_model", other / "plots" / "model", other / "new"):
+        assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(out),
+                         "--overwrite"]) == 2
+        assert f"is inside the run {other}" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in other.rglob("*") if path.is_file()} == before
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out",
+                     str(other / "export" / "7")]) == 0
+
+
 def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished, tmp_path,
                                                                          capsys):
     _, run = finished
