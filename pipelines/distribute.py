@@ -196,6 +196,9 @@ def begin_run(config, task, overwrite=False, data_paths=()):
              for name in data_paths
              if getattr(config, name) and not datasets.is_name(getattr(config, name))}
     config = dataclasses.replace(config, out=config.out or default_out(task), **paths)
+    if not Path(config.out).resolve().name:  # "/": no name to build `<out>.partial` from
+        raise UsageError(f"--out {config.out} is the file system's root; give a folder to "
+                         "create, such as runs/NAME")
     _refuse_data_inside(config.out, paths)
     distribution = Distribution(config.distribute)
     run = distribution.run_directory(config.out, task, overwrite=overwrite)

@@ -578,6 +578,11 @@ def test_wrong_paths_are_named_before_any_work(finished, tmp_path, capsys):
                      "--time-column", "t", "--out", str(target)]) == 2
     assert "is a file; give a folder" in capsys.readouterr().err
     assert target.read_text() == "mine"
+    # --out / (a traceback: the root has no name for `<out>.partial`), with data inside it.
+    for flags in ([], ["--overwrite"]):
+        assert cli.main(["timeseries", "train", "--data", str(folder / "series.csv"),
+                         "--time-column", "t", "--out", "/", *flags]) == 2
+        assert "--out / is the file system's root" in capsys.readouterr().err
 
 
 def test_an_unwritable_out_is_refused_before_the_data_is_read(tmp_path, monkeypatch, capsys):
