@@ -360,6 +360,15 @@ def _not_written_by_train(run):
     return sorted(foreign)
 
 
+def _config_task(path):
+    """The task a run's config.json names, or None."""
+    try:
+        task = read_json(path).get("task")
+    except (UsageError, AttributeError):
+        return None
+    return task if isinstance(task, str) else None
+
+
 class RunDirectory:
     """The directory one `train` call writes, built under `<out>.partial` and renamed when done.
 
@@ -527,6 +536,7 @@ class RunDirectory:
                     raise UsageError(f"{error}; pass --overwrite to start the run over"
                                      if marked else str(error)) from None
                 previous_settings = None
+            previous_task = _config_task(previous) if previous_settings is not None else None
             if previous_settings == settings:
                 self.resumed = True
             elif not marked:
@@ -541,6 +551,12 @@ class RunDirectory:
                 shutil.rmtree(self.work)
                 self.work.mkdir(parents=True)
                 self._lock()
+            elif previous_task not in (None, self.task):
+                raise UsageError(
+                    f"{self.work} holds an unfinished {previous_task} run, not a {self.task} "
+                    f"one; rerun its seqlab {previous_task} train to finish it, or choose "
+                    "another --out (--overwrite would delete it)"
+                )
             else:
                 changed = sorted(
                     k for k in set(settings) | set(previous_settings)

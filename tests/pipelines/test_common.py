@@ -78,6 +78,10 @@ def test_unfinished_run_is_resumed_only_with_the_same_settings(tmp_path):
                                          r"\(b: 2 -> 3\); rerun with the same settings"):
         RunDirectory(tmp_path / "run", "toy").start({"a": 1, "b": 3})
     assert RunDirectory(tmp_path / "run", "toy", overwrite=True).start({"a": 1, "b": 3}) is False
+    # Another task's unfinished run: said as such, not as 25 changed settings.
+    with pytest.raises(UsageError, match=r"holds an unfinished toy run, not a charrnn one; "
+                                         r"rerun its seqlab toy train to finish it"):
+        RunDirectory(tmp_path / "run", "charrnn").start({"window": 100})
 
 
 def test_open_run_refuses_unfinished_runs_and_other_tasks(tmp_path):
