@@ -352,6 +352,9 @@ def main(argv=None):
     Output piped into a reader that stops early (`| head`) ends the command quietly, as it
     ends other command-line tools, with the status of a broken pipe (an interrupted `train`
     is resumed by the same command)."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # started with it closed (`>&-`): its output goes nowhere
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     try:
         try:
             return _main(argv)

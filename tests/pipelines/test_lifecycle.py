@@ -552,6 +552,19 @@ def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, 
     assert re.search(message, error), error
 
 
+def test_a_command_started_with_its_output_closed_runs(finished, tmp_path):
+    # `seqlab ... >&-`: Python starts with sys.stdout None, and the first print or isatty()
+    # was an AttributeError traceback (train left `<out>.partial` behind).
+    _, run = finished
+    output = tmp_path / "forecast.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "seqlab", "timeseries", "predict", "--run", str(run),
+         "--output", str(output)],
+        preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and output.is_file()
+
+
 def test_settings_that_cannot_train_are_refused(tmp_path, capsys):
     for flag, value, message in (("--learning-rate", "-1", "must be positive"),
                                  ("--learning-rate", "0", "must be positive"),
