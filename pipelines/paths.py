@@ -351,6 +351,9 @@ def check_output(output, run, settings, reads=()):
     Raises:
         UsageError: naming `output` and what it would overwrite.
     """
+    if Path(output).expanduser().is_symlink():  # replaced by a file, as --out is refused
+        raise UsageError(f"--output {output} is a symbolic link; seqlab neither writes through "
+                         "links nor replaces them: give the real file, or another name")
     target = Path(output).expanduser().resolve()
     folder = Path(run).resolve()
     if target == folder or folder in target.parents:

@@ -211,6 +211,11 @@ def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path, monkeypa
     for output, message in refused.items():
         with pytest.raises(UsageError, match=message):
             check_output(output, out, settings, [None, tmp_path / "other.csv"])
+    # A link is refused, as --out's is: the atomic write had replaced it with a file.
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "notes.txt")
+    with pytest.raises(UsageError, match="is a symbolic link; seqlab neither writes through"):
+        check_output(tmp_path / "link.csv", out, settings)
     # A run trained on a data set by name reads its cache: predict --output there had replaced
     # the cached monthly-sunspots.csv with the forecast.
     cache = tmp_path / "cache"
