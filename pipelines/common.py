@@ -18,6 +18,7 @@ Errors the user can fix by changing the command (a bad flag value, a refused `--
 with status 2.
 """
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -25,6 +26,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import sys
 import time
@@ -734,8 +736,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         os.makedirs(self.backup_dir, exist_ok=True)
         temporary = os.path.join(self.backup_dir, f".latest-{os.getpid()}.weights.h5")
         try:
-            self.model.save_weights(temporary, overwrite=True)
-            os.replace(temporary, self._weights_path)
+            with written_or_refused(self._weights_path):
+                self.model.save_weights(temporary, overwrite=True)
+                os.replace(temporary, self._weights_path)
         finally:
             if os.path.exists(temporary):
                 os.remove(temporary)
@@ -947,6 +950,46 @@ def pyplot():
     return plt
 
 
+def disk_error(error):
+    """The `OSError` behind `error` (itself, or one in its chain), or None. Libraries that
+    write files report a full disk in their own kinds: h5py a RuntimeError ("errno = 28"),
+    PIL an AttributeError raised while handling the OSError."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError):
+            return error
+        seen.add(id(error))
+        match = re.search(r"errno = (\d+), error message = '([^']*)'", str(error))
+        if match:
+            return OSError(int(match[1]), match[2])
+        error = error.__cause__ or error.__context__
+    return None
+
+
+@contextlib.contextmanager
+def written_or_refused(path):
+    """Turns a failed write of `path` (a full disk, a read-only folder: an `OSError`, in
+    whatever kind of exception the writing library raised) into one line naming the file."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except Exception as error:  # noqa: BLE001 - only a write failure is turned, see below
+        failure = disk_error(error)
+        if failure is None:
+            raise
+        raise UsageError(f"{path}: cannot write there ({failure.strerror or failure})") from None
+
+
+def save_figure(figure, path, dpi=100):
+    """`figure.savefig(path)`, a failed write one line naming the file; the figure is closed."""
+    try:
+        with written_or_refused(path):
+            figure.savefig(path, dpi=dpi)
+    finally:
+        pyplot().close(figure)
+
+
 def save_history_plot(history, path, title="training", best_epoch=None):
     """Plots every loss column of `history` (rows from `EpochHistory`) against the epoch.
 
@@ -971,8 +1014,7 @@ def save_history_plot(history, path, title="training", best_epoch=None):
     axis.set_title(title)
     axis.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from seqlab.layers import reset_states
 from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
 from seqlab.models.forecasting.metrics import root_mean_square
 from seqlab.models.forecasting.metrics import rounding as float_rounding
-from seqlab.pipelines.common import format_table, pyplot
+from seqlab.pipelines.common import format_table, pyplot, save_figure
 
 
 # --- timeseries ---------------------------------------------------------------------------------
@@ -347,8 +347,7 @@ def save_confusion_plot(path, metrics, title):
     axis.set_ylabel("true")
     axis.set_title(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 # --- ner ----------------------------------------------------------------------------------------

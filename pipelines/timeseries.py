@@ -59,6 +59,7 @@ from seqlab.pipelines.common import (
     free_column_name,
     pyplot,
     read_json,
+    save_figure,
     write_export_archive,
     write_text_atomic,
 )
@@ -518,8 +519,7 @@ def save_forecast_plot(path, time_values, actual, forecast, target, horizon, tim
     axis.legend()
     figure.autofmt_xdate()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ from seqlab.pipelines.common import (
     pyplot,
     read_json,
     rows_to_csv,
+    save_figure,
     write_export_archive,
     write_text_atomic,
 )
@@ -1133,8 +1134,7 @@ def save_series_grid(path, data, forecast, series_figures):
         axis.legend(fontsize=7, loc="upper left")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
+    save_figure(figure, path, dpi=90)
 
 
 PANEL_PIPELINE = PanelPipeline()

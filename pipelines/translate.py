@@ -31,7 +31,7 @@ from seqlab.data.translation import (
 from seqlab.models import Translator
 from seqlab.models.translator import MAX_INPUT_TOKENS, TextTranslator
 from seqlab.pipelines.common import (
-    ActionResult, UsageError, pyplot, write_export_archive, write_text_atomic,
+    ActionResult, UsageError, pyplot, save_figure, write_export_archive, write_text_atomic,
 )
 from seqlab.pipelines.configs.translate import (
     CARD,
@@ -129,8 +129,7 @@ def save_attention_plots(translator, pairs, count, folder):
         axis.set(xlabel="source", ylabel="output (greedy)")
         axis.set_title(f"attention, validation sentence {index + 1}", fontsize=9)
         figure.tight_layout()
-        figure.savefig(Path(folder) / f"attention_{index + 1}.png", dpi=100)
-        plt.close(figure)
+        save_figure(figure, Path(folder) / f"attention_{index + 1}.png")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,9 +20,12 @@ from seqlab.pipelines.common import (
     format_table,
     is_saved_model,
     open_run,
+    pyplot,
+    save_figure,
     write_json_atomic,
     write_marker,
     write_text_atomic,
+    written_or_refused,
 )
 from seqlab.pipelines.paths import DATA_FILES, check_data_unchanged, data_fingerprints
 
@@ -452,3 +455,33 @@ def test_an_unfinished_run_with_a_damaged_config_is_named_and_overwrite_starts_o
                                          r"to start the run over"):
         RunDirectory(tmp_path / "run", "toy").start({"a": 1})
     assert RunDirectory(tmp_path / "run", "toy", overwrite=True).start({"a": 1}) is False
+
+
+def test_a_full_disk_in_a_librarys_own_error_is_one_line_naming_the_file(tmp_path):
+    # Found on a nearly full tmpfs: h5py (the epoch backup) raised a RuntimeError quoting
+    # errno 28, and PIL (a plot) an AttributeError while handling the OSError: tracebacks.
+    def h5py_like():
+        raise RuntimeError("Can't synchronously write data (file write failed: time = Sat, "
+                           "errno = 28, error message = 'No space left on device', ...)")
+
+    def pil_like():
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError:
+            raise AttributeError("'_idat' object has no attribute 'fileno'") from None
+
+    for write in (h5py_like, pil_like):
+        with pytest.raises(UsageError, match=r"loss\.png: cannot write there \(No space left on "
+                                             r"device\)$"):
+            with written_or_refused(tmp_path / "loss.png"):
+                write()
+    # Anything else is not a write failure, and stays what it is.
+    with pytest.raises(AttributeError, match="no attribute 'plot'"):
+        with written_or_refused(tmp_path / "loss.png"):
+            raise AttributeError("'Axes' object has no attribute 'plot'")
+    (tmp_path / "a-file").write_text("x")
+    plt = pyplot()
+    figure, _ = plt.subplots()
+    with pytest.raises(UsageError, match=r"a-file/loss\.png: cannot write there"):
+        save_figure(figure, tmp_path / "a-file" / "loss.png")
+    assert not plt.get_fignums()  # closed all the same
