@@ -148,6 +148,29 @@ def write_marker(folder, name, kind, **fields):
                                             "created_utc": utc_timestamp(), **fields})
 
 
+# A temporary export folder this old, whose process is gone, was left by a killed export.
+STALE_EXPORT_SECONDS = 3600
+
+
+def _remove_killed_exports(path):
+    """Removes the temporary folders (`.NAME.tmp-PID`) that exports of `path` killed while
+    they wrote left beside it: their process is gone and they are over an hour old."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.tmp-(\d+)")
+    for entry in path.parent.iterdir() if path.parent.is_dir() else ():
+        match = pattern.fullmatch(entry.name)
+        if not (match and entry.is_dir() and not entry.is_symlink()):
+            continue
+        try:
+            os.kill(int(match[1]), 0)
+            continue  # its process still runs
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        if time.time() - entry.stat().st_mtime > STALE_EXPORT_SECONDS:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def write_export_archive(archive, path):
     """Writes a `keras.export.ExportArchive` as a new SavedModel at `path`, atomically.
 
@@ -159,6 +182,7 @@ def write_export_archive(archive, path):
     path = Path(path)
     if path.exists() and not (path.is_dir() and not any(path.iterdir())):
         raise UsageError(f"{path} exists; an export is written to a new path")
+    _remove_killed_exports(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         archive.write_out(str(temporary), verbose=False)

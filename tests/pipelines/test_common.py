@@ -2,10 +2,15 @@
 
 import json
 import math
+import os
+import subprocess
+import sys
+import time
 
 import keras
 import pytest
 
+from seqlab.pipelines import common
 from seqlab.pipelines.common import (
     EXPORT_MARKER,
     RUN_MARKER,
@@ -485,3 +490,19 @@ def test_a_full_disk_in_a_librarys_own_error_is_one_line_naming_the_file(tmp_pat
     with pytest.raises(UsageError, match=r"a-file/loss\.png: cannot write there"):
         save_figure(figure, tmp_path / "a-file" / "loss.png")
     assert not plt.get_fignums()  # closed all the same
+
+
+def test_an_export_removes_what_a_killed_export_of_the_same_path_left(tmp_path):
+    # `export --out ex` killed while it wrote left `.ex.tmp-<pid>` beside ex, for good.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left, recent, alive = (tmp_path / f".ex.tmp-{pid}" for pid in (dead.pid, 999999, os.getpid()))
+    for folder in (left, recent, alive):
+        folder.mkdir()
+        (folder / "saved_model.pb").write_bytes(b"half")
+    old = time.time() - 2 * common.STALE_EXPORT_SECONDS
+    for folder in (left, alive):
+        os.utime(folder, (old, old))
+    common._remove_killed_exports(tmp_path / "ex")
+    # Gone: the old one of a process that ended. Kept: a recent one, and a running process's.
+    assert not left.exists() and recent.exists() and alive.exists()
