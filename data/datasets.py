@@ -592,6 +592,7 @@ def download(name, progress=None):
     try:
         for remote in data_set.files:
             if (folder / remote.product).exists():
+                _check_cached_size(folder / remote.product, remote, name)
                 continue
             if not created:
                 created = _make_folder(folder)
@@ -607,6 +608,22 @@ def download(name, progress=None):
         _remove_empty_folders(created)
         raise
     return _local_path(data_set)
+
+
+def _check_cached_size(product, remote, name):
+    """Refuses a cached file whose size is no longer the registered one (a command's output
+    written over it, an edit): a task would read it as the data set. Its size only: hashing
+    every use would cost seconds on the large sets; a download checks both."""
+    size = (remote.size if remote.unpack == "none" else
+            remote.unpacked_size if remote.unpack == "gz" else None)
+    if size is None or not product.is_file():
+        return
+    found = product.stat().st_size
+    if found != size:
+        raise DataError(f"the cached file of {name} has {found:,} bytes, not the registered "
+                        f"{size:,}: it was changed after the download; delete it, and the next "
+                        f"use (or seqlab datasets download {name}) fetches it again",
+                        path=product)
 
 
 def _make_folder(folder):

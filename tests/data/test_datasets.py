@@ -145,6 +145,13 @@ def test_download_goes_through_the_mirror_and_the_second_call_is_served_by_the_c
     assert datasets.path("tiny-text") == path
     assert mirror.requests == ["/tiny-text/input.txt"]
     assert everything_in(tmp_path / "cache") == ["tiny-text", "tiny-text/input.txt"]
+    # A cached file changed since (a command's output written over it) is not read as the set.
+    path.write_bytes(b"step,forecast\n1,39.05\n")
+    with pytest.raises(DataError, match=r"input\.txt: the cached file of tiny-text has 22 bytes, "
+                                        rf"not the registered {len(TEXT):,}: it was changed"):
+        datasets.download("tiny-text")
+    path.unlink()
+    assert datasets.download("tiny-text").read_bytes() == TEXT  # fetched again
 
 
 def test_a_checksum_mismatch_names_the_file_and_both_hashes_and_keeps_nothing(
