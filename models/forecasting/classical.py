@@ -299,7 +299,12 @@ def fit_classical(method, values, season, model=None):
     # Seasons of the season the model fits: one ETS and ARIMA leave out does not count.
     first_row = (0 if method == "seasonal_naive"
                  else fitting_start(len(values), _fitted_season(method, int(season), model)))
-    spec = _fit_rows(method, values[first_row:], season, model)
+    with warnings.catch_warnings():
+        # numpy's notes from inside statsforecast's and statsmodels' fits (0 / 0 in the
+        # autocorrelation of a constant series, a division by zero in ETS's search): the
+        # fitted spec is checked, and a failed fit is a ValueError.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        spec = _fit_rows(method, values[first_row:], season, model)
     if first_row == 0:
         return spec
     return dataclasses.replace(

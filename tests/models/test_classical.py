@@ -627,3 +627,19 @@ def test_a_season_left_out_of_ets_and_arima_does_not_lengthen_their_fitting_rows
     firsts = {method: _quiet(lambda: fit_classical(method, values, 60)).first_row
               for method in ("ets", "arima", "theta")}
     assert firsts == {"ets": 120, "arima": 120, "theta": 30}
+
+
+@pytest.mark.parametrize("values, season", [
+    (np.full(85, 5.0), 12),  # statsmodels' autocorrelation in AutoTheta's test: 0 / 0
+    (np.array([3.0, 5, 4, 6, 5, 7, 6]), 1),  # AutoETS's search on 7 rows: 1 / 0
+])
+def test_the_fits_keep_numpys_notes_from_inside_the_libraries_off_the_terminal(values, season):
+    # Recorded, not raised: statsforecast catches what its own candidate fits raise.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        for method in ("ets", "arima", "theta"):
+            try:
+                fit_classical(method, values, season)
+            except ValueError:  # a member that cannot be fitted is left out, and said so
+                pass
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
