@@ -355,6 +355,7 @@ def main(argv=None):
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:  # started with it closed (`>&-`): its output goes nowhere
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    guard = sys.stdout = _OutputGuard(sys.stdout)
     try:
         try:
             return _main(argv)
@@ -364,6 +365,42 @@ def main(argv=None):
         # Later writes to the closed pipe (Python's own flush at exit) go nowhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    finally:
+        if sys.stdout is guard:
+            sys.stdout = guard.stream
+
+
+class _OutputGuard:
+    """Standard output that cannot be written (`> /dev/full`, a full disk) drops the rest of
+    its text, said once on stderr, instead of killing the command midway (a train in the middle
+    of an epoch, its run left unfinished). A broken pipe still ends the command (`main`)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.failed = False
+
+    def _guarded(self, call, *args):
+        if self.failed:
+            return None
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            self.failed = True
+            print(f"{PROG}: standard output cannot be written ({error.strerror or error}); "
+                  "the rest of it is dropped", file=sys.stderr)
+            return None
+
+    def write(self, text):
+        written = self._guarded(self.stream.write, text)
+        return len(text) if written is None else written
+
+    def flush(self):
+        self._guarded(self.stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def _main(argv):

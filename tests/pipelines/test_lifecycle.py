@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -563,6 +564,18 @@ def test_a_command_started_with_its_output_closed_runs(finished, tmp_path):
         preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and output.is_file()
+    # Standard output on a full device (`> /dev/full`): an OSError traceback at the first
+    # print. The command finishes, and says once that its output was dropped.
+    if Path("/dev/full").exists():
+        output.unlink()
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "seqlab", "timeseries", "predict", "--run", str(run),
+                 "--output", str(output)],
+                stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        assert done.returncode == 0 and output.is_file(), done.stderr
+        assert "Traceback" not in done.stderr
+        assert done.stderr.count("standard output cannot be written (No space left") == 1
 
 
 def test_settings_that_cannot_train_are_refused(tmp_path, capsys):
