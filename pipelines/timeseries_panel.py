@@ -316,8 +316,8 @@ def panel_season(panel):
 def score_series(actuals, forecasts, histories, season):
     """`{"smape", "mase", "mape", "rmse"}` arrays, one value per series (NaN where a figure is
     undefined: MAPE of a non-positive actual, MASE of a history no longer than the season or
-    whose in-sample seasonal-naive error is 0; all
-    NaN where the forecast is None, a series the forecaster does not forecast)."""
+    whose in-sample seasonal-naive error is 0; all NaN where the forecast is None, a series
+    the forecaster does not forecast)."""
     rows = []
     for actual, forecast, history in zip(actuals, forecasts, histories):
         if forecast is None:
