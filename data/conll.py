@@ -167,7 +167,11 @@ def _column_name(index):
 
 def _columns_needed(token_column, tag_column):
     """The fewest columns in which the token and tag columns exist and differ."""
-    for count in range(1, 1000):
+    columns = [c for c in (token_column, tag_column) if c is not None]
+    # Column c exists in `count` columns from count = c + 1 (c >= 0) or -c (c < 0) on; beyond
+    # that, a negative and a non-negative column meet at most once more.
+    least = max(c + 1 if c >= 0 else -c for c in columns)
+    for count in range(least, least + 3):
         indices = [c % count for c in (token_column, tag_column)
                    if c is not None and -count <= c < count]
         if len(indices) == (1 if tag_column is None else 2) and len(set(indices)) == len(indices):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from seqlab.data import conll as conll_module
 from seqlab.data.conll import (
     SAMPLE_PATH,
     Sentence,
@@ -582,3 +583,22 @@ def test_padded_batches():
     again = [b[0].numpy().tolist() for b in
              make_tagging_dataset(encoded, batch_size=3, shuffle=True, seed=1)]
     assert shuffled == again
+
+
+def test_the_columns_a_file_needs_match_brute_force_for_far_columns_too():
+    # Found by benchmarks/fuzz.sh: `ner train --token-column 999` met a search that stopped at
+    # 999 columns, and its ValueError came out as a traceback.
+    def brute(token, tag, most=200):
+        for count in range(1, most):
+            found = [c % count for c in (token, tag) if c is not None and -count <= c < count]
+            if len(found) == (1 if tag is None else 2) and len(set(found)) == len(found):
+                return count
+        return None
+
+    for token in range(-12, 12):
+        for tag in [*range(-12, 12), None]:
+            if token == tag:
+                continue
+            assert conll_module._columns_needed(token, tag) == brute(token, tag), (token, tag)
+    assert conll_module._columns_needed(999, -1) == 1001  # 0..999 and a last one after it
+    assert conll_module._columns_needed(10**9, None) == 10**9 + 1  # at once, no search
