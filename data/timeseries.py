@@ -1534,6 +1534,8 @@ def choose_season(values, time=None, name=None):
     The calendar's season (`calendar_season`: hourly time stamps 24, daily 7, weekly 52, monthly
     12, quarterly 4) when it fits at least three times in the training rows and their
     autocorrelation at that lag is positive (a daily series with a 12-day cycle is not weekly);
+    for time stamps within a day, the week (168 hours) instead where it fits three times and
+    its autocorrelation is the higher (a weekend unlike the weekdays);
     else the highest autocorrelation peak that clears the noise among the periods up to a third
     of the training rows (`estimate_season`), or 1 (the seasonal naive is then the naive
     forecast) without one.
@@ -1562,6 +1564,15 @@ def choose_season(values, time=None, name=None):
             aside = (f"; the {stamps} suggest {season}, more than a third of the {len(values)} "
                      "training rows")
         else:
+            week = 7 * season
+            if cycle == "a day" and week <= len(values) // 3:
+                # Time of day repeats within a week that may repeat more strongly (weekends):
+                # the cycle whose autocorrelation is higher.
+                correlation = _detrended_autocorrelation(values, week)
+                if correlation[week] > max(correlation[season], 0):
+                    return week, (f"from the {stamps} ({week} a week: its autocorrelation "
+                                  f"{correlation[week]:.2f} is above the day's, "
+                                  f"{correlation[season]:.2f} at {season})")
             correlation = _detrended_autocorrelation(values, season)[season]
             if correlation > 0:
                 return season, f"from the {stamps} ({season} {cycle})"
