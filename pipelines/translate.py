@@ -77,6 +77,28 @@ class PreparedTranslation:
     pairs: PreparedPairs
     examples: dict = dataclasses.field(default_factory=dict)
     embeddings: PretrainedEmbeddings | None = None
+    max_length_source: str = "--max-length"
+
+
+# `default_max_length`'s bounds: short sentences keep room to grow in an output, and the
+# longest pair of a corpus of documents does not make every attention matrix huge.
+MIN_DEFAULT_LENGTH, MAX_DEFAULT_LENGTH = 64, 256
+
+
+def default_max_length(train):
+    """`(max_length, why)` from the training pairs: the most tokens of a source, or of a target
+    with its [END], so that no training pair is left out, within `MIN_DEFAULT_LENGTH` and
+    `MAX_DEFAULT_LENGTH`."""
+    longest = max([len(tokens) for tokens in tokenize(train.sources)]
+                  + [len(tokens) + 1 for tokens in tokenize(train.targets)], default=0)
+    chosen = min(max(longest, MIN_DEFAULT_LENGTH), MAX_DEFAULT_LENGTH)
+    if longest > MAX_DEFAULT_LENGTH:
+        why = (f"the longest training pair has {longest} tokens (with [END]); capped at "
+               f"{MAX_DEFAULT_LENGTH}: longer pairs are left out, --max-length keeps them")
+    else:
+        why = (f"the longest training pair has {longest} tokens (with [END])"
+               + (f", at least {MIN_DEFAULT_LENGTH}" if longest < MIN_DEFAULT_LENGTH else ""))
+    return chosen, why
 
 
 def read_embeddings(config, pairs):
@@ -149,11 +171,18 @@ class TranslatePipeline(Pipeline):
     predict_options = PredictOptions
 
     def prepare(self, config, distribution):
-        pairs = _load_data(config).encode(
+        data = _load_data(config)
+        if config.max_length is None:
+            value, length_source = default_max_length(data.train)
+            fill_in_setting(config, "max_length", value, length_source)
+        else:
+            length_source = "--max-length"
+        pairs = data.encode(
             config.min_count, config.max_vocabulary, config.max_length,
             distribution.global_batch_size(config.batch_size), max_test_tokens=MAX_INPUT_TOKENS,
         )
-        return PreparedTranslation(pairs, embeddings=read_embeddings(config, pairs))
+        return PreparedTranslation(pairs, embeddings=read_embeddings(config, pairs),
+                                   max_length_source=length_source)
 
     def model_for_run(self, config, artifacts):
         return Translator(
@@ -243,7 +272,8 @@ class TranslatePipeline(Pipeline):
                  f"({metrics['train_seconds_this_session']:.0f} s)",
                  *([prepared.embeddings.summary_line(config.freeze_embeddings)]
                    if prepared.embeddings is not None else []),
-                 translation_table(metrics["test"]), *data["splits"]]
+                 translation_table(metrics["test"]), *data["splits"],
+                 f"max_length {config.max_length}: {prepared.max_length_source}"]
         if skipped["train"] or skipped["val"]:
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "
                          f"{skipped['train']} training and {skipped['val']} validation pairs")

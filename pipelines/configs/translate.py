@@ -69,8 +69,10 @@ class TranslateConfig(TrainConfig):
     num_heads: int = option(4, "transformer: attention heads")
     ff_dim: int = option(256, "transformer: feed-forward width")
     dropout: float = option(0.1, "dropout rate")
-    max_length: int = option(64, "most tokens of a training sentence (longer pairs are "
-                                 "skipped and counted) and of an output")
+    max_length: int | None = option(
+        None, "most tokens of a training sentence (longer pairs are skipped and counted) and "
+              "of an output; default: the longest training pair's, at least 64 and at most "
+              "256")
     min_count: int = option(1, "tokens seen fewer times in the training split become [UNK]")
     max_vocabulary: int = option(32000, "most ids per language (most frequent tokens kept)")
     learning_rate: float = option(1e-3, "peak Adam learning rate (then cosine decay to a tenth "
@@ -88,7 +90,8 @@ class TranslateConfig(TrainConfig):
         check_at_least(self, 1, "embedding_dim", "units", "layers", "num_heads", "ff_dim",
                        "min_count", "patience", "beam_width")
         check_at_least(self, 0, "warmup_steps", "attention_plots", "length_penalty")
-        check_at_least(self, 2, "max_length")
+        if self.max_length is not None:
+            check_at_least(self, 2, "max_length")
         check_at_least(self, 5, "max_vocabulary")
         check_rate(self, "dropout")
         check_split_fractions(self)
