@@ -78,9 +78,26 @@ def run_again_and_check(data, out, capsys=None):
     return result.stdout
 
 
-def start(data, out):
-    return subprocess.Popen(command(data, out), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
+# The command line with the SavedModel's writing held for a minute once its files are out (in
+# the temporary folder, before the rename): a kill "while exporting" then always lands there,
+# where a poll every 20 ms had missed the export's second on a busy machine.
+SLOW_EXPORT = (
+    "import sys, time, keras\n"
+    "write_out = keras.export.ExportArchive.write_out\n"
+    "def held(self, *args, **kwargs):\n"
+    "    write_out(self, *args, **kwargs)\n"
+    "    time.sleep(60)\n"
+    "keras.export.ExportArchive.write_out = held\n"
+    "from seqlab.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def start(data, out, slow_export=False):
+    argv = command(data, out)
+    if slow_export:  # the same command, through the script above
+        argv = [sys.executable, "-c", SLOW_EXPORT, *argv[3:]]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
@@ -116,7 +133,7 @@ def test_killed_after_fit_continues_after_fit(series, tmp_path, point):
     else:
         def condition():
             return any(p.name.startswith(".saved_model.tmp-") for p in partial.glob(".*"))
-    kill_when(start(series, out), condition)
+    kill_when(start(series, out, slow_export=point == "while exporting"), condition)
     assert (partial / "fit_done.json").is_file() and (partial / "model.keras").is_file()
     stdout = run_again_and_check(series, out)
     assert "training finished earlier: continuing after fit" in stdout

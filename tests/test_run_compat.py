@@ -38,7 +38,9 @@ PREDICT_CALLS = {
 
 
 def assert_same_figures(actual, expected, where="metrics"):
-    """Every figure of `expected` is in `actual`, numbers equal to 1e-6 relative."""
+    """Every figure of `expected` is in `actual`, numbers equal to 1e-5 relative or 2e-6
+    absolute: float32 models on another CPU round otherwise, and the CSV files' figures are
+    written to 6 decimals (a last digit that flips is 1e-6)."""
     if isinstance(expected, dict):
         assert isinstance(actual, dict), where
         for key, value in expected.items():
@@ -51,7 +53,7 @@ def assert_same_figures(actual, expected, where="metrics"):
         for index, (a, e) in enumerate(zip(actual, expected)):
             assert_same_figures(a, e, f"{where}[{index}]")
     elif isinstance(expected, float) and not isinstance(actual, str):
-        assert math.isclose(actual, expected, rel_tol=1e-6, abs_tol=1e-9), (where, actual, expected)
+        assert math.isclose(actual, expected, rel_tol=1e-5, abs_tol=2e-6), (where, actual, expected)
     else:
         assert actual == expected, (where, actual, expected)
 

@@ -180,9 +180,10 @@ def check_padding_invariance(layer_cls, **kwargs):
 
     short = run(tokens)
     long = run(np.pad(tokens, [(0, 0), (0, 5)]))
-    np.testing.assert_allclose(long[0][:, :4], short[0], atol=1e-6)
+    # Other lengths, other matmul shapes and blocking: float32 rounding, 1e-5.
+    np.testing.assert_allclose(long[0][:, :4], short[0], atol=1e-5)
     for state_long, state_short in zip(long[1:], short[1:]):
-        np.testing.assert_allclose(state_long, state_short, atol=1e-6)
+        np.testing.assert_allclose(state_long, state_short, atol=1e-5)
 
 
 def check_variational_dropout(layer_cls, **kwargs):

@@ -179,7 +179,8 @@ def test_mha_padding_invariance_with_keras_masks():
     short = np.asarray(layer(embedding(IDS), embedding(IDS)))
     long = np.asarray(layer(embedding(padded), embedding(padded)))
     real = IDS != 0
-    np.testing.assert_allclose(long[:, :6][real], short[real], atol=1e-6)
+    # Other lengths, other matmul shapes and blocking: float32 rounding, 1e-5.
+    np.testing.assert_allclose(long[:, :6][real], short[real], atol=1e-5)
 
 
 def test_mha_dropout_only_in_training():

@@ -20,6 +20,13 @@ import tensorflow as tf
 from seqlab.layers import GRU, LSTM, SimpleRNN, _loop_choice, portable_loops
 from tests.layers.recurrent_checks import fresh_choices  # noqa: F401 - autouse fixture
 
+
+@pytest.fixture(autouse=True)
+def no_forced_loop(monkeypatch):
+    """The user's `SEQLAB_RNN_LOOP` (a loop forced in the shell) overrides the fused kernel
+    these tests check: unset, as the tests that force one set it themselves."""
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+
 # Keras's TensorFlow backend module of `lstm`, `gru` and the cuDNN kernels (the package's
 # `rnn` attribute is a function of that name).
 TF_RNN = importlib.import_module("keras.src.backend.tensorflow.rnn")

@@ -111,8 +111,9 @@ def test_written_out_step_gradient_equals_the_differentiated_step(
             loss = sum(tf.reduce_sum(r * w) for r, w in zip(results, weights))
         return results + tape.gradient(loss, sources)
 
+    # Sums of float32 products over the steps, in another order: float32 rounding, 1e-5.
     for written, differentiated in zip(run(cell.step_backward), run(None)):
-        np.testing.assert_allclose(written.numpy(), differentiated.numpy(), atol=1e-6, rtol=1e-6)
+        np.testing.assert_allclose(written.numpy(), differentiated.numpy(), atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("variant, layer, scenario", variant_cases(
@@ -483,7 +484,9 @@ def test_padding_that_overflows_an_unbounded_state_leaves_the_gradients_finite(
                            for g in tape.gradient(loss, model.trainable_weights)]
     for ours, reference in zip(gradients["ours"], gradients["keras"]):
         assert np.isfinite(ours).all()
-        np.testing.assert_allclose(ours, reference, rtol=1e-5)
+        # float32 rounding relative to the gradient's size (an entry near 0 is no exception).
+        np.testing.assert_allclose(ours, reference, rtol=1e-5,
+                                   atol=1e-6 * float(np.abs(reference).max()))
 
 
 @pytest.mark.parametrize("variant", _loop_choice.VARIANTS)

@@ -119,7 +119,7 @@ def test_padding_changes_no_output_loss_or_tag(use_crf):
     scores = model((token_ids, char_ids)).numpy()
     padded_scores = model(padded).numpy()
     np.testing.assert_allclose(padded_scores[:, :token_ids.shape[1]][real], scores[real],
-                               atol=1e-6)
+                               atol=1e-5)  # other shapes, other float32 blocking
     decoded = model.decode(padded).numpy()
     np.testing.assert_array_equal(decoded[:, :token_ids.shape[1]],
                                   model.decode((token_ids, char_ids)).numpy())

@@ -385,10 +385,11 @@ def test_ensemble_outputs_the_mean_of_its_members_probabilities():
                                       **TINY)
     ids = padded_ids(ensemble, TEXTS, 0)
     each = np.stack([member(ids).numpy() for member in ensemble.members])
+    # TensorFlow's mean against NumPy's of float32 probabilities: a few float32 ulps, 1e-6.
     np.testing.assert_allclose(ensemble(tf.constant(TEXTS)).numpy(), each.mean(axis=0),
-                               atol=1e-7)
+                               atol=1e-6)
     np.testing.assert_allclose(ensemble.member_probabilities(tf.constant(TEXTS)).numpy(),
-                               each.transpose(1, 0, 2), atol=1e-7)
+                               each.transpose(1, 0, 2), atol=1e-6)
     assert np.abs(each[0] - each[1]).max() > 1e-4  # the members are different models
 
 
@@ -576,12 +577,13 @@ def test_auto_average_wins_when_it_is_right_where_each_member_errs(monkeypatch):
 def test_auto_answers_with_its_choice_and_keeps_it_through_saving(tmp_path):
     model = _auto_model(choice="neural")
     texts = tf.constant(["great film", "dull and poor film"])
-    np.testing.assert_allclose(model(texts), model.neural(texts), atol=1e-7)
+    # The same float32 graph traced apart: its kernels may block the sums otherwise, 1e-6.
+    np.testing.assert_allclose(model(texts), model.neural(texts), atol=1e-6)
     model.choice = "ngrams"
-    np.testing.assert_allclose(model(texts), model.ngram_model(texts), atol=1e-7)
+    np.testing.assert_allclose(model(texts), model.ngram_model(texts), atol=1e-6)
     model.choice = "average"
     np.testing.assert_allclose(
-        model(texts), (model.ngram_model(texts) + model.neural(texts)) / 2, atol=1e-7)
+        model(texts), (model.ngram_model(texts) + model.neural(texts)) / 2, atol=1e-6)
     model.choice = "ngrams"
     model.ngram_model.output_layer.set_weights(
         [np.random.default_rng(0).normal(size=(len(model.ngram_model.vocabulary), 2)),
