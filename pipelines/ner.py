@@ -119,6 +119,26 @@ class PreparedTagging:
     vocabulary: TaggingVocabulary
     encoded: dict
     embeddings: PretrainedEmbeddings | None = None
+    max_word_chars_source: str = "--max-word-chars"
+    words_cut: int = 0  # training words longer than max_word_chars
+
+
+# `default_max_word_chars`: the share of training words whose characters are all kept, and
+# the bounds (a URL of 300 characters would make every word's character steps 300 long).
+WORD_CHARS_KEPT_SHARE, MIN_WORD_CHARS, MAX_WORD_CHARS = 0.999, 20, 64
+
+
+def default_max_word_chars(lengths):
+    """`(max_word_chars, why)` from the training words' lengths in characters: the length
+    `WORD_CHARS_KEPT_SHARE` of them have at most, within `MIN_WORD_CHARS` and
+    `MAX_WORD_CHARS`. A fixed 20 had cut words whose type shows at their end."""
+    if lengths.size == 0:
+        return MIN_WORD_CHARS, f"no training words: {MIN_WORD_CHARS}"
+    covered = int(np.ceil(np.quantile(lengths, WORD_CHARS_KEPT_SHARE)))
+    chosen = min(max(covered, MIN_WORD_CHARS), MAX_WORD_CHARS)
+    return chosen, (f"99.9 % of the training words have at most {covered} characters"
+                    + (f", at least {MIN_WORD_CHARS}" if covered < MIN_WORD_CHARS else
+                       f", at most {MAX_WORD_CHARS}" if covered > MAX_WORD_CHARS else ""))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,6 +364,16 @@ class NerPipeline(Pipeline):
 
     def prepare(self, config, distribution):
         splits = read_splits(config)
+        lengths = np.array([len(token) for s in splits.train for token in s.tokens])
+        if config.max_word_chars is None:
+            value, chars_source = default_max_word_chars(lengths)
+            fill_in_setting(config, "max_word_chars", value, chars_source)
+        else:
+            chars_source = "--max-word-chars"
+        cut = int(np.sum(lengths > config.max_word_chars))
+        if cut:
+            chars_source += (f"; {cut:,} of the {lengths.size:,} training words are longer and "
+                             "cut to it")
         vocabulary = TaggingVocabulary.build(splits.train, config.min_count,
                                              config.max_word_chars)
         encoded = {
@@ -352,7 +382,8 @@ class NerPipeline(Pipeline):
             for split in SPLITS
         }
         return PreparedTagging(splits, vocabulary, encoded,
-                               embeddings=read_embeddings(config, vocabulary, encoded["train"]))
+                               embeddings=read_embeddings(config, vocabulary, encoded["train"]),
+                               max_word_chars_source=chars_source, words_cut=cut)
 
     def build_model(self, config, prepared):
         model = build_model(config, prepared.vocabulary)
@@ -399,6 +430,8 @@ class NerPipeline(Pipeline):
                 "vocabulary": {"words": len(vocabulary.words), "chars": len(vocabulary.chars),
                                "tags": vocabulary.tags},
                 "unknown_word_rate_test": float(np.mean(prepared.encoded["test"].word_ids == 1)),
+                "max_word_chars": config.max_word_chars,
+                "training_words_cut_to_max_word_chars": prepared.words_cut,
             },
         )
         if prepared.embeddings is not None:
@@ -429,6 +462,7 @@ class NerPipeline(Pipeline):
               if prepared.embeddings is not None else []),
             entity_scores_table(metrics),
             *invalid_tag_lines(splits.files),
+            f"max_word_chars {config.max_word_chars}: {prepared.max_word_chars_source}",
             *learning_notes(metrics, count_entities(prepared.test_predicted),
                             len(splits.train), config.data is None),
         ]

@@ -584,3 +584,17 @@ def test_a_word_dim_other_than_the_vectors_is_refused_before_anything_is_written
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
     with pytest.raises(ValueError, match="freeze_embeddings keeps pretrained vectors fixed"):
         NerConfig(freeze_embeddings=True)
+
+
+def test_the_default_max_word_chars_keeps_the_characters_of_nearly_every_training_word():
+    # A fixed 20 cut words whose type shows at their end (F1 0.53 against 1.00 with 40), and
+    # said nothing: on WNUT-17 it cut 742 training words; the default now cuts 48 there.
+    from seqlab.pipelines.ner import default_max_word_chars
+
+    assert default_max_word_chars(np.array([3, 5, 12])) == (
+        20, "99.9 % of the training words have at most 12 characters, at least 20")
+    lengths = np.array([5] * 990 + [26] * 10)
+    assert default_max_word_chars(lengths) == (
+        26, "99.9 % of the training words have at most 26 characters")
+    assert default_max_word_chars(np.array([300] * 5)) == (
+        64, "99.9 % of the training words have at most 300 characters, at most 64")
