@@ -350,6 +350,7 @@ class PreparedTexts:
     truncation: dict | None = None
     ngram_vocabulary: list | None = None  # --model auto's n-gram member
     choice: tuple | None = None  # --model auto: `choose_candidate`'s split and figures
+    vocabulary_left_out: int = 0  # distinct training tokens beyond the vocabulary's cap
 
 
 def checked_classes(classes, path):
@@ -391,8 +392,13 @@ class SentimentPipeline(Pipeline):
         max_tokens = config.vocabulary_size
         if max_tokens is None and config.model != "ngrams":
             max_tokens = DEFAULT_WORD_VOCABULARY
-        vocabulary = adapt_vocabulary(splits["train"].texts, neural_kind(config), max_tokens,
+        # Adapted whole, then cut to the most frequent `max_tokens` (as Keras cuts it), so that
+        # the summary can say how many distinct training tokens the cap leaves out.
+        vocabulary = adapt_vocabulary(splits["train"].texts, neural_kind(config), None,
                                       _standardize(config), config.ngrams)
+        distinct = len(vocabulary)
+        if max_tokens is not None:
+            vocabulary = vocabulary[:max_tokens]
         # auto's n-gram member keeps every n-gram of the training split, as --model ngrams.
         ngram_vocabulary = None if config.model != "auto" else adapt_vocabulary(
             splits["train"].texts, "ngrams", None, _standardize(config), config.ngrams)
@@ -401,7 +407,8 @@ class SentimentPipeline(Pipeline):
         embeddings = read_embeddings(config, vocabulary, splits["train"].texts)
         return PreparedTexts(data, splits, report, classes, ids, vocabulary,
                              embeddings=embeddings, truncation=truncation,
-                             ngram_vocabulary=ngram_vocabulary)
+                             ngram_vocabulary=ngram_vocabulary,
+                             vocabulary_left_out=distinct - len(vocabulary))
 
     def build_model(self, config, prepared):
         model = make_model(config, prepared.vocabulary, len(prepared.classes),
@@ -464,6 +471,7 @@ class SentimentPipeline(Pipeline):
                 "layout": data.layout,
                 "split": prepared.report,
                 "vocabulary_size": len(prepared.vocabulary),
+                "vocabulary_left_out": prepared.vocabulary_left_out,
                 **({"ngram_vocabulary_size": len(prepared.ngram_vocabulary)}
                    if prepared.ngram_vocabulary is not None else {}),
                 "skipped": data.train.skipped + (data.test.skipped if data.test else []),
@@ -512,6 +520,11 @@ class SentimentPipeline(Pipeline):
             f"{'n-grams' if config.model == 'ngrams' else 'tokens'}"
             + (f" and {data['ngram_vocabulary_size']} n-grams"
                if "ngram_vocabulary_size" in data else ""),
+            *([f"vocabulary: the {data['vocabulary_size']:,} most frequent of the "
+               f"{data['vocabulary_size'] + data['vocabulary_left_out']:,} distinct training "
+               f"{'n-grams' if config.model == 'ngrams' else 'tokens'}; the other "
+               f"{data['vocabulary_left_out']:,} read as [UNK] (--vocabulary-size keeps more)"]
+              if data.get("vocabulary_left_out") else []),
             *([truncation_line(prepared.truncation)] if prepared.truncation else []),
             *([prepared.embeddings.summary_line(config.freeze_embeddings)]
               if prepared.embeddings is not None else []),

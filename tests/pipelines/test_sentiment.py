@@ -217,6 +217,21 @@ def test_ngrams_run_exports_and_predicts_raw_strings(tmp_path):
     assert again.metrics["model"] == pytest.approx(result.metrics["model"], abs=1e-9)
 
 
+def test_a_vocabulary_cap_is_the_most_frequent_tokens_and_says_what_it_leaves_out(trained,
+                                                                                   tmp_path):
+    # The cap (20,000 by default) had left tokens out without a word: only "vocabulary N".
+    data, full = trained
+    distinct = full.metrics["data"]["vocabulary_size"]
+    assert full.metrics["data"]["vocabulary_left_out"] == 0
+    result = train(tiny_config(data, tmp_path / "run", vocabulary_size=10, epochs=1))
+    vocabulary = (result.path / "vocabulary.txt").read_text().splitlines()
+    kept = (full.path / "vocabulary.txt").read_text().splitlines()[:10]
+    assert vocabulary == kept  # the most frequent, as Keras's own cap keeps them
+    assert result.metrics["data"]["vocabulary_left_out"] == distinct - 10
+    assert (f"vocabulary: the 10 most frequent of the {distinct:,} distinct training tokens; "
+            f"the other {distinct - 10:,} read as [UNK]") in result.summary
+
+
 def test_test_data_file_is_the_given_test_split(tmp_path):
     train_file = write_reviews(tmp_path / "train.csv", n_per_class=10, labels=["good", "bad"])
     test_file = write_reviews(tmp_path / "test.csv", n_per_class=3, seed=1, labels=["good", "bad"])
