@@ -57,9 +57,9 @@ class NerConfig(TrainConfig):
     )
     min_count: int = option(2, "minimum count of a training word to get its own id")
     max_word_chars: int | None = option(
-        None, "characters of each word the character encoder sees; default: as many as 99.9 % "
-              "of the training words have, at least 20 and at most 64 (the longer ones are cut "
-              "and counted)")
+        None, "characters of each word the character encoder sees; default: enough for 999 "
+              "in 1,000 training words, at least 20 and at most 64 (longer words are cut, and "
+              "counted)")
     word_dim: int | None = option(
         None, f"word embedding size (default: {DEFAULT_WORD_DIM}, or the dimension of "
         "--embeddings)"
