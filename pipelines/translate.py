@@ -266,8 +266,10 @@ class TranslatePipeline(Pipeline):
     def summary_lines(self, config, prepared, metrics):
         data, first_test = metrics["data"], next(iter(prepared.pairs.tests))
         skipped = data["skipped_longer_than_max_length"]
+        trained = data["pairs"]["train"] - skipped["train"]
         lines = [f"{TASK_NAME}: {data['source']}, {config.model}, {data['pairs']['train']} "
-                 f"training pairs, vocabularies {data['vocabulary']['source']} / "
+                 f"training pairs" + (f" ({trained} trained on)" if skipped["train"] else "")
+                 + f", vocabularies {data['vocabulary']['source']} / "
                  f"{data['vocabulary']['target']}, {metrics['epochs_run']} epochs "
                  f"({metrics['train_seconds_this_session']:.0f} s)",
                  *([prepared.embeddings.summary_line(config.freeze_embeddings)]

@@ -310,3 +310,24 @@ def test_the_default_max_length_holds_the_longest_training_pair():
     longest = SentencePairs([" ".join(["w"] * 300)], ["x"])
     value, why = default_max_length(longest)
     assert value == 256 and "capped at 256: longer pairs are left out" in why
+
+
+def test_the_first_line_says_how_many_training_pairs_were_trained_on(trained, tmp_path, capsys):
+    # It counted every pair read (315), those left out for length only on a later line.
+    _, _, pairs = trained
+    long = [(f"{en} {en} {en}", f"{de} {de} {de}") for en, de in pairs[:8]]
+    (tmp_path / "pairs.tsv").write_text(
+        "".join(f"{en}\t{de}\n" for en, de in pairs + long), encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main([
+        "translate", "train", "--data", str(tmp_path / "pairs.tsv"), "--out", str(tmp_path / "r"),
+        "--epochs", "1", "--batch-size", "8", "--embedding-dim", "8", "--layers", "1",
+        "--num-heads", "2", "--ff-dim", "8", "--max-length", "6", "--attention-plots", "0",
+        "--val-fraction", "0.15", "--test-fraction", "0.15"]) == 0
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())["data"]
+    skipped = metrics["skipped_longer_than_max_length"]["train"]
+    assert skipped > 0
+    first = capsys.readouterr().out.splitlines()
+    summary = next(line for line in first if line.startswith("translate: "))
+    assert (f"{metrics['pairs']['train']} training pairs "
+            f"({metrics['pairs']['train'] - skipped} trained on)") in summary
