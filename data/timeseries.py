@@ -1564,20 +1564,19 @@ def choose_season(values, time=None, name=None):
             aside = (f"; the {stamps} suggest {season}, more than a third of the {len(values)} "
                      "training rows")
         else:
+            # Time of day repeats within a week that may repeat more strongly (weekends): the
+            # cycle whose autocorrelation is higher, from one autocorrelation up to the week.
             week = 7 * season
-            if cycle == "a day" and week <= len(values) // 3:
-                # Time of day repeats within a week that may repeat more strongly (weekends):
-                # the cycle whose autocorrelation is higher.
-                correlation = _detrended_autocorrelation(values, week)
-                if correlation[week] > max(correlation[season], 0):
-                    return week, (f"from the {stamps} ({week} a week: its autocorrelation "
-                                  f"{correlation[week]:.2f} is above the day's, "
-                                  f"{correlation[season]:.2f} at {season})")
-            correlation = _detrended_autocorrelation(values, season)[season]
-            if correlation > 0:
+            weekly = cycle == "a day" and week <= len(values) // 3
+            correlation = _detrended_autocorrelation(values, week if weekly else season)
+            if weekly and correlation[week] > max(correlation[season], 0):
+                return week, (f"from the {stamps} ({week} a week: its autocorrelation "
+                              f"{correlation[week]:.2f} is above the day's, "
+                              f"{correlation[season]:.2f} at {season})")
+            if correlation[season] > 0:
                 return season, f"from the {stamps} ({season} {cycle})"
             aside = (f"; the {stamps} suggest {season}, but the autocorrelation there is "
-                     f"{correlation:.2f}")
+                     f"{correlation[season]:.2f}")
     peak = season_peak(values)
     what = f"the autocorrelation of {name}" if name else "the autocorrelation"
     if peak is not None and peak.significant:
