@@ -386,15 +386,6 @@ def _not_written_by_train(run):
     return sorted(foreign)
 
 
-def _config_task(path):
-    """The task a run's config.json names, or None."""
-    try:
-        task = read_json(path).get("task")
-    except (UsageError, AttributeError):
-        return None
-    return task if isinstance(task, str) else None
-
-
 class RunDirectory:
     """The directory one `train` call writes, built under `<out>.partial` and renamed when done.
 
@@ -555,14 +546,18 @@ class RunDirectory:
         if entries:
             previous = self.work / "config.json"
             try:
-                previous_settings = (read_json(previous)["settings"] if previous.is_file()
+                previous_config = read_json(previous) if previous.is_file() else None
+                previous_settings = (previous_config["settings"] if previous_config is not None
                                      else None)
             except UsageError as error:  # a damaged config.json of the unfinished run
                 if not (marked and self.overwrite):
                     raise UsageError(f"{error}; pass --overwrite to start the run over"
                                      if marked else str(error)) from None
-                previous_settings = None
-            previous_task = _config_task(previous) if previous_settings is not None else None
+                previous_config = previous_settings = None
+            previous_task = (previous_config.get("task")
+                             if previous_settings is not None else None)
+            if not isinstance(previous_task, str):  # a hand-edited task is no other task
+                previous_task = None
             if previous_settings == settings:
                 self.resumed = True
             elif not marked:
