@@ -85,11 +85,10 @@ def write_text_atomic(path, text):
         raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except OSError as error:  # read-only, under a file, disk full, ...
-        raise UsageError(f"{path}: cannot write there ({error.strerror or error})") from None
+        with written_or_refused(path):  # read-only, under a file, disk full, ...
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, path)
     finally:
         try:
             temporary.unlink(missing_ok=True)
@@ -126,11 +125,10 @@ def save_model_atomic(model, path):
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        temporary.mkdir(exist_ok=True)
-        model.save(temporary / path.name)
-        os.replace(temporary / path.name, path)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot write there ({error.strerror or error})") from None
+        with written_or_refused(path):
+            temporary.mkdir(exist_ok=True)
+            model.save(temporary / path.name)
+            os.replace(temporary / path.name, path)
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
 
