@@ -66,6 +66,7 @@ from seqlab.pipelines.paths import (
     data_fingerprints,
     export_path,
     missing_train_files,
+    refuse_changed_data,
 )
 
 
@@ -369,27 +370,6 @@ def describe_run_directory(path):
     return lines
 
 
-def refuse_changed_data(run, fingerprints):
-    """Refuses to resume an unfinished run whose data files changed since it started: its
-    epochs so far trained on the old data, and its record (`DATA_FILES`) names that data.
-
-    Raises:
-        UsageError: naming the file, with both sizes.
-    """
-    recorded = read_json(run.path(DATA_FILES))
-    for field, now in fingerprints.items():
-        then = recorded.get(field) if isinstance(recorded, dict) else None
-        if not isinstance(then, dict) or then.get("path") != now["path"]:
-            continue  # not recorded then
-        if (then.get("bytes"), then.get("sha256")) != (now["bytes"], now["sha256"]):
-            raise UsageError(
-                f"{now['path']} has changed since the unfinished run {run.work} started on it "
-                f"({then.get('bytes')} bytes then, {now['bytes']} now; another SHA-256): its "
-                "epochs so far trained on the old data; restore the file to resume, or move "
-                f"{run.work} away to start over on the new data"
-            )
-
-
 def evaluation_result(lines, metrics, output=None):
     """The `ActionResult` of an `evaluate`: the summary `lines` and the figures, which are also
     written as JSON to `output` when given (and the summary says so)."""
@@ -586,7 +566,7 @@ class Pipeline:
             start_run(run, config)
             fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
             if run.path(DATA_FILES).is_file():  # a resumed run keeps its first record
-                refuse_changed_data(run, fingerprints)
+                refuse_changed_data(run.work, fingerprints)
             elif fingerprints:
                 run.write_json(DATA_FILES, fingerprints)
         except BaseException:  # bad data, a refused --out, a kill: nothing written, unlocked

@@ -330,14 +330,42 @@ def check_data_unchanged(run):
         path = record.get("path") if isinstance(record, dict) else None
         if not isinstance(path, str) or not os.path.exists(path):
             continue  # gone: the task's own reading says so
-        now = data_fingerprint(path)
-        if (now["bytes"], now["sha256"]) != (record.get("bytes"), record.get("sha256")):
+        change = _change(record, data_fingerprint(path))
+        if change:
             raise UsageError(
-                f"{path} has changed since the run {run} trained on it ({record.get('bytes')} "
-                f"bytes then, {now['bytes']} now; another SHA-256): the test split evaluate "
-                "would read from it is not the one training held out; give the data to score "
-                "with --data (or train again)"
+                f"{path} has changed since the run {run} trained on it ({change}): the test "
+                "split evaluate would read from it is not the one training held out; give the "
+                "data to score with --data (or train again)"
             )
+
+
+def refuse_changed_data(work, fingerprints):
+    """Refuses to resume the unfinished run `work` whose data files changed since it started
+    (`fingerprints`: `data_fingerprints` now): its epochs so far trained on the old data, and
+    its record (`DATA_FILES`) names that data.
+
+    Raises:
+        UsageError: naming the file, with both sizes.
+    """
+    recorded = read_json(Path(work) / DATA_FILES)
+    for field, now in fingerprints.items():
+        then = recorded.get(field) if isinstance(recorded, dict) else None
+        if not isinstance(then, dict) or then.get("path") != now["path"]:
+            continue  # not recorded then
+        change = _change(then, now)
+        if change:
+            raise UsageError(
+                f"{now['path']} has changed since the unfinished run {work} started on it "
+                f"({change}): its epochs so far trained on the old data; restore the file to "
+                f"resume, or move {work} away to start over on the new data"
+            )
+
+
+def _change(record, now):
+    """How the fingerprint `now` differs from the `record` kept, or None."""
+    if (now["bytes"], now["sha256"]) == (record.get("bytes"), record.get("sha256")):
+        return None
+    return f"{record.get('bytes')} bytes then, {now['bytes']} now; another SHA-256"
 
 
 def check_output(output, run, settings, reads=()):
