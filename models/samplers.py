@@ -15,7 +15,10 @@ keras-hub's samplers do), and are chosen by name with `get_sampler`:
 
 - `"greedy"`: the most probable token (argmax).
 - `"random"`: a sample from softmax(logits / temperature), optionally from the `top_k` most
-  probable tokens only; temperature 0 means argmax. Each row draws its uniform numbers from
+  probable tokens only; temperature 0 means argmax. A token whose logit is at or below
+  `EXCLUDED_LOGIT` (seqlab's models add -1e9 to the ids they must never choose) is never drawn,
+  however high the temperature: dividing by a temperature of 1e9 would otherwise lift it to
+  the others' level. Each row draws its uniform numbers from
   TensorFlow's stateless generator with its own seed, so the same seed gives the same tokens,
   eagerly or in a SavedModel, whatever else is in the batch.
 - `"beam"`: beam search (`BeamSampler`, in its own section below): `beam_width` hypotheses
@@ -31,6 +34,9 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+# A logit at or below this is a token the model excludes: the random sampler never draws it,
+# at any temperature (models/char_lm.py and models/translator.py add -1e9 to such tokens).
+EXCLUDED_LOGIT = -1e8
 
 def _relaxed_batch_shape(tensor):
     """The shape of `tensor` with an unknown first (batch) dimension, as a loop invariant."""
@@ -170,9 +176,13 @@ class RandomSampler(Sampler):
             raise RuntimeError("call start() before get_next_token() (__call__ does)")
         logits = tf.cast(logits, tf.float32)
         batch, vocab = tf.shape(logits)[0], tf.shape(logits)[1]
+        excluded = logits <= EXCLUDED_LOGIT
         if self.top_k is not None:
             kth_best = tf.math.top_k(logits, k=tf.minimum(self.top_k, vocab)).values[:, -1:]
-            logits = tf.where(logits < kth_best, tf.constant(-float("inf")), logits)
+            excluded |= logits < kth_best
+        # A row whose every logit is that low (no seqlab model makes one) keeps them all.
+        excluded &= ~tf.reduce_all(excluded, axis=-1, keepdims=True)
+        logits = tf.where(excluded, tf.constant(-float("inf")), logits)
         temperature = tf.broadcast_to(tf.cast(self.temperature, tf.float32), [batch])
         sampled = temperature > 0
         scaled = logits / tf.where(sampled, temperature, 1.0)[:, None]

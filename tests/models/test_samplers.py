@@ -113,6 +113,22 @@ def test_top_k_samples_only_the_k_best_tokens():
         assert set(sampler.get_next_token(logits, 0).numpy().tolist()) == expected
 
 
+def test_excluded_tokens_are_never_drawn_at_any_temperature():
+    # Tokens 0 and 1 carry the -1e9 that seqlab's models add to ids they must never choose.
+    # Divided by a temperature of 1e12 that is -0.001, as likely as the others: the sampler
+    # must still leave them out (and a row whose every logit is that low keeps them all).
+    rows = 400
+    logits = tf.tile(tf.constant([[-1e9, -1e9, 0.5, 2.0, 1.0]]), [rows, 1])
+    for temperature in (1.0, 1e12):
+        sampler = RandomSampler(temperature=temperature, seed=tf.range(rows))
+        sampler.start(logits, 1)
+        assert set(sampler.get_next_token(logits, 0).numpy().tolist()) == {2, 3, 4}
+    all_low = tf.fill([rows, 3], -1e9)
+    sampler = RandomSampler(temperature=1.0, seed=tf.range(rows))
+    sampler.start(all_low, 1)
+    assert set(sampler.get_next_token(all_low, 0).numpy().tolist()) == {0, 1, 2}
+
+
 def test_end_token_finishes_rows_and_stops_the_loop_early():
     def step(token_ids, state):
         # Row 0 goes 2 -> 3 -> 4 -> 0 (end); row 1 repeats 5 forever.
