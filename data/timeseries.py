@@ -79,7 +79,8 @@ def read_csv(path, text_columns=()):
     when none does). Every row must have as many fields as the header. Lines longer than
     `MAX_LINE_BYTES` are refused as soon as one is met, so that a file without line breaks is
     never read whole. Blank lines are kept as rows of missing values, so that row `i` of the frame
-    is always line `i + 2` of the file (line 1 is the header) and error messages can name lines.
+    is always line `i + 2` of the file (line 1 is the header) and error messages can name lines;
+    blank lines at the end of the file (an editor's or a spreadsheet's) are not rows.
     Line endings are normalised as Python's text mode does ("\\r\\n" and a lone "\\r" end a line
     like "\\n"), so no column name or value of a Windows file keeps a "\\r".
 
@@ -98,7 +99,8 @@ def read_csv(path, text_columns=()):
             malformed, or has no data rows.
     """
     path = resolve_path(path)
-    text = normalize_line_endings(decode_utf8(_read_bounded(path), path))
+    raw = decode_utf8(_read_bounded(path), path)
+    text = _without_trailing_blank_lines(normalize_line_endings(raw))
     if not text.strip():
         raise DataError("the file is empty; expected a CSV header and data rows", path=path)
     header_line = text.split("\n", 1)[0]
@@ -119,6 +121,14 @@ def read_csv(path, text_columns=()):
         raise DataError("the file has a header but no data rows", path=path)
     frame.attrs["delimiter"] = delimiter
     return frame
+
+
+def _without_trailing_blank_lines(text):
+    """`text` ending with its last line that holds more than spaces and tabs, and one "\\n"."""
+    lines = text.split("\n")
+    while lines and not lines[-1].strip(" \t"):
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _read_bounded(path):
@@ -510,16 +520,24 @@ def _not_a_number(column):
     return f"e.g. {value!r}" + (": a decimal comma is not read as a number's" if comma else "")
 
 
+# The share of a first column's present values that must be dates for it to be taken as the
+# time column when none is named. Below 1, so that a few cells that are not (an empty one, a
+# typo, a spreadsheet's "Total" row) do not quietly turn the time stamps into a column left
+# out: reading the column then names them, as it does for a time column named.
+DATE_SHARE = 0.9
+
+
 def _date_reading(column):
     """`(looks like dates, read day first)` of a column without a time column named: the
     second is None where it is not known (reading them says why they are not one kind)."""
-    if pd.api.types.is_numeric_dtype(column) or column.isna().any():
+    present = column.dropna()
+    if pd.api.types.is_numeric_dtype(column) or present.empty:
         return False, None
     try:
-        dates, dayfirst, _ = parse_dates(column, str(column.name))
+        dates, dayfirst, _ = parse_dates(present, str(column.name))
     except DataError:  # dates, with and without a UTC offset: reading them says so
         return True, None
-    return bool(dates.notna().all()), dayfirst
+    return bool(dates.notna().mean() >= DATE_SHARE), dayfirst
 
 
 @dataclasses.dataclass
@@ -619,7 +637,8 @@ class SeriesSchema:
             time_column: the time column, or a list of columns that together make the time
                 stamps (`["year", "month", "day", "hour"]`; a name with commas,
                 `"year,month,day,hour"`, is split when no column has that name). None picks the
-                first column when all its values are dates, else the columns named year and
+                first column when its values are dates (at least `DATE_SHARE` of those present:
+                reading it then names the cells that are missing or not dates), else the columns named year and
                 month (then day, hour, minute, second) when they hold whole numbers, else the
                 series has no time column.
             targets: the columns to forecast; None means the only numeric feature column.

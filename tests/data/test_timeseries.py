@@ -279,6 +279,30 @@ def test_dated_first_column_becomes_the_time_column(tmp_path):
     assert series.values["Temp"].tolist() == [1.5, 2.5, 3.5]
 
 
+def test_a_dated_first_column_with_a_missing_or_wrong_cell_is_named_not_left_out(tmp_path):
+    # One empty date, or a spreadsheet's "Total" row, used to turn the time stamps into a column
+    # left out (the season then guessed, the total forecast as the last value); reading the
+    # column as the time column names the cell instead, as for a time column named.
+    stamps = [f"2020-01-{day:02d}" for day in range(1, 21)]
+    rows = [f"{stamp},{day}" for day, stamp in enumerate(stamps)]
+    with pytest.raises(DataError, match=r"time column 'date' has missing values at lines 6; "):
+        prepared(tmp_path, "date,y\n" + "\n".join(rows[:4] + [",4"] + rows[5:]) + "\n")
+    with pytest.raises(DataError, match=r"time column 'date' has values that are not dates at "
+                                        r"lines 22 \('Total'\)"):
+        prepared(tmp_path, "date,y\n" + "\n".join(rows + ["Total,190"]) + "\n")
+    # A column that is mostly not dates is no time column.
+    schema, _ = prepared(tmp_path, "code,y\n" + "".join(f"c{day},{day}\n" for day in range(9))
+                         + "2020-01-01,9\n")
+    assert schema.time_column is None and schema.skipped_columns == ["code"]
+
+
+def test_blank_lines_at_the_end_of_a_file_are_not_rows(tmp_path):
+    schema, series = prepared(tmp_path, "date,y\n2020-01-01,1\n2020-01-02,2\n\n \n\t\n\n")
+    assert schema.time_column == "date" and series.values["y"].tolist() == [1.0, 2.0]
+    _, series = prepared(tmp_path, "y\n1\n2\n\n\n")
+    assert series.values["y"].tolist() == [1.0, 2.0] and series.fill_report is None
+
+
 def _dated(stamps):
     return "date,y\n" + "".join(f"{stamp},{i}\n" for i, stamp in enumerate(stamps))
 
