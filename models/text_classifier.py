@@ -82,18 +82,21 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
 
 
 def keep_last_tokens(ids, sequence_length):
-    """The last `sequence_length` tokens of each row: `int[B, T] -> int[B, min(T, length)]`.
+    """The last `sequence_length` tokens of each row: `int[B, T] -> int[B, W]`.
 
     A row's tokens (ids != 0) come first, padding (id 0) after them; a row with L tokens keeps
     tokens `max(0, L - sequence_length) .. L - 1`, still first in the row, padded with 0. The
-    width is the batch's longest kept row, so a batch of short texts stays narrow.
+    width W is the batch's longest kept row, so a batch of short texts stays narrow, and at
+    least 1: a batch of empty texts is one step of padding (masked), since a recurrent loop
+    cannot run zero steps.
     """
-    ids = tf.convert_to_tensor(ids)
+    # One column of padding more, so that there is a column to gather where T is 0.
+    ids = tf.pad(tf.convert_to_tensor(ids), [[0, 0], [0, 1]])
     lengths = tf.reduce_sum(tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1, keepdims=True)
-    width = tf.minimum(tf.reduce_max(tf.concat([lengths[:, 0], [0]], axis=0)), sequence_length)
+    longest = tf.reduce_max(tf.concat([lengths[:, 0], [1]], axis=0))
+    width = tf.minimum(longest, sequence_length)
     positions = tf.maximum(lengths - sequence_length, 0) + tf.range(width)[None, :]
-    kept = tf.gather(ids, tf.minimum(positions, tf.maximum(tf.shape(ids)[1] - 1, 0)),
-                     batch_dims=1)
+    kept = tf.gather(ids, tf.minimum(positions, tf.shape(ids)[1] - 1), batch_dims=1)
     return tf.where(positions < lengths, kept, tf.zeros_like(kept))
 
 

@@ -178,15 +178,22 @@ def test_padding_does_not_change_outputs_and_empty_texts_are_defined(kind, pooli
     np.testing.assert_allclose(defined.sum(axis=1), 1, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["gru", "cnn", "transformer", "ngrams"])
-def test_an_empty_batch_of_texts_gives_no_rows_of_probabilities(kind):
-    # The ngrams kind's sparse n-gram count refused it ("at least 2 elements for the splits").
-    model = tiny_classifier(kind)
+@pytest.mark.parametrize("kind", ["gru", "bilstm", "cnn", "transformer", "ngrams"])
+@pytest.mark.parametrize("truncate", ["end", "start"])
+def test_an_empty_batch_of_texts_gives_no_rows_of_probabilities(kind, truncate):
+    # The ngrams kind's sparse n-gram count refused it ("at least 2 elements for the splits"),
+    # and with truncate="start" (the command's default) a batch of empty texts was zero steps
+    # wide, which a recurrent loop cannot run.
+    model = tiny_classifier(kind, truncate=truncate)
     assert model(tf.constant([], tf.string)).shape == (0, 3)
     serve = tf.function(model, input_signature=[tf.TensorSpec([None], tf.string)])
     assert serve(tf.constant([], tf.string)).shape == (0, 3)
     np.testing.assert_allclose(serve(tf.constant(["a film", ""])).numpy(),
                                model(tf.constant(["a film", ""])).numpy(), atol=1e-6)
+    # Texts with no token at all: every one gets the same defined probabilities.
+    empty = serve(tf.constant(["", "   ", "!"])).numpy()
+    assert empty.shape == (3, 3) and np.all(np.isfinite(empty))
+    np.testing.assert_allclose(empty, np.broadcast_to(empty[0], empty.shape), atol=1e-6)
 
 
 def test_keep_last_tokens_keeps_each_rows_last_tokens_first_in_the_row():
@@ -201,8 +208,10 @@ def test_keep_last_tokens_keeps_each_rows_last_tokens_first_in_the_row():
         for row, length in enumerate(lengths):
             tokens = list(ids[row, :length][-keep:])  # plain Python slicing as the reference
             assert list(kept[row]) == tokens + [0] * (kept.shape[1] - len(tokens))
-    # The batch is only as wide as its longest kept row.
+    # The batch is only as wide as its longest kept row, and at least one step.
     assert keep_last_tokens(tf.constant([[3, 4, 0, 0, 0]]), 8).shape == (1, 2)
+    assert keep_last_tokens(tf.zeros([2, 0], tf.int64), 8).numpy().tolist() == [[0], [0]]
+    assert keep_last_tokens(tf.zeros([0, 0], tf.int64), 8).shape == (0, 1)
 
 
 def test_count_tokens_counts_the_words_the_model_reads_before_any_cut():
