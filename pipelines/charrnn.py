@@ -139,9 +139,17 @@ def export_saved_model(generator, path):
                 checks.append(tf.debugging.assert_equal(
                     dynamic_shape(state), tf.stack([ids_shape[0], model.units]),
                     message=f"{name} must be float32[batch of char_ids, {model.units}]"))
+                # A server feeds the states back: one NaN would make every later answer NaN.
+                checks.append(tf.debugging.assert_all_finite(
+                    state, message=f"{name} must hold finite values only"))
         with tf.control_dependencies(checks):
             char_ids = tf.identity(char_ids)
-        logits, states = model.call_with_states(char_ids, list(states))
+        # No step at all ([batch, 0]) is read as one step of padding, which keeps the states:
+        # the recurrent loop cannot run zero steps. Its logits are sliced off again.
+        steps = ids_shape[1]
+        padded = tf.pad(char_ids, [[0, 0], [0, tf.cast(tf.equal(steps, 0), tf.int32)]])
+        logits, states = model.call_with_states(padded, list(states))
+        logits = logits[:, :steps]
         return {"logits": suppress_ids(logits, generator.suppressed_ids),
                 **dict(zip(model.state_names, states))}
 

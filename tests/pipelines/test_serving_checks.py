@@ -93,9 +93,20 @@ def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
     states = {name: tf.zeros([1, units]) for name in step.structured_input_signature[1]
               if name != "char_ids"}
     state_name = sorted(states)[0]
-    assert step(char_ids=tf.constant([[3]]), **states)["logits"].shape[:2] == (1, 1)
+    answer = step(char_ids=tf.constant([[3]]), **states)
+    assert answer["logits"].shape[:2] == (1, 1)
+    # No character at all: no logits, and the states come back as they were sent.
+    fed_back = {name: answer[name] for name in states}
+    nothing = step(char_ids=tf.zeros([1, 0], tf.int32), **fed_back)
+    assert nothing["logits"].shape == (1, 0, run.model.vocabulary_size)
+    for name in states:
+        np.testing.assert_array_equal(nothing[name], fed_back[name])
+    assert np.abs(fed_back[state_name]).max() > 0  # so the check above is not of zeros only
     with pytest.raises(REFUSED, match=rf"{state_name} must be float32\[batch of char_ids"):
         step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.zeros([3, units])})
+    for bad in (np.nan, np.inf):
+        with pytest.raises(REFUSED, match=f"{state_name} must hold finite values only"):
+            step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.fill([1, units], bad)})
     size = run.model.vocabulary_size
     for bad in (-1, size):
         with pytest.raises(REFUSED, match=rf"char_ids must lie in \[0, vocabulary size {size}\)"):
