@@ -75,10 +75,10 @@ def load_sunspots():
 def read_csv(path, text_columns=()):
     """Reads a CSV file into a DataFrame, reporting unreadable input as `DataError`.
 
-    The delimiter is the one of `,` `;` and tab that occurs most often in the header line (`,`
-    when none does). Every row must have as many fields as the header. Lines longer than
-    `MAX_LINE_BYTES` are refused as soon as one is met, so that a file without line breaks is
-    never read whole. Blank lines are kept as rows of missing values, so that row `i` of the frame
+    The delimiter is the one of `,` `;` and tab that splits the header into the most fields
+    and the first rows into as many (`,` when none splits the header). Every row must have as
+    many fields as the header. Lines longer than `MAX_LINE_BYTES` are refused as soon as one is
+    met, so that a file without line breaks is never read whole. Blank lines are kept as rows of missing values, so that row `i` of the frame
     is always line `i + 2` of the file (line 1 is the header) and error messages can name lines;
     blank lines at the end of the file (an editor's or a spreadsheet's) are not rows.
     Line endings are normalised as Python's text mode does ("\\r\\n" and a lone "\\r" end a line
@@ -103,10 +103,7 @@ def read_csv(path, text_columns=()):
     text = _without_trailing_blank_lines(normalize_line_endings(raw))
     if not text.strip():
         raise DataError("the file is empty; expected a CSV header and data rows", path=path)
-    header_line = text.split("\n", 1)[0]
-    delimiter = max(CSV_DELIMITERS, key=header_line.count)
-    if not header_line.count(delimiter):
-        delimiter = ","
+    delimiter = _delimiter(text)
     _check_field_counts(text, delimiter, path)
     try:
         frame = pd.read_csv(
@@ -121,6 +118,20 @@ def read_csv(path, text_columns=()):
         raise DataError("the file has a header but no data rows", path=path)
     frame.attrs["delimiter"] = delimiter
     return frame
+
+
+def _delimiter(text, rows=5):
+    """The one of `CSV_DELIMITERS` that splits the header into the most fields and the first
+    `rows` rows into as many, counting none inside quotes (`date;"price, eur"` and its rows
+    `2020-01-01;1.5` are split by ";"); "," where none splits the header."""
+    lines = [line for line in text.split("\n", rows + 1)[:rows + 1] if line]
+
+    def fit(delimiter):
+        counts = [len(row) for row in csv.reader(lines, delimiter=delimiter)]
+        return counts[0] > 1 and all(count == counts[0] for count in counts), counts[0]
+
+    delimiter = max(CSV_DELIMITERS, key=fit)
+    return delimiter if fit(delimiter)[1] > 1 else ","
 
 
 def _without_trailing_blank_lines(text):
@@ -508,16 +519,19 @@ def _date_part_columns(frame, columns):
     return names
 
 
-# A number written with a decimal comma (`10,5`), which `_parse_numbers` does not read.
+# A number written with a comma (`10,5`, `1,000`), which `_parse_numbers` does not read.
 _DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
 
 
 def _not_a_number(column):
-    """An example of a column that is not numbers, from its first value, for a message."""
+    """An example of a column that is not numbers, its first value that is not one, for a
+    message."""
     present = column.dropna()
-    value = present.iloc[0] if len(present) else None
+    words = present[_parse_numbers(present).isna()]
+    value = words.iloc[0] if len(words) else None
     comma = _DECIMAL_COMMA.fullmatch(str(value))
-    return f"e.g. {value!r}" + (": a decimal comma is not read as a number's" if comma else "")
+    return f"e.g. {value!r}" + (": a comma inside a number (decimal or thousands) is not read"
+                                if comma else "")
 
 
 # The share of a first column's present values that must be dates for it to be taken as the

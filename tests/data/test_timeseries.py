@@ -450,8 +450,12 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
         ("a,b\n1,2\n3,4\n", {},
          r"cannot tell which column to forecast among a, b; name it with --target"),
         ("t;y\n1;10,5\n2;11,5\n", {"time_column": "t"},
-         r"no column holds numbers to forecast; y does not \(e\.g\. '10,5': a decimal comma is "
-         r"not read as a number's\); expected a column of numbers besides the time"),
+         r"no column holds numbers to forecast; y does not \(e\.g\. '10,5': a comma inside a "
+         r"number \(decimal or thousands\) is not read\); expected a column of numbers besides "
+         r"the time"),
+        # The example is the first value that is not a number, not the first value.
+        ('t,y\n1,910\n2,990\n3,"1,000"\n4,"1,100"\n5,"1,200"\n', {"time_column": "t"},
+         r"y does not \(e\.g\. '1,000': a comma inside a number \(decimal or thousands\)"),
         ("Date,y\n2020-01-02,1\n2020-01-01,2\n", {},
          r"time column 'Date' does not increase at line 3 \('2020-01-01' after '2020-01-02'\)"),
         # Numbers are quoted as the file has them, not as numpy's np.int64(49).
@@ -512,6 +516,12 @@ def test_semicolon_and_tab_separated_files_are_read_by_their_delimiter(tmp_path,
     assert frame.attrs["delimiter"] == delimiter
     schema = SeriesSchema.infer(frame)
     assert (schema.time_column, schema.targets) == ("date", ["value"])
+
+
+def test_a_delimiter_inside_a_quoted_header_name_does_not_count(tmp_path):
+    frame = read_csv(write_csv(tmp_path, 'date;"price, eur"\n2020-01-01;1.5\n2020-01-02;2.5\n'))
+    assert list(frame.columns) == ["date", "price, eur"] and frame.attrs["delimiter"] == ";"
+    assert frame["price, eur"].tolist() == [1.5, 2.5]
 
 
 @pytest.mark.parametrize("row,count", [("3,3,3", 3), ("3", 1)])
