@@ -598,8 +598,8 @@ class SeriesSchema:
         categories: for each one-hot encoded column, its categories in encoding order.
         fill: how missing or non-numeric values are repaired (`"ffill"`, `"interpolate"`), or
             None to refuse them.
-        skipped_columns: non-numeric columns left out of the default features (reported, not
-            silently dropped).
+        skipped_columns: columns left out of the default features, not numeric or with no
+            value at all (reported, not silently dropped).
         fill_ends: what `fill` does with the rows it cannot repair, before a column's first
             value (and with `"interpolate"` after its last): `"drop"` them (reported),
             `"nearest"` (copy the nearest value) or `"refuse"`. The default here is seqlab
@@ -712,7 +712,10 @@ class SeriesSchema:
         if features is None:
             features = []
             for name in others:
-                if name in categorical or _is_numeric_column(frame[name]):
+                # A column with no value at all (a trailing delimiter on every line) is no
+                # feature: it would make the target ambiguous, then fail as all missing.
+                if name in categorical or (_is_numeric_column(frame[name])
+                                           and frame[name].notna().any()):
                     features.append(name)
                 else:
                     skipped.append(name)

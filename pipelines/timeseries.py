@@ -947,7 +947,7 @@ class TimeseriesPipeline(Pipeline):
                            for name, forms in metrics["classical_forms"].items())]
               if metrics["classical_forms"] else []),
             *prepared.notes,
-            *([f"non-numeric columns left out: {', '.join(schema.skipped_columns)}"]
+            *([f"columns left out (not numbers, or empty): {', '.join(schema.skipped_columns)}"]
               if schema.skipped_columns else []),
             # What reading did: time stamps built from columns, values filled, rows dropped.
             *series.notes,

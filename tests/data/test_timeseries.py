@@ -518,6 +518,12 @@ def test_semicolon_and_tab_separated_files_are_read_by_their_delimiter(tmp_path,
     assert (schema.time_column, schema.targets) == ("date", ["value"])
 
 
+def test_an_empty_column_from_trailing_delimiters_is_left_out_not_a_target(tmp_path):
+    schema, series = prepared(tmp_path, "date,value,\n2020-01-01,1,\n2020-01-02,2,\n")
+    assert schema.targets == ["value"] and schema.skipped_columns == ["Unnamed: 2"]
+    assert series.values.columns.tolist() == ["value"]
+
+
 def test_a_delimiter_inside_a_quoted_header_name_does_not_count(tmp_path):
     frame = read_csv(write_csv(tmp_path, 'date;"price, eur"\n2020-01-01;1.5\n2020-01-02;2.5\n'))
     assert list(frame.columns) == ["date", "price, eur"] and frame.attrs["delimiter"] == ";"
@@ -689,7 +695,7 @@ def test_a_category_missing_at_the_start_is_dropped_with_its_rows(tmp_path):
 @pytest.mark.parametrize(
     "text,message",
     [
-        ("t,x,y\n1,,1\n2,,2\n", r"column 'x' has no values; --fill interpolate needs at least one"),
+
         ("t,x,y\n1,,1\n2,2,\n3,3,\n",
          r"--fill interpolate --fill-ends drop leaves no rows: column 'x' has no value before "
          r"line 3, and column 'y' none after line 2"),
@@ -698,6 +704,14 @@ def test_a_category_missing_at_the_start_is_dropped_with_its_rows(tmp_path):
 def test_dropping_that_leaves_nothing_is_an_error(tmp_path, text, message):
     with pytest.raises(DataError, match=message):
         prepared(tmp_path, text, time_column="t", targets=["y"], fill="interpolate")
+
+
+def test_a_feature_named_with_no_value_cannot_be_filled(tmp_path):
+    # Not named, it is left out (test_an_empty_column_from_trailing_delimiters_...).
+    with pytest.raises(DataError, match=r"column 'x' has no values; --fill interpolate needs "
+                                        r"at least one"):
+        prepared(tmp_path, "t,x,y\n1,,1\n2,,2\n", time_column="t", targets=["y"],
+                 features=["x", "y"], fill="interpolate")
 
 
 # --- time stamps split over columns --------------------------------------------------------------
