@@ -94,8 +94,10 @@ class TokenAndPositionEmbedding(KeepsFrozenLayers, keras.layers.Layer):
 
     Args:
         vocabulary_size: number of token ids (ids are in `[0, vocabulary_size)`).
-        sequence_length: the longest sequence the layer accepts; a longer
-            input of known length raises `ValueError`.
+        sequence_length: the longest sequence the layer is built for: building it
+            for a longer input of known length raises `ValueError`. Once built, the layer
+            computes any length (the sinusoid is defined at every position), so a caller
+            that must bound its inputs checks them itself.
         embedding_dim: d_model, the size of each embedding vector.
         mask_zero: whether id 0 is padding to be masked.
         max_wavelength: the base of the positional wavelengths.
