@@ -72,7 +72,12 @@ from seqlab.pipelines.common import (
     write_text_atomic,
 )
 from seqlab.models.serving import checked_input
-from seqlab.pipelines.configs.timeseries import CARD, PANEL_MODEL_KINDS, TimeseriesConfig
+from seqlab.pipelines.configs.timeseries import (
+    CARD,
+    PANEL_MODEL_KINDS,
+    TimeseriesConfig,
+    is_many_series,
+)
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.settings import MAXIMUMS, fill_in_setting
 from seqlab.pipelines.timeseries_classical_panel import (
@@ -128,10 +133,7 @@ def is_m4_source(data):
 
 def is_panel(config):
     """Whether a run's settings are many series (see the module's docstring)."""
-    return (getattr(config, "id_column", None) is not None
-            or getattr(config, "holdout", None) is not None
-            or is_m4_source(config.data) is not None
-            or (config.data is not None and Path(str(config.data)).is_dir()))
+    return is_many_series(config)
 
 
 def is_panel_run(run):
@@ -139,10 +141,37 @@ def is_panel_run(run):
     return (Path(run) / "panel.json").is_file()
 
 
-def _given(config, name):
-    """Whether the setting `name` differs from its default (a user chose it)."""
-    field = next(f for f in dataclasses.fields(TimeseriesConfig) if f.name == name)
-    return getattr(config, name) != field.default
+# Settings that only one series reads: many series have their own protocol (the holdout),
+# window normalisation and network (`default_settings`).
+ONE_SERIES_ONLY = {
+    "backtest": "many series are scored on their holdout",
+    "stride": "the network draws windows at random from every series",
+    "val_fraction": "the network is chosen on each series' last --holdout values before it",
+    "test_fraction": "each series' test part is its last --holdout values",
+    "split_targets": "each series' test part is its last --holdout values",
+    "scaler": "each window is normalised by its own last value",
+    "normalization": "each window is normalised by its own last value",
+    "auto_folds": "the members are chosen on each series' last --holdout values before it",
+    "num_heads": "the networks of many series are nbeats, gru and lstm",
+    "ff_dim": "the networks of many series are nbeats, gru and lstm",
+    "fill": "missing values inside a series are refused",
+    "fill_ends": "missing values inside a series are refused",
+}
+
+
+def refuse_one_series_settings(config):
+    """Refuses a setting of `ONE_SERIES_ONLY` set to other than its default: many series
+    would not read it, and a setting silently ignored is a result the user did not ask for.
+
+    Raises:
+        UsageError: naming the first such setting and why many series do without it.
+    """
+    defaults = {f.name: f.default for f in dataclasses.fields(TimeseriesConfig)}
+    for name, why in ONE_SERIES_ONLY.items():
+        if getattr(config, name) != defaults[name]:
+            shown = ("--no-split-targets" if name == "split_targets"
+                     else f"--{name.replace('_', '-')} {getattr(config, name)}")
+            raise UsageError(f"{shown} is for one series; many series do without it: {why}")
 
 
 def _named(ids):
@@ -214,9 +243,12 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     notes = []
     if frequency is not None:
         m4 = M4_SETS[frequency]
-        if config.holdout is not None and config.holdout != m4["horizon"]:
-            raise UsageError(f"--holdout {config.holdout}: M4's {frequency} files hold out "
-                             f"{m4['horizon']} values per series; leave --holdout out")
+        # (train only for --horizon: a run's config.json records the horizon it used.)
+        for name, value, unset in (("holdout", config.holdout, None),
+                                   ("horizon", 1 if horizon else config.horizon, 1)):
+            if value not in (unset, m4["horizon"]):
+                raise UsageError(f"--{name} {value}: M4's {frequency} files hold out "
+                                 f"{m4['horizon']} values per series; leave --{name} out")
         panel = read_m4_folder(data, frequency)
         chosen_h = horizon or m4["horizon"]
         h_source = f"M4 {frequency}'s horizon (its test files)"
@@ -256,6 +288,10 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     if horizon is not None:
         chosen_h, h_source = horizon, "the run's"
     elif config.holdout is not None:
+        if config.horizon not in (1, config.holdout):
+            raise UsageError(f"--horizon {config.horizon} with --holdout {config.holdout}: "
+                             "many series forecast their holdout, so the two are one; give "
+                             "one of them")
         chosen_h, h_source = config.holdout, "--holdout"
     elif config.horizon > 1:
         chosen_h, h_source = config.horizon, "--horizon"
@@ -707,9 +743,7 @@ class PanelPipeline(Pipeline):
         if config.model not in PANEL_MODEL_KINDS:
             raise UsageError(f"--model {config.model}: many series take "
                              f"{', '.join(PANEL_MODEL_KINDS)} (one network for all series)")
-        if config.backtest > 1:
-            raise UsageError("--backtest is for one series; many series are scored on their "
-                             "holdout")
+        refuse_one_series_settings(config)
         data = read_panel_data(config)
         lengths = np.array([t.size for t in data.train])
         settings = default_settings(data.horizon, data.season, lengths)
@@ -719,11 +753,14 @@ class PanelPipeline(Pipeline):
         source = "chosen from the horizon, season and series lengths (default_settings)"
         if config.model != "auto":
             settings["kind"] = config.model
-        for name in ("units", "layers", "batch_size", "learning_rate"):
-            if _given(config, name):
+        # Set by the user (None otherwise: `TimeseriesConfig`), or chosen here; either way
+        # config.json records the value used. The batch is per replica (with --distribute
+        # the lifecycle multiplies it).
+        for name, kind in (("units", int), ("layers", int), ("batch_size", int),
+                           ("learning_rate", float)):
+            if getattr(config, name) is not None:
                 settings[name] = getattr(config, name)
-        # The batch per replica (with --distribute the lifecycle multiplies it).
-        config.batch_size = int(settings["batch_size"])
+            setattr(config, name, kind(settings[name]))
         if config.lookback is not None:
             settings["lookback"] = config.lookback
         else:
@@ -732,10 +769,10 @@ class PanelPipeline(Pipeline):
         # trains for the default's steps unless --epochs says otherwise (early stopping on
         # the validation origin may end it sooner).
         settings.setdefault("steps_per_epoch", STEPS_PER_EPOCH)
-        if not _given(config, "epochs"):
+        if config.epochs is None:
             config.epochs = max(1, math.ceil(int(settings["steps"])
                                              / int(settings["steps_per_epoch"])))
-        h = data.horizon
+        h = config.horizon = data.horizon  # config.json records the horizon forecast
         fit_series = [t[:-h] if t.size > h else t[:0] for t in data.train]
         min_history = default_min_history(config.lookback, h)
         settings["min_history"] = min_history

@@ -103,7 +103,7 @@ def test_timeseries_train_help_has_the_flags_it_had():
     flags = [word.strip("[]") for word in usage.split() if word.strip("[]").startswith("--")]
     assert flags == TIMESERIES_TRAIN_FLAGS
     assert "{auto,lstm,gru,rnn,transformer,linear,nbeats}" in usage
-    assert "(default: 200)" in train  # --epochs, the task's own default
+    assert "default: one series 200" in train  # --epochs, the task's own default
 
 
 def test_an_action_alias_answers_without_tensorflow():

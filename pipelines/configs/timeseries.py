@@ -1,6 +1,7 @@
 """The settings of `seqlab timeseries` and its command-line card (no TensorFlow: see `configs`)."""
 
 import dataclasses
+from pathlib import Path
 
 from seqlab.pipelines.settings import (
     TaskCard,
@@ -22,6 +23,21 @@ MODEL_KINDS = ("auto", "lstm", "gru", "rnn", "transformer", "linear")
 # The network kinds of many series (one global network); "auto" adds the classical members.
 PANEL_MODEL_KINDS = ("auto", "nbeats", "gru", "lstm")
 NORMALIZATIONS = ("window", "shift", "none")
+# The network settings of one series where the user sets none (`TimeseriesConfig`).
+ONE_SERIES_DEFAULTS = {"epochs": 200, "batch_size": 32, "units": 32, "layers": 1,
+                       "learning_rate": 1e-3}
+# The data-set names of the M4 sets (data/panel.py `M4_SETS`; a test checks they agree).
+M4_NAMES = tuple(f"m4-{frequency}" for frequency in
+                 ("hourly", "daily", "weekly", "monthly", "quarterly", "yearly"))
+
+
+def is_many_series(config):
+    """Whether the settings `config` are of many series: an id column, a holdout, an M4 set
+    by name or a folder of data."""
+    data = getattr(config, "data", None)
+    return (getattr(config, "id_column", None) is not None
+            or getattr(config, "holdout", None) is not None
+            or (data is not None and (str(data) in M4_NAMES or Path(str(data)).is_dir())))
 
 
 @dataclasses.dataclass
@@ -44,8 +60,13 @@ class TimeseriesConfig(TrainConfig):
         "steps from the end of the rest (as in M3/M4); default: the M4 set's horizon, else "
         "--horizon when above 1, else the season, else a tenth of the median series length"
     )
-    epochs: int = option(200, "maximum number of epochs (early stopping usually ends sooner)")
-    batch_size: int = option(32, "windows per batch")
+    epochs: int | None = option(
+        None, "maximum number of epochs (early stopping usually ends sooner); default: one "
+        "series 200, many series 60 of 100 batches"
+    )
+    batch_size: int | None = option(
+        None, "windows per batch (default: one series 32, many series 256)"
+    )
     time_column: list[str] | None = option(
         None, "time column (dates or numbers), or the columns whose whole numbers make the time "
         "stamps (year month day hour, or year,month,day,hour); default: the first column if it "
@@ -105,11 +126,16 @@ class TimeseriesConfig(TrainConfig):
         "(restored on the forecast); shift: by its last value only; none: as it is "
         "(auto's linear member always uses shift)", NORMALIZATIONS
     )
-    units: int = option(32, "units per recurrent layer (transformer: model width)")
-    layers: int = option(1, "stacked recurrent or Transformer layers")
+    units: int | None = option(
+        None, "units per recurrent layer (transformer: model width; default: one series 32, "
+        "many series 256)"
+    )
+    layers: int | None = option(
+        None, "stacked recurrent or Transformer layers (default: one series 1, many series 4)"
+    )
     dropout: float = option(0.0, "dropout rate of the layers' inputs")
     clipnorm: float | None = option(1.0, "gradient norm clipping of Adam")
-    learning_rate: float = option(1e-3, "Adam learning rate")
+    learning_rate: float | None = option(None, "Adam learning rate (default: 0.001)")
     patience: int = option(20, "early-stopping patience in epochs (best weights restored)")
     season: int | None = option(
         None, "season of the seasonal-naive baseline (default: estimated from training data)"
@@ -118,13 +144,20 @@ class TimeseriesConfig(TrainConfig):
     ff_dim: int = option(64, "transformer: feed-forward width")
 
     def __post_init__(self):
+        # Unset, these take one series' defaults here, and many series' from the data in
+        # their `prepare` (models/global_forecaster.py `default_settings`), which must know
+        # which ones the user set: a value equal to one series' default is a choice too.
+        if not is_many_series(self):
+            for name, value in ONE_SERIES_DEFAULTS.items():
+                if getattr(self, name) is None:
+                    setattr(self, name, value)
         super().__post_init__()
         check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
                        "num_heads", "ff_dim", "season", "auto_folds", "holdout")
         check_at_least(self, 0, "backtest")
         check_rate(self, "dropout")
         check_split_fractions(self)
-        if self.model == "transformer" and self.units % self.num_heads:
+        if self.model == "transformer" and self.units is not None and self.units % self.num_heads:
             raise ValueError(
                 "units (the transformer's width) must be a multiple of num_heads. Received: "
                 f"units={self.units}, num_heads={self.num_heads}"

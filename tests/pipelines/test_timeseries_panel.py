@@ -20,7 +20,9 @@ from seqlab.data.panel import read_panel
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.pipelines import timeseries_panel as panel_module
 from seqlab.pipelines.configs.timeseries import TimeseriesConfig
+from seqlab.pipelines.distribute import Distribution
 from seqlab.pipelines.timeseries_panel import (
+    PANEL_PIPELINE,
     SERIES_SWITCH,
     PanelChoice,
     choose,
@@ -622,6 +624,54 @@ def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, c
     assert figures["model_kind"] == "nbeats" and figures["data"]["series"] == 2
     table = pd.read_csv(out / "holdout_forecasts.csv")
     assert list(table["id"].unique()) == ["shop0", "shop1"] and "ets" not in table.columns
+
+
+def test_network_settings_given_are_used_and_config_json_records_the_ones_used(tmp_path,
+                                                                              capsys):
+    # --units 32 --layers 1 --batch-size 32 are one series' defaults: they used to count as
+    # not given, so many series trained 256 units in 4 layers while config.json said 32 and 1.
+    folder = tmp_path / "series"
+    folder.mkdir()
+    for index, n in enumerate((28, 32)):
+        pd.DataFrame({"sales": _series(n, 100.0 * (index + 1))}).to_csv(
+            folder / f"shop{index}.csv", index=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(folder), "--model", "nbeats",
+                 "--holdout", "2", "--units", "32", "--layers", "1", "--batch-size", "32",
+                 "--learning-rate", "0.001", "--epochs", "2", "--out", str(out)]) == 0
+    network = json.loads((out / "panel.json").read_text())["network"]
+    config = json.loads((out / "config.json").read_text())["settings"]
+    assert (network["units"], network["layers"], network["batch_size"]) == (32, 1, 32)
+    assert {k: config[k] for k in ("units", "layers", "batch_size", "epochs", "horizon")} == {
+        "units": 32, "layers": 1, "batch_size": 32, "epochs": 2, "horizon": 2}
+    # Not given: chosen from the data, and config.json says what was chosen.
+    chosen = TimeseriesConfig(data=str(folder), holdout=2)
+    assert chosen.units is None and chosen.epochs is None
+    prepared = PANEL_PIPELINE.prepare(chosen, Distribution())
+    assert (chosen.units, chosen.layers, chosen.batch_size, chosen.horizon) == (
+        prepared.network["units"], prepared.network["layers"],
+        prepared.network["batch_size"], 2)
+    assert chosen.units == 256 and chosen.epochs == 60
+    # One series takes its own defaults as soon as the settings are made.
+    one = TimeseriesConfig(data=str(folder / "shop0.csv"))
+    assert (one.units, one.layers, one.batch_size, one.epochs) == (32, 1, 32, 200)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--stride", "5"], "--stride 5 is for one series; many series do without it: the "
+                        "network draws windows"),
+    (["--no-split-targets"], "--no-split-targets is for one series"),
+    (["--scaler", "minmax"], "--scaler minmax is for one series"),
+    (["--horizon", "3"], "--horizon 3 with --holdout 2: many series forecast their holdout"),
+])
+def test_settings_many_series_would_not_read_are_refused(tmp_path, capsys, flags, message):
+    folder = tmp_path / "series"
+    folder.mkdir()
+    pd.DataFrame({"sales": _series(30, 100.0)}).to_csv(folder / "shop.csv", index=False)
+    assert main(["timeseries", "train", "--data", str(folder), "--holdout", "2", *flags,
+                 "--out", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
