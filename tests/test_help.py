@@ -119,7 +119,7 @@ def test_the_task_module_takes_its_settings_and_help_from_the_card(task):
 
 
 def test_the_cards_choices_agree_with_the_tensorflow_modules():
-    from seqlab.data import conll, text, timeseries as timeseries_data
+    from seqlab.data import conll, panel, text, timeseries as timeseries_data
     from seqlab.layers import char_encoder
     from seqlab.models import char_lm, forecaster, text_classifier, translator
     from seqlab.pipelines.configs import charrnn, ner, sentiment, timeseries, translate
@@ -130,6 +130,7 @@ def test_the_cards_choices_agree_with_the_tensorflow_modules():
     assert timeseries.SCALER_METHODS == timeseries_data.SCALER_METHODS
     assert timeseries.MODEL_KINDS == ("auto", *forecaster.KINDS)
     assert timeseries.NORMALIZATIONS == forecaster.NORMALIZATIONS
+    assert set(timeseries.M4_NAMES) == {f"m4-{frequency}" for frequency in panel.M4_SETS}
     assert charrnn.RECURRENT_KINDS == tuple(char_lm.RECURRENT_LAYERS)
     assert charrnn.UNSEEN_POLICIES == text.UNSEEN_POLICIES
     assert sentiment.MODEL_KINDS == text_classifier.KINDS
