@@ -22,6 +22,7 @@ tag: the input of conlleval), `plots/loss.png`, and `saved_model/` with
 empty strings; the tag at padding is the empty string; lookups inside the graph).
 """
 
+import collections
 import dataclasses
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from seqlab.data.conll import (
     encode_sentences,
     load_splits,
     make_tagging_dataset,
+    normalize_word,
     read_conll,
     read_sentences_to_tag,
     split_files,
@@ -376,6 +378,13 @@ class NerPipeline(Pipeline):
                              "cut to it")
         vocabulary = TaggingVocabulary.build(splits.train, config.min_count,
                                              config.max_word_chars)
+        if len(vocabulary.words) == 2:  # padding and [UNK] only: no word reached --min-count
+            counts = collections.Counter(normalize_word(token) for sentence in splits.train
+                                         for token in sentence.tokens)
+            word, count = counts.most_common(1)[0]
+            raise UsageError(f"--min-count {config.min_count} leaves no word in the vocabulary: "
+                             f"the most frequent training word, {word!r}, occurs {count:,} "
+                             f"times; expected --min-count at most {count:,}")
         encoded = {
             split: encode_sentences(getattr(splits, split), vocabulary,
                                     path=splits.sources[split])

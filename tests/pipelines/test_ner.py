@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import re
 
 import keras
 import numpy as np
@@ -584,6 +585,17 @@ def test_a_word_dim_other_than_the_vectors_is_refused_before_anything_is_written
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
     with pytest.raises(ValueError, match="freeze_embeddings keeps pretrained vectors fixed"):
         NerConfig(freeze_embeddings=True)
+
+
+def test_a_min_count_no_word_reaches_is_refused_before_anything_is_written(data_dir, tmp_path):
+    # It used to train, then fail at the export with "Cannot set an empty vocabulary".
+    status, _, stderr = run_cli(["ner", "train", "--data", str(data_dir), "--out",
+                                 str(tmp_path / "run"), *TINY_FLAGS, "--min-count", "1000000"])
+    assert status == 2
+    assert re.search(r"--min-count 1000000 leaves no word in the vocabulary: the most frequent "
+                     r"training word, '.+', occurs [\d,]+ times; expected --min-count at most",
+                     stderr)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
 
 
 def test_the_default_max_word_chars_keeps_the_characters_of_nearly_every_training_word():
