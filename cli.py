@@ -285,6 +285,22 @@ def _fetch_named_data_sets(values):
             datasets.download(value)
 
 
+# Settings that name a file or folder: an empty one would be read as the working folder.
+PATH_FIELDS = (*DATA_SET_FIELDS, "input", "out", "output", "run", "config")
+
+
+def _refuse_empty_paths(values, origin=None):
+    """Refuses a path setting among `values` that is empty or blank: `Path("")` is the working
+    folder, which a reader would take as the data (every file under it) and an `if` as unset."""
+    for name in PATH_FIELDS:
+        value = values.get(name)
+        if isinstance(value, str) and not value.strip():
+            where = f"{origin}: {name}" if origin else f"--{name.replace('_', '-')}"
+            raise UsageError(f"{where} is empty ({value!r}); expected a path to a file or "
+                             "folder" + (" or a data set's name" if name in DATA_SET_FIELDS
+                                         else ""))
+
+
 def _prepare_action(card, action, values):
     """Everything an action needs that TensorFlow does not: the train config (flags, config
     file, default `--out`), the checks that refuse for certain (`--run` is no finished run of
@@ -292,10 +308,12 @@ def _prepare_action(card, action, values):
     the named data sets, downloaded. Returns the keyword arguments of the action."""
     from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path, open_run
 
+    _refuse_empty_paths(values)
     if action == "train":
         config_file = values.pop("config", None)
         overwrite = values.pop("overwrite", False)
         file_values = read_config_file(config_file) if config_file else {}
+        _refuse_empty_paths(file_values, origin=config_file)
         config = make_config(card.config_class, file_values, values,
                              origin=config_file or "config")
         if config.out is None:

@@ -156,6 +156,25 @@ def test_usage_errors_exit_with_status_2(tmp_path, capsys):
     assert "unknown setting 'lookbak'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["charrnn", "train", "--data", ""], "--data"),  # read the working folder's every file
+    (["sentiment", "train", "--data", " "], "--data"),
+    (["timeseries", "train", "--config", ""], "--config"),  # a default run of 200 epochs
+    (["timeseries", "evaluate", "--run", ""], "--run"),
+    (["timeseries", "evaluate", "--run", "runs/x", "--output", ""], "--output"),  # wrote nothing
+    (["timeseries", "export", "--run", "runs/x", "--out", ""], "--out"),
+])
+def test_an_empty_path_is_refused_not_read_as_the_working_folder(tmp_path, monkeypatch, capsys,
+                                                                  argv, flag):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    assert f"error: {flag} is empty (" in capsys.readouterr().err
+    (tmp_path / "c.toml").write_text('data = ""\n')
+    assert cli.main(["timeseries", "train", "--config", "c.toml"]) == 2
+    assert "error: c.toml: data is empty ('')" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]  # nothing started
+
+
 def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
     # `generate` is charrnn's name for predict: its errors say `generate`, not `predict`.
     for typed in ("generate", "predict"):
