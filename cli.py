@@ -144,10 +144,13 @@ def _add_action_parsers(task_parser, card):
             "--run", required=True, metavar="DIR", help="the run directory written by train"
         )
     for action in ("evaluate", "predict"):
+        # Only a forecast continues the run's own data; the other tasks predict what they
+        # are given.
+        default = (" (default: the run's training data)"
+                   if action == "evaluate" or card.name == "timeseries" else "")
         parsers[action].add_argument(
             "--data", metavar="FILE",
-            help="data file, or a data-set name (seqlab datasets list) (default: the run's "
-            "training data)",
+            help=f"data file, or a data-set name (seqlab datasets list){default}",
         )
     parsers["evaluate"].add_argument("--output", metavar="FILE", help="write the figures as JSON")
     parsers["predict"].add_argument(

@@ -240,7 +240,7 @@ class CharVocabulary:
                 raise DataError(
                     f"character {text[first]!r} (offset {first}) is not in the training "
                     f"vocabulary; unseen in all: {describe_chars(unseen)}. Use the policy "
-                    f"'unknown' to read them as {UNKNOWN_TOKEN}",
+                    f"'unknown' (--unseen-chars unknown) to read them as {UNKNOWN_TOKEN}",
                     path=source,
                     line=_line_of(text, first),
                 )

@@ -72,7 +72,7 @@ def _cluster_role():
     if not raw:
         raise UsageError(
             "--distribute multiworker needs the TF_CONFIG environment variable (the cluster and "
-            "this worker's task); see README.md, 'Training on several machines'"
+            "this worker's task); see docs/cli.md, 'Training on several devices or machines'"
         )
     try:
         config = json.loads(raw)

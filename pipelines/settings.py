@@ -308,15 +308,21 @@ def read_config_file(path):
     Keys may also be spelled as the flags are (`batch-size`).
     """
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path}: a folder; expected a config file (JSON, or TOML by its "
+                         "suffix .toml)")
     if not path.is_file():
         raise UsageError(f"{path}: config file not found")
+    kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
     try:
-        if path.suffix.lower() == ".toml":
+        if kind == "TOML":
             values = tomllib.loads(path.read_text(encoding="utf-8"))
         else:
             values = json.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: not a valid {path.suffix.lstrip('.') or 'JSON'} file ({error})")
+        other = "" if path.suffix.lower() in (".json", ".toml") else (
+            "; a config file is JSON, or TOML with the suffix .toml")
+        raise UsageError(f"{path}: not a valid {kind} file ({error}){other}")
     if not isinstance(values, dict):
         raise UsageError(f"{path}: expected a table of settings, got {type(values).__name__}")
     return {key.replace("-", "_"): value for key, value in values.items()}

@@ -106,6 +106,14 @@ def test_timeseries_train_help_has_the_flags_it_had():
     assert "default: one series 200" in train  # --epochs, the task's own default
 
 
+def test_only_a_forecast_predicts_from_the_runs_training_data_by_default():
+    texts, _ = help_texts([["timeseries", "predict", "--help"], ["sentiment", "predict", "--help"],
+                           ["sentiment", "evaluate", "--help"]])
+    default = "(default: the run's training data)"
+    for text, expected in zip(texts, (True, False, True)):
+        assert (default in " ".join(text.split())) == expected
+
+
 def test_an_action_alias_answers_without_tensorflow():
     (generate,), loaded = help_texts([["charrnn", "generate", "--help"]])
     assert loaded == [] and "--temperature" in generate

@@ -139,7 +139,7 @@ def test_unseen_characters_follow_the_policy(tmp_path):
     with pytest.raises(
         DataError,
         match=r"val\.txt, line 2: character 'x' \(offset 3\) is not in the training vocabulary; "
-              r"unseen in all: 'x' x1, 'é' x1\. Use the policy 'unknown'",
+              r"unseen in all: 'x' x1, 'é' x1\. Use the policy 'unknown' \(--unseen-chars unknown\)",
     ):
         vocabulary.encode("ab\nxé", policy="error", source="val.txt")
 

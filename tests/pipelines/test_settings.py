@@ -61,8 +61,16 @@ def test_unreadable_config_files_raise_usage_errors(tmp_path):
         read_config_file(tmp_path / "none.toml")
     broken = tmp_path / "broken.json"
     broken.write_text("{epochs: 3")
-    with pytest.raises(UsageError, match=r"broken\.json: not a valid json file"):
+    with pytest.raises(UsageError, match=r"broken\.json: not a valid JSON file \(.*\)$"):
         read_config_file(broken)
+    # Another suffix is read as JSON, and the message says so (not "not a valid yaml file").
+    yaml = tmp_path / "settings.yaml"
+    yaml.write_text("epochs: 3\n")
+    with pytest.raises(UsageError, match=r"settings\.yaml: not a valid JSON file \(.*\); a "
+                                         r"config file is JSON, or TOML with the suffix \.toml"):
+        read_config_file(yaml)
+    with pytest.raises(UsageError, match=r": a folder; expected a config file"):
+        read_config_file(tmp_path)
 
 
 # --- bounds and types, checked before any work ----------------------------------------------------
