@@ -103,6 +103,15 @@ def build_model(config, vocab_size):
     return model
 
 
+def sample_prompt(given, val_text):
+    """The prompt of the run's samples: `given` (`--sample-prompt`), else the validation text's
+    first line that holds more than spaces, at most 40 characters; an empty one is read as
+    `EMPTY_PROMPT`."""
+    if given is None:
+        given = next((line for line in val_text.split("\n") if line.strip()), "")[:40]
+    return given or EMPTY_PROMPT
+
+
 def text_generator(model, vocabulary):
     """The `TextGenerator` of a model and its `CharVocabulary` (padding and [UNK] never
     generated)."""
@@ -219,8 +228,7 @@ class CharRNNPipeline(Pipeline):
         corpus = prepared.corpus
         counts = char_counts(corpus.train_ids, corpus.vocabulary)
         generator = text_generator(model, corpus.vocabulary)
-        prompt = config.sample_prompt or (corpus.val_text.split("\n", 1)[0][:40]
-                                          or EMPTY_PROMPT)
+        prompt = sample_prompt(config.sample_prompt, corpus.val_text)
         samples = [
             {"temperature": t,
              "text": generator.generate(prompt, config.sample_chars, temperature=t,

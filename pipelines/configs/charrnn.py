@@ -53,7 +53,8 @@ class CharRNNConfig(TrainConfig):
     patience: int = option(3, "early-stopping patience in epochs (best weights restored)")
     sample_prompt: str | None = option(
         None, "prompt of the samples in metrics.json (default: the first line of the "
-        "validation text, at most 40 characters)"
+        "validation text that is not blank, at most 40 characters; an empty prompt is read as "
+        "a line break)"
     )
     sample_chars: int = option(200, "characters per sample in metrics.json")
 

@@ -21,6 +21,7 @@ from seqlab.pipelines.charrnn import (
     evaluate,
     export,
     predict,
+    sample_prompt,
     text_generator,
     train,
 )
@@ -285,3 +286,12 @@ def test_bad_settings_are_usage_errors(stateless, loaded):
         CharRNNConfig(window=0)
     with pytest.raises(ValueError, match="stateful training runs on one device"):
         CharRNNConfig(stateful=True, distribute="mirrored")
+
+
+def test_the_sample_prompt_is_the_first_line_of_the_validation_text_that_is_not_blank():
+    # A validation part that starts after a paragraph break used to give the prompt "\n".
+    first = "KING HENRY: now, my lords,"
+    assert sample_prompt(None, f"\n  \n{first}\nmore") == first
+    assert sample_prompt(None, "x" * 100 + "\n") == "x" * 40
+    assert sample_prompt(None, "\n\n") == "\n" and sample_prompt("", "a line") == "\n"
+    assert sample_prompt("To be", "a line") == "To be"
