@@ -270,7 +270,8 @@ class TranslatePipeline(Pipeline):
         lines = [f"{TASK_NAME}: {data['source']}, {config.model}, {data['pairs']['train']} "
                  f"training pairs" + (f" ({trained} trained on)" if skipped["train"] else "")
                  + f", vocabularies {data['vocabulary']['source']} / "
-                 f"{data['vocabulary']['target']}, {metrics['epochs_run']} epochs "
+                 f"{data['vocabulary']['target']}, {metrics['epochs_run']} "
+                 f"epoch{'s' * (metrics['epochs_run'] != 1)} "
                  f"({metrics['train_seconds_this_session']:.0f} s)",
                  *([prepared.embeddings.summary_line(config.freeze_embeddings)]
                    if prepared.embeddings is not None else []),
