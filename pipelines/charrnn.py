@@ -320,7 +320,7 @@ class CharRNNPipeline(Pipeline):
         summary = [
             f"{TASK_NAME}: {source}, {split}: {metrics['chars_scored']} characters read as "
             f"{metrics['reading']}",
-            char_loss_table(metrics),
+            char_loss_table(metrics, split),
             *([f"unseen characters read as [UNK]: {describe_chars(unseen)}"] if unseen else []),
         ]
         return evaluation_result(summary, metrics, output)

@@ -219,8 +219,9 @@ def score_char_model(model, ids, counts, window, batch_size, stateful=False, sou
     }
 
 
-def char_loss_table(metrics):
-    """The terminal table of `score_char_model`'s figures: the model and the baseline."""
+def char_loss_table(metrics, split="validation"):
+    """The terminal table of `score_char_model`'s figures: the model and the baseline, on
+    `split` (the text scored, for the table's heading)."""
     rows = [
         [name, figures["nats_per_char"], figures["bits_per_char"], figures["perplexity"]]
         for name, figures in (
@@ -228,7 +229,7 @@ def char_loss_table(metrics):
             ("unigram baseline", metrics["unigram_baseline"]),
         )
     ]
-    return format_table(["validation", "nats/char", "bits/char", "perplexity"], rows)
+    return format_table([split, "nats/char", "bits/char", "perplexity"], rows)
 
 
 # --- sentiment ----------------------------------------------------------------------------------
