@@ -573,8 +573,9 @@ def make_splits(data, test_fraction, val_fraction, seed):
 
     Returns:
         `({"train", "val", "test"}: Examples, report)`; the report (for metrics.json) holds the
-        method ("given" or "seeded stratified"), the seed, the fractions, and the number of
-        examples and the class counts of each split.
+        method ("given" or "seeded stratified"), the seed, the fractions, the number of
+        examples and the class counts of each split, and how many validation and test texts
+        are also training texts (`also_in_training`).
 
     Raises:
         DataError: too few examples of some class to split.
@@ -596,8 +597,17 @@ def make_splits(data, test_fraction, val_fraction, seed):
         "val_fraction": val_fraction,
         "examples": {name: len(examples) for name, examples in splits.items()},
         "class_counts": {name: examples.class_counts() for name, examples in splits.items()},
+        "also_in_training": {name: texts_also_in(splits[name].texts, train.texts)
+                             for name in ("val", "test")},
     }
     return splits, report
+
+
+def texts_also_in(texts, reference):
+    """How many of `texts` are, spaces aside, also texts of `reference` (a test text seen in
+    training makes the test figures overstate how the model reads new texts)."""
+    seen = {" ".join(text.split()) for text in reference}
+    return sum(" ".join(text.split()) in seen for text in texts)
 
 
 def make_dataset(texts, labels, batch_size, shuffle_seed=None):

@@ -78,9 +78,10 @@ def read_csv(path, text_columns=()):
     The delimiter is the one of `,` `;` and tab that splits the header into the most fields
     and the first rows into as many (`,` when none splits the header). Every row must have as
     many fields as the header. Lines longer than `MAX_LINE_BYTES` are refused as soon as one is
-    met, so that a file without line breaks is never read whole. Blank lines are kept as rows of missing values, so that row `i` of the frame
-    is always line `i + 2` of the file (line 1 is the header) and error messages can name lines;
-    blank lines at the end of the file (an editor's or a spreadsheet's) are not rows.
+    met, so that a file without line breaks is never read whole. Blank lines are kept as rows of
+    missing values, so that row `i` of the frame is always line `i + 2` of the file (line 1 is
+    the header) and error messages can name lines; blank lines at the end of the file (an
+    editor's or a spreadsheet's) are not rows.
     Line endings are normalised as Python's text mode does ("\\r\\n" and a lone "\\r" end a line
     like "\\n"), so no column name or value of a Windows file keeps a "\\r".
 
@@ -652,9 +653,9 @@ class SeriesSchema:
                 stamps (`["year", "month", "day", "hour"]`; a name with commas,
                 `"year,month,day,hour"`, is split when no column has that name). None picks the
                 first column when its values are dates (at least `DATE_SHARE` of those present:
-                reading it then names the cells that are missing or not dates), else the columns named year and
-                month (then day, hour, minute, second) when they hold whole numbers, else the
-                series has no time column.
+                reading it then names the cells that are missing or not dates), else the columns
+                named year and month (then day, hour, minute, second) when they hold whole
+                numbers, else the series has no time column.
             targets: the columns to forecast; None means the only numeric feature column.
             features: the model's input columns; None means every numeric column besides time,
                 plus the `categorical` ones.

@@ -668,9 +668,19 @@ class PreparedPairs:
                                                "val": self.val_ids.skipped,
                                                "test": sum(self.test_skipped.values())},
             "splits": self.notes,
+            # Pairs whose source sentence (spaces aside) is also a training source: a test
+            # sentence seen in training makes its BLEU overstate the model on new text.
+            "also_in_training": {name: sources_also_in(pairs.sources, self.train.sources)
+                                 for name, pairs in (("val", self.val), *self.tests.items())},
             "vocabulary": {"source": len(self.source_vocabulary),
                            "target": len(self.target_vocabulary)},
         }
+
+
+def sources_also_in(sources, reference):
+    """How many of the sentences `sources` are, spaces aside, also sentences of `reference`."""
+    seen = {" ".join(text.split()) for text in reference}
+    return sum(" ".join(text.split()) in seen for text in sources)
 
 
 __all__ = [
@@ -691,6 +701,7 @@ __all__ = [
     "read_pairs",
     "read_test_pairs",
     "read_tsv_pairs",
+    "sources_also_in",
     "split_pairs",
     "token_text",
     "tokenize",

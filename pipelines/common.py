@@ -933,6 +933,15 @@ def format_figure(value, decimals=4):
     return f"{value:.{decimals}g}"
 
 
+def overlap_line(test, test_count, val, val_count, what):
+    """The summary's note that `test` of the `test_count` test examples (and `val` of the
+    `val_count` validation ones) are training examples too; `what` names them ("texts")."""
+    return (f"note: {test:,} of the {test_count:,} test {what}"
+            + (f" (and {val:,} of the {val_count:,} validation {what})" if val else "")
+            + f" are also training {what}, word for word: the test figures overstate how the "
+            f"model does on {what} it has not seen")
+
+
 def format_table(headers, rows):
     """A plain-text table: columns padded, numbers (and "-", an undefined one, among them)
     right-aligned; floats as `format_figure` writes them."""

@@ -51,6 +51,7 @@ from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
+    overlap_line,
     read_json,
     write_export_archive,
     write_text_atomic,
@@ -181,6 +182,13 @@ def build_model(config, vocabulary):
     )
     model.compile(keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm))
     return model
+
+
+def sentences_also_in(sentences, reference):
+    """How many of `sentences` have the tokens of a sentence of `reference` (a test sentence
+    seen in training makes the test figures overstate how the tagger reads new text)."""
+    seen = {tuple(sentence.tokens) for sentence in reference}
+    return sum(tuple(sentence.tokens) in seen for sentence in sentences)
 
 
 def predict_tags(model, vocabulary, sentences, batch_size=64, decode_function=None):
@@ -434,6 +442,9 @@ class NerPipeline(Pipeline):
             data={
                 "sources": splits.sources,
                 "sentences": {split: len(getattr(splits, split)) for split in SPLITS},
+                "also_in_training": {split: sentences_also_in(getattr(splits, split),
+                                                              splits.train)
+                                     for split in ("validation", "test")},
                 "files": splits.files,
                 "invalid_tags": sum(f["invalid_tags"]["count"] for f in splits.files),
                 "vocabulary": {"words": len(vocabulary.words), "chars": len(vocabulary.chars),
@@ -463,7 +474,7 @@ class NerPipeline(Pipeline):
         return {"vocabulary": TaggingVocabulary.from_dict(read_json(path / "vocabulary.json"))}
 
     def summary_lines(self, config, prepared, metrics):
-        splits = prepared.splits
+        splits, overlap = prepared.splits, metrics["data"]["also_in_training"]
         return [
             f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
             f"encoder; test split: {splits.sources['test']}, {len(splits.test)} sentences",
@@ -471,6 +482,8 @@ class NerPipeline(Pipeline):
               if prepared.embeddings is not None else []),
             entity_scores_table(metrics),
             *invalid_tag_lines(splits.files),
+            *([overlap_line(overlap["test"], len(splits.test), overlap["validation"],
+                            len(splits.validation), "sentences")] if overlap["test"] else []),
             f"max_word_chars {config.max_word_chars}: {prepared.max_word_chars_source}",
             *learning_notes(metrics, count_entities(prepared.test_predicted),
                             len(splits.train), config.data is None),

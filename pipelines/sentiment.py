@@ -56,6 +56,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
     format_table,
+    overlap_line,
     read_json,
     rows_to_csv,
     write_export_archive,
@@ -511,6 +512,7 @@ class SentimentPipeline(Pipeline):
 
     def summary_lines(self, config, prepared, metrics):
         counts, data = prepared.report["examples"], metrics["data"]
+        overlap = prepared.report["also_in_training"]
         untested = [c for c in prepared.classes
                     if prepared.report["class_counts"]["test"].get(c, 0) == 0]
         return [
@@ -533,6 +535,8 @@ class SentimentPipeline(Pipeline):
             *([no_better_line(metrics, counts["train"])]
               if no_better_than_majority(metrics) else []),
             *([f"skipped: {'; '.join(data['skipped'])}"] if data["skipped"] else []),
+            *([overlap_line(overlap["test"], counts["test"], overlap["val"], counts["val"],
+                            "texts")] if overlap["test"] else []),
             *([f"classes without test examples: {', '.join(untested)}"] if untested else []),
             *([f"note: the embedded sample ({counts['train']} training sentences) is too "
                "small to learn sentiment from: it is a smoke test of the commands, its figures "

@@ -31,7 +31,8 @@ from seqlab.data.translation import (
 from seqlab.models import Translator
 from seqlab.models.translator import MAX_INPUT_TOKENS, TextTranslator
 from seqlab.pipelines.common import (
-    ActionResult, UsageError, pyplot, save_figure, write_export_archive, write_text_atomic,
+    ActionResult, UsageError, overlap_line, pyplot, save_figure, write_export_archive,
+    write_text_atomic,
 )
 from seqlab.pipelines.configs.translate import (
     CARD,
@@ -280,6 +281,12 @@ class TranslatePipeline(Pipeline):
         if skipped["train"] or skipped["val"]:
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "
                          f"{skipped['train']} training and {skipped['val']} validation pairs")
+        overlap, pairs = data["also_in_training"], data["pairs"]
+        for name in prepared.pairs.tests:
+            if overlap[name]:
+                val = overlap["val"] if name == first_test else 0
+                lines.append(overlap_line(overlap[name], pairs[name], val, pairs["val"],
+                                          "sources" if name == "test" else f"{name} sources"))
         if skipped.get("test"):
             lines.append(f"left out of the test split (sources longer than {MAX_INPUT_TOKENS} "
                          f"tokens, the most the model translates): {skipped['test']} pairs")

@@ -22,6 +22,7 @@ from seqlab.data.classification import (
     read_scored_examples,
     read_table,
     stratified_split,
+    texts_also_in,
 )
 from seqlab.data.errors import DataError
 
@@ -189,6 +190,19 @@ def test_given_test_split_is_used_as_such_and_validation_comes_from_training():
     assert report["class_counts"]["val"] == {"a": 2, "b": 2}
 
 
+def test_the_report_counts_validation_and_test_texts_that_are_training_texts_too():
+    train = _examples(["a"] * 10 + ["b"] * 10)
+    test = Examples(texts=["t3", " t4  ", "new", "t19"], labels=["a", "a", "b", "b"],
+                    origins=[("g", i) for i in range(4)], source="g")
+    splits, report = make_splits(LabelledData(train=train, test=test, layout="table"),
+                                 test_fraction=0.1, val_fraction=0.2, seed=42)
+    val_in_train = sum(t in splits["train"].texts for t in splits["val"].texts)
+    test_in_train = sum(t.strip() in splits["train"].texts for t in test.texts)
+    assert report["also_in_training"] == {"val": val_in_train, "test": test_in_train}
+    assert test_in_train >= 1  # t3, t4 or t19 stayed in training: the count is not vacuous
+    assert texts_also_in(["a  b", "c"], ["a b"]) == 1  # spaces aside
+
+
 def test_seeded_splits_without_validation():
     data = LabelledData(train=_examples(["a"] * 10 + ["b"] * 10), test=None, layout="table")
     splits, report = make_splits(data, test_fraction=0.2, val_fraction=0, seed=3)
@@ -196,6 +210,7 @@ def test_seeded_splits_without_validation():
         "method": "seeded stratified", "seed": 3, "test_fraction": 0.2, "val_fraction": 0,
         "examples": {"train": 16, "val": 0, "test": 4},
         "class_counts": {"train": {"a": 8, "b": 8}, "val": {}, "test": {"a": 2, "b": 2}},
+        "also_in_training": {"val": 0, "test": 0},
     }
     assert sorted(splits["train"].texts + splits["test"].texts) == sorted(data.train.texts)
     again, _ = make_splits(data, test_fraction=0.2, val_fraction=0, seed=3)

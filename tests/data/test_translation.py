@@ -335,6 +335,12 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
     assert report["skipped_longer_than_max_length"]["test"] == 6 - len(kept) > 0
     assert all(len(source.split()) <= 10 for source in kept)
     assert report["vocabulary"] == {"source": 6, "target": 6}
+    # Sources also in training, counted by hand (60 lines of 1 to 14 "w": many repeat).
+    seen = set(prepared.train.sources)
+    assert report["also_in_training"] == {
+        "val": sum(source in seen for source in prepared.val.sources),
+        "test": sum(source in seen for source in kept)}
+    assert report["also_in_training"]["test"] > 0
     assert sum(int(s.shape[0]) for (s, _), _ in val) == 12 - prepared.val_ids.skipped
     long_pairs = write(tmp_path / "long.tsv", "".join(f"a b c {i}\tx y z\n" for i in range(9)))
     with pytest.raises(DataError, match="long.tsv: every training pair is longer than "

@@ -24,6 +24,7 @@ from seqlab.pipelines.ner import (
     read_splits,
     repair_bio,
     repair_bio_graph,
+    sentences_also_in,
     train,
 )
 
@@ -118,6 +119,14 @@ def test_cli_train_reports_entity_scores_and_writes_the_run(crf_run):
     assert set(metrics["per_type"]) == {"LOC", "ORG", "PER"}
     assert metrics["support"] == sum(row["support"] for row in metrics["per_type"].values())
     assert metrics["data"]["sentences"] == {"train": 48, "validation": 12, "test": 12}
+    # Of the test sentences, those whose tokens are a training sentence's (the template
+    # sentences repeat): counted the same way here as by the run.
+    splits = read_splits(NerConfig(**json.loads((out / "config.json").read_text())["settings"]))
+    assert metrics["data"]["also_in_training"] == {
+        split: sum(tuple(s.tokens) in {tuple(t.tokens) for t in splits.train}
+                   for s in getattr(splits, split)) for split in ("validation", "test")}
+    overlap = metrics["data"]["also_in_training"]
+    assert (f"note: {overlap['test']} of the 12 test sentences" in stdout) == (overlap["test"] > 0)
     assert set(metrics["conlleval"]) == {"precision", "recall", "f1"}
     for name in ("config.json", "history.csv", "model.keras", "vocabulary.json",
                  "test_predictions.conll", "plots/loss.png", "saved_model/saved_model.pb"):
@@ -127,6 +136,16 @@ def test_cli_train_reports_entity_scores_and_writes_the_run(crf_run):
     assert vocabulary["tags"] == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
     first_line = (out / "test_predictions.conll").read_text().splitlines()[0].split("\t")
     assert len(first_line) == 3
+
+
+def test_sentences_also_in_training_are_those_with_a_training_sentences_tokens():
+    def sentence(text):
+        return Sentence(text.split(), ["O"] * len(text.split()), list(range(len(text.split()))))
+
+    train_sentences = [sentence("Alice flew to Paris"), sentence("Bob stayed")]
+    test = [sentence("Alice flew to Paris"), sentence("Alice flew to Rome"), sentence("Bob")]
+    assert sentences_also_in(test, train_sentences) == 1
+    assert sentences_also_in([], train_sentences) == 0
 
 
 def test_the_embedded_sample_is_the_default(softmax_run):

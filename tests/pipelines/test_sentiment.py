@@ -244,6 +244,15 @@ def test_test_data_file_is_the_given_test_split(tmp_path):
         load_data(SentimentConfig(test_data=str(test_file)))
 
 
+def test_a_test_split_of_training_texts_is_named_in_the_summary(tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv", n_per_class=10, labels=["good", "bad"])
+    result = train(tiny_config(data, tmp_path / "run", test_data=str(data), model="ngrams",
+                               val_fraction=0.1))
+    assert result.metrics["data"]["split"]["also_in_training"]["test"] == 18  # 2 went to val
+    assert ("note: 18 of the 20 test texts are also training texts, word for word: the test "
+            "figures overstate how the model does on texts it has not seen") in result.summary
+
+
 def test_ensemble_run_averages_its_members_and_reports_each(tmp_path):
     data = write_reviews(tmp_path / "reviews.csv")
     result = train(tiny_config(data, tmp_path / "run", ensemble=3))
