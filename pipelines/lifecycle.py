@@ -68,6 +68,7 @@ from seqlab.pipelines.paths import (
     missing_train_files,
     refuse_changed_data,
 )
+from seqlab.pipelines.settings import refuse_unread_settings
 
 
 @dataclasses.dataclass
@@ -559,6 +560,7 @@ class Pipeline:
         if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
             raise UsageError("--tensorboard needs the tensorboard package: pip install "
                              "tensorboard (or pip install 'seqlab[tensorboard]')")
+        refuse_unread_settings(config)
         config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
         run.claim()
         try:

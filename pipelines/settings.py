@@ -265,6 +265,31 @@ def flag_name(name):
     return "--" + name.replace("_", "-")
 
 
+def _typed_flag(name, value):
+    """How `name=value` is typed on the command line: `--units 8`, `--crf`, `--no-crf`."""
+    if isinstance(value, bool):
+        return flag_name(name) if value else f"--no-{name.replace('_', '-')}"
+    return f"{flag_name(name)} {value}"
+
+
+def refuse_unread_settings(config):
+    """Refuses a setting given another value than its default where the config's other
+    settings say it is not read: `config.READ_ONLY_WITH` maps such a setting to `(the other
+    setting, the values of it under which the setting is read)`. A setting silently ignored
+    (`--ngrams 5` for a gru) gives a result the user did not ask for.
+
+    Raises:
+        UsageError: naming the first such setting and the one that rules it out.
+    """
+    defaults = {field.name: field.default for field in dataclasses.fields(config)}
+    for name, (other, values) in getattr(config, "READ_ONLY_WITH", {}).items():
+        value, ruling = getattr(config, name), getattr(config, other)
+        if value != defaults[name] and ruling not in values:
+            needs = " or ".join(_typed_flag(other, v) for v in values)
+            raise UsageError(f"{_typed_flag(name, value)} is read only with {needs}, not with "
+                             f"{_typed_flag(other, ruling)}: leave it out, or choose {needs}")
+
+
 def add_config_arguments(parser, config_class):
     """Adds one flag per field of `config_class` to `parser`.
 

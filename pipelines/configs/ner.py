@@ -1,6 +1,7 @@
 """The settings of `seqlab ner` and its command-line card (no TensorFlow: see `configs`)."""
 
 import dataclasses
+import typing
 
 from seqlab.pipelines.settings import (
     TaskCard,
@@ -26,6 +27,12 @@ CHAR_ENCODERS = ("lstm", "cnn")
 @dataclasses.dataclass
 class NerConfig(TrainConfig):
     """Every setting of a tagging run; the defaults suit the embedded sample and WNUT-17."""
+
+    # Settings only some choices read (`settings.refuse_unread_settings`).
+    READ_ONLY_WITH: typing.ClassVar[dict] = {
+        "char_kernel": ("char_encoder", ("cnn",)),
+        "crf_constraints": ("crf", (True,)),
+    }
 
     data: str | None = option(None, data_help(
         TASK_NAME, "directory of CoNLL files (names with train / valid or dev / test), or the "

@@ -1,6 +1,7 @@
 """The settings of `seqlab sentiment` and its command-line card (no TensorFlow: see `configs`)."""
 
 import dataclasses
+import typing
 
 from seqlab.pipelines.settings import (
     TaskCard,
@@ -45,6 +46,13 @@ TRUNCATIONS = ("end", "start")
 @dataclasses.dataclass
 class SentimentConfig(TrainConfig):
     """Every setting of a text-classification run; the defaults suit short review sentences."""
+
+    # Settings only some kinds read (`settings.refuse_unread_settings`; auto trains ngrams).
+    READ_ONLY_WITH: typing.ClassVar[dict] = {
+        "ngrams": ("model", ("ngrams", "auto")),
+        "num_heads": ("model", ("transformer",)),
+        "ff_dim": ("model", ("transformer",)),
+    }
 
     data: str | None = option(
         None, data_help(

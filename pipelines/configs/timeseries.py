@@ -1,6 +1,7 @@
 """The settings of `seqlab timeseries` and its command-line card (no TensorFlow: see `configs`)."""
 
 import dataclasses
+import typing
 from pathlib import Path
 
 from seqlab.pipelines.settings import (
@@ -43,6 +44,12 @@ def is_many_series(config):
 @dataclasses.dataclass
 class TimeseriesConfig(TrainConfig):
     """Every setting of a forecasting run; the defaults suit the embedded yearly sunspots."""
+
+    # Settings only some kinds read (`settings.refuse_unread_settings`).
+    READ_ONLY_WITH: typing.ClassVar[dict] = {
+        "num_heads": ("model", ("transformer",)),
+        "ff_dim": ("model", ("transformer",)),
+    }
 
     data: str | None = option(
         None, data_help(TASK_NAME, "CSV file to forecast",

@@ -1,6 +1,7 @@
 """The settings of `seqlab translate` and its command-line card (no TensorFlow: see `configs`)."""
 
 import dataclasses
+import typing
 
 from seqlab.pipelines.settings import (
     TaskCard,
@@ -32,6 +33,14 @@ def check_sources(data, src, tgt, error):
 @dataclasses.dataclass
 class TranslateConfig(TrainConfig):
     """Every setting of a translation run; the defaults suit the embedded sample."""
+
+    # Settings only one kind reads (`settings.refuse_unread_settings`).
+    READ_ONLY_WITH: typing.ClassVar[dict] = {
+        "units": ("model", ("gru-attention",)),
+        "layers": ("model", ("transformer",)),
+        "num_heads": ("model", ("transformer",)),
+        "ff_dim": ("model", ("transformer",)),
+    }
 
     data: str | None = option(
         None,

@@ -9,7 +9,12 @@ import pytest
 from seqlab.pipelines import load_card
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.settings import (
-    MAXIMUMS, TrainConfig, make_config, option, read_config_file,
+    MAXIMUMS,
+    TrainConfig,
+    make_config,
+    option,
+    read_config_file,
+    refuse_unread_settings,
 )
 
 
@@ -129,3 +134,41 @@ def test_the_limits_table_of_the_cli_reference_is_maximums():
                            re.MULTILINE))
     assert {name.replace("-", "_"): float(value) for name, value in rows.items()} == {
         name: float(value) for name, value in MAXIMUMS.items()}
+
+
+# --- settings another setting rules out ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("task, flags, message", [
+    ("sentiment", ["--model", "gru", "--ngrams", "5"],
+     "--ngrams 5 is read only with --model ngrams or --model auto, not with --model gru: leave "
+     "it out, or choose --model ngrams or --model auto"),
+    ("sentiment", ["--model", "cnn", "--num-heads", "2"],
+     "--num-heads 2 is read only with --model transformer, not with --model cnn"),
+    ("ner", ["--char-kernel", "5"], "--char-kernel 5 is read only with --char-encoder cnn, not "
+                                    "with --char-encoder lstm"),
+    ("ner", ["--no-crf-constraints"], "--no-crf-constraints is read only with --crf, not with "
+                                      "--no-crf"),
+    ("translate", ["--units", "8"], "--units 8 is read only with --model gru-attention, not with "
+                                    "--model transformer"),
+    ("translate", ["--model", "gru-attention", "--ff-dim", "8"],
+     "--ff-dim 8 is read only with --model transformer, not with --model gru-attention"),
+    ("timeseries", ["--model", "linear", "--num-heads", "2"],
+     "--num-heads 2 is read only with --model transformer, not with --model linear"),
+])
+def test_a_setting_the_runs_other_settings_leave_unread_is_refused(tmp_path, capsys, task, flags,
+                                                                    message):
+    from seqlab.cli import main
+
+    assert main([task, "train", *flags, "--out", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_setting_read_with_the_runs_choice_is_taken():
+    # The same settings where they are read: no refusal (auto trains the ngrams model too).
+    for task, values in [("sentiment", {"model": "auto", "ngrams": 3}),
+                         ("ner", {"crf": True, "crf_constraints": False}),
+                         ("translate", {"model": "gru-attention", "units": 8}),
+                         ("timeseries", {"model": "transformer", "num_heads": 2})]:
+        refuse_unread_settings(make_config(load_card(task).config_class, flag_values=values))
