@@ -3,6 +3,7 @@
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
 from seqlab.layers._frozen import KeepsFrozenLayers
@@ -53,6 +54,26 @@ def _batches(data):
     if isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
         return [data]
     return data
+
+
+def _checked_window(window, shape, message):
+    """`window` if its steps and features are `shape`, else an `InvalidArgumentError` with
+    `message` when the graph runs; with that static shape.
+
+    The refusing branch returns zeros of the expected shape after its assertion: TensorFlow's
+    graph optimisations may run the forecast's operations (a reshape to the lookback) beside
+    the assertion rather than after it, and these must not fail first with another message.
+    """
+    def refuse():
+        check = tf.debugging.assert_equal(tf.shape(window)[1:3], tf.constant(shape),
+                                          message=message)
+        with tf.control_dependencies([check]):
+            return tf.zeros(tf.concat([tf.shape(window)[:1], shape], 0), window.dtype)
+
+    fits = tf.reduce_all(tf.equal(tf.shape(window)[1:3], tf.constant(shape)))
+    window = tf.cond(fits, lambda: tf.identity(window), refuse)
+    window.set_shape([None, *shape])
+    return window
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
@@ -184,12 +205,18 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
 
     def call(self, window, training=False):
         steps, features = window.shape[1:3]
+        expected = (f"Forecaster expects windows of shape [batch, lookback, n_features] = "
+                    f"[batch, {self.lookback}, {self.n_features}]")
         if (steps is not None and steps != self.lookback) or (
                 features is not None and features != self.n_features):
             # A recurrent network would read any length, a forecast of another question.
-            raise ValueError(f"Forecaster expects windows of shape [batch, lookback, "
-                             f"n_features] = [batch, {self.lookback}, {self.n_features}]. "
-                             f"Received: {tuple(window.shape)}")
+            raise ValueError(f"{expected}. Received: {tuple(window.shape)}")
+        if steps is None or features is None:
+            # Traced for any length (Keras relaxes the shapes of `predict` after a first call):
+            # checked when it runs, and traced on from here with the shape it must have. The
+            # check is a branch whose output the forecast reads, so that no operation of the
+            # forecast (a reshape to the lookback) runs before it.
+            window = _checked_window(window, [self.lookback, self.n_features], expected)
         if self.normalization == "none":
             return self._forecast(window, training)
         read, level, scale = self._normalize(window)

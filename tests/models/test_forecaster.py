@@ -4,6 +4,7 @@ and `.keras` round trip."""
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from seqlab.models import AutoForecaster, Forecaster
 from seqlab.models.forecaster import LeastSquaresTooWide
@@ -75,6 +76,17 @@ def test_a_window_of_another_length_or_width_is_refused(kind):
         with pytest.raises(ValueError, match=r"Forecaster expects windows of shape \[batch, "
                                              r"lookback, n_features\] = \[batch, 6, 2\]"):
             model(np.zeros(shape, "float32"))
+    # Keras traces `predict` again for any length after a first call: the static check above
+    # sees None there, and a window of 2 rows was forecast silently.
+    model.compile("adam", "mse")
+    assert model.predict(np.zeros((5, 6, 2), "float32"), verbose=0).shape == (5, 3, 1)
+    for shape in ((5, 2, 2), (5, 6, 3)):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Forecaster expects windows of shape .* = \[batch, 6, 2\]"):
+            model.predict(np.zeros(shape, "float32"), verbose=0)
+    traced = tf.function(model, input_signature=[tf.TensorSpec([None, None, 2])])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Forecaster expects windows"):
+        traced(tf.zeros([5, 2, 2]))
 
 
 def test_window_normalisation_is_the_plain_model_on_shifted_and_scaled_windows():
