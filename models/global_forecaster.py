@@ -408,7 +408,7 @@ def default_settings(horizon, season, lengths):
       hourly: 11.6 vs 17.2), and seqlab's recurrent layers run a Python-level loop over the
       window, several times slower per step on CPU.
     - lookback `4 * horizon`, at least `2 * season` (two seasonal cycles in every window), at
-      most the median series length (most series fill the window; the rest are padded): 4
+      most the median of `lengths` (most series fill the window; the rest are padded): 4
       horizons beat 2 clearly on both sets (hourly sMAPE 11.6 vs 13.2, weekly 6.4 vs 8.9; a
       weekly window of 2 horizons is half a year); 7 horizons was worse on hourly (12.0 / 1.11
       vs 11.6 / 1.08) and mixed on weekly (6.25 / 2.08 vs 6.42 / 2.04; two seeds of the same
@@ -429,7 +429,9 @@ def default_settings(horizon, season, lengths):
     Args:
         horizon: values to forecast.
         season: the seasonal period (1: none).
-        lengths: the training series' lengths.
+        lengths: the lengths of the histories the network reads (the many-series pipeline
+            passes each series' history at its validation origin: the training part without
+            its last `horizon` values).
 
     Returns:
         `{"kind", "lookback", "units", "layers", "blocks", "steps", "batch_size",

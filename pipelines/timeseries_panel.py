@@ -463,7 +463,8 @@ class PanelChoice:
 
     def reason(self):
         if not self.candidate_scores:
-            return "no series long enough for a validation origin: the classical members' mean"
+            return (f"no series long enough for a validation origin: {self.name} kept without "
+                    "a choice")
         ranked = sorted(self.candidate_scores.items(), key=lambda item: item[1])
         text = (f"lowest relative error ({ranked[0][1]:.4f}: (sMAPE + MASE) / seasonal "
                 f"naive's, on the last H values before the holdout of {self.series} series) "
@@ -746,7 +747,10 @@ class PanelPipeline(Pipeline):
         refuse_one_series_settings(config)
         data = read_panel_data(config)
         lengths = np.array([t.size for t in data.train])
-        settings = default_settings(data.horizon, data.season, lengths)
+        # The lookback is bounded by the histories at the validation origin (each training
+        # part without its last H values), which the network must read to be chosen on them.
+        settings = default_settings(data.horizon, data.season,
+                                    np.maximum(lengths - data.horizon, 1))
         # Recorded in panel.json: a run from before it was recorded read its windows with the
         # legacy floor, which `_network_model` then gives it.
         settings = {**settings, "scale_floor": 0.0}
@@ -830,7 +834,14 @@ class PanelPipeline(Pipeline):
         members = {name: forecasts[name] for name in (model.kind, *methods, "seasonal_naive")}
         usable = [f is not None for f in forecasts[model.kind]]
         ids = [data.ids[i] for i in protocol.valid]
-        if not all(usable):
+        if config.model == "auto" and methods and not any(usable):
+            # No history at the validation origin is as long as the network's lookback: the
+            # choice is among the members that were scored, never an unscored network.
+            del members[model.kind]
+            prepared.notes.append(
+                f"the network is left out of the choice: no series has the {model.lookback} "
+                "values of history it reads at the validation origin (--lookback sets fewer)")
+        elif not all(usable):
             # The choice is made on the series every member forecasts.
             members = {name: [v for v, u in zip(values, usable) if u]
                        for name, values in members.items()}

@@ -657,6 +657,35 @@ def test_network_settings_given_are_used_and_config_json_records_the_ones_used(t
     assert (one.units, one.layers, one.batch_size, one.epochs) == (32, 1, 32, 200)
 
 
+def test_the_default_lookback_lets_the_network_be_scored_at_the_validation_origin(tmp_path):
+    # 5 series of 40 days, season 7: the training parts hold 33 values, their histories at
+    # the validation origin 26. The lookback (4 horizons, 28) used to be bounded by 33 only,
+    # so the network forecast no series there and was kept without being scored.
+    rows = [(store, day, 100 + 10 * store + 20 * np.sin(2 * np.pi * day / 7) + (day % 3))
+            for store in range(5) for day in range(40)]
+    pd.DataFrame(rows, columns=["store", "day", "sales"]).to_csv(tmp_path / "s.csv", index=False)
+    config = TimeseriesConfig(data=str(tmp_path / "s.csv"), id_column="store",
+                              time_column=["day"])
+    prepared = PANEL_PIPELINE.prepare(config, Distribution())
+    assert prepared.data.horizon == 7 and config.lookback == 26
+
+
+def test_a_network_no_validation_history_can_feed_is_left_out_of_the_choice(tmp_path, capsys):
+    rows = [(store, day, 100 + 10 * store + 20 * np.sin(2 * np.pi * day / 7) + (day % 3))
+            for store in range(4) for day in range(40)]
+    pd.DataFrame(rows, columns=["store", "day", "sales"]).to_csv(tmp_path / "s.csv", index=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "s.csv"), "--id-column",
+                 "store", "--time-column", "day", "--lookback", "30", "--out", str(out),
+                 *TINY]) == 0
+    choice = json.loads((out / "metrics.json").read_text())["choice"]
+    assert "nbeats" not in choice["kept"] and choice["candidate_validation"]
+    assert "nbeats" not in choice["member_validation"]
+    assert not any("nbeats" in name for name in choice["candidate_validation"])
+    assert "the network is left out of the choice: no series has the 30 values of history" in (
+        capsys.readouterr().out)
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--stride", "5"], "--stride 5 is for one series; many series do without it: the "
                         "network draws windows"),
