@@ -862,6 +862,7 @@ class PanelPipeline(Pipeline):
         scores, table = holdout_figures(
             data, {"model": prepared.model_forecast, **prepared.holdout_forecasts})
         model_scores = scores["model"]
+        id_key = free_column_name(data.id_column, [*model_scores, "network"])
         best_baseline = min(PANEL_BASELINES,
                             key=lambda b: table[b]["smape"] if table[b]["smape"] is not None
                             else math.inf)
@@ -886,7 +887,10 @@ class PanelPipeline(Pipeline):
             "season_source": data.season_source,
             "lookback": config.lookback,
             "targets": [None],
-            "series": [{data.id_column: str(series_id),
+            # Keyed by the id column's name, or that name with "_" added where it is one of
+            # the figures' (an id column called "smape"): `series_id_key` says which.
+            "series_id_key": id_key,
+            "series": [{id_key: str(series_id),
                         **{k: _finite(v[i]) for k, v in model_scores.items()},
                         "network": bool(prepared.usable[i])}
                        for i, series_id in enumerate(data.ids)],

@@ -611,6 +611,21 @@ def test_the_csv_columns_seqlab_adds_never_collide_with_the_datas(
     np.testing.assert_array_equal(future[future_columns[-1]], np.concatenate(forecasts))
 
 
+def test_metrics_json_keeps_each_series_id_when_the_id_column_is_named_like_a_figure(tmp_path):
+    # An id column called "smape" lost every id to the figure of that name.
+    rows = [(f"s{k}", t, 10.0 * (k + 1) + t % 4) for k in range(2) for t in range(30)]
+    pd.DataFrame(rows, columns=["smape", "t", "sales"]).to_csv(tmp_path / "p.csv", index=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "p.csv"), "--id-column",
+                 "smape", "--time-column", "t", "--model", "nbeats", "--holdout", "2", "--out",
+                 str(out),
+                 *TINY]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["series_id_key"] == "smape_"
+    assert [entry["smape_"] for entry in metrics["series"]] == ["s0", "s1"]
+    assert all(isinstance(entry["smape"], float) for entry in metrics["series"])
+
+
 def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, capsys):
     folder = tmp_path / "series"
     folder.mkdir()
