@@ -249,6 +249,14 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
             if value not in (unset, m4["horizon"]):
                 raise UsageError(f"--{name} {value}: M4's {frequency} files hold out "
                                  f"{m4['horizon']} values per series; leave --{name} out")
+        if horizon is not None and horizon != m4["horizon"]:
+            raise DataError(f"M4's {frequency} files hold out {m4['horizon']} values per "
+                            f"series; this run forecasts {horizon}: expected series held out "
+                            "as the run's were", path=data)
+        if time_kind is not None and time_kind != "steps":
+            raise DataError(f"the run was trained on series whose time stamps are "
+                            f"{time_kind}; M4's files have none (steps 0, 1, ...): expected "
+                            f"{time_kind}", path=data)
         panel = read_m4_folder(data, frequency)
         chosen_h = horizon or m4["horizon"]
         h_source = f"M4 {frequency}'s horizon (its test files)"

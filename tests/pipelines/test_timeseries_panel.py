@@ -751,6 +751,14 @@ def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
     assert list(forecast.columns) == ["id", "step", "forecast"] and len(forecast) == 3 * 13
     assert forecast.groupby("id")["step"].apply(list).tolist() == [list(range(1, 14))] * 3
     assert forecast["forecast"].notna().all()
+    # M4 files of another horizon or time kind than a run's: one line (a traceback was).
+    config = TimeseriesConfig(data=str(folder))
+    with pytest.raises(DataError, match=r"M4's weekly files hold out 13 values per series; "
+                                        r"this run forecasts 3: expected series held out"):
+        read_panel_data(config, horizon=3, time_kind="steps")
+    with pytest.raises(DataError, match=r"the run was trained on series whose time stamps "
+                                        r"are numbers; M4's files have none"):
+        read_panel_data(config, horizon=13, time_kind="numbers")
 
 
 def test_wrong_settings_for_many_series_are_one_line_errors(tmp_path, capsys):
