@@ -202,7 +202,9 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
                 f"(got {id_column!r}); pass a file to read a long table",
                 path=path,
             )
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".csv")
+        # Hidden files are no series: macOS's "._a.csv" beside a.csv, an editor's backups.
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".csv"
+                       and not p.name.startswith("."))
         if not files:
             raise DataError("the folder holds no .csv files; expected one CSV file per series",
                             path=path)

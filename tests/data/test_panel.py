@@ -224,6 +224,8 @@ def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_pat
     write(folder, "north.csv", "date,y\n2024-01-02,5\n2024-01-01,4\n2024-01-03,6\n")
     write(folder, "south.csv", "date,y\n2023-12-30,1\n2023-12-31,2\n")
     write(folder, "notes.txt", "not a series")
+    (folder / "._north.csv").write_bytes(b"\x00\x05\x16\x07Mac OS X")  # macOS's resource fork
+    write(folder, ".backup.csv", "date,y\n2024-01-01,9\n2024-01-02,9\n")
     panel = read_panel(folder, time_column="date")
     assert panel.ids == ("north", "south")
     assert [v.tolist() for v in panel.values] == [[4, 5, 6], [1, 2]]
