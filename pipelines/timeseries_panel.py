@@ -174,6 +174,10 @@ def refuse_one_series_settings(config):
             raise UsageError(f"{shown} is for one series; many series do without it: {why}")
 
 
+def _plural(count, noun):
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
 def _named(ids):
     ids = [str(i) for i in ids]
     shown = ", ".join(ids[:_NAMED])
@@ -995,18 +999,24 @@ class PanelPipeline(Pipeline):
                          f"naive error of the other {len(data.ids) - scaled} is 0 (every value "
                          f"equals the one a season before) or undefined (no more than "
                          f"{data.season} values)")
+        lines.append(f"  kept {choice.name}: {choice.reason()}")
         if choice.candidate_scores:
-            lines.append(f"  kept {choice.name}: {choice.reason()}")
             lines.append(f"  per series: {choice.series_reason()}")
         n = metrics["network"]
         lines += [
             f"holdout {data.horizon}: {data.horizon_source}",
             f"season {data.season}: {data.season_source}",
-            f"network: {n['kind']}, lookback {config.lookback}, {n['units']} units, "
-            f"{n['layers']} layers, batch {n['batch_size']}, {n['steps_per_epoch']} "
-            f"steps an epoch, at most {config.epochs} epochs ({prepared.network_source})",
+            f"network: {n['kind']}, lookback {config.lookback}, {_plural(n['units'], 'unit')}, "
+            f"{_plural(n['layers'], 'layer')}, batch {n['batch_size']}, "
+            f"{n['steps_per_epoch']} steps an epoch, at most "
+            f"{_plural(config.epochs, 'epoch')} ({prepared.network_source})",
             *prepared.notes,
         ]
+        served = {name for names in (choice.kept, *choice.series_kept.values()) for name in names}
+        if served != {n["kind"]}:
+            lines.append(f"saved_model/ serves the network ({n['kind']}) alone: the classical "
+                         "members need each series' own fit, so the kept forecasts are "
+                         "predict's")
         return lines
 
     def export_model(self, model, config, artifacts, path):

@@ -697,8 +697,13 @@ def test_a_network_no_validation_history_can_feed_is_left_out_of_the_choice(tmp_
     assert "nbeats" not in choice["kept"] and choice["candidate_validation"]
     assert "nbeats" not in choice["member_validation"]
     assert not any("nbeats" in name for name in choice["candidate_validation"])
+    printed = capsys.readouterr().out
     assert "the network is left out of the choice: no series has the 30 values of history" in (
-        capsys.readouterr().out)
+        printed)
+    # What train writes in saved_model/ is not what it kept: it says so (docs/cli.md).
+    assert ("saved_model/ serves the network (nbeats) alone: the classical members need each "
+            "series' own fit, so the kept forecasts are predict's") in printed
+    assert ", 8 units, 1 layer, batch 16," in printed and "at most 2 epochs" in printed
 
 
 @pytest.mark.parametrize("flags, message", [
