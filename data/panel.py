@@ -429,8 +429,13 @@ def _parse_times(column, name, lines, path):
     bad = np.flatnonzero(dates.isna().to_numpy())
     if bad.size:
         shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
+        more = f" and {bad.size - _SHOWN} more" if bad.size > _SHOWN else ""
+        if pd.to_numeric(column.iloc[bad], errors="coerce").notna().all():
+            raise DataError(f"time column {name!r} mixes dates and numbers: lines {shown}{more} "
+                            "hold numbers, the others dates; expected one kind in every series",
+                            path=path)
         raise DataError(f"time column {name!r} has values that are not dates or numbers at "
-                        f"lines {shown}", path=path)
+                        f"lines {shown}{more}", path=path)
     return "dates", dates.to_numpy()
 
 

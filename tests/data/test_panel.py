@@ -280,6 +280,11 @@ def test_an_empty_folder_is_refused(tmp_path):
      r"time column 't' has infinite values at lines 3 \(inf\); expected dates or finite"),
     ("id,date,y\na,2024-01-01,1\na,someday,2\n", dict(id_column="id", time_column="date"),
      r"time column 'date' has values that are not dates or numbers at lines 3 \('someday'\)"),
+    # Series a dated, series b counted: both kinds are read, the mix is the error.
+    ("id,day,y\na,2024-01-01,1\na,2024-01-02,2\nb,0,3\nb,1,4\n",
+     dict(id_column="id", time_column="day"),
+     r"time column 'day' mixes dates and numbers: lines 4 \('0'\), 5 \('1'\) hold numbers, "
+     r"the others dates; expected one kind in every series"),
     ("id,date,y,z\na,2024-01-01,1,2\n", dict(id_column="id", time_column="date"),
      r"expected one value column besides the id and time columns, or a target named; the "
      r"numeric ones are y, z"),
