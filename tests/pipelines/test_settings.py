@@ -124,6 +124,21 @@ def test_a_config_file_of_the_wrong_types_is_refused():
         ToyConfig(columns=["a", 3])
 
 
+def test_every_number_a_user_sets_has_a_maximum_or_a_range():
+    # --auto-folds 10**23 was accepted and planned hours of classical fits.
+    from seqlab.pipelines import TASKS
+    from seqlab.pipelines.settings import _field_type
+
+    bounded_otherwise = {"seed", "tsv_columns", "temperature", "dropout", "token_dropout",
+                         "val_fraction", "test_fraction"}
+    for task in TASKS:
+        card = load_card(task)
+        for config_class in (card.config_class, *card.options.values()):
+            for field in dataclasses.fields(config_class):
+                if _field_type(field)[0] in (int, float) and field.name not in bounded_otherwise:
+                    assert field.name in MAXIMUMS, f"{task} {config_class.__name__} {field.name}"
+
+
 def test_the_limits_table_of_the_cli_reference_is_maximums():
     from pathlib import Path
     import re
