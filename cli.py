@@ -359,11 +359,15 @@ def _run_action(task, action, arguments):
     try:
         return task.train(config, overwrite=arguments["overwrite"])
     except KeyboardInterrupt:
-        print(
-            f"\n{PROG}: interrupted; the finished epochs are kept in {config.out}.partial. "
-            f"Rerun with the same settings and --out {config.out} to resume.",
-            file=sys.stderr,
-        )
+        from seqlab.pipelines.paths import PARTIAL_SUFFIX
+
+        partial = f"{config.out}{PARTIAL_SUFFIX}"
+        if os.path.isdir(partial):
+            print(f"\n{PROG}: interrupted; the finished epochs are kept in {partial}. Rerun "
+                  f"with the same settings and --out {config.out} to resume.", file=sys.stderr)
+        else:  # stopped while reading the data or fitting before the run directory started
+            print(f"\n{PROG}: interrupted before the run directory was started; nothing was "
+                  "kept. Rerun the command to start again.", file=sys.stderr)
         raise
 
 

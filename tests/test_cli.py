@@ -175,6 +175,23 @@ def test_an_empty_path_is_refused_not_read_as_the_working_folder(tmp_path, monke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]  # nothing started
 
 
+def test_an_interrupt_before_the_run_started_does_not_promise_a_resume(tmp_path, monkeypatch,
+                                                                       capsys):
+    # Ctrl-C during the data's reading or the classical fits said "the finished epochs are
+    # kept in <out>.partial", which prepare's failure had just removed.
+    from seqlab.pipelines.timeseries import TimeseriesPipeline
+
+    def interrupted(self, config, distribution):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TimeseriesPipeline, "prepare", interrupted)
+    out = tmp_path / "run"
+    assert cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)]) == 130
+    printed = capsys.readouterr().err
+    assert "interrupted before the run directory was started; nothing was kept" in printed
+    assert "resume" not in printed and not list(tmp_path.iterdir())
+
+
 def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
     # `generate` is charrnn's name for predict: its errors say `generate`, not `predict`.
     for typed in ("generate", "predict"):
