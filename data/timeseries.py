@@ -58,6 +58,8 @@ MAX_LINE_BYTES = 2**20
 
 # How many offending rows an error message lists before it says "and N more".
 _ROWS_SHOWN = 5
+# The most memory `WindowGenerator.arrays` takes for the windows of one split, all at once.
+MAX_WINDOW_BYTES = 4 * 2**30
 
 
 def load_sunspots():
@@ -1310,16 +1312,37 @@ class WindowGenerator:
             start = max(start - self.lookback, 0)
         return np.arange(start, stop - self.window_size + 1, stride)
 
-    def arrays(self, split, limit=None):
-        """`(inputs, targets)` float32 arrays of the windows of `split`, in scaled units: all
-        of them, or at most `limit` evenly spaced over the split (its first and last window
-        included, in time order)."""
+    def _starts(self, split, limit):
+        """The window starts of `split`: all, or at most `limit` evenly spaced (`arrays`)."""
         if limit is not None and (int(limit) != limit or limit < 2):
             raise ValueError(f"limit must be an integer of at least 2. Received: limit={limit}")
         starts = self.window_starts(split)
         if limit is not None and len(starts) > limit:
             # Distinct positions, as there are more starts than positions.
             starts = starts[np.linspace(0, len(starts) - 1, int(limit)).round().astype(int)]
+        return starts
+
+    def arrays(self, split, limit=None):
+        """`(inputs, targets)` float32 arrays of the windows of `split`, in scaled units: all
+        of them, or at most `limit` evenly spaced over the split (its first and last window
+        included, in time order).
+
+        Raises:
+            DataError: the windows would take more than `MAX_WINDOW_BYTES` of memory (every
+                window holds its own copy of `lookback` rows; `dataset` gathers them batch by
+                batch instead).
+        """
+        starts = self._starts(split, limit)
+        values = len(starts) * (self.lookback * len(self.features)
+                                + self.horizon * len(self.targets))
+        # The row indices (int64) and the gathered float64 values, then the float32 copy.
+        if values * 20 > MAX_WINDOW_BYTES:
+            raise DataError(
+                f"the {len(starts):,} {split} windows of {self.lookback} rows x "
+                f"{len(self.features)} inputs would take {_size_text(values * 20)} of memory "
+                f"at once (at most {_size_text(MAX_WINDOW_BYTES)}); expected a shorter "
+                "--lookback, a larger --stride or fewer rows (or --model gru, lstm, rnn or "
+                "transformer, which read them batch by batch)")
         input_rows = starts[:, None] + np.arange(self.lookback)
         target_rows = starts[:, None] + self.lookback + np.arange(self.horizon)
         inputs = self._inputs[input_rows].reshape(len(starts), self.lookback, len(self.features))
@@ -1335,13 +1358,25 @@ class WindowGenerator:
             limit: at most this many windows, evenly spaced over the split (`arrays`); None:
                 every window.
         """
-        inputs, targets = self.arrays(split, limit)
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
+        # The windows are gathered batch by batch from the scaled rows, not stored: a window
+        # of `lookback` rows per start would hold every row `lookback` times over.
+        starts = self._starts(split, limit)
+        inputs = tf.constant(self._inputs.astype("float32"))
+        targets = tf.constant(self._targets.astype("float32"))
+        input_offsets = tf.range(self.lookback, dtype=tf.int64)
+        target_offsets = tf.range(self.lookback, self.lookback + self.horizon, dtype=tf.int64)
+
+        def gather(batch_starts):
+            return (tf.gather(inputs, batch_starts[:, None] + input_offsets),
+                    tf.gather(targets, batch_starts[:, None] + target_offsets))
+
+        dataset = tf.data.Dataset.from_tensor_slices(starts.astype("int64"))
         if split == "train" if shuffle is None else shuffle:
             dataset = dataset.shuffle(
-                len(inputs), seed=self.shuffle_seed, reshuffle_each_iteration=True
+                len(starts), seed=self.shuffle_seed, reshuffle_each_iteration=True
             )
-        return dataset.batch(self.batch_size).prefetch(tf.data.AUTOTUNE)
+        return (dataset.batch(self.batch_size).map(gather, num_parallel_calls=tf.data.AUTOTUNE)
+                .prefetch(tf.data.AUTOTUNE))
 
     @property
     def train(self):
@@ -1372,6 +1407,11 @@ class WindowGenerator:
             f"  rows: {', '.join(span(s) for s in self.bounds)}\n"
             f"  windows: {counts} (each {self.lookback} input rows -> next {self.horizon})"
         )
+
+
+def _size_text(size):
+    """A number of bytes as a person reads it: `4.0 GiB`, `12.5 MiB`."""
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
 
 
 def _detrended(values):

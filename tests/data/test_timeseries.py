@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+import tensorflow as tf
 
 from seqlab.data import timeseries as timeseries_module
 from seqlab.data.errors import DataError
@@ -77,6 +78,29 @@ def test_datasets_have_the_documented_element_structure():
     assert spec[1].shape.as_list() == [None, 2, 1]
     batches = list(windows.test)
     assert sum(len(inputs) for inputs, _ in batches) == len(windows.window_starts("test"))
+
+
+def test_the_datasets_gather_the_windows_arrays_holds_batch_by_batch(monkeypatch):
+    # The windows are gathered from the rows per batch (the same windows, in the order a
+    # shuffle of the arrays' windows with the same seed gives), not held all at once.
+    windows = WindowGenerator(counting_frame(), lookback=6, horizon=2, targets=["y"],
+                              batch_size=8, shuffle_seed=3)
+    for split in ("train", "val", "test"):
+        inputs, targets = windows.arrays(split)
+        expected = tf.data.Dataset.from_tensor_slices((inputs, targets))
+        if split == "train":
+            expected = expected.shuffle(len(inputs), seed=3, reshuffle_each_iteration=True)
+        for (got_x, got_y), (want_x, want_y) in zip(windows.dataset(split), expected.batch(8),
+                                                    strict=True):
+            np.testing.assert_array_equal(got_x, want_x)
+            np.testing.assert_array_equal(got_y, want_y)
+    # All at once, the windows of a long series with a long lookback would not fit in memory.
+    monkeypatch.setattr(timeseries_module, "MAX_WINDOW_BYTES", 10_000)
+    with pytest.raises(DataError, match=r"the 63 train windows of 6 rows x 2 inputs would take "
+                                        r"0\.0 MiB of memory at once \(at most 0\.0 MiB\); "
+                                        r"expected a shorter --lookback"):
+        windows.arrays("train")
+    assert len(list(windows.train)) == 8  # the dataset needs no such copy
 
 
 @pytest.mark.parametrize("lookback,horizon", [(9, 1), (9, 4), (30, 1)])
