@@ -14,7 +14,8 @@ import tensorflow as tf
 from seqlab.layers.registry import serializable
 
 
-# The score added to forbidden transitions: finite, so that log-space sums stay free of NaN.
+# The score added to forbidden transitions in the likelihood (log Z and s(x, y)): finite, so
+# that log-space sums stay free of NaN. Viterbi decoding gives them -inf instead.
 FORBIDDEN_SCORE = -1e4
 
 
@@ -89,15 +90,21 @@ class CRF(keras.layers.Layer):
         delta_t[j] = x_t[j] + max_i(delta_{t-1}[i] + A[i, j]),  psi_t[j] = argmax_i(...)
         y*_L = argmax_j(delta_L[j] + b_end[j]),  y*_{t-1} = psi_t[y*_t]
 
-    Constraints: `forbidden_transitions` (pairs i -> j) and `forbidden_start_tags` get the
-    constant score FORBIDDEN_SCORE = -10^4 added to A[i, j] and b_start[j]. A sequence that uses
-    one has a probability below e^-9000 relative to an allowed one, so Viterbi never returns it
-    and Z is (in floating point) the sum over the allowed sequences; in BIO, forbidding O -> I-X,
-    B-X -> I-Y, I-X -> I-Y (X != Y) and starts with I-X makes every decoded sequence valid.
+    Constraints: `forbidden_transitions` (pairs i -> j) and `forbidden_start_tags`. In the
+    likelihood (`log_partition`, `sequence_score`, `log_likelihood`, hence the training loss)
+    they get the constant score FORBIDDEN_SCORE = -10^4 added to A[i, j] and b_start[j]: a
+    sequence that uses one has a probability about e^-10000 times that of the same sequence
+    without the penalty, so Z is in practice the sum over the allowed sequences. Viterbi decoding
+    (`viterbi_decode`, calling the layer) gives them -inf instead, so it never returns a
+    sequence that uses one when an allowed sequence exists, however large the potentials. Only
+    where no allowed sequence exists (constraints that rule out every path of a row's length)
+    does it fall back to the FORBIDDEN_SCORE penalty and return the best penalised sequence,
+    with its penalised score. In BIO, forbidding O -> I-X, B-X -> I-Y, I-X -> I-Y (X != Y) and
+    starts with I-X makes every decoded sequence valid.
 
     Masks: the chain runs over the unmasked steps in order; masked steps are skipped (a mask
-    with holes links the steps on either side of the hole). A sequence with no unmasked step has
-    score 0 and log Z = 0. Decoded tags at masked steps are 0.
+    with holes links the steps on either side of the hole). A sequence with no unmasked step
+    (zero time steps included) has score 0 and log Z = 0. Decoded tags at masked steps are 0.
 
     Args:
         num_tags: K, the number of tags (the last dimension of the potentials).
@@ -110,7 +117,9 @@ class CRF(keras.layers.Layer):
         forbidden_start_tags: tag ids that may not start a sequence.
 
     Call arguments:
-        potentials: float `[batch, time, num_tags]`.
+        potentials: float `[batch, time, num_tags]` (`time` may be 0). Potentials of another
+            rank or last dimension are refused (`ValueError` where the shape is known when
+            traced, `tf.errors.InvalidArgumentError` otherwise), by every method.
         mask: optional boolean `[batch, time]`, True at real steps (passed on automatically from
             `Embedding(mask_zero=True)` and the layers after it).
 
@@ -215,7 +224,7 @@ class CRF(keras.layers.Layer):
 
     def log_partition(self, potentials, mask=None):
         """log Z(x) by the forward algorithm, float `[batch]`."""
-        self._build_for(potentials)
+        potentials = self._checked_potentials(potentials)
         potentials, mask, lengths, _ = self._left_aligned(potentials, mask)
         transitions, start, end = self._scores(potentials.dtype)
 
@@ -225,19 +234,26 @@ class CRF(keras.layers.Layer):
             alpha_t = potentials_t + tf.where(is_first, start[None, :], from_previous)
             return tf.where(mask_t[:, None], alpha_t, alpha)
 
-        alpha = tf.scan(
+        # A fold (not a scan's last element) so that zero steps leave the initializer.
+        alpha = tf.foldl(
             forward_step,
             self._time_major_steps(potentials, mask),
-            initializer=tf.zeros_like(potentials[:, 0, :]),
-        )[-1]
+            initializer=tf.zeros([tf.shape(potentials)[0], self.num_tags], potentials.dtype),
+        )
         log_z = tf.reduce_logsumexp(alpha + end[None, :], axis=1)
         return tf.where(lengths > 0, log_z, tf.zeros_like(log_z))
 
     def sequence_score(self, potentials, tag_ids, mask=None):
-        """s(x, y) of the tag sequences `tag_ids` (int `[batch, time]`), float `[batch]`."""
-        self._build_for(potentials)
+        """s(x, y) of the tag sequences `tag_ids` (int `[batch, time]`), float `[batch]`.
+
+        Raises:
+            ValueError: `tag_ids` whose shape is not the potentials' `[batch, time]` (where
+                both are known when traced; `tf.errors.InvalidArgumentError` otherwise).
+        """
+        potentials = self._checked_potentials(potentials)
+        tag_ids = self._checked_tag_ids(tag_ids, potentials)
         potentials, mask, lengths, order = self._left_aligned(potentials, mask)
-        tag_ids = tf.gather(tf.cast(tag_ids, tf.int32), order, batch_dims=1)
+        tag_ids = tf.gather(tag_ids, order, batch_dims=1)
         tag_ids = tf.where(mask, tag_ids, tf.zeros_like(tag_ids))  # any id may pad
         transitions, start, end = self._scores(potentials.dtype)
         weights = tf.cast(mask, potentials.dtype)
@@ -247,8 +263,10 @@ class CRF(keras.layers.Layer):
         binary = tf.gather_nd(transitions, pairs)
         score += tf.reduce_sum(binary * weights[:, 1:], axis=1)
         has_steps = lengths > 0
-        first = tag_ids[:, 0]
-        last = tf.gather(tag_ids, tf.maximum(lengths - 1, 0), batch_dims=1)
+        # One padding column, so that zero time steps still have a (discarded) first and last.
+        padded = tf.pad(tag_ids, [[0, 0], [0, 1]])
+        first = padded[:, 0]
+        last = tf.gather(padded, tf.maximum(lengths - 1, 0), batch_dims=1)
         boundary = tf.gather(start, first) + tf.gather(end, last)
         return score + tf.where(has_steps, boundary, tf.zeros_like(boundary))
 
@@ -261,14 +279,42 @@ class CRF(keras.layers.Layer):
     def viterbi_decode(self, potentials, mask=None):
         """The best tag sequences and their scores.
 
+        Forbidden transitions and start tags are never used where a sequence without them
+        exists (see the class docstring).
+
         Returns:
             `(tag_ids, scores)`: int32 `[batch, time]` (0 at masked steps) and float `[batch]`,
             the score s(x, y*) of each best sequence.
         """
-        self._build_for(potentials)
+        potentials = self._checked_potentials(potentials)
         original_mask = mask
         potentials, mask, lengths, order = self._left_aligned(potentials, mask)
-        transitions, start, end = self._scores(potentials.dtype)
+        tags, scores = self._viterbi(potentials, mask, *self._scores(potentials.dtype, strict=True))
+        if self.forbidden_transitions or self.forbidden_start_tags:
+            # -inf: every path of the row uses a forbidden step. Such rows (rare: constraints
+            # that rule out a whole length) get the best path under the finite penalty instead.
+            no_allowed_path = (lengths > 0) & tf.equal(scores, -float("inf"))
+
+            def penalised():
+                penalised_tags, penalised_scores = self._viterbi(
+                    potentials, mask, *self._scores(potentials.dtype)
+                )
+                return (tf.where(no_allowed_path[:, None], penalised_tags, tags),
+                        tf.where(no_allowed_path, penalised_scores, scores))
+
+            tags, scores = tf.cond(
+                tf.reduce_any(no_allowed_path), penalised, lambda: (tags, scores)
+            )
+        scores = tf.where(lengths > 0, scores, tf.zeros_like(scores))
+        if original_mask is None:
+            return tags, scores
+        # Back to the original positions; masked steps get tag 0.
+        tags = tf.gather(tags, tf.argsort(order, axis=1), batch_dims=1)
+        return tf.where(tf.cast(original_mask, tf.bool), tags, tf.zeros_like(tags)), scores
+
+    def _viterbi(self, potentials, mask, transitions, start, end):
+        """Viterbi over left-aligned `potentials` and `mask`: `(tag_ids, scores)` with the tags
+        in left-aligned order and the raw scores (rows without steps not yet zeroed)."""
         num_tags = tf.shape(potentials)[-1]
         batch_size = tf.shape(potentials)[0]
         stay = tf.broadcast_to(tf.range(num_tags)[None, :], [batch_size, num_tags])
@@ -288,32 +334,36 @@ class CRF(keras.layers.Layer):
             )
             return tf.where(mask_t[:, None], delta_t, delta), pointers
 
-        deltas, pointers = tf.scan(
-            viterbi_step,
-            self._time_major_steps(potentials, mask),
-            initializer=(tf.zeros_like(potentials[:, 0, :]), stay),
-        )
-        final = deltas[-1] + end[None, :]
-        scores = tf.reduce_max(final, axis=1)
-        last_tags = tf.argmax(final, axis=1, output_type=tf.int32)
+        def decode():
+            deltas, pointers = tf.scan(
+                viterbi_step,
+                self._time_major_steps(potentials, mask),
+                initializer=(tf.zeros([batch_size, self.num_tags], potentials.dtype), stay),
+            )
+            final = deltas[-1] + end[None, :]
+            scores = tf.reduce_max(final, axis=1)
+            last_tags = tf.argmax(final, axis=1, output_type=tf.int32)
 
-        def backtrack_step(tag_t, pointers_t):
-            return tf.gather(pointers_t, tag_t, batch_dims=1)
+            def backtrack_step(tag_t, pointers_t):
+                return tf.gather(pointers_t, tag_t, batch_dims=1)
 
-        # Tags of steps 0..T-2 come from the pointers of steps 1..T-1, read backwards. The scan
-        # runs over every step (step 0's pointers only repeat its tag; that output is dropped),
-        # because a scan over the T-1 later steps has nothing to stack when T is 1.
-        earlier_tags = tf.scan(
-            backtrack_step, pointers, initializer=last_tags, reverse=True
-        )[1:]
-        tags = tf.concat([earlier_tags, last_tags[None, :]], axis=0)
-        tags = tf.transpose(tags)
-        scores = tf.where(lengths > 0, scores, tf.zeros_like(scores))
-        if original_mask is None:
-            return tags, scores
-        # Back to the original positions; masked steps get tag 0.
-        tags = tf.gather(tags, tf.argsort(order, axis=1), batch_dims=1)
-        return tf.where(tf.cast(original_mask, tf.bool), tags, tf.zeros_like(tags)), scores
+            # Tags of steps 0..T-2 come from the pointers of steps 1..T-1, read backwards. The
+            # scan runs over every step (step 0's pointers only repeat its tag; that output is
+            # dropped), because a scan over the T-1 later steps has nothing to stack when T is 1.
+            earlier_tags = tf.scan(
+                backtrack_step, pointers, initializer=last_tags, reverse=True
+            )[1:]
+            tags = tf.concat([earlier_tags, last_tags[None, :]], axis=0)
+            return tf.transpose(tags), scores
+
+        def no_steps():
+            return tf.zeros([batch_size, 0], tf.int32), tf.zeros([batch_size], potentials.dtype)
+
+        # The backward pass starts from the last step: with zero steps there is none.
+        time = potentials.shape[1]
+        if time is not None:
+            return decode() if time > 0 else no_steps()
+        return tf.cond(tf.shape(potentials)[1] > 0, decode, no_steps)
 
     # -----------------------------------------------------------------------------------------
     # Helpers
@@ -324,26 +374,96 @@ class CRF(keras.layers.Layer):
             self.build(tuple(potentials.shape))
             self.built = True
 
-    def _scores(self, dtype):
-        """`(A, b_start, b_end)` with the forbidden entries' FORBIDDEN_SCORE added."""
+    def _checked_potentials(self, potentials):
+        """`potentials` as a float tensor `[batch, time, num_tags]`, the layer built.
+
+        Checked on every call, not only when building: a CRF built for K tags would otherwise
+        broadcast other potentials against its K x K transitions and fail deep inside.
+
+        Raises:
+            ValueError: a rank or last dimension known to be wrong when traced (otherwise the
+                graph raises `tf.errors.InvalidArgumentError`).
+        """
+        potentials = tf.convert_to_tensor(potentials)
+        if not potentials.dtype.is_floating:
+            potentials = tf.cast(potentials, keras.config.floatx())
+        expected = f"[batch, time, num_tags={self.num_tags}]"
+        shape = potentials.shape
+        if shape.rank is not None and (
+            shape.rank != 3 or shape[-1] not in (None, self.num_tags)
+        ):
+            raise ValueError(
+                f"potentials must have the shape {expected}. "
+                f"Received: potentials.shape={tuple(shape)}"
+            )
+        checks = []
+        if shape.rank is None:
+            checks.append(tf.debugging.assert_rank(
+                potentials, 3, message=f"potentials must have the shape {expected}"
+            ))
+        if shape.rank is None or shape[-1] is None:
+            checks.append(tf.debugging.assert_equal(
+                tf.shape(potentials)[-1], self.num_tags,
+                message=f"potentials must have the shape {expected}",
+            ))
+        if checks:
+            with tf.control_dependencies(checks):
+                potentials = tf.identity(potentials)
+            potentials = tf.ensure_shape(potentials, [None, None, self.num_tags])
+        self._build_for(potentials)
+        return potentials
+
+    @staticmethod
+    def _checked_tag_ids(tag_ids, potentials):
+        """`tag_ids` as int32, checked to have the potentials' `[batch, time]`: a longer
+        sequence would otherwise lose its extra steps unnoticed."""
+        tag_ids = tf.cast(tf.convert_to_tensor(tag_ids), tf.int32)
+        expected = potentials.shape[:2]
+        message = "tag_ids must have the shape [batch, time] of the potentials"
+        if tag_ids.shape.rank is not None and (
+            tag_ids.shape.rank != 2 or not tag_ids.shape.is_compatible_with(expected)
+        ):
+            raise ValueError(
+                f"{message}, {tuple(expected)}. Received: tag_ids.shape={tuple(tag_ids.shape)}"
+            )
+        if tag_ids.shape.is_fully_defined() and expected.is_fully_defined():
+            return tag_ids
+        checks = []
+        if tag_ids.shape.rank is None:
+            checks.append(tf.debugging.assert_rank(tag_ids, 2, message=message))
+        with tf.control_dependencies(checks):  # the rank first, or the shapes cannot compare
+            check = tf.debugging.assert_equal(
+                tf.shape(tag_ids), tf.shape(potentials)[:2], message=message
+            )
+        with tf.control_dependencies([check]):
+            return tf.identity(tag_ids)
+
+    def _scores(self, dtype, strict=False):
+        """`(A, b_start, b_end)` with FORBIDDEN_SCORE added to the forbidden entries, or with
+        those entries set to -inf when `strict` (decoding only: -inf would make log Z's sums
+        NaN-prone and change the trained loss)."""
         transitions = tf.cast(self.transitions, dtype)
         if self.use_boundary_transitions:
             start = tf.cast(self.start_transitions, dtype)
             end = tf.cast(self.end_transitions, dtype)
         else:
             start = end = tf.zeros([self.num_tags], dtype)
-        if self.forbidden_transitions:
-            penalty = tf.scatter_nd(
-                self.forbidden_transitions,
-                tf.fill([len(self.forbidden_transitions)], tf.cast(FORBIDDEN_SCORE, dtype)),
-                [self.num_tags, self.num_tags],
+
+        def forbid(values, indices, shape):
+            if strict:
+                forbidden = tf.scatter_nd(indices, tf.ones([len(indices)], tf.bool), shape)
+                return tf.where(forbidden, tf.cast(-float("inf"), dtype), values)
+            return values + tf.scatter_nd(
+                indices, tf.fill([len(indices)], tf.cast(FORBIDDEN_SCORE, dtype)), shape
             )
-            transitions += penalty
+
+        if self.forbidden_transitions:
+            transitions = forbid(
+                transitions, self.forbidden_transitions, [self.num_tags, self.num_tags]
+            )
         if self.forbidden_start_tags:
-            start += tf.scatter_nd(
-                [[tag] for tag in self.forbidden_start_tags],
-                tf.fill([len(self.forbidden_start_tags)], tf.cast(FORBIDDEN_SCORE, dtype)),
-                [self.num_tags],
+            start = forbid(
+                start, [[tag] for tag in self.forbidden_start_tags], [self.num_tags]
             )
         return transitions, start, end
 
@@ -357,9 +477,6 @@ class CRF(keras.layers.Layer):
         Returns:
             `(potentials, mask, lengths, order)`; `order[b, k]` is the original step now at k.
         """
-        potentials = tf.convert_to_tensor(potentials)
-        if not potentials.dtype.is_floating:
-            potentials = tf.cast(potentials, keras.config.floatx())
         shape = tf.shape(potentials)
         batch_size, time = shape[0], shape[1]
         steps = tf.broadcast_to(tf.range(time)[None, :], [batch_size, time])
@@ -368,7 +485,7 @@ class CRF(keras.layers.Layer):
             return potentials, everything, tf.fill([batch_size], time), steps
         mask = tf.cast(mask, tf.bool)
         real_so_far = tf.cumsum(tf.cast(mask, tf.int32), axis=1)
-        lengths = real_so_far[:, -1]
+        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # [:, -1] fails at zero steps
         # Real steps go to 0..length-1 in order, padded steps after them in order.
         new_position = tf.where(mask, real_so_far - 1, lengths[:, None] + steps - real_so_far)
         order = tf.argsort(new_position, axis=1)

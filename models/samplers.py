@@ -30,6 +30,8 @@ several hypotheses per row (beam search) overrides `__call__` as well.
 """
 
 import collections
+import math
+import numbers
 
 import numpy as np
 import tensorflow as tf
@@ -43,6 +45,25 @@ def _relaxed_batch_shape(tensor):
     return tf.TensorShape([None]).concatenate(tensor.shape[1:])
 
 
+def _checked_num_steps(num_steps):
+    """`num_steps` as a scalar int32 tensor, at least 0.
+
+    A negative Python int is refused. A negative tensor is read as 0 steps rather than refused:
+    callers compute it as the maximum of per-row limits, and the maximum over an empty batch is
+    the most negative int32 (models/translator.py decodes an empty batch so).
+
+    Raises:
+        ValueError: a Python `num_steps` that is not a non-negative integer.
+    """
+    if not tf.is_tensor(num_steps) and not isinstance(num_steps, np.ndarray):
+        if (isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral)
+                or num_steps < 0):
+            raise ValueError(
+                f"num_steps must be a non-negative integer. Received: num_steps={num_steps!r}"
+            )
+    return tf.maximum(tf.convert_to_tensor(num_steps, tf.int32), 0)
+
+
 class Sampler:
     """Base class of the samplers: the decoding loop. Subclasses implement `get_next_token`.
 
@@ -51,7 +72,8 @@ class Sampler:
         logits: `[batch, vocab]`, the scores of the first token to choose.
         state: the state that produced `logits` (any nested structure of tensors with a leading
             batch dimension; may be empty).
-        num_steps: the number of tokens to choose (int or scalar int32 tensor).
+        num_steps: the number of tokens to choose (int or scalar int32 tensor). A negative
+            int is refused (`ValueError`); a negative tensor means 0 steps.
         end_token_id: optional; a row that has chosen this token is finished: its later tokens
             are this token too, and the loop stops early when every row is finished.
 
@@ -73,7 +95,7 @@ class Sampler:
         logits = tf.convert_to_tensor(logits)
         state = tf.nest.map_structure(tf.convert_to_tensor, state)
         batch = tf.shape(logits)[0]
-        num_steps = tf.convert_to_tensor(num_steps, tf.int32)
+        num_steps = _checked_num_steps(num_steps)
         tokens = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None])
         finished = tf.zeros([batch], tf.bool)
         self.start(logits, num_steps)
@@ -139,28 +161,44 @@ class RandomSampler(Sampler):
     the same tokens, and a shorter decoding gives a prefix of a longer one.
 
     Args:
-        temperature: a float or a float tensor `[batch]` (one per row). Below 1 sharpens the
-            distribution, above 1 flattens it; 0 means argmax (no division by zero).
+        temperature: a finite float or a float tensor `[batch]` (one per row). Below 1 sharpens
+            the distribution, above 1 flattens it; 0 means argmax (no division by zero). A
+            negative, NaN or infinite Python number is refused (`ValueError`); a tensor with a
+            NaN or infinite value fails when decoding starts (`tf.errors.InvalidArgumentError`).
         top_k: keep only the `top_k` most probable tokens of each step (ties with the k-th
             are kept too); None or 0 keeps every token.
         seed: an int or an int tensor `[batch]` (one per row).
     """
 
     def __init__(self, temperature=1.0, top_k=None, seed=0):
-        if isinstance(temperature, (int, float)) and temperature < 0:
+        if isinstance(temperature, numbers.Real) and not isinstance(temperature, bool) and not (
+            math.isfinite(temperature) and temperature >= 0
+        ):
             raise ValueError(
-                f"temperature must be 0 (argmax) or positive. Received: temperature={temperature}"
+                "temperature must be 0 (argmax) or positive and finite. "
+                f"Received: temperature={temperature}"
             )
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0
+        ):
             raise ValueError(f"top_k must be a non-negative integer. Received: top_k={top_k!r}")
         self.temperature = temperature
         self.top_k = top_k or None
         self.seed = seed
         self.uniforms = None
+        self.temperatures = None
 
     def start(self, logits, num_steps):
         batch = tf.shape(logits)[0]
+        num_steps = tf.maximum(tf.convert_to_tensor(num_steps, tf.int32), 0)
         seeds = tf.broadcast_to(tf.cast(self.seed, tf.int32), [batch])
+        # A NaN would otherwise fail `temperature > 0` and decode that row by argmax unnoticed.
+        temperatures = tf.broadcast_to(tf.cast(self.temperature, tf.float32), [batch])
+        check = tf.debugging.assert_all_finite(
+            temperatures, "temperature must be finite (0 means argmax)"
+        )
+        with tf.control_dependencies([check]):
+            self.temperatures = tf.identity(temperatures)
         # Strictly positive, so that a token of probability 0 is never chosen.
         smallest = float(np.finfo(np.float32).tiny)
 
@@ -169,13 +207,18 @@ class RandomSampler(Sampler):
                 [num_steps], seed=tf.stack([seed, 0]), minval=smallest, maxval=1.0
             )
 
-        self.uniforms = tf.map_fn(draw, seeds, fn_output_signature=tf.TensorSpec([None]))
+        # map_fn cannot stack the results of no row: an empty batch gets its empty draws here.
+        self.uniforms = tf.cond(
+            batch > 0,
+            lambda: tf.map_fn(draw, seeds, fn_output_signature=tf.TensorSpec([None])),
+            lambda: tf.zeros([0, num_steps]),
+        )
 
     def get_next_token(self, logits, step):
         if self.uniforms is None:
             raise RuntimeError("call start() before get_next_token() (__call__ does)")
         logits = tf.cast(logits, tf.float32)
-        batch, vocab = tf.shape(logits)[0], tf.shape(logits)[1]
+        vocab = tf.shape(logits)[1]
         excluded = logits <= EXCLUDED_LOGIT
         if self.top_k is not None:
             kth_best = tf.math.top_k(logits, k=tf.minimum(self.top_k, vocab)).values[:, -1:]
@@ -183,7 +226,7 @@ class RandomSampler(Sampler):
         # A row whose every logit is that low (no seqlab model makes one) keeps them all.
         excluded &= ~tf.reduce_all(excluded, axis=-1, keepdims=True)
         logits = tf.where(excluded, tf.constant(-float("inf")), logits)
-        temperature = tf.broadcast_to(tf.cast(self.temperature, tf.float32), [batch])
+        temperature = self.temperatures
         sampled = temperature > 0
         scaled = logits / tf.where(sampled, temperature, 1.0)[:, None]
         cumulative = tf.cumsum(tf.nn.softmax(scaled), axis=-1)
@@ -219,6 +262,11 @@ class RandomSampler(Sampler):
 # that reach `num_steps` without ending are returned only where a row has fewer finished ones
 # than asked for, after them, scored with lp(num_steps). With `beam_width=1` and
 # `length_penalty=0` beam search chooses the same tokens as greedy decoding.
+#
+# A candidate of log-probability -inf is no hypothesis: it is what fills the beam where fewer
+# distinct sequences exist than `beam_width` (a small vocabulary, few steps, or tokens the model
+# gives probability 0). Such slots are returned last and marked (see BeamSearchOutput), never as
+# a copy of a real hypothesis.
 
 
 BeamSearchOutput = collections.namedtuple(
@@ -226,14 +274,20 @@ BeamSearchOutput = collections.namedtuple(
 )
 BeamSearchOutput.__doc__ = """The n best hypotheses of each row, best first.
 
+Finished hypotheses come first, then unfinished ones, then empty slots. A slot is empty where
+the row has fewer distinct hypotheses of nonzero probability than `num_return` (e.g. a
+vocabulary of 4 tokens and 1 step give at most 4): its score and log-probability are -inf, its
+length is 0, `finished` is False and its tokens are all the end token (0 without one), so an
+empty slot is never a copy of a real hypothesis. `scores > -inf` selects the real ones.
+
 Attributes:
     tokens: int32 `[batch, num_return, steps]`; after a hypothesis's end token, the end token
         again (as the samplers pad).
-    scores: float32 `[batch, num_return]`, log-probability / length penalty.
+    scores: float32 `[batch, num_return]`, log-probability / length penalty (-inf: empty slot).
     log_probs: float32 `[batch, num_return]`, the log-probability of the tokens up to and with
-        the end token.
+        the end token (-inf: empty slot).
     lengths: int32 `[batch, num_return]`, tokens up to and with the end token (`steps` for a
-        hypothesis that did not end).
+        hypothesis that did not end, 0 for an empty slot).
     finished: bool `[batch, num_return]`, whether the hypothesis ended with the end token.
 """
 
@@ -250,7 +304,8 @@ class BeamSampler(Sampler):
         beam_width: hypotheses kept per row (1 with `length_penalty=0` is greedy decoding).
         length_penalty: alpha of lp(y) = ((5 + |y|) / 6) ** alpha, at least 0. GNMT used 0.6-1.0.
         num_return: how many hypotheses to return per row (the n in n-best), at most
-            `beam_width`.
+            `beam_width`. Where fewer distinct hypotheses exist, the last slots are empty
+            (score -inf, length 0; see `BeamSearchOutput`).
 
     Call arguments:
         step_fn: `(token_ids [batch], state) -> (logits [batch, vocab], state)`.
@@ -258,7 +313,8 @@ class BeamSampler(Sampler):
         state: the state that produced `logits` (a nested structure of tensors with a leading
             batch dimension, such as a recurrent state or a key/value cache; may be empty). It
             is repeated `beam_width` times per row and reordered as hypotheses are chosen.
-        num_steps: the most tokens to choose (int or scalar int32 tensor).
+        num_steps: the most tokens to choose (int or scalar int32 tensor). A negative int is
+            refused (`ValueError`); a negative tensor means 0 steps.
         end_token_id: the token that ends a hypothesis; None: hypotheses never end.
 
     Returns:
@@ -305,7 +361,7 @@ class BeamSampler(Sampler):
         width, alpha = self.beam_width, self.length_penalty
         logits = tf.convert_to_tensor(logits)
         state = tf.nest.map_structure(tf.convert_to_tensor, state)
-        num_steps = tf.convert_to_tensor(num_steps, tf.int32)
+        num_steps = _checked_num_steps(num_steps)
         # -1 never matches a token: without an end token no hypothesis finishes.
         end = tf.constant(-1 if end_token_id is None else end_token_id, tf.int32)
         batch = tf.shape(logits)[0]
@@ -409,10 +465,12 @@ class BeamSampler(Sampler):
         steps, _, _, alive_tokens, alive_log_probs, finished = tf.while_loop(
             condition, body, loop_vars, shape_invariants=invariants
         )
-        return self._n_best(steps, alive_tokens, alive_log_probs, finished, batch)
+        return self._n_best(steps, alive_tokens, alive_log_probs, finished, batch,
+                            0 if end_token_id is None else end_token_id)
 
-    def _n_best(self, steps, alive_tokens, alive_log_probs, finished, batch):
-        """The `num_return` best per row: finished hypotheses first, then unfinished ones."""
+    def _n_best(self, steps, alive_tokens, alive_log_probs, finished, batch, filler):
+        """The `num_return` best per row: finished hypotheses first, then unfinished ones,
+        then empty slots (tokens all `filler`)."""
         n = self.num_return
         slot = tf.tile(tf.range(n)[None], [batch, 1])
         n_finished = tf.reduce_sum(tf.cast(finished["flags"], tf.int32), axis=1, keepdims=True)
@@ -429,14 +487,19 @@ class BeamSampler(Sampler):
             return tf.where(condition, chosen_finished, chosen_alive)
 
         alive_lengths = tf.fill([batch, self.beam_width], steps)
+        log_probs = pick(finished["log_probs"], alive_log_probs)
+        # The beam's -inf entries hold arbitrary tokens, often those of a real hypothesis:
+        # without this an empty slot would read as a second copy of it.
+        empty = tf.equal(log_probs, -float("inf"))
+        tokens = pick(finished["tokens"], alive_tokens)
         return BeamSearchOutput(
-            tokens=pick(finished["tokens"], alive_tokens),
+            tokens=tf.where(empty[:, :, None], tf.constant(filler, tf.int32), tokens),
             scores=pick(
                 finished["scores"], alive_log_probs / length_penalty(steps, self.length_penalty)
             ),
-            log_probs=pick(finished["log_probs"], alive_log_probs),
-            lengths=pick(finished["lengths"], alive_lengths),
-            finished=from_finished,
+            log_probs=log_probs,
+            lengths=tf.where(empty, 0, pick(finished["lengths"], alive_lengths)),
+            finished=from_finished & ~empty,
         )
 
 

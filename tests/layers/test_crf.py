@@ -2,6 +2,7 @@
 gradients, training with CRFModel, serialization and argument checks."""
 
 import itertools
+import re
 
 import keras
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from seqlab.layers import CRF, LSTM, CRFModel
+from seqlab.layers.crf import FORBIDDEN_SCORE
 from tests.conftest import assert_allclose_structure, run_layer_test, saved_model_round_trip
 
 NUM_TAGS = 3
@@ -305,3 +307,139 @@ def test_crf_model_refuses_a_crf_it_cannot_use():
     two_outputs = keras.Model(encoder.inputs, [encoder.outputs[0], encoder.outputs[0]])
     with pytest.raises(ValueError, match="Pass `crf=CRF"):
         CRFModel(two_outputs)
+
+
+def test_tag_ids_of_another_shape_than_the_potentials_are_refused():
+    # Extra columns of tag_ids were dropped without a word by the reordering of the steps.
+    crf = random_crf()
+    potentials = potentials_like(MASK)
+    longer = np.zeros((len(MASK), MASK.shape[1] + 1), "int32")
+    for method in (crf.sequence_score, crf.log_likelihood):
+        with pytest.raises(ValueError, match=r"tag_ids must have the shape \[batch, time\] of the "
+                                             r"potentials, \(5, 4\). Received: tag_ids.shape="
+                                             r"\(5, 5\)"):
+            method(potentials, longer, MASK)
+        with pytest.raises(ValueError, match="Received: tag_ids.shape=\\(5,\\)"):
+            method(potentials, longer[:, 0])
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, NUM_TAGS]),
+                                  tf.TensorSpec([None, None], tf.int32)])
+    def score(potentials, tag_ids):
+        return crf.sequence_score(potentials, tag_ids)
+
+    tag_ids = longer[:, :-1]
+    np.testing.assert_allclose(score(potentials, tag_ids), crf.sequence_score(potentials, tag_ids))
+    for wrong in (longer, tag_ids[1:]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="tag_ids must have the shape"):
+            score(potentials, wrong)
+
+
+def test_zero_time_steps_give_score_zero_and_empty_tags_eagerly_and_in_a_graph():
+    crf = random_crf()
+    potentials = np.zeros((2, 0, NUM_TAGS), "float32")
+    tag_ids = np.zeros((2, 0), "int32")
+    for mask in (None, np.zeros((2, 0), bool)):
+        np.testing.assert_array_equal(crf.log_partition(potentials, mask), [0.0, 0.0])
+        np.testing.assert_array_equal(crf.sequence_score(potentials, tag_ids, mask), [0.0, 0.0])
+        np.testing.assert_array_equal(crf.log_likelihood(potentials, tag_ids, mask), [0.0, 0.0])
+        tags, scores = crf.viterbi_decode(potentials, mask)
+        assert tags.shape == (2, 0) and tags.dtype == tf.int32
+        np.testing.assert_array_equal(scores, [0.0, 0.0])
+        assert crf(potentials, mask=mask).shape == (2, 0)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, NUM_TAGS]),
+                                  tf.TensorSpec([None, None], tf.int32)])
+    def everything(potentials, tag_ids):
+        return (crf.log_partition(potentials), crf.log_likelihood(potentials, tag_ids),
+                *crf.viterbi_decode(potentials), crf(potentials))
+
+    log_z, likelihood, tags, scores, called = everything(potentials, tag_ids)
+    np.testing.assert_array_equal(np.stack([log_z, likelihood, scores]), np.zeros((3, 2)))
+    assert tags.shape == (2, 0) and called.shape == (2, 0)
+    # The same graph still decodes sequences with steps.
+    some = potentials_like(MASK)
+    _, _, tags, scores, _ = everything(some, np.zeros(MASK.shape, "int32"))
+    expected_tags, expected_scores = crf.viterbi_decode(some)
+    np.testing.assert_array_equal(tags, expected_tags)
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-6)
+
+
+def test_potentials_of_another_rank_or_number_of_tags_are_refused_on_every_call():
+    crf = random_crf()  # built for 3 tags
+    message = r"potentials must have the shape \[batch, time, num_tags=3\]. Received: "
+    for wrong in (np.zeros((2, 4, 4), "float32"), np.zeros((2, 4), "float32")):
+        shape = re.escape(str(wrong.shape))
+        for call in (crf, crf.viterbi_decode, crf.log_partition,
+                     lambda x: crf.sequence_score(x, np.zeros((2, 4), "int32"))):
+            with pytest.raises(ValueError, match=message + "potentials.shape=" + shape):
+                call(wrong)
+
+    @tf.function(input_signature=[tf.TensorSpec(None)])
+    def decode(potentials):
+        return crf.viterbi_decode(potentials)[0]
+
+    assert decode(potentials_like(MASK)).shape == MASK.shape
+    for wrong in (np.zeros((2, 4, 4), "float32"), np.zeros((2, 4), "float32")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="potentials must have the shape"):
+            decode(wrong)
+
+
+def constrained_crf(forbidden, forbidden_starts, seed=0):
+    crf = CRF(NUM_TAGS, forbidden_transitions=forbidden, forbidden_start_tags=forbidden_starts)
+    crf.build((None, None, NUM_TAGS))
+    crf.set_weights(random_crf(seed=seed).get_weights())
+    return crf
+
+
+def violations(crf, path):
+    """How many forbidden transitions and start tags the tag sequence `path` uses."""
+    forbidden = {tuple(pair) for pair in crf.forbidden_transitions}
+    count = sum((a, b) in forbidden for a, b in zip(path[:-1], path[1:]))
+    return count + int(bool(path) and path[0] in crf.forbidden_start_tags)
+
+
+def penalised_scores(crf, potentials, mask):
+    """{tag sequence: s(x, y)} with FORBIDDEN_SCORE on each forbidden step, in float64."""
+    scores = enumerate_scores(crf, potentials.astype("float64"), mask)
+    return {path: score + FORBIDDEN_SCORE * violations(crf, path)
+            for path, score in scores.items()}
+
+
+def test_viterbi_never_decodes_a_forbidden_step_however_large_the_potentials():
+    # Tag 1 gets 1e5 at every step but may not start a sequence nor follow itself. With the
+    # -1e4 penalty alone, 1 1 1 1 won; the best allowed sequence alternates with tag 1.
+    crf = constrained_crf([[1, 1]], [1])
+    potentials = potentials_like(MASK, seed=7)
+    potentials[..., 1] += 1e5
+    signature = [tf.TensorSpec([None, None, NUM_TAGS]), tf.TensorSpec([None, None], tf.bool)]
+    graph = tf.function(crf.viterbi_decode, input_signature=signature)
+    for tags, best_scores in (crf.viterbi_decode(potentials, MASK), graph(potentials, MASK)):
+        tags, best_scores = tags.numpy(), best_scores.numpy()
+        for row in range(len(MASK)):
+            scores = penalised_scores(crf, potentials[row], MASK[row])
+            allowed = {path: score for path, score in scores.items() if not violations(crf, path)}
+            best = max(allowed.values())
+            path = tuple(tags[row][MASK[row]])
+            assert path in allowed  # float32 near 2e5: check the score, not an exact tie-break
+            np.testing.assert_allclose(allowed[path], best, atol=0.1)
+            np.testing.assert_allclose(best_scores[row], best, atol=0.1)
+    # The likelihood keeps its finite penalty: log Z as with FORBIDDEN_SCORE, the saved numbers.
+    moderate = potentials_like(MASK, seed=7)
+    log_z = crf.log_partition(moderate, MASK).numpy()
+    for row in range(len(MASK)):
+        scores = penalised_scores(crf, moderate[row], MASK[row])
+        expected = log_sum_exp(scores.values()) if MASK[row].any() else 0.0
+        np.testing.assert_allclose(log_z[row], expected, atol=1e-4)
+
+
+def test_without_any_allowed_sequence_viterbi_falls_back_to_the_penalised_best():
+    # Every transition is forbidden: only the one-step row (row 3) has an allowed sequence.
+    crf = constrained_crf([[i, j] for i in range(NUM_TAGS) for j in range(NUM_TAGS)], [])
+    potentials = potentials_like(MASK, seed=8)
+    tags, best_scores = crf.viterbi_decode(potentials, MASK)
+    for row in range(len(MASK)):
+        scores = penalised_scores(crf, potentials[row], MASK[row])
+        best = max(scores, key=scores.get)
+        np.testing.assert_array_equal(tags.numpy()[row][MASK[row]], best)
+        np.testing.assert_allclose(best_scores.numpy()[row], scores[best], atol=1e-2)
+    assert np.isfinite(best_scores.numpy()).all()

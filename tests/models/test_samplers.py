@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.models.samplers import GreedySampler, RandomSampler, get_sampler
+from seqlab.models.samplers import BeamSampler, GreedySampler, RandomSampler, get_sampler
 
 VOCAB = 7
 
@@ -173,3 +173,87 @@ def test_zero_steps_give_an_empty_row_per_batch_row_also_in_a_graph(name):
 
     assert decode(tf.one_hot([2, 4, 0], 5), tf.constant(0)).shape == (3, 0)
     assert decode(tf.one_hot([2], 5), tf.constant(3)).shape == (1, 3)
+
+
+def next_token_step(token_ids, state):
+    return tf.one_hot((token_ids + 1) % 4, 4), state
+
+
+@pytest.mark.parametrize("name", ["greedy", "random"])
+def test_an_empty_batch_gives_an_empty_result_eagerly_and_in_a_graph(name):
+    # An empty batch once made the random sampler's per-row draws (tf.map_fn) fail.
+    sampler = get_sampler(name)
+    tokens, logits, _ = sampler(next_token_step, tf.zeros([0, 4]), (), 3)
+    assert tokens.shape == (0, 3) and logits.shape == (0, 4)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4]), tf.TensorSpec([], tf.int32)])
+    def decode(logits, num_steps):
+        return sampler(next_token_step, logits, (), num_steps)[0]
+
+    assert decode(tf.zeros([0, 4]), tf.constant(3)).shape == (0, 3)
+    assert decode(tf.one_hot([1, 2], 4), tf.constant(3)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), np.float32("nan")])
+def test_a_python_temperature_that_is_not_finite_is_refused(temperature):
+    with pytest.raises(ValueError, match="temperature must be 0 \\(argmax\\) or positive and "
+                                         "finite. Received: temperature="):
+        RandomSampler(temperature=temperature)
+
+
+def test_a_tensor_temperature_with_nan_fails_instead_of_decoding_by_argmax():
+    # NaN > 0 is False: the NaN row was decoded by argmax without a word.
+    sampler = RandomSampler(temperature=tf.constant([1.0, float("nan")]), seed=[1, 2])
+    logits = tf.zeros([2, 4])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be finite"):
+        sampler(next_token_step, logits, (), 2)
+
+    @tf.function(input_signature=[tf.TensorSpec([None])])
+    def decode(temperature):
+        sampled = RandomSampler(temperature=temperature, seed=3)
+        return sampled(next_token_step, tf.zeros([2, 4]), (), 2)[0]
+
+    assert decode(tf.constant([0.0, 2.0])).shape == (2, 2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be finite"):
+        decode(tf.constant([float("inf"), 1.0]))
+
+
+def test_a_bool_top_k_is_refused():
+    with pytest.raises(ValueError, match="top_k must be a non-negative integer. "
+                                         "Received: top_k=True"):
+        RandomSampler(top_k=True)
+
+
+@pytest.mark.parametrize("name", ["greedy", "random", "beam"])
+def test_a_negative_num_steps_is_refused_alike_by_every_sampler(name):
+    sampler = get_sampler(name)
+    for num_steps in (-1, True, 2.0):
+        with pytest.raises(ValueError, match="num_steps must be a non-negative integer. "
+                                             f"Received: num_steps={num_steps!r}"):
+            sampler(next_token_step, tf.one_hot([1], 4), (), num_steps)
+    # A tensor is not refused: the largest of an empty batch's limits is the most negative
+    # int32 (as models/translator.py computes it), and that decodes no step.
+    output = sampler(next_token_step, tf.one_hot([1], 4), (), tf.constant(-2**31))
+    tokens = output.tokens if name == "beam" else output[0]
+    assert tokens.shape[0] == 1 and tokens.shape[-1] == 0
+
+
+@pytest.mark.parametrize("end_token_id", [None, 0])
+def test_beam_slots_beyond_the_distinct_hypotheses_are_empty_and_marked(end_token_id):
+    # Vocabulary 4 and 1 step: 4 hypotheses exist, 6 are asked for. The last 2 slots once
+    # repeated a real hypothesis's tokens and length.
+    logits = tf.constant([[0.0, 1.0, 2.0, 3.0]])
+    output = BeamSampler(beam_width=6, length_penalty=0.0, num_return=6)(
+        next_token_step, logits, (), 1, end_token_id=end_token_id
+    )
+    tokens, scores, log_probs, lengths, finished = (part[0].numpy() for part in output)
+    real = np.isfinite(scores)
+    assert real.tolist() == [True] * 4 + [False] * 2
+    assert sorted(tokens[real, 0].tolist()) == [0, 1, 2, 3]  # each hypothesis once
+    np.testing.assert_allclose(
+        np.sort(log_probs[real]), np.sort(tf.nn.log_softmax(logits[0]).numpy()), rtol=1e-6
+    )
+    assert (lengths[real] == 1).all() and (lengths[~real] == 0).all()
+    assert (log_probs[~real] == -np.inf).all() and not finished[~real].any()
+    assert (tokens[~real] == (end_token_id or 0)).all()
+    assert finished.sum() == (1 if end_token_id == 0 else 0)
