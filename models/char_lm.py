@@ -22,6 +22,14 @@ NEVER = -1e9
 # The most characters one prompt of the exported `generate` signature may ask for: a larger
 # `num_chars` is refused inside the graph (a request must not run without bound).
 MAX_NUM_CHARS = 100_000
+# The most character steps one request of `generate` may run: prompts x the largest num_chars.
+# Every prompt steps until the longest continuation ends, so this, not the sum of num_chars, is
+# the work: 1,000 prompts x 5,000 characters (5,000,000) took 28 s on 2 CPU cores, so a request
+# stays within seconds; one prompt of MAX_NUM_CHARS fits, and so do 1,000 prompts of 1,000.
+MAX_REQUEST_STEPS = 1_000_000
+# The most prompt characters one request of `generate` may hold: prompts x the longest prompt
+# (the padded matrix the model reads, keeping the states and logits of every character).
+MAX_PROMPT_CHARS = 100_000
 
 
 def suppress_ids(logits, ids):
@@ -327,7 +335,9 @@ class TextGenerator:
 
         Refused with `tf.errors.InvalidArgumentError` naming the argument: an input that is not
         a vector (rank 1), inputs of different lengths, `num_chars` outside
-        `[0, MAX_NUM_CHARS]`, a `temperature` that is negative, NaN or infinite.
+        `[0, MAX_NUM_CHARS]`, a `temperature` that is negative, NaN or infinite; and, before any
+        work, a request of more than `MAX_REQUEST_STEPS` steps (prompts x the largest
+        `num_chars`) or `MAX_PROMPT_CHARS` prompt characters (prompts x the longest prompt).
         """
         shapes = {name: dynamic_shape(value) for name, value in (
             ("prompt", prompt), ("num_chars", num_chars), ("temperature", temperature),
@@ -357,6 +367,25 @@ class TextGenerator:
                     temperature, 0.0, message="temperature must be finite and >= 0"),
                 tf.debugging.assert_less(
                     temperature, float("inf"), message="temperature must be finite and >= 0"),
+            ]
+            # The work of the whole request: every row runs as many steps as the longest
+            # continuation, and reads as many characters as the longest prompt (an empty prompt
+            # is read as one). In int64: rows x steps may pass 2**31.
+            rows = tf.cast(batch, tf.int64)
+            longest = tf.reduce_max(tf.concat([tf.cast(num_chars, tf.int64), [0]], axis=0))
+            prompt_chars = tf.reduce_max(tf.concat(
+                [tf.cast(tf.strings.length(prompt, unit="UTF8_CHAR"), tf.int64), [1]], axis=0))
+            checks += [
+                tf.debugging.assert_less_equal(
+                    rows * longest, tf.constant(MAX_REQUEST_STEPS, tf.int64),
+                    message=f"num_chars must keep prompts x the largest num_chars at most "
+                            f"MAX_REQUEST_STEPS={MAX_REQUEST_STEPS} (every prompt runs as many "
+                            "steps as the longest; send fewer prompts per request)"),
+                tf.debugging.assert_less_equal(
+                    rows * prompt_chars, tf.constant(MAX_PROMPT_CHARS, tf.int64),
+                    message=f"prompt must keep prompts x the longest prompt at most "
+                            f"MAX_PROMPT_CHARS={MAX_PROMPT_CHARS} characters (send fewer or "
+                            "shorter prompts per request)"),
             ]
         with tf.control_dependencies(checks):
             prompt = tf.identity(prompt)

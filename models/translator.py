@@ -31,6 +31,13 @@ NEVER = -1e9
 # The most tokens a text of the exported `serving_default` may have: a longer text is refused
 # inside the graph (InvalidArgumentError naming the cap), so that a request stays bounded.
 MAX_INPUT_TOKENS = 1000
+# The most decoder positions one request of the exported `serving_default` may hold: texts x
+# beam width x (the longest text's tokens + the model's max_length). Beam search keeps, for every
+# text and hypothesis, the encoder's keys and values (one per source token) and a self-attention
+# cache of max_length positions in every decoder layer: about 2 KB per position at the default
+# width and layers, so a request stays within about a GB. A batch beyond it is refused inside the
+# graph; one text alone is always accepted (its size is bounded by MAX_INPUT_TOKENS).
+MAX_REQUEST_POSITIONS = 200_000
 # Generated outputs stop at 2 x the source's tokens + 10 unless told otherwise.
 OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
 
@@ -353,7 +360,7 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         """
         if isinstance(sampler, str):
             sampler = get_sampler(sampler)
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        source_ids = self._checked_source_ids(source_ids)
         if max_length is None:
             source_lengths = tf.reduce_sum(tf.cast(source_ids != PADDING_ID, tf.int32), axis=1)
             limits = OUTPUT_LENGTH_FACTOR * source_lengths + OUTPUT_LENGTH_MARGIN
@@ -388,6 +395,30 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             return output
         tokens, _, _ = output
         return tokens
+
+    def _checked_source_ids(self, source_ids):
+        """`source_ids` as int32 `[B, S]`, refused unless they are integer ids of rank 2 within
+        `[0, source_vocabulary_size)`: a `ValueError` for the dtype or a known wrong rank, an
+        `InvalidArgumentError` (in the graph too) for the rank or values seen only when run."""
+        # Converted without a dtype first: float ids would be truncated silently by a cast.
+        source_ids = tf.convert_to_tensor(source_ids)
+        size = self.source_vocabulary_size
+        if not source_ids.dtype.is_integer:
+            raise ValueError(f"source_ids must be integer ids in [0, {size}). Received: dtype "
+                             f"{source_ids.dtype.name}")
+        expected = "source_ids must be [batch, time] (rank 2)"
+        if source_ids.shape.rank is not None and source_ids.shape.rank != 2:
+            raise ValueError(f"{expected}. Received: shape {source_ids.shape}")
+        # In the graph (a shape unknown when traced): checked, then known to the layers.
+        source_ids = tf.ensure_shape(
+            checked_rank(source_ids, "source_ids", "[batch, time]", 2), [None, None])
+        # Checked before the cast to int32, which would wrap large int64 ids into the range.
+        message = f"source_ids must lie in [0, source_vocabulary_size={size})"
+        checks = [tf.debugging.assert_non_negative(source_ids, message=message),
+                  tf.debugging.assert_less(source_ids, tf.cast(size, source_ids.dtype),
+                                           message=message)]
+        with tf.control_dependencies(checks):
+            return tf.cast(source_ids, tf.int32)
 
     def attention_weights(self, source_ids, output_ids):
         """The attention of each output token over the source when the model chose it.
@@ -574,9 +605,15 @@ class TextTranslator:
         """A `keras.export.ExportArchive` of `serving_default(text: string[None]) ->
         {"translation": string[None]}`: tokenising, beam search with these settings and
         detokenising, all inside the graph; `write_out(path)` writes the SavedModel. A text of
-        more than `MAX_INPUT_TOKENS` tokens is refused (`InvalidArgumentError`), an empty batch
-        gets an empty batch."""
+        more than `MAX_INPUT_TOKENS` tokens is refused (`InvalidArgumentError`), and so is a
+        batch of more than one text beyond `MAX_REQUEST_POSITIONS` (texts x beam width x (the
+        longest text's tokens + the model's `max_length`)); an empty batch gets an empty batch."""
         translate = self.function(beam_width, length_penalty)  # the one `translate` uses
+        hypotheses = beam_width or 1
+        positions_message = (
+            f"text must fit MAX_REQUEST_POSITIONS={MAX_REQUEST_POSITIONS}: texts x beam width "
+            f"{hypotheses} x (tokens of the longest text + max_length {self.model.max_length}) "
+            "at most that (send fewer texts per request; one text alone is always accepted)")
 
         def serve(text):
             # Checked in the graph: the loaded signature checks no shapes itself.
@@ -586,7 +623,16 @@ class TextTranslator:
             too_long = tf.debugging.assert_less_equal(
                 longest, MAX_INPUT_TOKENS,
                 message=f"text must have at most MAX_INPUT_TOKENS={MAX_INPUT_TOKENS} tokens")
-            with tf.control_dependencies([too_long]):
+            # Checked before decoding: beam search holds texts x beam width x (padded source
+            # tokens + the key/value cache of max_length) positions. One text is let through
+            # whatever its cost (MAX_INPUT_TOKENS bounds it), so every model can answer.
+            texts = tf.cast(tf.size(lengths), tf.int64)
+            positions = texts * hypotheses * (tf.cast(tf.maximum(longest, 1), tf.int64)
+                                              + self.model.max_length)
+            too_many = tf.debugging.assert_equal(
+                (texts <= 1) | (positions <= MAX_REQUEST_POSITIONS), True,
+                message=positions_message)
+            with tf.control_dependencies([too_long, too_many]):
                 text = tf.identity(text)
             translation = tf.cond(tf.size(text) > 0, lambda: translate(text)[0][:, 0],
                                   lambda: tf.zeros([0], tf.string))

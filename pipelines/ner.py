@@ -46,7 +46,7 @@ from seqlab.data.conll import (
     to_bio,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
-from seqlab.models.serving import checked_rank
+from seqlab.models.serving import checked_rank, dynamic_shape
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
     ActionResult,
@@ -313,6 +313,14 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 # ---------------------------------------------------------------------------------------------
 # Export
 
+# The most words one sentence of the exported `serving_default` may have: a longer row is almost
+# surely a file without sentence breaks, and is refused inside the graph rather than tagged.
+MAX_SENTENCE_TOKENS = 1000
+# The most words (rows x the longest row, padding included: the matrix the tagger reads) one
+# request may hold: the character encoder keeps about 20 KB per word at the default sizes, so a
+# request stays within about a GB. Larger batches are refused; send them in parts.
+MAX_REQUEST_TOKENS = 50_000
+
 
 def export_saved_model(model, vocabulary, path):
     """Writes a SavedModel whose `serving_default` tags tokenised sentences.
@@ -322,6 +330,8 @@ def export_saved_model(model, vocabulary, path):
     (`repair_bio_graph`: an I-X that continues nothing is B-X); an empty batch (shape `[0, n]` or
     `[n, 0]`) gets an empty result of its shape. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
+    A row of more than `MAX_SENTENCE_TOKENS` words, or a request of more than
+    `MAX_REQUEST_TOKENS` (rows x words), is refused (`InvalidArgumentError`) before any work.
     """
     word_lookup, char_lookup = vocabulary.lookup_layers()
     tag_names = tf.constant(vocabulary.tags)
@@ -339,6 +349,21 @@ def export_saved_model(model, vocabulary, path):
     def serve(tokens):
         # Checked in the graph: the loaded signature checks no shapes itself.
         tokens = checked_rank(tokens, "tokens", "a matrix [batch, words] of strings", 2)
+        # Bounded before any lookup: the work and memory of a request grow with rows x words.
+        shape = dynamic_shape(tokens)
+        bounded = [
+            tf.debugging.assert_less_equal(
+                shape[1], MAX_SENTENCE_TOKENS,
+                message=f"tokens must have at most MAX_SENTENCE_TOKENS={MAX_SENTENCE_TOKENS} "
+                        "words per row (split the text into sentences)"),
+            tf.debugging.assert_less_equal(
+                tf.cast(shape[0], tf.int64) * tf.cast(shape[1], tf.int64),
+                tf.constant(MAX_REQUEST_TOKENS, tf.int64),
+                message=f"tokens must hold at most MAX_REQUEST_TOKENS={MAX_REQUEST_TOKENS} words "
+                        "in all (rows x words, padding included; send fewer rows per request)"),
+        ]
+        with tf.control_dependencies(bounded):
+            tokens = tf.identity(tokens)
         # An empty batch ([0, n] or [n, 0]) gets an empty result of its shape.
         tags = tf.cond(tf.size(tokens) > 0, lambda: tag(tokens),
                        lambda: tf.fill(tf.shape(tokens), ""))

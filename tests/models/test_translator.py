@@ -374,3 +374,28 @@ def test_bad_settings_are_refused_with_the_value():
         Translator(12, 14, max_length=1)
     with pytest.raises(ValueError, match="end_token_id must be a target id other than padding"):
         Translator(12, 14, end_token_id=14)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generate_refuses_source_ids_outside_the_vocabulary_of_another_dtype_or_rank(kind):
+    # Negative ids were looked up (an embedding row chosen silently), float ids truncated.
+    model = tiny_translator(kind)
+    in_range = r"source_ids must lie in \[0, source_vocabulary_size=12\)"
+    for bad in ([[4, -1]], [[4, 12]], [[4, 2**32 + 4]]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=in_range):
+            model.generate(np.array(bad, "int64"))
+    for bad in (np.array([[4.7, 5.0]]), tf.constant([[4.0]]), [[4.5]]):
+        with pytest.raises(ValueError, match=r"source_ids must be integer ids in \[0, 12\)"):
+            model.generate(bad)
+    with pytest.raises(ValueError, match=r"source_ids must be \[batch, time\] \(rank 2\)"):
+        model.generate(np.array([4, 5], "int32"))
+    # In a graph traced for any shape, the rank and the values are checked when it runs.
+    generate = tf.function(model.generate, input_signature=[tf.TensorSpec(None, tf.int32)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"source_ids must be \[batch, time\]"):
+        generate(np.array([4, 5], "int32"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=in_range):
+        generate(np.array([[4, -1]], "int32"))
+    # Good ids of any integer dtype generate as int32 ids do.
+    np.testing.assert_array_equal(generate(SOURCE_IDS), model.generate(SOURCE_IDS))
+    np.testing.assert_array_equal(model.generate(SOURCE_IDS.astype("int64")),
+                                  model.generate(SOURCE_IDS))

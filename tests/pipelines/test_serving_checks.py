@@ -8,18 +8,29 @@ Each test exports a 0.1.0 fixture run (tests/fixtures/v0.1.0/<task>/, tiny model
 import csv
 import importlib
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.models.char_lm import MAX_NUM_CHARS
-from seqlab.models.translator import MAX_INPUT_TOKENS
+from seqlab.models.char_lm import MAX_NUM_CHARS, MAX_PROMPT_CHARS, MAX_REQUEST_STEPS
+from seqlab.models.translator import MAX_INPUT_TOKENS, MAX_REQUEST_POSITIONS
 from seqlab.pipelines.charrnn import text_generator
+from seqlab.pipelines.ner import MAX_REQUEST_TOKENS, MAX_SENTENCE_TOKENS
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "v0.1.0"
 REFUSED = tf.errors.InvalidArgumentError
+
+
+def refused_at_once(call, message):
+    """Asserts that `call()` is refused with `message` within a fraction of a second: the check
+    runs before the work, which for these requests would take minutes or all the memory."""
+    start = time.perf_counter()
+    with pytest.raises(REFUSED, match=message):
+        call()
+    assert time.perf_counter() - start < 1.0
 
 
 def exported(name, tmp_path):
@@ -113,6 +124,32 @@ def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
             step(char_ids=tf.constant([[bad]]), **states)
 
 
+def test_charrnn_generate_bounds_the_work_of_a_whole_request(tmp_path):
+    _, _, saved = exported("charrnn", tmp_path)
+    generate = saved.signatures["generate"]
+
+    def request(prompts, num_chars):
+        rows = len(prompts)
+        return lambda: generate(prompt=tf.constant(prompts), num_chars=tf.constant(num_chars),
+                                temperature=tf.zeros([rows]), seed=tf.zeros([rows], tf.int32))
+
+    # Every prompt runs as many steps as the longest continuation: 1,000 prompts where one asks
+    # for MAX_NUM_CHARS would run 10**8 steps (minutes).
+    steps = rf"prompts x the largest num_chars at most MAX_REQUEST_STEPS={MAX_REQUEST_STEPS}"
+    refused_at_once(request(["a"] * 1000, [MAX_NUM_CHARS] + [1] * 999), steps)
+    rows = MAX_REQUEST_STEPS // 1000 + 1
+    refused_at_once(request(["a"] * rows, [1000] * rows), steps)
+    # Prompts are read as a padded matrix: rows x the longest prompt.
+    prompt_chars = rf"prompts x the longest prompt at most MAX_PROMPT_CHARS={MAX_PROMPT_CHARS}"
+    refused_at_once(request(["é" * (MAX_PROMPT_CHARS + 1)], [1]), prompt_chars)
+    rows = MAX_PROMPT_CHARS // 100
+    refused_at_once(request(["a" * 101] + ["a"] * (rows - 1), [1] * rows), prompt_chars)
+    # At the bound (counted in characters, not bytes) the request is answered.
+    texts = generate(prompt=tf.constant(["é" * 100] * rows), num_chars=tf.ones([rows], tf.int32),
+                     temperature=tf.zeros([rows]), seed=tf.zeros([rows], tf.int32))["text"]
+    assert texts.shape == (rows,)
+
+
 def test_translate_input_length_is_capped_and_empty_batch_answered(tmp_path):
     _, _, saved = exported("translate", tmp_path)
     serve = saved.signatures["serving_default"]
@@ -127,6 +164,23 @@ def test_translate_input_length_is_capped_and_empty_batch_answered(tmp_path):
         serve(text=tf.constant(["a dog", "a " * (MAX_INPUT_TOKENS + 1)]))
     with pytest.raises(REFUSED, match=r"text must be a vector \[batch\] \(rank 1\)"):
         serve(text=tf.constant([["a dog"]]))
+
+
+def test_translate_bounds_the_positions_of_a_whole_request(tmp_path):
+    _, run, saved = exported("translate", tmp_path)
+    serve = saved.signatures["serving_default"]
+    beam_width, max_length = run.config.beam_width, run.model.max_length
+    message = f"text must fit MAX_REQUEST_POSITIONS={MAX_REQUEST_POSITIONS}: texts x beam width"
+    # 500 texts of 900 tokens ran out of memory in the encoder and the beam's caches.
+    huge = tf.constant(["a " * 900] * 500)
+    refused_at_once(lambda: serve(text=huge), message)
+    # Texts of one token hold beam_width x (1 + max_length) positions each.
+    fitting = MAX_REQUEST_POSITIONS // (beam_width * (1 + max_length))
+    assert serve(text=tf.fill([fitting], "dog"))["translation"].shape == (fitting,)
+    refused_at_once(lambda: serve(text=tf.fill([fitting + 1], "dog")), message)
+    # The longest text counts for every row (the batch is padded to it).
+    with pytest.raises(REFUSED, match=message):
+        serve(text=tf.constant(["a " * MAX_INPUT_TOKENS] + ["dog"] * (fitting // 10)))
 
 
 def test_ner_empty_batch_gets_an_empty_result(tmp_path):
@@ -145,6 +199,24 @@ def test_ner_empty_batch_gets_an_empty_result(tmp_path):
         with pytest.raises(REFUSED, match=r"tokens must be a matrix \[batch, words\] of "
                                           r"strings \(rank 2\)"):
             serve(tokens=tokens)
+
+
+def test_ner_request_words_are_capped_per_row_and_in_all(tmp_path):
+    _, _, saved = exported("ner", tmp_path)
+    serve = saved.signatures["serving_default"]
+    assert serve(tokens=tf.fill([1, MAX_SENTENCE_TOKENS], "a"))["tags"].shape == (
+        1, MAX_SENTENCE_TOKENS)
+    per_row = f"tokens must have at most MAX_SENTENCE_TOKENS={MAX_SENTENCE_TOKENS} words per row"
+    refused_at_once(lambda: serve(tokens=tf.fill([1, MAX_SENTENCE_TOKENS + 1], "a")), per_row)
+    # 100 rows of 10,000 words ran out of memory in the character encoder.
+    huge = tf.fill([100, 10_000], "a")
+    refused_at_once(lambda: serve(tokens=huge), per_row)
+    rows = MAX_REQUEST_TOKENS // 100
+    assert serve(tokens=tf.fill([rows, 100], "a"))["tags"].shape == (rows, 100)
+    in_all = rf"tokens must hold at most MAX_REQUEST_TOKENS={MAX_REQUEST_TOKENS} words in all"
+    refused_at_once(lambda: serve(tokens=tf.fill([rows + 1, 100], "a")), in_all)
+    huge = tf.fill([MAX_REQUEST_TOKENS, 10], "a")
+    refused_at_once(lambda: serve(tokens=huge), in_all)
 
 
 def test_sentiment_empty_batch_gets_empty_results(tmp_path):
