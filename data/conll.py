@@ -45,6 +45,10 @@ SCHEMES = ("bio", "iob1", "iobes")
 # The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
 SAMPLE_PATH = Path(__file__).parent / "samples" / "ner_sample.conll"
 DOCSTART = "-DOCSTART-"
+# The most tokens of one sentence: a longer one is almost surely a file without its blank lines
+# between sentences, and a batch padded to it would not fit in memory (the character encoder
+# reads every word of every row). Exported taggers refuse longer rows too.
+MAX_SENTENCE_TOKENS = 1000
 # U+FEFF (byte-order mark / zero-width no-break space), zero-width space, non-joiner, joiner,
 # and the word joiner: invisible, and left behind by copy-paste and editors.
 INVISIBLE_CHARACTERS = "\ufeff\u200b\u200c\u200d\u2060"
@@ -225,6 +229,7 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
     first_columns = None  # (number of columns, line) of the first token line
 
     def end_sentence():
+        _check_sentence_length(len(tokens), numbers, path)
         if tokens:
             sentences.append(Sentence(list(tokens), list(tags) if tag_column is not None
                                       else None, list(numbers)))
@@ -288,6 +293,16 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
     return result
 
 
+def _check_sentence_length(count, lines, path):
+    """Refuses a sentence of more than `MAX_SENTENCE_TOKENS` tokens (`lines`: its lines)."""
+    if count > MAX_SENTENCE_TOKENS:
+        where = f"lines {lines[0]}-{lines[-1]}" if lines[-1] != lines[0] else f"line {lines[0]}"
+        raise DataError(f"the sentence of {where} has {count:,} tokens, more than "
+                        f"MAX_SENTENCE_TOKENS={MAX_SENTENCE_TOKENS}; expected a blank line "
+                        "between sentences (one sentence per line in a file of lines)",
+                        path=path, line=lines[0])
+
+
 def read_token_lines(path):
     """Sentences of a plain-text file: one sentence per line, tokens separated by whitespace.
 
@@ -299,6 +314,7 @@ def read_token_lines(path):
     sentences = []
     for number, line in enumerate(_read_text_lines(path), start=1):
         tokens = [t for t in (_clean(t) for t in line.split()) if t]
+        _check_sentence_length(len(tokens), [number], path)
         if tokens:
             sentences.append(Sentence(tokens, None, [number] * len(tokens)))
     return ConllFile(path=str(path), sentences=sentences)

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.conll import (
+    MAX_SENTENCE_TOKENS,
     OUTSIDE,
     Sentence,
     TaggingSplits,
@@ -313,9 +314,9 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 # ---------------------------------------------------------------------------------------------
 # Export
 
-# The most words one sentence of the exported `serving_default` may have: a longer row is almost
-# surely a file without sentence breaks, and is refused inside the graph rather than tagged.
-MAX_SENTENCE_TOKENS = 1000
+# The most words one sentence of the exported `serving_default` may have
+# (data/conll.py `MAX_SENTENCE_TOKENS`, as the readers): a longer row is almost surely a text
+# without sentence breaks, and is refused inside the graph rather than tagged.
 # The most words (rows x the longest row, padding included: the matrix the tagger reads) one
 # request may hold: the character encoder keeps about 20 KB per word at the default sizes, so a
 # request stays within about a GB. Larger batches are refused; send them in parts.

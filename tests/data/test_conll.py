@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from seqlab.data import conll as conll_module
 from seqlab.data.conll import (
+    MAX_SENTENCE_TOKENS,
     SAMPLE_PATH,
     Sentence,
     TaggingVocabulary,
@@ -602,3 +603,19 @@ def test_the_columns_a_file_needs_match_brute_force_for_far_columns_too():
             assert conll_module._columns_needed(token, tag) == brute(token, tag), (token, tag)
     assert conll_module._columns_needed(999, -1) == 1001  # 0..999 and a last one after it
     assert conll_module._columns_needed(10**9, None) == 10**9 + 1  # at once, no search
+
+
+def test_a_sentence_longer_than_the_limit_is_refused_naming_its_lines(tmp_path):
+    # A file without its blank lines is one sentence of every token: a training batch padded
+    # to it ran out of memory in the character encoder.
+    longest = "".join(f"w{i}\tO\n" for i in range(MAX_SENTENCE_TOKENS))
+    assert len(read_conll(write(tmp_path, "a\tO\n\n" + longest)).sentences[1].tokens) == (
+        MAX_SENTENCE_TOKENS)
+    with pytest.raises(DataError, match=rf"data\.conll, line 3: the sentence of lines 3-1003 has "
+                                        rf"1,001 tokens, more than MAX_SENTENCE_TOKENS=1000; "
+                                        rf"expected a blank line between sentences"):
+        read_conll(write(tmp_path, "a\tO\n\n" + longest + "z\tO\n"))
+    path = write(tmp_path, "short line\n" + " ".join(["w"] * 1001) + "\n", name="lines.txt")
+    with pytest.raises(DataError, match=r"lines\.txt, line 2: the sentence of line 2 has 1,001 "
+                                        r"tokens"):
+        read_token_lines(path)
