@@ -557,13 +557,23 @@ class TextTranslator:
             )
         return self._functions[key]
 
-    def batches_by_length(self, texts, batch_size):
+    def batches_by_length(self, texts, batch_size, hypotheses=1):
         """The indices of `texts` (a list of str) in batches of at most `batch_size` texts of
         similar token counts, shortest first (ties in the given order): they decode with little
-        padding."""
+        padding. A batch also stays within `MAX_REQUEST_POSITIONS` (texts x `hypotheses` x
+        (its longest text's tokens + the model's `max_length`), as the SavedModel's requests),
+        so that wide beams over long outputs decode in smaller batches instead of running out
+        of memory; a text alone is always a batch."""
         lengths = self.tokenize(list(texts)).row_lengths().numpy() if len(texts) else []
         order = np.argsort(lengths, kind="stable")
-        return [order[begin : begin + batch_size] for begin in range(0, len(texts), batch_size)]
+        batches, current = [], []
+        for index in order:  # shortest first: the text added is the batch's longest
+            positions = (len(current) + 1) * hypotheses * (lengths[index] + self.model.max_length)
+            if current and (len(current) == batch_size or positions > MAX_REQUEST_POSITIONS):
+                batches.append(np.asarray(current))
+                current = []
+            current.append(index)
+        return batches + ([np.asarray(current)] if current else [])
 
     def translate(self, texts, beam_width=None, length_penalty=0.6, num_return=1,
                   batch_size=64):
@@ -571,7 +581,7 @@ class TextTranslator:
         with `num_return > 1` `[(translation, score), ...]` best first."""
         decode = self.function(beam_width, length_penalty, num_return)
         results = [None] * len(texts)
-        for chosen in self.batches_by_length(texts, batch_size):
+        for chosen in self.batches_by_length(texts, batch_size, beam_width or 1):
             translations, scores = decode(tf.constant([texts[i] for i in chosen]))
             for i, row, row_scores in zip(chosen, translations.numpy(), scores.numpy()):
                 decoded = [t.decode("utf-8") for t in row]

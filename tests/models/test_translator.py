@@ -17,6 +17,7 @@ from seqlab.layers import (
     TransformerEncoderLayer,
 )
 from seqlab.models import BeamSampler, GreedySampler, Translator
+from seqlab.models import translator as translator_module
 from seqlab.models.translator import TextTranslator
 
 KINDS = ["gru-attention", "transformer"]
@@ -307,6 +308,17 @@ def test_batches_by_length_group_texts_of_similar_length_shortest_first():
     texts = ["a b c", "a", "a b", "a", ""]
     assert [b.tolist() for b in translator.batches_by_length(texts, 2)] == [[4, 1], [3, 2], [0]]
     assert translator.batches_by_length([], 2) == []
+    # A wide beam over long outputs: batches cut at MAX_REQUEST_POSITIONS positions (texts x
+    # hypotheses x (longest text + max_length)), as the SavedModel's requests are; a text
+    # alone always decodes. A beam of 64 with --max-length 10000 ran out of memory in a
+    # batch of the training's 64 texts, after training.
+    max_length = translator.model.max_length
+    positions = translator_module.MAX_REQUEST_POSITIONS
+    wide = positions // (2 * (3 + max_length))  # texts of 3 tokens that fit in one batch
+    batches = translator.batches_by_length(["a b c"] * (wide + 1), 10**6, hypotheses=2)
+    assert [len(b) for b in batches] == [wide, 1]
+    too_wide = positions // (1 + max_length) + 1  # hypotheses beyond the limit for one text
+    assert [len(b) for b in translator.batches_by_length(["a"] * 3, 64, too_wide)] == [1, 1, 1]
 
 
 @pytest.mark.parametrize("kind", KINDS)
