@@ -29,6 +29,7 @@ import platform
 import re
 import shutil
 import sys
+import threading
 import time
 import typing
 from pathlib import Path
@@ -841,7 +842,9 @@ class EpochProgress(keras.callbacks.Callback):
     mean time of the epochs after the session's first, which also builds and traces).
 
     In the first epoch of a session, a line comes once `notice_seconds` have passed, with the
-    batches done and the projected time per epoch, so that a long epoch shows it is running.
+    batches done and the projected time per epoch, so that a long epoch shows it is running;
+    where the first batch itself takes longer, a timer says so at `notice_seconds` (a window
+    of 100,000 characters is one slow batch, and the line at a batch's end would come late).
 
     Args:
         epochs: the run's `--epochs`.
@@ -860,6 +863,7 @@ class EpochProgress(keras.callbacks.Callback):
         self.started = self.epoch_started = None
         self.first_epoch = self.current_epoch = self.first_seconds = None
         self.noticed = False
+        self.timer = None
 
     def _print(self, line):
         stream = self.stream or sys.stdout
@@ -873,8 +877,23 @@ class EpochProgress(keras.callbacks.Callback):
         self.current_epoch = epoch
         if self.first_epoch is None:
             self.first_epoch = epoch
+            self.timer = threading.Timer(self.notice_seconds, self._first_batch_notice)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _first_batch_notice(self):
+        self._print(f"epoch {self.current_epoch + 1}/{self.epochs}: the first batch is still "
+                    f"running after {format_duration(self.notice_seconds)} (one batch is "
+                    "slow: --batch-size and the window's length set its size)")
+
+    def close(self):
+        """Stops the first batch's timer (fit calls no callback when it fails)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
     def on_train_batch_end(self, batch, logs=None):
+        self.close()
         if self.noticed or self.current_epoch != self.first_epoch:
             return
         spent = self.clock() - self.epoch_started
@@ -892,6 +911,7 @@ class EpochProgress(keras.callbacks.Callback):
         self._print(line)
 
     def on_epoch_end(self, epoch, logs=None):
+        self.close()
         now = self.clock()
         figures = ", ".join(f"{name} {value:.4g}" for name, value in (logs or {}).items()
                             if name != "learning_rate" and isinstance(value, (int, float)))

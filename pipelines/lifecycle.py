@@ -641,17 +641,21 @@ class Pipeline:
                 RecordFitEnd(model_path, lambda: run.write_json(FIT_DONE_NAME,
                                                                 fit_record_now())))
             build_training_state(model, train_data)
-            model.fit(
-                distribution.shard(train_data),
-                validation_data=distribution.shard(val_data),
-                epochs=config.epochs,
-                callbacks=stop_watch.watch([
-                    StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
-                    *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks]),
-                shuffle=False,  # the training datasets shuffle themselves, with the run's seed
-                verbose=verbosity,
-                **self.fit_options(config, prepared),
-            )
+            try:
+                model.fit(
+                    distribution.shard(train_data),
+                    validation_data=distribution.shard(val_data),
+                    epochs=config.epochs,
+                    callbacks=stop_watch.watch([
+                        StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
+                        *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks]),
+                    shuffle=False,  # the training datasets shuffle themselves (the run's seed)
+                    verbose=verbosity,
+                    **self.fit_options(config, prepared),
+                )
+            finally:  # a fit that failed or was interrupted leaves no progress timer behind
+                for callback in progress:
+                    callback.close()
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)
             fit_record = fit_record_now()

@@ -857,6 +857,30 @@ def test_epoch_lines_give_the_epoch_time_and_the_projected_total():
     assert len(lines) == 4
 
 
+def test_a_first_batch_slower_than_the_notice_is_announced_while_it_runs():
+    # A window of 100,000 characters made one batch the whole first epoch: the notice at a
+    # batch's end came after minutes of silence. A timer says it at notice_seconds.
+    import io
+    import time as clock_module
+    import keras
+
+    class SlowFirstBatch(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 0:
+                clock_module.sleep(0.6)
+
+    stream = io.StringIO()
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    progress = EpochProgress(2, stream=stream, notice_seconds=0.1)
+    model.fit(np.zeros((4, 1)), np.zeros((4, 1)), batch_size=2, epochs=2, verbose=0,
+              callbacks=[progress, SlowFirstBatch()])
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("epoch 1/2: the first batch is still running after ")
+    assert sum("still running" in line for line in lines) == 1  # once, in the first epoch
+    assert progress.timer is None
+
+
 def test_durations_read_as_people_write_them():
     assert [format_duration(s) for s in (8.34, 59.9, 247, 7500)] == [
         "8.3 s", "59.9 s", "4 min 7 s", "2 h 5 min"]
