@@ -338,7 +338,8 @@ def panel_season(panel):
     goes to the longer series'). One series alone would decide for all by its file's name or
     its place in the table, a constant one among them."""
     order = sorted(range(len(panel)), key=lambda i: -panel.lengths[i])  # stable: ties by place
-    voters = ([i for i in order if np.ptp(panel.values[i]) > 0] or order)[:SEASON_VOTERS]
+    varying = [i for i in order if np.ptp(panel.values[i]) > 0]
+    voters = (varying or order)[:SEASON_VOTERS]
     found = {}
     for i in voters:  # longest first, so that a tie keeps the longer series' season
         stamps = pd.Series(panel.times[i]) if panel.time_kind == "dates" else None
@@ -352,8 +353,9 @@ def panel_season(panel):
     if len(voters) == 1:
         return season, f"{where} (the longest series, {panel.ids[first]!r})"
     others = ", ".join(f"{n} find {k}" for k, n in votes.items() if k != season)
+    which = "that vary" if varying else "(none of the series varies)"
     return season, (f"{where}, of the longest series {panel.ids[first]!r}: {votes[season]} of "
-                    f"the {len(voters)} longest series that vary find {season}"
+                    f"the {len(voters)} longest series {which} find {season}"
                     + (f" ({others})" if others else ""))
 
 

@@ -136,6 +136,13 @@ def test_the_season_is_the_one_most_of_the_longest_varying_series_find(tmp_path)
     for name in ("c_seven1", "c_seven2"):
         (folder / f"{name}.csv").unlink()
     assert panel_module.panel_season(read_panel(folder, time_column="t"))[0] == 4
+    # No series varies: the summary does not call the voters series that vary.
+    for path in folder.iterdir():
+        path.unlink()
+    write("flat_a", 30, lambda i: 5.0)
+    write("flat_b", 20, lambda i: 7.0)
+    source = panel_module.panel_season(read_panel(folder, time_column="t"))[1]
+    assert "2 of the 2 longest series (none of the series varies) find 1" in source
 
 
 def test_settings_of_one_series_are_refused_for_many(tmp_path):
