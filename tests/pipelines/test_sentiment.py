@@ -590,8 +590,9 @@ def test_every_member_and_the_transformer_get_the_vectors(tmp_path, model_kind, 
     data = write_reviews(tmp_path / "reviews.csv", n_per_class=10)
     vectors = write_vectors(tmp_path / "vectors.txt", ["film", "great"])
     begin = EmbeddingsAtTrainBegin()
+    transformer = {"num_heads": 2, "ff_dim": 8} if model_kind == "transformer" else {}
     result = train(tiny_config(data, tmp_path / "run", model=model_kind, ensemble=ensemble,
-                               epochs=1, num_heads=2, ff_dim=8, embedding_dim=8,
+                               epochs=1, embedding_dim=8, **transformer,
                                embeddings=str(tmp_path / "vectors.txt")), callbacks=[begin])
     vocabulary = (result.path / "vocabulary.txt").read_text().split("\n")[:-1]
     assert len(begin.matrices) == ensemble
