@@ -46,7 +46,7 @@ from seqlab.data.text import (
     read_text,
 )
 from seqlab.models.char_lm import (
-    EMPTY_PROMPT, GENERATE_SIGNATURE, CharLanguageModel,
+    EMPTY_PROMPT, GENERATE_SIGNATURE, MAX_PROMPT_CHARS, CharLanguageModel,
     ResetStatesAtEpochStart, TextGenerator, suppress_ids,
 )
 from seqlab.models.serving import dynamic_shape
@@ -143,6 +143,12 @@ def export_saved_model(generator, path):
                     char_ids, 0, message=f"char_ids must lie in [0, vocabulary size {size})"),
                 tf.debugging.assert_less(
                     char_ids, size, message=f"char_ids must lie in [0, vocabulary size {size})"),
+                # One request's work is bounded as generate's prompts are.
+                tf.debugging.assert_less_equal(
+                    tf.cast(ids_shape[0], tf.int64) * tf.cast(ids_shape[1], tf.int64),
+                    tf.constant(MAX_PROMPT_CHARS, tf.int64),
+                    message=f"char_ids must hold at most MAX_PROMPT_CHARS={MAX_PROMPT_CHARS} "
+                            "ids (batch x time) per request; send larger batches in parts"),
             ]
             for name, state in zip(model.state_names, states):
                 checks.append(tf.debugging.assert_equal(

@@ -118,6 +118,14 @@ def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
     for bad in (np.nan, np.inf):
         with pytest.raises(REFUSED, match=f"{state_name} must hold finite values only"):
             step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.fill([1, units], bad)})
+    # A whole request is bounded as generate's prompts are: batch x time ids.
+    rows = 1000
+    wide = {name: tf.zeros([rows, units]) for name in states}
+    started = time.perf_counter()
+    with pytest.raises(REFUSED, match=r"char_ids must hold at most MAX_PROMPT_CHARS=100000 ids "
+                                      r"\(batch x time\) per request"):
+        step(char_ids=tf.fill([rows, 101], 3), **wide)
+    assert time.perf_counter() - started < 5  # refused before the work, not after it
     size = run.model.vocabulary_size
     for bad in (-1, size):
         with pytest.raises(REFUSED, match=rf"char_ids must lie in \[0, vocabulary size {size}\)"):
