@@ -633,12 +633,18 @@ def test_metrics_json_keeps_each_series_id_when_the_id_column_is_named_like_a_fi
     assert all(isinstance(entry["smape"], float) for entry in metrics["series"])
 
 
-def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, capsys):
+def shop_folder(tmp_path, lengths=(28, 32)):
+    """A folder of one CSV file per series (shop0.csv, shop1.csv, ...): a column of sales."""
     folder = tmp_path / "series"
     folder.mkdir()
-    for index, n in enumerate((28, 32)):
+    for index, n in enumerate(lengths):
         pd.DataFrame({"sales": _series(n, 100.0 * (index + 1))}).to_csv(
             folder / f"shop{index}.csv", index=False)
+    return folder
+
+
+def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, capsys):
+    folder = shop_folder(tmp_path)
     out = tmp_path / "run"
     assert main(["timeseries", "train", "--data", str(folder), "--model", "nbeats",
                  "--holdout", "2", "--out", str(out), *TINY]) == 0
@@ -652,11 +658,7 @@ def test_network_settings_given_are_used_and_config_json_records_the_ones_used(t
                                                                               capsys):
     # --units 32 --layers 1 --batch-size 32 are one series' defaults: they used to count as
     # not given, so many series trained 256 units in 4 layers while config.json said 32 and 1.
-    folder = tmp_path / "series"
-    folder.mkdir()
-    for index, n in enumerate((28, 32)):
-        pd.DataFrame({"sales": _series(n, 100.0 * (index + 1))}).to_csv(
-            folder / f"shop{index}.csv", index=False)
+    folder = shop_folder(tmp_path)
     out = tmp_path / "run"
     assert main(["timeseries", "train", "--data", str(folder), "--model", "nbeats",
                  "--holdout", "2", "--units", "32", "--layers", "1", "--batch-size", "32",
@@ -721,9 +723,7 @@ def test_a_network_no_validation_history_can_feed_is_left_out_of_the_choice(tmp_
     (["--horizon", "3"], "--horizon 3 with --holdout 2: many series forecast their holdout"),
 ])
 def test_settings_many_series_would_not_read_are_refused(tmp_path, capsys, flags, message):
-    folder = tmp_path / "series"
-    folder.mkdir()
-    pd.DataFrame({"sales": _series(30, 100.0)}).to_csv(folder / "shop.csv", index=False)
+    folder = shop_folder(tmp_path, lengths=(30,))
     assert main(["timeseries", "train", "--data", str(folder), "--holdout", "2", *flags,
                  "--out", str(tmp_path / "run")]) == 2
     assert message in capsys.readouterr().err
