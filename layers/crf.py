@@ -483,7 +483,8 @@ class CRF(keras.layers.Layer):
         if mask is None:
             everything = tf.ones([batch_size, time], tf.bool)
             return potentials, everything, tf.fill([batch_size], time), steps
-        mask = tf.cast(mask, tf.bool)
+        # A mask traced without a rank would leave the recursions' loop shapes unknown.
+        mask = tf.ensure_shape(tf.cast(mask, tf.bool), [None, None])
         real_so_far = tf.cumsum(tf.cast(mask, tf.int32), axis=1)
         lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # [:, -1] fails at zero steps
         # Real steps go to 0..length-1 in order, padded steps after them in order.

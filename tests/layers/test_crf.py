@@ -384,6 +384,18 @@ def test_potentials_of_another_rank_or_number_of_tags_are_refused_on_every_call(
             decode(wrong)
 
 
+def test_a_mask_traced_without_a_rank_is_read_as_batch_by_time():
+    # log Z's fold began with zeros of a known shape and met a mask of unknown rank.
+    crf = random_crf()
+    potentials = potentials_like(MASK)
+    traced = tf.function(lambda x, mask: (crf.log_partition(x, mask), crf(x, mask=mask)[0]),
+                         input_signature=[tf.TensorSpec([None, None, NUM_TAGS]),
+                                          tf.TensorSpec(None, tf.bool)])
+    log_z, tags = traced(potentials, MASK)
+    np.testing.assert_allclose(log_z, crf.log_partition(potentials, MASK), rtol=1e-6)
+    np.testing.assert_array_equal(tags, crf(potentials, mask=MASK)[0])
+
+
 def constrained_crf(forbidden, forbidden_starts, seed=0):
     crf = CRF(NUM_TAGS, forbidden_transitions=forbidden, forbidden_start_tags=forbidden_starts)
     crf.build((None, None, NUM_TAGS))
