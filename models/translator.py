@@ -35,9 +35,10 @@ MAX_INPUT_TOKENS = 1000
 # beam width x (the longest text's tokens + the model's max_length). Beam search keeps, for every
 # text and hypothesis, the encoder's keys and values (one per source token) and a self-attention
 # cache of max_length positions in every decoder layer: about 2 KB per position at the default
-# width and layers, so a request stays within about a GB. A batch beyond it is refused inside the
-# graph; one text alone is always accepted (its size is bounded by MAX_INPUT_TOKENS).
-MAX_REQUEST_POSITIONS = 200_000
+# width and layers, so a request stays within about a GB (486 one-word texts with a beam of 4
+# and a max_length of 256 fit). A batch beyond it is refused inside the graph; one text alone is
+# always accepted (its size is bounded by MAX_INPUT_TOKENS).
+MAX_REQUEST_POSITIONS = 500_000
 # Generated outputs stop at 2 x the source's tokens + 10 unless told otherwise.
 OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_MARGIN = 2, 10
 
@@ -415,8 +416,9 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         # Checked before the cast to int32, which would wrap large int64 ids into the range.
         message = f"source_ids must lie in [0, source_vocabulary_size={size})"
         checks = [tf.debugging.assert_non_negative(source_ids, message=message),
-                  tf.debugging.assert_less(source_ids, tf.cast(size, source_ids.dtype),
-                                           message=message)]
+                  # In int64: the size cast to a narrow dtype (int8, uint8) would wrap.
+                  tf.debugging.assert_less(tf.cast(source_ids, tf.int64),
+                                           tf.constant(size, tf.int64), message=message)]
         with tf.control_dependencies(checks):
             return tf.cast(source_ids, tf.int32)
 

@@ -411,3 +411,8 @@ def test_generate_refuses_source_ids_outside_the_vocabulary_of_another_dtype_or_
     np.testing.assert_array_equal(generate(SOURCE_IDS), model.generate(SOURCE_IDS))
     np.testing.assert_array_equal(model.generate(SOURCE_IDS.astype("int64")),
                                   model.generate(SOURCE_IDS))
+    # A vocabulary larger than a narrow dtype holds: its size, cast to int8, wrapped to -56.
+    wide = Translator(200, 14, kind=kind, embedding_dim=8, units=8, layers=1, num_heads=2,
+                      ff_dim=8, max_length=6)
+    np.testing.assert_array_equal(wide.generate(SOURCE_IDS.astype("int8")),
+                                  wide.generate(SOURCE_IDS))
