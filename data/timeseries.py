@@ -130,7 +130,10 @@ def _delimiter(text, rows=5):
     lines = [line for line in text.split("\n", rows + 1)[:rows + 1] if line]
 
     def fit(delimiter):
-        counts = [len(row) for row in csv.reader(lines, delimiter=delimiter)]
+        try:
+            counts = [len(row) for row in csv.reader(lines, delimiter=delimiter)]
+        except csv.Error:  # a field over the csv module's limit: `_check_field_counts` says so
+            return False, 0
         return counts[0] > 1 and all(count == counts[0] for count in counts), counts[0]
 
     delimiter = max(CSV_DELIMITERS, key=fit)
@@ -537,8 +540,8 @@ def _not_a_number(column):
                                 if comma else "")
 
 
-# The share of a first column's present values that must be dates for it to be taken as the
-# time column when none is named. Below 1, so that a few cells that are not (an empty one, a
+# The share of a first column's rows that must hold dates for it to be taken as the time
+# column when none is named. Below 1, so that a few cells that are not (an empty one, a
 # typo, a spreadsheet's "Total" row) do not quietly turn the time stamps into a column left
 # out: reading the column then names them, as it does for a time column named.
 DATE_SHARE = 0.9
@@ -554,7 +557,9 @@ def _date_reading(column):
         dates, dayfirst, _ = parse_dates(present, str(column.name))
     except DataError:  # dates, with and without a UTC offset: reading them says so
         return True, None
-    return bool(dates.notna().mean() >= DATE_SHARE), dayfirst
+    # Of every row, not only of those with a value: a column of one date among hundreds of
+    # empty cells (a promotion's date) is no time column.
+    return bool(dates.notna().sum() >= DATE_SHARE * len(column)), dayfirst
 
 
 @dataclasses.dataclass
@@ -654,7 +659,7 @@ class SeriesSchema:
             time_column: the time column, or a list of columns that together make the time
                 stamps (`["year", "month", "day", "hour"]`; a name with commas,
                 `"year,month,day,hour"`, is split when no column has that name). None picks the
-                first column when its values are dates (at least `DATE_SHARE` of those present:
+                first column when its values are dates (in at least `DATE_SHARE` of the rows:
                 reading it then names the cells that are missing or not dates), else the columns
                 named year and month (then day, hour, minute, second) when they hold whole
                 numbers, else the series has no time column.

@@ -314,10 +314,13 @@ def test_a_dated_first_column_with_a_missing_or_wrong_cell_is_named_not_left_out
     with pytest.raises(DataError, match=r"time column 'date' has values that are not dates at "
                                         r"lines 22 \('Total'\)"):
         prepared(tmp_path, "date,y\n" + "\n".join(rows + ["Total,190"]) + "\n")
-    # A column that is mostly not dates is no time column.
+    # A column that is mostly not dates, or mostly empty, is no time column.
     schema, _ = prepared(tmp_path, "code,y\n" + "".join(f"c{day},{day}\n" for day in range(9))
                          + "2020-01-01,9\n")
     assert schema.time_column is None and schema.skipped_columns == ["code"]
+    rows = "".join(f"2021-12-25,{day}\n" if day == 5 else f",{day}\n" for day in range(30))
+    schema, _ = prepared(tmp_path, "promo_date,sales\n" + rows)
+    assert schema.time_column is None and schema.skipped_columns == ["promo_date"]
 
 
 def test_blank_lines_at_the_end_of_a_file_are_not_rows(tmp_path):
@@ -546,6 +549,13 @@ def test_an_empty_column_from_trailing_delimiters_is_left_out_not_a_target(tmp_p
     schema, series = prepared(tmp_path, "date,value,\n2020-01-01,1,\n2020-01-02,2,\n")
     assert schema.targets == ["value"] and schema.skipped_columns == ["Unnamed: 2"]
     assert series.values.columns.tolist() == ["value"]
+
+
+def test_a_field_beyond_the_csv_modules_limit_is_one_line(tmp_path):
+    path = write_csv(tmp_path, "date,value\n2020-01-01," + "x" * 200_000 + "\n2020-01-02,3\n")
+    with pytest.raises(DataError, match=r"not a well-formed CSV file \(field larger than field "
+                                        r"limit"):
+        read_csv(path)
 
 
 def test_a_delimiter_inside_a_quoted_header_name_does_not_count(tmp_path):
