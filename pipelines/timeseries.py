@@ -41,7 +41,12 @@ from seqlab.data.timeseries import (
     split_bounds,
 )
 from seqlab.models.ets import SmoothingSpec, smoothing_forecast
-from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
+from seqlab.models.forecaster import (
+    MAX_LEAST_SQUARES_COLUMNS,
+    AutoForecaster,
+    Forecaster,
+    LeastSquaresTooWide,
+)
 from seqlab.models.forecasting.classical import LOG_METHODS, forecast_from_history
 from seqlab.models.forecasting.selection import (
     Selection,
@@ -307,12 +312,19 @@ def fit_linear_member(model, windows):
     """
     if not isinstance(model, AutoForecaster):
         return None
+    weights = model.lookback * model.n_features + 1
     try:
+        if weights > MAX_LEAST_SQUARES_COLUMNS:  # known before any window is built
+            raise LeastSquaresTooWide(weights, MAX_LEAST_SQUARES_COLUMNS, "too wide")
         model.fit_linear(windows.arrays("train"))
     except LeastSquaresTooWide as error:
         return (f"--model auto: no linear member, as its window holds {model.lookback} rows x "
                 f"{model.n_features} inputs = {error.weights - 1} values, more than the "
                 f"least-squares fit takes ({error.limit - 1}): left out")
+    except DataError as error:  # every training window at once would not fit in memory
+        too_much = error.message.split(";")[0]
+        return (f"--model auto: no linear member, as its least-squares fit reads every "
+                f"training window at once, and {too_much}: left out")
     return None
 
 

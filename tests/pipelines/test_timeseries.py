@@ -908,6 +908,21 @@ def test_auto_leaves_out_a_linear_member_too_wide_to_solve_and_says_so(tmp_path,
     assert keras.saving.load_model(result.path / "model.keras").choice == "neural"
 
 
+def test_auto_leaves_out_a_linear_member_whose_windows_would_not_fit_in_memory(tmp_path,
+                                                                              monkeypatch):
+    # The least-squares fit reads every training window at once; beyond MAX_WINDOW_BYTES
+    # (a long series, a long lookback) that ended the whole run instead of the member.
+    monkeypatch.setattr("seqlab.data.timeseries.MAX_WINDOW_BYTES", 10_000)
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, lookback=6, horizon=1,
+                               model="auto"))
+    assert "linear" not in result.metrics["auto"]["members"]
+    assert re.search(r"--model auto: no linear member, as its least-squares fit reads every "
+                     r"training window at once, and the [\d,]+ train windows of 6 rows x 2 "
+                     r"inputs would take [\d.]+ MiB of memory at once \(at most [\d.]+ MiB\): "
+                     r"left out", result.summary)
+
+
 def test_auto_on_a_series_at_or_below_zero_has_no_log_members_and_says_why(tmp_path):
     data = write_series(tmp_path / "demand.csv", n_rows=120)
     frame = pd.read_csv(data)
