@@ -107,6 +107,11 @@ class TrainConfig:
         "(default: no limit)", metavar="MINUTES"
     )
 
+    def read_only_with(self):
+        """The settings that other settings may leave unread (`refuse_unread_settings`): the
+        task config's `READ_ONLY_WITH`, or none."""
+        return getattr(self, "READ_ONLY_WITH", {})
+
     def __post_init__(self):
         check_settings(self)
         check_at_least(self, 1, "epochs", "batch_size")
@@ -274,15 +279,16 @@ def _typed_flag(name, value):
 
 def refuse_unread_settings(config):
     """Refuses a setting given another value than its default where the config's other
-    settings say it is not read: `config.READ_ONLY_WITH` maps such a setting to `(the other
-    setting, the values of it under which the setting is read)`. A setting silently ignored
+    settings say it is not read: `config.READ_ONLY_WITH` (or its `read_only_with()`, where
+    the rules depend on the settings) maps such a setting to `(the other setting, the values
+    of it under which the setting is read)`. A setting silently ignored
     (`--ngrams 5` for a gru) gives a result the user did not ask for.
 
     Raises:
         UsageError: naming the first such setting and the one that rules it out.
     """
     defaults = {field.name: field.default for field in dataclasses.fields(config)}
-    for name, (other, values) in getattr(config, "READ_ONLY_WITH", {}).items():
+    for name, (other, values) in config.read_only_with().items():
         value, ruling = getattr(config, name), getattr(config, other)
         if value != defaults[name] and ruling not in values:
             needs = " or ".join(_typed_flag(other, v) for v in values)

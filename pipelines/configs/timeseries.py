@@ -150,6 +150,11 @@ class TimeseriesConfig(TrainConfig):
     num_heads: int = option(4, "transformer: attention heads")
     ff_dim: int = option(64, "transformer: feed-forward width")
 
+    def read_only_with(self):
+        """`READ_ONLY_WITH` for one series; many series refuse these settings themselves
+        (pipelines/timeseries_panel.py `ONE_SERIES_ONLY`: they have no transformer to offer)."""
+        return {} if is_many_series(self) else self.READ_ONLY_WITH
+
     def __post_init__(self):
         # Unset, these take one series' defaults here, and many series' from the data in
         # their `prepare` (models/global_forecaster.py `default_settings`), which must know

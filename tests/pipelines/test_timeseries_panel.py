@@ -721,6 +721,8 @@ def test_a_network_no_validation_history_can_feed_is_left_out_of_the_choice(tmp_
     (["--no-split-targets"], "--no-split-targets is for one series"),
     (["--scaler", "minmax"], "--scaler minmax is for one series"),
     (["--horizon", "3"], "--horizon 3 with --holdout 2: many series forecast their holdout"),
+    # Not "choose --model transformer", which many series refuse.
+    (["--num-heads", "8"], "--num-heads 8 is for one series; many series do without it"),
 ])
 def test_settings_many_series_would_not_read_are_refused(tmp_path, capsys, flags, message):
     folder = shop_folder(tmp_path, lengths=(30,))
