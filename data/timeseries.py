@@ -1308,10 +1308,12 @@ class WindowGenerator:
             path=source,
         )
 
-    def window_starts(self, split):
-        """Row indices (into the whole series) where the windows of `split` start."""
+    def window_starts(self, split, stride=None):
+        """Row indices (into the whole series) where the windows of `split` start, one every
+        `stride` rows (default: the generator's `stride` for "train", else 1)."""
         start, stop = self.bounds[split]
-        stride = self.stride if split == "train" else 1
+        if stride is None:
+            stride = self.stride if split == "train" else 1
         if self.split_targets:
             # The first target row of a window is s + lookback: from the split's first row.
             start = max(start - self.lookback, 0)

@@ -303,6 +303,13 @@ def fit_quietly(model, windows, epochs, callbacks):
               callbacks=callbacks("val_loss" if validation is not None else "loss"))
 
 
+def stride_line(stride, windows):
+    """The summary's line on `--stride`: how many of the training windows the network reads."""
+    kept, every = len(windows.window_starts("train")), len(windows.window_starts("train", 1))
+    return (f"stride {stride}: the network trains on {kept:,} of the {every:,} training windows "
+            f"(one every {stride} rows)")
+
+
 def fit_linear_member(model, windows):
     """Fits an `AutoForecaster`'s linear member on the training windows.
 
@@ -950,6 +957,7 @@ class TimeseriesPipeline(Pipeline):
             *([backtest_table(metrics["backtest"])] if "backtest" in metrics else []),
             f"season {prepared.season}: {prepared.season_source}",
             f"lookback {config.lookback}: {prepared.lookback_source}",
+            *([stride_line(config.stride, prepared.windows)] if config.stride > 1 else []),
             *([f"classical models (statsforecast, fitted on the "
                f"{prepared.windows.bounds['test'][0]} rows before the test split"
                + (", or the last of them where the form says so"

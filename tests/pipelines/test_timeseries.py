@@ -923,6 +923,16 @@ def test_auto_leaves_out_a_linear_member_whose_windows_would_not_fit_in_memory(t
                      r"left out", result.summary)
 
 
+def test_a_stride_says_how_many_training_windows_the_network_reads(tmp_path):
+    # --stride 100000 trained on one window without a word.
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    result = train(tiny_config(data, tmp_path / "run", epochs=1, stride=1000))
+    assert re.search(r"stride 1000: the network trains on 1 of the [\d,]+ training windows "
+                     r"\(one every 1000 rows\)", result.summary)
+    assert "the network trains on" not in train(tiny_config(data, tmp_path / "run2",
+                                                           epochs=1)).summary
+
+
 def test_auto_on_a_series_at_or_below_zero_has_no_log_members_and_says_why(tmp_path):
     data = write_series(tmp_path / "demand.csv", n_rows=120)
     frame = pd.read_csv(data)
