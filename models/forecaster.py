@@ -222,6 +222,21 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         read, level, scale = self._normalize(window)
         return self._forecast(read, training) * scale + level
 
+    def check_least_squares_width(self):
+        """The weights per output of the least-squares fit (lookback x n_features + the bias),
+        known before any window is built.
+
+        Raises:
+            LeastSquaresTooWide: more than `MAX_LEAST_SQUARES_COLUMNS`.
+        """
+        size = self.lookback * self.n_features + 1
+        if size > MAX_LEAST_SQUARES_COLUMNS:
+            raise LeastSquaresTooWide(size, MAX_LEAST_SQUARES_COLUMNS,
+                f"fit_least_squares solves for at most {MAX_LEAST_SQUARES_COLUMNS} weights per "
+                f"output. Received: lookback={self.lookback} x n_features={self.n_features} "
+                f"+ 1 bias = {size}")
+        return size
+
     def fit_least_squares(self, data):
         """Sets a linear forecaster's dense layer to the least-squares fit on `data`.
 
@@ -248,12 +263,7 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         if self.kind != "linear":
             raise ValueError(f"fit_least_squares fits a linear forecaster only. Received: "
                              f"kind={self.kind!r}")
-        size = self.lookback * self.n_features + 1
-        if size > MAX_LEAST_SQUARES_COLUMNS:
-            raise LeastSquaresTooWide(size, MAX_LEAST_SQUARES_COLUMNS,
-                f"fit_least_squares solves for at most {MAX_LEAST_SQUARES_COLUMNS} weights per "
-                f"output. Received: lookback={self.lookback} x n_features={self.n_features} "
-                f"+ 1 bias = {size}")
+        size = self.check_least_squares_width()
         if not self.head.built:
             self.build()
         gram = np.zeros((size, size))

@@ -41,12 +41,7 @@ from seqlab.data.timeseries import (
     split_bounds,
 )
 from seqlab.models.ets import SmoothingSpec, smoothing_forecast
-from seqlab.models.forecaster import (
-    MAX_LEAST_SQUARES_COLUMNS,
-    AutoForecaster,
-    Forecaster,
-    LeastSquaresTooWide,
-)
+from seqlab.models.forecaster import AutoForecaster, Forecaster, LeastSquaresTooWide
 from seqlab.models.forecasting.classical import LOG_METHODS, forecast_from_history
 from seqlab.models.forecasting.selection import (
     Selection,
@@ -319,10 +314,8 @@ def fit_linear_member(model, windows):
     """
     if not isinstance(model, AutoForecaster):
         return None
-    weights = model.lookback * model.n_features + 1
     try:
-        if weights > MAX_LEAST_SQUARES_COLUMNS:  # known before any window is built
-            raise LeastSquaresTooWide(weights, MAX_LEAST_SQUARES_COLUMNS, "too wide")
+        model.linear.check_least_squares_width()  # before the windows are built
         model.fit_linear(windows.arrays("train"))
     except LeastSquaresTooWide as error:
         return (f"--model auto: no linear member, as its window holds {model.lookback} rows x "
