@@ -42,6 +42,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from seqlab.data.classification import texts_also_in
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
 
@@ -670,17 +671,11 @@ class PreparedPairs:
             "splits": self.notes,
             # Pairs whose source sentence (spaces aside) is also a training source: a test
             # sentence seen in training makes its BLEU overstate the model on new text.
-            "also_in_training": {name: sources_also_in(pairs.sources, self.train.sources)
+            "also_in_training": {name: texts_also_in(pairs.sources, self.train.sources)
                                  for name, pairs in (("val", self.val), *self.tests.items())},
             "vocabulary": {"source": len(self.source_vocabulary),
                            "target": len(self.target_vocabulary)},
         }
-
-
-def sources_also_in(sources, reference):
-    """How many of the sentences `sources` are, spaces aside, also sentences of `reference`."""
-    seen = {" ".join(text.split()) for text in reference}
-    return sum(" ".join(text.split()) in seen for text in sources)
 
 
 __all__ = [
@@ -701,7 +696,6 @@ __all__ = [
     "read_pairs",
     "read_test_pairs",
     "read_tsv_pairs",
-    "sources_also_in",
     "split_pairs",
     "token_text",
     "tokenize",

@@ -314,12 +314,11 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 # ---------------------------------------------------------------------------------------------
 # Export
 
-# The most words one sentence of the exported `serving_default` may have
-# (data/conll.py `MAX_SENTENCE_TOKENS`, as the readers): a longer row is almost surely a text
-# without sentence breaks, and is refused inside the graph rather than tagged.
-# The most words (rows x the longest row, padding included: the matrix the tagger reads) one
-# request may hold: the character encoder keeps about 20 KB per word at the default sizes, so a
-# request stays within about a GB. Larger batches are refused; send them in parts.
+# The most words one sentence of the exported `serving_default` may have is the readers'
+# `MAX_SENTENCE_TOKENS` (data/conll.py). The most words (rows x the longest row, padding
+# included: the matrix the tagger reads) one request may hold: the character encoder keeps
+# about 20 KB per word at the default sizes, so a request stays within about a GB. Larger
+# batches are refused; send them in parts.
 MAX_REQUEST_TOKENS = 50_000
 
 
