@@ -953,6 +953,11 @@ def format_figure(value, decimals=4):
     return f"{value:.{decimals}g}"
 
 
+def plural(count, noun):
+    """`count` and `noun`, with an "s" unless the count is 1: `1 epoch`, `3 epochs`."""
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
 def overlap_line(test, test_count, val, val_count, what):
     """The summary's note that `test` of the `test_count` test examples (and `val` of the
     `val_count` validation ones) are training examples too; `what` names them ("texts")."""

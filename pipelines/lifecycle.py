@@ -49,6 +49,7 @@ from seqlab.pipelines.common import (
     build_training_state,
     claim_export_version,
     open_run,
+    plural,
     progress_verbosity,
     read_json,
     replace_export,
@@ -321,7 +322,7 @@ def _describe_training(record, stopped_by, restorer):
         patience, monitor = (getattr(stopped_by, "patience", None),
                              getattr(stopped_by, "monitor", None))
         if patience is not None and monitor:
-            text += f" (no better {monitor} for {patience} epoch{'s' * (patience != 1)})"
+            text += f" (no better {monitor} for {plural(patience, 'epoch')})"
     elif reason == "max_minutes":
         text = (f"stopped on time at epoch {run} of {requested} (--max-minutes "
                 f"{stopped_by.seconds / 60:g})")

@@ -53,6 +53,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
     overlap_line,
+    plural,
     read_json,
     write_export_archive,
     write_text_atomic,
@@ -227,7 +228,7 @@ def learning_notes(metrics, predicted_entities, train_sentences, sample):
     none right; types never found), and, on the shipped sample, that it is a smoke test."""
     epochs = metrics.get("epochs_run")
     too_few = (f"{train_sentences} training sentences"
-               + (f" and {epochs} epoch{'s' * (epochs != 1)}" if epochs else "")
+               + (f" and {plural(epochs, 'epoch')}" if epochs else "")
                + " are too few to learn from: train on more data (a data set such as "
                "--data wnut17, or your own CoNLL files) or longer (--epochs, --patience)")
     notes = []

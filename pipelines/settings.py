@@ -270,7 +270,7 @@ def flag_name(name):
     return "--" + name.replace("_", "-")
 
 
-def _typed_flag(name, value):
+def typed_flag(name, value):
     """How `name=value` is typed on the command line: `--units 8`, `--crf`, `--no-crf`."""
     if isinstance(value, bool):
         return flag_name(name) if value else f"--no-{name.replace('_', '-')}"
@@ -291,9 +291,9 @@ def refuse_unread_settings(config):
     for name, (other, values) in config.read_only_with().items():
         value, ruling = getattr(config, name), getattr(config, other)
         if value != defaults[name] and ruling not in values:
-            needs = " or ".join(_typed_flag(other, v) for v in values)
-            raise UsageError(f"{_typed_flag(name, value)} is read only with {needs}, not with "
-                             f"{_typed_flag(other, ruling)}: leave it out, or choose {needs}")
+            needs = " or ".join(typed_flag(other, v) for v in values)
+            raise UsageError(f"{typed_flag(name, value)} is read only with {needs}, not with "
+                             f"{typed_flag(other, ruling)}: leave it out, or choose {needs}")
 
 
 def add_config_arguments(parser, config_class):

@@ -64,6 +64,7 @@ from seqlab.pipelines.common import (
     format_figure,
     format_table,
     free_column_name,
+    plural,
     pyplot,
     read_json,
     rows_to_csv,
@@ -79,7 +80,7 @@ from seqlab.pipelines.configs.timeseries import (
     is_many_series,
 )
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
-from seqlab.pipelines.settings import MAXIMUMS, fill_in_setting
+from seqlab.pipelines.settings import MAXIMUMS, fill_in_setting, typed_flag
 from seqlab.pipelines.timeseries_classical_panel import (
     ETS_MAX_SEASON,
     PANEL_BASELINES,
@@ -169,13 +170,8 @@ def refuse_one_series_settings(config):
     defaults = {f.name: f.default for f in dataclasses.fields(TimeseriesConfig)}
     for name, why in ONE_SERIES_ONLY.items():
         if getattr(config, name) != defaults[name]:
-            shown = ("--no-split-targets" if name == "split_targets"
-                     else f"--{name.replace('_', '-')} {getattr(config, name)}")
-            raise UsageError(f"{shown} is for one series; many series do without it: {why}")
-
-
-def _plural(count, noun):
-    return f"{count} {noun}{'s' * (count != 1)}"
+            raise UsageError(f"{typed_flag(name, getattr(config, name))} is for one series; "
+                             f"many series do without it: {why}")
 
 
 def _named(ids):
@@ -1008,10 +1004,10 @@ class PanelPipeline(Pipeline):
         lines += [
             f"holdout {data.horizon}: {data.horizon_source}",
             f"season {data.season}: {data.season_source}",
-            f"network: {n['kind']}, lookback {config.lookback}, {_plural(n['units'], 'unit')}, "
-            f"{_plural(n['layers'], 'layer')}, batch {n['batch_size']}, "
+            f"network: {n['kind']}, lookback {config.lookback}, {plural(n['units'], 'unit')}, "
+            f"{plural(n['layers'], 'layer')}, batch {n['batch_size']}, "
             f"{n['steps_per_epoch']} steps an epoch, at most "
-            f"{_plural(config.epochs, 'epoch')} ({prepared.network_source})",
+            f"{plural(config.epochs, 'epoch')} ({prepared.network_source})",
             *prepared.notes,
         ]
         served = {name for names in (choice.kept, *choice.series_kept.values()) for name in names}

@@ -31,7 +31,7 @@ from seqlab.data.translation import (
 from seqlab.models import Translator
 from seqlab.models.translator import MAX_INPUT_TOKENS, TextTranslator
 from seqlab.pipelines.common import (
-    ActionResult, UsageError, overlap_line, pyplot, save_figure, write_export_archive,
+    ActionResult, UsageError, overlap_line, plural, pyplot, save_figure, write_export_archive,
     write_text_atomic,
 )
 from seqlab.pipelines.configs.translate import (
@@ -271,8 +271,8 @@ class TranslatePipeline(Pipeline):
         lines = [f"{TASK_NAME}: {data['source']}, {config.model}, {data['pairs']['train']} "
                  f"training pairs" + (f" ({trained} trained on)" if skipped["train"] else "")
                  + f", vocabularies {data['vocabulary']['source']} / "
-                 f"{data['vocabulary']['target']}, {metrics['epochs_run']} "
-                 f"epoch{'s' * (metrics['epochs_run'] != 1)} "
+                 f"{data['vocabulary']['target']}, "
+                 f"{plural(metrics['epochs_run'], 'epoch')} "
                  f"({metrics['train_seconds_this_session']:.0f} s)",
                  *([prepared.embeddings.summary_line(config.freeze_embeddings)]
                    if prepared.embeddings is not None else []),
