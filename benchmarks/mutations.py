@@ -102,6 +102,21 @@ MUTATIONS = [
         "the compiled_bptt loop runs uncompiled (hand_bptt under another name; issue 28)",
     ),
     Mutation(
+        "fully_unrolled_runs_a_while_loop", "layers/rnn_base.py",
+        '            variant = "unrolled"  # where it cannot run, as `_loop_choice.choose`',
+        '            variant = "unrolled"\n'
+        '        variant = "unrolled" if variant == "fully_unrolled" else variant',
+        ("tests/layers/test_loop_choice.py",),
+        "the fully_unrolled loop runs seqlab's while loop instead (issue 28)",
+    ),
+    Mutation(
+        "fully_unrolled_last_output_gradient_dropped", "layers/_loop.py",
+        "            d_outputs[-1] = d_outputs[-1] + d_last_output",
+        "            d_outputs[-1] = d_outputs[-1] + 0 * d_last_output",
+        ("tests/layers/test_loop_choice.py",),
+        "training with every step written out drops the last output's gradient (issue 28)",
+    ),
+    Mutation(
         "compiled_bptt_second_order_dropped", "layers/_loop.py",
         "                    again = function(*tf.nest.pack_sequence_as(args, flat))",
         "                    again = tf.nest.map_structure(tf.stop_gradient, function("

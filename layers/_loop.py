@@ -66,13 +66,24 @@ def _zeros_if_none(gradient, like):
     return tf.zeros_like(like) if gradient is None else gradient
 
 
+# `unroll` that writes every step out in the graph, without a `tf.while_loop`: for a
+# number of steps the trace knows (a Python int).
+ALL_STEPS = "all"
+
+
 def _for_each_step(step_body, steps, loop_vars, unroll=1, reverse=False):
     """`loop_vars = step_body(t, *loop_vars)` for t = 0 .. steps - 1 (or back from the end).
 
     A `tf.while_loop` runs `unroll` steps per iteration, written out in its body,
     then the steps left over one per iteration. Fewer iterations save the
-    loop's own per-iteration cost; the graph grows. Returns the final loop_vars.
+    loop's own per-iteration cost; the graph grows. With `unroll=ALL_STEPS`
+    (`steps` a Python int) every step is written out and `t` is a Python int.
+    Returns the final loop_vars.
     """
+    if unroll == ALL_STEPS:
+        for i in range(steps):
+            loop_vars = step_body(steps - 1 - i if reverse else i, *loop_vars)
+        return list(loop_vars)
 
     def iteration(steps_per_iteration):
         def body(i, *state):
@@ -96,9 +107,40 @@ def _for_each_step(step_body, steps, loop_vars, unroll=1, reverse=False):
     return state
 
 
-def _step_array(inputs, steps):
-    """A TensorArray of `steps` elements of `inputs`' dtype, one per step of a loop."""
+def _steps(inputs, unroll):
+    """The number of steps of time-major `inputs`: a Python int with `unroll=ALL_STEPS`."""
+    return inputs.shape[0] if unroll == ALL_STEPS else tf.shape(inputs)[0]
+
+
+def _step_array(inputs, steps, unroll=1):
+    """A TensorArray of `steps` elements of `inputs`' dtype, one per step of a loop (with
+    `unroll=ALL_STEPS`, a `_WrittenOutSteps`)."""
+    if unroll == ALL_STEPS:
+        return _WrittenOutSteps()
     return tf.TensorArray(inputs.dtype, size=steps)
+
+
+class _WrittenOutSteps:
+    """A TensorArray's `write` and `stack` where every step is written out
+    (`ALL_STEPS`): the steps' tensors are kept in Python and stacked once, instead
+    of an array operation per step."""
+
+    def __init__(self):
+        self._values = {}
+
+    def write(self, t, value):
+        self._values[t] = value
+        return self
+
+    def stack(self):
+        return tf.stack([self._values[t] for t in sorted(self._values)])
+
+
+def _by_step(values, unroll):
+    """`values` `[time, ...]` as something whose `[t]` is a step: the tensor itself, or
+    with `unroll=ALL_STEPS` its steps unstacked once (one operation, not a slice per
+    step)."""
+    return tf.unstack(values) if unroll == ALL_STEPS else values
 
 
 def _compiled(function):
@@ -223,6 +265,54 @@ def run_recurrence(
     return last_output, outputs, final_states
 
 
+def run_fully_unrolled(
+    step_fn,
+    inputs,
+    initial_states,
+    output_size,
+    mask=None,
+    go_backwards=False,
+    zero_output_for_mask=False,
+    return_all_outputs=True,
+):
+    """`run_recurrence` with every step written out in the graph: no `tf.while_loop`.
+
+    For a time axis whose length the trace knows (`inputs.shape[0]`, at least 1). A
+    loop's iteration costs its control operations and a TensorArray read and write
+    per step, which dominate a small step; written out, a step is its own operations
+    only, and TensorFlow differentiates them as straight-line code. The graph (and
+    its trace) grows with the number of steps, so the layers offer this loop only up
+    to `MAX_FULLY_UNROLLED_STEPS` (`layers/rnn_base.py`). Arguments and the return
+    value are as in `run_recurrence`.
+    """
+    steps = inputs.shape[0]
+    if not steps:
+        raise ValueError("run_fully_unrolled needs a time axis of known, nonzero length. "
+                         f"Received: inputs of shape {inputs.shape}")
+    if go_backwards:
+        inputs = tf.reverse(inputs, [0])
+    keeps = None
+    if mask is not None:
+        keeps = tf.unstack(_time_major_mask(mask, go_backwards), num=steps)
+    states = list(initial_states)
+    previous_output = zero_output = tf.zeros(
+        [tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
+    outputs = []
+    for t, input_t in enumerate(tf.unstack(inputs, num=steps)):
+        output, new_states = step_fn(input_t, states)
+        if keeps is not None:
+            output, new_states = _hold_masked_step(
+                keeps[t], output, new_states, previous_output, states, zero_output,
+                zero_output_for_mask,
+            )
+        if return_all_outputs:
+            outputs.append(output)
+        previous_output, states = output, list(new_states)
+    if not return_all_outputs:
+        return previous_output, previous_output[:, None, :], states
+    return previous_output, tf.stack(outputs, axis=1), states
+
+
 def run_separable_recurrence(
     finish_fn,
     recurrent_kernel,
@@ -274,7 +364,7 @@ def run_separable_recurrence(
 
     def forward_loop(inputs, kernel, bias, *initial_states):
         """`(outputs, last_output, final_states, states before each step, saved)`."""
-        steps = tf.shape(inputs)[0]
+        steps = _steps(inputs, unroll)
         batch = tf.shape(inputs)[1]
         zero_output = tf.zeros([batch, output_size], dtype=inputs.dtype)
 
@@ -285,18 +375,22 @@ def run_separable_recurrence(
             return inner + bias if has_bias else inner
 
         def new_array():
-            return _step_array(inputs, steps)
+            return _step_array(inputs, steps, unroll)
+
+        step_inputs = _by_step(inputs, unroll)
+        step_mask = None if time_mask is None else _by_step(time_mask, unroll)
 
         def step(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
             inner = inner_product(states[0])
             if step_backward is None:
-                output, new_states = finish_fn(inputs[t], inner, list(states))
+                output, new_states = finish_fn(step_inputs[t], inner, list(states))
                 saved = (inner,)
             else:
-                output, new_states, saved = step_backward.forward(inputs[t], inner, list(states))
-            if time_mask is not None:
+                output, new_states, saved = step_backward.forward(
+                    step_inputs[t], inner, list(states))
+            if step_mask is not None:
                 output, new_states = _hold_masked_step(
-                    time_mask[t], output, new_states, previous_output, states, zero_output,
+                    step_mask[t], output, new_states, previous_output, states, zero_output,
                     zero_output_for_mask,
                 )
             outputs_ta = outputs_ta.write(t, output)
@@ -326,21 +420,29 @@ def run_separable_recurrence(
                       saved_states, saved):
         """The gradients of `recurrence`'s arguments, from its results' and the forward
         loop's saved tensors."""
-        steps = tf.shape(inputs)[0]
+        steps = _steps(inputs, unroll)
 
         def new_array():
-            return _step_array(inputs, steps)
+            return _step_array(inputs, steps, unroll)
 
-        d_outputs = tf.tensor_scatter_nd_add(
-            d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
-        )
+        if unroll == ALL_STEPS:
+            d_outputs = tf.unstack(d_outputs)
+            d_outputs[-1] = d_outputs[-1] + d_last_output
+        else:
+            d_outputs = tf.tensor_scatter_nd_add(
+                d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
+            )
+        step_inputs = _by_step(inputs, unroll)
+        step_mask = None if time_mask is None else _by_step(time_mask, unroll)
+        step_states = [_by_step(s, unroll) for s in saved_states]
+        step_saved = [_by_step(s, unroll) for s in saved]
         kernel_t = tf.transpose(kernel)
 
         def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
             d_output = d_outputs[t] + d_previous_output
-            states = [s[t] for s in saved_states]
-            if time_mask is not None:
-                keep = time_mask[t]
+            states = [s[t] for s in step_states]
+            if step_mask is not None:
+                keep = step_mask[t]
                 zeros = tf.zeros_like(d_output)
                 carried_output = zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)
                 d_output = tf.where(keep, d_output, zeros)
@@ -350,7 +452,7 @@ def run_separable_recurrence(
                 carried_output = tf.zeros_like(d_output)
                 passed_states = None
             if step_backward is None:
-                x_t, inner = inputs[t], saved[0][t]
+                x_t, inner = step_inputs[t], step_saved[0][t]
                 with tf.GradientTape() as tape:
                     tape.watch([x_t, inner] + states)
                     output, new_states = finish_fn(x_t, inner, states)
@@ -362,7 +464,7 @@ def run_separable_recurrence(
                 )
             else:
                 d_z, d_previous = step_backward.backward(
-                    [s[t] for s in saved], states, d_output, list(d_states))
+                    [s[t] for s in step_saved], states, d_output, list(d_states))
                 d_x, d_inner = (d_z, d_z) if shared_gradient else d_z
                 d_previous = list(d_previous)
             d_h = tf.matmul(d_inner, kernel_t)

@@ -33,6 +33,14 @@ that later processes on this machine skip the measurement:
   per sequence length) and not inside `portable_loops`. Training only: an
   inference trace may be exported, and TensorFlow Serving runs XLA's functions
   only with a flag that is off by default (tensorflow/serving#1858).
+- `"fully_unrolled"`: every step written out in the graph, no while loop, for a time
+  axis whose length the trace knows, up to `MAX_FULLY_UNROLLED_STEPS` (64, rnn_base)
+  (`RecurrentLayer.unrolls_fully`): for inference `run_fully_unrolled` over the
+  inputs projected with one product, for training a separable cell the
+  hand-scheduled BPTT with its forward and backward steps written out. A loop
+  iteration's own cost (control operations, a TensorArray read and write) is most
+  of a small step: at the forecaster's GRU of 32 units over 24 steps this loop
+  took 0.51-0.74 of the time of Keras's built-in layer (docs/performance.md).
 - `"feature_major"`: for a separable cell, `unrolled` with every tensor of the
   loop transposed to `[size, batch]`, its products W^T x_t^T and U^T h^T
   (`RecurrentCell.feature_major_step`). TensorFlow's CPU product (Eigen) was up
@@ -47,13 +55,14 @@ steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
 whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's
 own overhead dominates and measuring would cost more than it can save): they
-run the default loop, Keras's own (the hand-scheduled BPTT for training a cell
-with `backprop_by_hand`), which traced in a third to half the time of the
-`unrolled` loop and trained as fast or faster (docs/performance.md, "Small
-shapes run Keras's loop"). So does a layer traced under a `tf.distribute`
-strategy. `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major|compiled_bptt`
-forces one loop (`hand_bptt`, `feature_major` and `compiled_bptt` only where they
-apply, `unrolled` elsewhere), `auto` (or unset) measures.
+run the default loop (`default_variant`), `fully_unrolled` where it can run,
+elsewhere Keras's own (the hand-scheduled BPTT for training a cell with
+`backprop_by_hand`), which traced in a third to half the time of the `unrolled`
+loop and trained as fast or faster (docs/performance.md, "Small shapes run Keras's
+loop"). So does a layer traced under a `tf.distribute` strategy.
+`SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major|compiled_bptt|fully_unrolled`
+forces one loop (`hand_bptt`, `feature_major`, `compiled_bptt` and `fully_unrolled`
+only where they apply, `unrolled` elsewhere), `auto` (or unset) measures.
 """
 
 import contextlib
@@ -71,12 +80,12 @@ import tensorflow as tf
 
 from seqlab._tf_log import RetracingFilter
 
-VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt")
+VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt", "fully_unrolled")
 ENV_VAR = "SEQLAB_RNN_LOOP"
 # Where the choices are remembered between processes: a file, or `off`.
 MEMORY_VAR = "SEQLAB_LOOP_MEMORY"
 # Raised when a loop changes what it costs: the choices remembered before are measured again.
-LOOPS_REVISION = 2
+LOOPS_REVISION = 3
 
 # Below this many floating-point operations per forward pass (batch x steps x
 # gates x units x (features + units) x 2) the default loop runs unmeasured.
@@ -123,10 +132,13 @@ def forced_variant():
     return value
 
 
-def candidates(cell, training, compilable=False):
+def candidates(cell, training, compilable=False, unrollable=False):
     """The loops that can run `cell` (with a backward pass when `training`); `compilable`:
-    whether an XLA-compiled loop may run here (`RecurrentLayer.compiles_loops`)."""
+    whether an XLA-compiled loop may run here (`RecurrentLayer.compiles_loops`);
+    `unrollable`: whether every step may be written out (`RecurrentLayer.unrolls_fully`)."""
     found = ["keras", "unrolled"]
+    if unrollable:
+        found.append("fully_unrolled")
     if training and cell.separable:
         found.append("hand_bptt")
     if cell.separable:
@@ -136,9 +148,13 @@ def candidates(cell, training, compilable=False):
     return found
 
 
-def default_variant(cell, training):
-    """The loop of a shape that is not measured: Keras's own (the built-in's speed, and the
-    shortest trace), or the hand-scheduled BPTT for training a cell that asks for it."""
+def default_variant(cell, training, unrollable=False):
+    """The loop of a shape that is not measured: every step written out where the time axis
+    is short enough (`unrollable`, `RecurrentLayer.unrolls_fully`), as a small step is
+    mostly a loop iteration's own cost; elsewhere Keras's own (the built-in's speed, and
+    the shortest trace), or the hand-scheduled BPTT for training a cell that asks for it."""
+    if unrollable:
+        return "fully_unrolled"
     return "hand_bptt" if training and cell.backprop_by_hand else "keras"
 
 
@@ -181,7 +197,8 @@ def forward_flops(key):
 def choose(layer, sequences, mask, training):
     """The loop `layer` runs for these inputs (see the module's docstring)."""
     cell = layer.cell
-    allowed = candidates(cell, training, layer.compiles_loops(sequences))
+    allowed = candidates(cell, training, layer.compiles_loops(sequences),
+                         layer.unrolls_fully(sequences))
     forced = forced_variant()
     if forced is not None:
         return forced if forced in allowed else "unrolled"
@@ -194,7 +211,7 @@ def choose(layer, sequences, mask, training):
     if key in _choices:
         return _choices[key]
     if forward_flops(key) < MIN_MEASURED_FLOPS or tf.distribute.has_strategy():
-        return default_variant(cell, training)
+        return default_variant(cell, training, "fully_unrolled" in allowed)
     remembered = _recall(key)
     if remembered in allowed:
         _choices[key] = remembered

@@ -3,13 +3,14 @@
 A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
-`keras.layers.RNN` uses. seqlab's layers run one of five time loops over the
+`keras.layers.RNN` uses. seqlab's layers run one of six time loops over the
 same two parts, whichever they measured fastest for the shape on this machine
 (`layers/_loop_choice.py`): Keras's own loop, seqlab's loop with several steps
 per iteration, the same with its tensors transposed to `[units, batch]`
-(`feature_major_step`), or (training) one input projection for all steps and
-the backpropagation through time scheduled by hand (`layers/_loop.py`), as it
-is or compiled by XLA. The same equations in the same order, so the numbers
+(`feature_major_step`), every step written out without a loop (a short time axis
+the trace knows), or (training) one input projection for all steps and the
+backpropagation through time scheduled by hand (`layers/_loop.py`), as it is or
+compiled by XLA. The same equations in the same order, so the numbers
 agree with the per-step cell.
 """
 
@@ -23,12 +24,22 @@ from keras import ops
 
 from seqlab.layers import _loop_choice
 from seqlab.layers._checks import check_positive_int, check_rate
-from seqlab.layers._loop import run_recurrence, run_separable_recurrence
+from seqlab.layers._loop import (
+    ALL_STEPS,
+    run_fully_unrolled,
+    run_recurrence,
+    run_separable_recurrence,
+)
 
 # Steps per iteration of the time loop (see `run_recurrence`). Measured with
 # benchmarks/recurrent.py on 2 cores: 2, 4 and 8 all beat 1; 4 was the best
 # balance across the three layers and both modes.
 UNROLLED_STEPS = 4
+
+# The longest time axis the `fully_unrolled` loop writes out step by step (see
+# `run_fully_unrolled`): its trace grows with the steps, and past a few dozen steps
+# the per-iteration cost it saves is a small part of a step.
+MAX_FULLY_UNROLLED_STEPS = 64
 
 # Keras's TensorFlow backend module of `lstm`, `gru` and `cudnn_ok` (imported by name: the
 # package's `rnn` attribute is a function of that name).
@@ -337,9 +348,9 @@ class RecurrentLayer(keras.layers.RNN):
     `Bidirectional` support); this class replaces its per-step loop with its
     choice of loops (`layers/_loop_choice.py`): Keras's own, seqlab's with
     several steps per iteration (in the usual layout or transposed, `[units,
-    batch]`), or one input projection for all steps and a hand-scheduled
-    backward pass (`layers/_loop.py`), whichever it measured fastest for the
-    shape on this machine.
+    batch]`) or with every step written out, or one input projection for all
+    steps and a hand-scheduled backward pass (`layers/_loop.py`), whichever it
+    measured fastest for the shape on this machine.
     """
 
     # Keras's fused kernel of the whole loop for this layer (`"lstm"` or `"gru"`: the
@@ -429,6 +440,12 @@ class RecurrentLayer(keras.layers.RNN):
         time axis of varying length would compile again for each), and not inside
         `portable_loops`."""
         return sequences.shape[1] is not None and not _in_portable_loops()
+
+    def unrolls_fully(self, sequences):
+        """Whether the `fully_unrolled` loop may run on `sequences`: where the trace knows
+        the number of steps, from 1 to `MAX_FULLY_UNROLLED_STEPS`."""
+        steps = sequences.shape[1]
+        return steps is not None and 1 <= steps <= MAX_FULLY_UNROLLED_STEPS
 
     def runs_fused_kernel(self, training):
         """Whether the `keras` loop runs Keras's fused kernel (cuDNN's), as Keras's built-in
@@ -555,20 +572,37 @@ class RecurrentLayer(keras.layers.RNN):
             zero_output_for_mask=self.zero_output_for_mask,
             return_all_outputs=return_sequences,
         )
-        if variant in ("hand_bptt", "compiled_bptt") and cell.separable:
+        if variant == "fully_unrolled" and not self.unrolls_fully(sequences):
+            variant = "unrolled"  # where it cannot run, as `_loop_choice.choose`
+        if variant == "fully_unrolled" and not (training and cell.separable):
+            if not cell.separable:
+                return run_fully_unrolled(cell.step_function(recurrent_mask),
+                                          inputs=time_major, **loop_options)
+            # Every step's input projected with one product: written out, a step is then
+            # its recurrent product and the cell's element-wise rest.
+            return run_fully_unrolled(
+                lambda inputs, states: cell.recurrent_step(inputs, states, recurrent_mask),
+                inputs=cell.project_inputs(time_major),
+                **loop_options,
+            )
+        if variant in ("hand_bptt", "compiled_bptt", "fully_unrolled") and cell.separable:
             # Schedule BPTT by hand (see _loop.py). It needs the inputs of
             # all steps projected at once. Compiled by XLA, the loops run one step per
             # iteration: XLA's loop costs little per iteration, and a shorter body compiles
             # faster (a masked BiLSTM's first epoch: 3.0-3.5 s against 6.8-7.1 s unrolled).
+            # Training with every step written out schedules it by hand too: TensorFlow's
+            # differentiation of the written-out steps traced twice as many operations
+            # (a GRU of 32 units over 22 steps: 2,566 against 1,224; 0.94 s against 0.42 s).
             kernel, bias = cell.recurrent_weights()
             compiled = variant == "compiled_bptt"
+            unroll = ALL_STEPS if variant == "fully_unrolled" else UNROLLED_STEPS
             return run_separable_recurrence(
                 cell.finish_step,
                 tf.convert_to_tensor(kernel),
                 None if bias is None else tf.convert_to_tensor(bias),
                 inputs=cell.project_inputs(time_major),
                 recurrent_mask=recurrent_mask,
-                unroll=1 if compiled else UNROLLED_STEPS,
+                unroll=1 if compiled else unroll,
                 step_backward=cell.step_backward,
                 compiled=compiled,
                 **loop_options,

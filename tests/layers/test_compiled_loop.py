@@ -165,7 +165,7 @@ def test_a_compiled_loop_that_cannot_run_here_is_left_out_of_the_measurement(mon
     monkeypatch.setattr(_loop, "_compiled", cannot_compile)
     choice = _loop_choice.choose(layer, tf.zeros([2, 3, 4]), None, training=True)
     (times,) = _loop_choice.measurements().values()
-    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major"}
+    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major", "fully_unrolled"}
     assert choice == _loop_choice.fastest(times)
 
 

@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from seqlab.layers import GRU, LSTM, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, _loop_choice
+from seqlab.layers import (
+    GRU,
+    LSTM,
+    GRUCell,
+    LSTMCell,
+    SimpleRNN,
+    SimpleRNNCell,
+    _loop_choice,
+    rnn_base,
+)
 from seqlab.layers._loop import run_separable_recurrence
 from tests.layers import recurrent_checks as checks
 from tests.layers.recurrent_checks import fresh_choices  # noqa: F401 - autouse fixture
@@ -207,9 +216,18 @@ def test_small_shapes_run_the_default_loop_unmeasured(monkeypatch):
         raise AssertionError("a small shape was measured")
 
     monkeypatch.setattr(_loop_choice, "measure", refuse)
-    assert _loop_choice.choose(_layer(), _inputs(), None, training=True) == "hand_bptt"
-    assert _loop_choice.choose(_layer(), _inputs(), None, training=False) == "keras"
-    assert _loop_choice.choose(_layer(GRU), _inputs(), None, training=True) == "keras"
+    # A time axis the trace knows, of at most MAX_FULLY_UNROLLED_STEPS: every step written out.
+    for cls in (LSTM, GRU, SimpleRNN):
+        for training in (True, False):
+            assert _loop_choice.choose(_layer(cls), _inputs(), None, training) == "fully_unrolled"
+    longest = rnn_base.MAX_FULLY_UNROLLED_STEPS
+    assert _loop_choice.choose(_layer(), _inputs(steps=longest), None, True) == "fully_unrolled"
+    # Longer, or unknown (as `fit` traces a model without a fixed length): a while loop.
+    for steps in (longest + 1, None):
+        x = tf.TensorSpec([None, steps, 4])
+        assert _loop_choice.choose(_layer(), x, None, training=True) == "hand_bptt"
+        assert _loop_choice.choose(_layer(), x, None, training=False) == "keras"
+        assert _loop_choice.choose(_layer(GRU), x, None, training=True) == "keras"
 
 
 def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
@@ -221,7 +239,7 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
     def fake_measure(layer, key, variants):
         calls.append((key, tuple(variants)))
         times = {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0, "feature_major": 1.5,
-                 "compiled_bptt": 1.2}
+                 "compiled_bptt": 1.2, "fully_unrolled": 1.1}
         if not key[8]:  # inference: Keras's loop fastest
             times["keras"] = 0.5
         return {variant: times[variant] for variant in variants}
@@ -230,9 +248,10 @@ def test_choice_is_the_fastest_measured_and_is_remembered_per_key(monkeypatch):
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     assert len(calls) == 1
-    assert calls[0][1] == ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt")
+    assert calls[0][1] == ("keras", "unrolled", "fully_unrolled", "hand_bptt", "feature_major",
+                           "compiled_bptt")
     assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
-    assert calls[1][1] == ("keras", "unrolled", "feature_major")
+    assert calls[1][1] == ("keras", "unrolled", "fully_unrolled", "feature_major")
     # Another size, a mask or another thread setting is another key.
     _loop_choice.choose(layer, _inputs(batch=5), None, training=False)
     _loop_choice.choose(layer, _inputs(), tf.ones([2, 3], tf.bool), training=False)
@@ -267,7 +286,8 @@ def test_a_choice_is_remembered_in_a_file_for_the_next_process(monkeypatch, tmp_
     memory = tmp_path / "cache" / "loops.json"
     monkeypatch.setenv(_loop_choice.MEMORY_VAR, str(memory))
     calls = _measure_once(monkeypatch, {"keras": 3.0, "unrolled": 2.0, "hand_bptt": 1.0,
-                                        "feature_major": 1.5, "compiled_bptt": 1.2})
+                                        "feature_major": 1.5, "compiled_bptt": 1.2,
+                                        "fully_unrolled": 1.1})
     assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
     [entry] = json.loads(memory.read_text())["choices"].values()
     assert entry["loop"] == "hand_bptt" and entry["ms"]["keras"] == 3.0
@@ -300,7 +320,8 @@ def test_a_memory_file_that_cannot_be_read_is_measured_again_and_written_whole(
     else:
         memory.write_text(content)
     monkeypatch.setenv(_loop_choice.MEMORY_VAR, str(memory))
-    calls = _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0})
+    calls = _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0,
+                                        "fully_unrolled": 1.5})
     assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
     assert len(calls) == 1
     if content is not None:
@@ -326,7 +347,8 @@ def test_a_temporary_copy_left_by_a_killed_process_is_removed_by_the_next_write(
     old = time.time() - _loop_choice.STALE_TEMPORARY_SECONDS - 60
     for path in (stale, other):
         os.utime(path, (old, old))
-    _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0})
+    _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0,
+                                        "fully_unrolled": 1.5})
     _loop_choice.choose(layer, _inputs(), None, training=False)
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         ".loops.json.n0w", ".other.json.k1ll3d", "loops.json"]
@@ -338,7 +360,8 @@ def test_memory_off_reads_and_writes_nothing(monkeypatch, tmp_path):
     monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
     monkeypatch.setenv(_loop_choice.MEMORY_VAR, "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    calls = _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0})
+    calls = _measure_once(monkeypatch, {"keras": 1.0, "unrolled": 2.0, "feature_major": 3.0,
+                                        "fully_unrolled": 1.5})
     for _ in range(2):
         _loop_choice.clear()
         _loop_choice.choose(layer, _inputs(), None, training=False)
@@ -365,7 +388,8 @@ def test_measurement_runs_from_inside_a_trace_and_times_every_candidate(monkeypa
     assert all(g is not None for g in gradients)
     (key, times), = _loop_choice.measurements().items()
     assert key[8] is True
-    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt"}
+    assert set(times) == {"keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt",
+                          "fully_unrolled"}
     assert all(t > 0 for t in times.values())
 
 
@@ -375,7 +399,9 @@ def test_no_measurement_under_a_distribution_strategy(monkeypatch):
     monkeypatch.setattr(_loop_choice, "measure", lambda *args: pytest.fail("measured"))
     with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
         layer = _layer(SimpleRNN)
-        assert _loop_choice.choose(layer, _inputs(), None, training=False) == "keras"
+        assert _loop_choice.choose(layer, _inputs(), None, training=False) == "fully_unrolled"
+        x = tf.TensorSpec([None, None, 4])
+        assert _loop_choice.choose(layer, x, None, training=False) == "keras"
 
 
 def test_a_loop_that_cannot_be_measured_falls_back_to_the_default(monkeypatch):
@@ -400,7 +426,7 @@ def test_a_mixed_precision_layer_runs(monkeypatch):
     assert output.dtype == "float16" and output.shape == (2, 4)
 
 
-@pytest.mark.parametrize("variant", ["keras", "unrolled", "feature_major"])
+@pytest.mark.parametrize("variant", ["keras", "unrolled", "feature_major", "fully_unrolled"])
 @pytest.mark.parametrize("layer", ["lstm", "gru"])
 def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypatch, tmp_path):
     """The loop traced into an exported SavedModel (a masked bidirectional layer, sequences
@@ -409,7 +435,8 @@ def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypa
     in another order."""
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
-    ids = keras.Input((None,), dtype="int32")
+    steps = 6 if variant == "fully_unrolled" else None  # it needs a length the trace knows
+    ids = keras.Input((steps,), dtype="int32")
 
     def model(layer_cls):
         embedded = keras.layers.Embedding(20, 6, mask_zero=True)(ids)
@@ -421,7 +448,7 @@ def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypa
     archive = keras.export.ExportArchive()
     archive.track(ours)
     archive.add_endpoint(
-        "serve", ours.call, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        "serve", ours.call, input_signature=[tf.TensorSpec([None, steps], tf.int32)])
     archive.write_out(str(tmp_path / "model"), verbose=False)
     served = tf.saved_model.load(str(tmp_path / "model"))
     batch = np.array([[3, 7, 1, 9, 0, 0], [4, 2, 8, 8, 5, 6]], "int32")
@@ -513,3 +540,28 @@ def test_a_traced_call_keeps_the_number_of_steps_it_knows(variant, monkeypatch):
         sequences = tf.function(lambda x, training=training: model.recurrent(
             x, training=training)).get_concrete_function(tf.TensorSpec([3, 6, 4]))
         assert sequences.structured_outputs.shape.as_list() == [3, 6, 5]
+
+
+@pytest.mark.parametrize("cls", [LSTM, GRU, SimpleRNN])
+def test_fully_unrolled_writes_every_step_out_where_the_trace_knows_them(cls, monkeypatch):
+    """`fully_unrolled` traces no while loop, training or not, for a time axis of known length
+    up to MAX_FULLY_UNROLLED_STEPS; an unknown or longer one runs a while loop (`unrolled`)."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "fully_unrolled")
+    layer = _layer(cls)
+
+    def op_types(steps, training):
+        def call(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x, training=training)
+            return tape.gradient(y, [x] + layer.trainable_weights)
+
+        graph = tf.function(call).get_concrete_function(tf.TensorSpec([2, steps, 4])).graph
+        return {op.type for op in graph.get_operations()}
+
+    longest = rnn_base.MAX_FULLY_UNROLLED_STEPS
+    for training in (True, False):
+        assert not {"While", "StatelessWhile"} & op_types(5, training)
+        assert not {"While", "StatelessWhile"} & op_types(longest, training)
+        assert {"While", "StatelessWhile"} & op_types(None, training)
+        assert {"While", "StatelessWhile"} & op_types(longest + 1, training)
