@@ -128,12 +128,15 @@ def _penalty_gradients(layer, x, traced):
     return [g.numpy() for g in (tf.function(penalty)() if traced else penalty())]
 
 
+@pytest.mark.parametrize("variant", ["compiled_bptt", "hand_bptt", "fully_unrolled"])
 @pytest.mark.parametrize("layer, traced", [("lstm", True), ("gru", False)])
-def test_second_order_gradients_through_the_compiled_loop_equal_keras(layer, traced,
-                                                                      monkeypatch):
+def test_second_order_gradients_through_the_hand_scheduled_loops_equal_keras(
+        layer, traced, variant, monkeypatch):
     """The compiled loops hand each other tensors no tape records; a gradient of the
-    gradient is taken by running the uncompiled loop again (not silently zero)."""
-    monkeypatch.setenv(_loop_choice.ENV_VAR, "compiled_bptt")
+    gradient is taken by running the uncompiled loop again (not silently zero). The
+    hand-scheduled loops, in a while loop or written out, are differentiated again as they
+    run."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls = LAYERS[layer]
     reference = keras_cls(5, return_sequences=True)
     ours = ours_cls(5, return_sequences=True)
