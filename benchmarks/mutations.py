@@ -356,8 +356,8 @@ MUTATIONS = [
     # --- many series (issue 24) ----------------------------------------------------------------
     Mutation(
         "panel_holdout_in_training_part", "pipelines/timeseries_panel.py",
-        "        [panel.values[i][:-chosen_h] for i in keep], [panel.values[i][-chosen_h:] for i in keep],",
-        "        [panel.values[i] for i in keep], [panel.values[i][-chosen_h:] for i in keep],",
+        "        [panel.values[i][:panel.values[i].size - held] for i in keep],",
+        "        [panel.values[i] for i in keep],",
         ("tests/pipelines/test_timeseries_panel.py",),
         "every series' training part keeps its holdout values (the test rows are fitted)",
         select="holdout_is_the_last",

@@ -219,7 +219,7 @@ class PanelData:
 
 
 def read_panel_data(config, data=None, horizon=None, season=None, target=None,
-                    time_kind=None):
+                    time_kind=None, hold_out=True):
     """Reads the panel of `data` (default: the run's) and holds out the last values.
 
     Args:
@@ -233,6 +233,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         time_kind: the run's kind of time stamps (evaluate, predict: "dates", "numbers" or
             "steps"); `data` must hold the same kind. None (train, or a run saved before
             panel.json kept it) takes any.
+        hold_out: False (predict): nothing is held out, every series is kept whole (its
+            `holdout` empty), however short; H is still the run's horizon.
 
     Raises:
         DataError: what the readers refuse; no series long enough for the holdout.
@@ -309,7 +311,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_h = max(1, int(np.median(lengths)) // 10)
         h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
                     "as no season was found")
-    short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1]
+    held = chosen_h if hold_out else 0
+    short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
         raise DataError(f"the longest series has {max(lengths)} values; the holdout of "
                         f"{chosen_h} ({h_source}) needs at least {chosen_h + 2} in a series",
@@ -322,7 +325,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     id_label = config.id_column or free_column_name(DEFAULT_ID_COLUMN, [time_column])
     return PanelData(
         panel.source, [panel.ids[i] for i in keep],
-        [panel.values[i][:-chosen_h] for i in keep], [panel.values[i][-chosen_h:] for i in keep],
+        [panel.values[i][:panel.values[i].size - held] for i in keep],
+        [panel.values[i][panel.values[i].size - held:] for i in keep],
         [panel.times[i] for i in keep], panel.time_kind, id_label,
         time_column or free_column_name("step", [id_label]), chosen_h, h_source,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
@@ -1075,9 +1079,8 @@ class PanelPipeline(Pipeline):
         config, panel = loaded.config, loaded.artifacts["panel"]
         data_read = read_panel_data(config, data, horizon=int(panel["horizon"]),
                                     season=int(panel["season"]), target=panel.get("target"),
-                                    time_kind=panel.get("time_kind"))
-        histories = [np.concatenate([t, h]) for t, h in zip(data_read.train,
-                                                            data_read.holdout)]
+                                    time_kind=panel.get("time_kind"), hold_out=False)
+        histories = data_read.train  # each series whole: predict holds nothing out
         choice = PanelChoice.from_dict(panel["choice"])
         usable = [h.size >= config.lookback for h in histories]
         # Only the classical members the kept forecasts read are fitted, and only on the

@@ -431,6 +431,27 @@ def test_predict_writes_every_series_forecast_after_its_last_time(panel_run, cap
                                table["forecast"], rtol=1e-6)
 
 
+def test_predict_forecasts_series_too_short_for_a_holdout(panel_run, tmp_path, capsys):
+    """predict holds nothing out: a series that training left out for the holdout ("tiny", 3
+    values) and one of a single value are forecast from their end (by the members that can
+    fit them, else the seasonal naive forecast, here the last value), not left out."""
+    folder, frame, out = panel_run
+    assert any("tiny" in note for note in json.loads((out / "metrics.json").read_text())["notes"])
+    single = pd.DataFrame({"item": ["single"], "t": [7], "sales": [5.5]})
+    pd.concat([frame, single]).to_csv(tmp_path / "short.csv", index=False)
+    assert main(["timeseries", "predict", "--run", str(out), "--data", str(tmp_path / "short.csv"),
+                 "--output", str(tmp_path / "forecast.csv")]) == 0
+    assert "left out" not in capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "forecast.csv")
+    assert set(table["item"]) == {"s0", "s1", "s2", "tiny", "single"}
+    tiny = table[table["item"] == "tiny"]
+    np.testing.assert_array_equal(tiny["t"], [3, 4, 5])
+    assert np.isfinite(tiny["forecast"]).all()
+    alone = table[table["item"] == "single"]
+    np.testing.assert_array_equal(alone["t"], [8, 9, 10])
+    np.testing.assert_array_equal(alone["forecast"], [5.5] * HOLDOUT)
+
+
 def test_new_data_whose_time_stamps_are_of_another_kind_is_refused(panel_run, tmp_path,
                                                                    capsys):
     folder, frame, out = panel_run
@@ -521,12 +542,13 @@ def test_predict_fits_a_classical_member_only_on_the_series_that_read_it(panel_r
                      str(tmp_path / name)]) == 0
         return pd.read_csv(tmp_path / name).set_index(["item", "step"])["forecast"]
 
-    # The network kept, one series keeping ETS: ETS is fitted on that series alone, and its
-    # forecast is the one a fit on every series gives it.
+    # The network kept, one series keeping ETS: ETS is fitted on that series alone (and on
+    # "tiny", 3 values, shorter than the network's lookback: it falls back to the classical
+    # members), and its forecast is the one a fit on every series gives it.
     alone = predict(["nbeats"], {"s1": ["ets"]}, "alone.csv")
     every = predict(["ets"], {}, "every.csv")
     network = predict(["nbeats"], {}, "network.csv")
-    assert fits == [(1, ["ets"]), (3, ["ets"]), (0, [])]
+    assert fits == [(2, ["ets"]), (4, ["ets"]), (1, ["ets"])]
     pd.testing.assert_series_equal(alone.loc["s0"], network.loc["s0"])
     pd.testing.assert_series_equal(alone.loc["s1"], every.loc["s1"])
     assert not np.allclose(alone.loc["s0"], every.loc["s0"])  # the network's, not ETS's
