@@ -67,6 +67,7 @@ class Panel:
             integer steps 0, 1, ... (`time_kind` says which).
         time_kind: "dates", "numbers" or "steps" (no time column).
         source: the file or folder read.
+        time_column: the time column read (named, or found by `find_time`), or None.
         target: the value column's name (None for M4's files).
         notes: what reading did (sorted rows, gaps, series left out), one line each.
         gaps: `{id: missing time stamps}` for the series with gaps.
@@ -80,6 +81,7 @@ class Panel:
     source: str
     target: str | None = None
     notes: tuple = ()
+    time_column: str | None = None
     gaps: dict = dataclasses.field(default_factory=dict)
     holdout: tuple | None = None
 
@@ -162,7 +164,8 @@ class Panel:
 # Long tables and folders
 
 
-def read_panel(path, id_column=None, time_column=None, target=None, min_length=1):
+def read_panel(path, id_column=None, time_column=None, target=None, min_length=1,
+               find_time=False):
     """Reads many series from a long CSV table, or from a folder of CSV files.
 
     Args:
@@ -172,10 +175,14 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         id_column: the column that names each row's series. None: the file is one series (a
             folder's files always are), named by the file stem.
         time_column: the time column (dates or numbers); None: no time column, the rows of
-            each series are in time order as they stand and get steps 0, 1, ...
+            each series are in time order as they stand and get steps 0, 1, ... (unless
+            `find_time` finds one).
         target: the value column; None: the one numeric column besides the id and time
             columns.
         min_length: series with fewer values are left out, with a note naming them.
+        find_time: without a `time_column`, take the first column (besides the id and value
+            columns) whose values are dates (`is_date_column`) as the time column, with a
+            note: rows would otherwise be read in file order, their dates dropped.
 
     Returns:
         A `Panel`.
@@ -214,7 +221,7 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
                 raise DataError(f"{stems[file.stem].name} and {file.name} would both be series "
                                 f"{file.stem!r}; expected one file per series name", path=path)
             stems[file.stem] = file
-        tables = [_read_table(file, None, time_column, target) for file in files]
+        tables = [_read_table(file, None, time_column, target, find_time) for file in files]
         others = sorted(p.name for p in path.iterdir() if p not in files
                         and not p.name.startswith("."))
         targets = sorted({table["target"] for table in tables})
@@ -235,10 +242,12 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
             notes.append(f"{path}: the files' value columns are named {', '.join(targets)}; read "
                          "as one value per file")
         kind, target_name = tables[0]["kind"], tables[0]["target"]
+        time_found = tables[0]["time_column"]
     else:
-        table = _read_table(path, id_column, time_column, target)
+        table = _read_table(path, id_column, time_column, target, find_time)
         parts, notes = table["series"], table["notes"]
         kind, target_name = table["kind"], table["target"]
+        time_found = table["time_column"]
     gaps, gap_notes = _find_gaps(parts, kind)
     notes += gap_notes
     short = [p for p in parts if p["values"].size < min_length]
@@ -265,6 +274,7 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         target=target_name,
         notes=tuple(notes),
         gaps=gaps,
+        time_column=time_found,
     )
 
 
@@ -280,11 +290,11 @@ def _lines(lines):
     return shown + (f" and {len(lines) - _SHOWN} more" if len(lines) > _SHOWN else "")
 
 
-def _read_table(path, id_column, time_column, target):
+def _read_table(path, id_column, time_column, target, find_time=False):
     """One CSV file's series: `{"series": [{"id", "values", "time"}], "notes", "kind",
-    "target"}`."""
+    "target", "time_column"}` (see `read_panel`)."""
     # Imported here: data.timeseries loads TensorFlow, which M4's reader does not need.
-    from seqlab.data.timeseries import read_csv
+    from seqlab.data.timeseries import is_date_column, read_csv
 
     # Ids as written: a column of "001" and "1" is two series, not one series 1.
     frame = read_csv(path, text_columns=[id_column] if id_column is not None else [])
@@ -305,6 +315,13 @@ def _read_table(path, id_column, time_column, target):
                      f"({_lines(np.flatnonzero(blank) + 2)})")
         frame = frame[~blank]
     lines = frame.index.to_numpy() + 2
+    if time_column is None and find_time:
+        dated = [c for c in frame.columns
+                 if c not in (id_column, target) and is_date_column(frame[c])]
+        if dated:
+            time_column = dated[0]
+            notes.append(f"{path}: time column {time_column!r}: its values are dates "
+                         "(--time-column names another)")
     if target is None:
         others = [c for c in frame.columns if c not in (id_column, time_column)]
         # Mostly numbers counts as numeric, so that a typo is reported at its line (by
@@ -353,7 +370,8 @@ def _read_table(path, id_column, time_column, target):
                                       f" (lines {_lines(np.sort(lines[rows]))})")
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
-    return {"series": series, "notes": notes, "kind": kind, "target": str(target)}
+    return {"series": series, "notes": notes, "kind": kind, "target": str(target),
+            "time_column": None if time_column is None else str(time_column)}
 
 
 def _ids(column, name, lines, path):

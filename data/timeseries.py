@@ -547,6 +547,12 @@ def _not_a_number(column):
 DATE_SHARE = 0.9
 
 
+def is_date_column(column):
+    """Whether a column without a time column named holds dates (in at least `DATE_SHARE` of
+    its rows): the time column a reader takes when none is named."""
+    return _date_reading(column)[0]
+
+
 def _date_reading(column):
     """`(looks like dates, read day first)` of a column without a time column named: the
     second is None where it is not known (reading them says why they are not one kind)."""

@@ -280,9 +280,13 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         raise UsageError("many series are forecast from their own past values only; "
                          "--features and --categorical are for one series")
     path = resolve_path(data)
+    # Without --time-column, a column of dates is found and read as the time column, in
+    # training (no run's horizon yet) and for a run that read dates; not for a run that read
+    # steps (saved before seqlab looked for one: it forecasts as it did).
     panel = read_panel(path, config.id_column,
                        config.time_column[0] if config.time_column else None,
-                       config.target[0] if config.target else target)
+                       config.target[0] if config.target else target,
+                       find_time=horizon is None or time_kind == "dates")
     if time_kind is not None and panel.time_kind != time_kind:
         raise DataError(f"the run was trained on series whose time stamps are {time_kind}; "
                         f"these are {panel.time_kind}: expected {time_kind}, as the run's "
@@ -321,7 +325,7 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "
                      f"for a holdout of {chosen_h} ({_named(panel.ids[i] for i in short)})")
     keep = [i for i in range(len(panel)) if i not in set(short)]
-    time_column = config.time_column[0] if config.time_column else None
+    time_column = config.time_column[0] if config.time_column else panel.time_column
     id_label = config.id_column or free_column_name(DEFAULT_ID_COLUMN, [time_column])
     return PanelData(
         panel.source, [panel.ids[i] for i in keep],
@@ -1127,20 +1131,37 @@ def _row(figures):
             cell(figures.get("rmse"), 4), cell(figures.get("owa"))]
 
 
-def _stamps(times, start, count):
+def _stamps(times, start, count, reference=None):
     """`count` time stamps from position `start` of a series' `times`, continued past its end
     as one series' forecast is (`data.timeseries.future_times`: dates with the calendar
     frequency pandas infers, so monthly stays on the 1st or the month's end, business days
-    skip weekends; else the most common step, not the last one, which may span a gap)."""
+    skip weekends; else the most common step, not the last one, which may span a gap). A
+    series of one or two stamps has no step, or no calendar frequency, of its own: it takes
+    that of `reference` (the panel's longest series), where given."""
     times = np.asarray(times)
     if start + count <= times.size:
         return times[start:start + count]
     more = start + count - times.size
-    if times.size >= 2:
+    usable_reference = reference is not None and len(reference) > times.size
+    if times.size >= 3 or (times.size == 2 and not usable_reference):
         extra = np.asarray(future_times(pd.Series(times), more))
+    elif usable_reference:
+        extra = _continued_like(times[-1], pd.Series(np.asarray(reference)), more)
     else:
         extra = times[-1] + np.arange(1, more + 1)
     return np.concatenate([times[start:], extra])
+
+
+def _continued_like(last, reference, count):
+    """`count` stamps after `last`, at the calendar frequency (or most common step) of
+    `reference`, another series' stamps of the same kind."""
+    if not pd.api.types.is_datetime64_any_dtype(reference):
+        return last + reference.diff().mode().iloc[0] * np.arange(1, count + 1)
+    frequency = pd.infer_freq(reference) if len(reference) >= 3 else None
+    step = (pd.tseries.frequencies.to_offset(frequency) if frequency is not None
+            else reference.diff().mode().iloc[0])
+    return np.array([pd.Timestamp(last) + step * k for k in range(1, count + 1)],
+                    dtype=np.asarray(reference).dtype)
 
 
 def holdout_frame(data, forecasts):
@@ -1172,12 +1193,13 @@ def future_frame(data, forecasts):
     forecast = free_column_name("forecast", [*taken, step])
     columns = {data.id_column: [], **({data.time_label: []} if stamped else {}), step: [],
                forecast: []}
+    longest = max(data.times, key=len) if data.times else None
     for i, series_id in enumerate(data.ids):
         h = forecasts[i].size
         n = data.train[i].size + data.holdout[i].size
         columns[data.id_column] += [series_id] * h
         if stamped:
-            columns[data.time_label] += list(_stamps(data.times[i], n, h))
+            columns[data.time_label] += list(_stamps(data.times[i], n, h, longest))
         columns[step] += list(range(1, h + 1))
         columns[forecast] += list(forecasts[i])
     return pd.DataFrame(columns)

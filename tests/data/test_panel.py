@@ -210,6 +210,32 @@ def test_without_a_time_column_rows_keep_their_order_as_steps(tmp_path):
     assert panel.notes == () and panel.gaps == {}
 
 
+def test_a_column_of_dates_is_found_as_the_time_column_when_none_is_named(tmp_path):
+    """`find_time`: the rows of LONG (out of order) are read in date order, as with the time
+    column named, and a note says which column was taken; without it, the file's order."""
+    path = write(tmp_path, "sales.csv", LONG)
+    named = read_panel(path, "store", "date")
+    found = read_panel(path, "store", find_time=True)
+    assert found.time_column == "date" and found.time_kind == "dates"
+    assert [v.tolist() for v in found.values] == [v.tolist() for v in named.values]
+    assert f"{path}: time column 'date': its values are dates (--time-column names another)" \
+        in found.notes
+    unfound = read_panel(path, "store")
+    assert unfound.time_column is None and unfound.time_kind == "steps"
+    assert unfound.values[0].tolist() == [6, 5, 8]  # b's rows as the file has them
+    # The value column is never the time column, nor is a column of numbers or of a few dates.
+    text = "id,t,note,y\na,1,2024-01-05,3\na,2,,4\na,3,,5\n"
+    panel = read_panel(write(tmp_path, "numbers.csv", text), "id", target="y", find_time=True)
+    assert panel.time_column is None and panel.time_kind == "steps"
+    # A folder's files each find theirs.
+    folder = tmp_path / "series"
+    folder.mkdir()
+    write(folder, "north.csv", "date,y\n2024-01-02,5\n2024-01-01,4\n2024-01-03,6\n")
+    write(folder, "south.csv", "date,y\n2023-12-30,1\n2023-12-31,2\n")
+    panel = read_panel(folder, find_time=True)
+    assert panel.time_kind == "dates" and [v.tolist() for v in panel.values] == [[4, 5, 6], [1, 2]]
+
+
 def test_one_file_without_an_id_column_is_one_series_named_by_its_stem(tmp_path):
     panel = read_panel(write(tmp_path, "airline.csv", "Month,Passengers\n1949-01,112\n"
                                                       "1949-02,118\n1949-03,132\n"),

@@ -452,6 +452,47 @@ def test_predict_forecasts_series_too_short_for_a_holdout(panel_run, tmp_path, c
     np.testing.assert_array_equal(alone["forecast"], [5.5] * HOLDOUT)
 
 
+def test_a_table_of_dates_without_a_time_column_named_is_read_in_date_order(tmp_path, capsys):
+    """Without --time-column the column of dates is found (rows shuffled: a file's order
+    would scramble the series) and continued in predict's CSV; a run saved before seqlab
+    looked for one (panel.json: steps) predicts from the file's order as it did."""
+    frame = write_long_table(tmp_path / "long.csv", short=False)
+    dated = frame.assign(t=pd.Timestamp("2020-01-01") + pd.to_timedelta(frame["t"], unit="D"))
+    dated.to_csv(tmp_path / "dated.csv", index=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "dated.csv"), "--id-column",
+                 "item", "--holdout", str(HOLDOUT), "--season", str(SEASON), "--out", str(out),
+                 *TINY]) == 0
+    assert "time column 't': its values are dates" in capsys.readouterr().out
+    assert json.loads((out / "panel.json").read_text())["time_kind"] == "dates"
+    held = pd.read_csv(out / "holdout_forecasts.csv")
+    for series_id, rows in held.groupby("item"):
+        original = dated[dated["item"] == series_id].sort_values("t")
+        np.testing.assert_allclose(rows["actual"], original["sales"].to_numpy()[-HOLDOUT:])
+    assert main(["timeseries", "predict", "--run", str(out), "--output",
+                 str(tmp_path / "forecast.csv")]) == 0
+    table = pd.read_csv(tmp_path / "forecast.csv")
+    assert list(table.columns) == ["item", "t", "step", "forecast"]
+    last = dated[dated["item"] == "s0"]["t"].max()
+    assert table[table["item"] == "s0"]["t"].tolist() == [
+        str((last + pd.Timedelta(days=k)).date()) for k in range(1, HOLDOUT + 1)]
+    panel = json.loads((out / "panel.json").read_text())
+    (out / "panel.json").write_text(json.dumps({**panel, "time_kind": "steps"}))
+    assert main(["timeseries", "predict", "--run", str(out), "--output",
+                 str(tmp_path / "old.csv")]) == 0
+    assert list(pd.read_csv(tmp_path / "old.csv").columns) == ["item", "step", "forecast"]
+
+
+def test_a_series_of_one_or_two_stamps_continues_with_the_longest_series_frequency():
+    months = pd.date_range("2021-01-01", periods=12, freq="MS").to_numpy()
+    one = panel_module._stamps(months[:1], 1, 2, reference=months)
+    two = panel_module._stamps(months[:2], 2, 2, reference=months)
+    assert [str(s)[:10] for s in one.astype("datetime64[D]")] == ["2021-02-01", "2021-03-01"]
+    assert [str(s)[:10] for s in two.astype("datetime64[D]")] == ["2021-03-01", "2021-04-01"]
+    assert panel_module._stamps(np.array([4]), 1, 2, reference=np.array([0, 2, 4])).tolist() == [
+        6, 8]
+
+
 def test_new_data_whose_time_stamps_are_of_another_kind_is_refused(panel_run, tmp_path,
                                                                    capsys):
     folder, frame, out = panel_run
