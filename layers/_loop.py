@@ -136,11 +136,12 @@ class _WrittenOutSteps:
         return tf.stack([self._values[t] for t in sorted(self._values)])
 
 
-def _by_step(values, unroll):
+def _by_step(values, unroll, steps):
     """`values` `[time, ...]` as something whose `[t]` is a step: the tensor itself, or
-    with `unroll=ALL_STEPS` its steps unstacked once (one operation, not a slice per
-    step)."""
-    return tf.unstack(values) if unroll == ALL_STEPS else values
+    with `unroll=ALL_STEPS` its `steps` steps unstacked once (one operation, not a slice
+    per step; `steps` given, as a mask's time axis may be unknown to the trace where the
+    inputs' is known)."""
+    return tf.unstack(values, num=steps) if unroll == ALL_STEPS else values
 
 
 def _compiled(function):
@@ -207,7 +208,11 @@ def run_recurrence(
             repeating the previous output.
         return_all_outputs: keep the output of every step; otherwise only
             the last one is kept (less memory).
-        unroll: steps per iteration of the time loop (see `_for_each_step`).
+        unroll: steps per iteration of the time loop (see `_for_each_step`), or
+            `ALL_STEPS`: every step written out in the graph, no `tf.while_loop`, for a
+            time axis the trace knows (a loop's iteration costs its control operations
+            and a TensorArray read and write, which dominate a small step; the graph
+            and its trace grow with the steps).
         feature_major: run `step_fn` on transposed tensors, `x_t^T [features,
             batch]` and states `[size, batch]`, returning `output_t^T`
             (`RecurrentCell.feature_major_step`); inputs, states and results
@@ -229,20 +234,29 @@ def run_recurrence(
         if time_mask is not None:
             time_mask = tf.transpose(time_mask, [0, 2, 1])
         output_shape, static_output_shape = output_shape[::-1], static_output_shape[::-1]
-    steps = tf.shape(inputs)[0]
-    # Read through a TensorArray, not `inputs[t]`: the gradient of a slice is a
-    # dense tensor of the whole input, which would make backpropagation
-    # quadratic in the number of steps.
-    inputs_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
-    outputs_ta = tf.TensorArray(
-        inputs.dtype,
-        size=steps if return_all_outputs else 0,
-        element_shape=tf.TensorShape(static_output_shape),
-    )
+    steps = _steps(inputs, unroll)
+    if unroll == ALL_STEPS:
+        if not steps:
+            raise ValueError("every step written out needs a time axis of known, nonzero "
+                             f"length. Received: inputs of shape {inputs.shape}")
+        read_input = _by_step(inputs, unroll, steps).__getitem__
+        if time_mask is not None:
+            time_mask = _by_step(time_mask, unroll, steps)
+        outputs_ta = _WrittenOutSteps()
+    else:
+        # Read through a TensorArray, not `inputs[t]`: the gradient of a slice is a
+        # dense tensor of the whole input, which would make backpropagation
+        # quadratic in the number of steps.
+        read_input = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs).read
+        outputs_ta = tf.TensorArray(
+            inputs.dtype,
+            size=steps if return_all_outputs else 0,
+            element_shape=tf.TensorShape(static_output_shape),
+        )
     zero_output = tf.zeros(output_shape, dtype=inputs.dtype)
 
     def step(t, outputs_ta, previous_output, states):
-        output, new_states = step_fn(inputs_ta.read(t), list(states))
+        output, new_states = step_fn(read_input(t), list(states))
         if time_mask is not None:
             output, new_states = _hold_masked_step(
                 time_mask[t], output, new_states, previous_output, states, zero_output,
@@ -263,54 +277,6 @@ def run_recurrence(
         return last_output, last_output[:, None, :], final_states
     outputs = tf.transpose(outputs_ta.stack(), [2, 0, 1] if feature_major else [1, 0, 2])
     return last_output, outputs, final_states
-
-
-def run_fully_unrolled(
-    step_fn,
-    inputs,
-    initial_states,
-    output_size,
-    mask=None,
-    go_backwards=False,
-    zero_output_for_mask=False,
-    return_all_outputs=True,
-):
-    """`run_recurrence` with every step written out in the graph: no `tf.while_loop`.
-
-    For a time axis whose length the trace knows (`inputs.shape[0]`, at least 1). A
-    loop's iteration costs its control operations and a TensorArray read and write
-    per step, which dominate a small step; written out, a step is its own operations
-    only, and TensorFlow differentiates them as straight-line code. The graph (and
-    its trace) grows with the number of steps, so the layers offer this loop only up
-    to `MAX_FULLY_UNROLLED_STEPS` (`layers/rnn_base.py`). Arguments and the return
-    value are as in `run_recurrence`.
-    """
-    steps = inputs.shape[0]
-    if not steps:
-        raise ValueError("run_fully_unrolled needs a time axis of known, nonzero length. "
-                         f"Received: inputs of shape {inputs.shape}")
-    if go_backwards:
-        inputs = tf.reverse(inputs, [0])
-    keeps = None
-    if mask is not None:
-        keeps = tf.unstack(_time_major_mask(mask, go_backwards), num=steps)
-    states = list(initial_states)
-    previous_output = zero_output = tf.zeros(
-        [tf.shape(inputs)[1], output_size], dtype=inputs.dtype)
-    outputs = []
-    for t, input_t in enumerate(tf.unstack(inputs, num=steps)):
-        output, new_states = step_fn(input_t, states)
-        if keeps is not None:
-            output, new_states = _hold_masked_step(
-                keeps[t], output, new_states, previous_output, states, zero_output,
-                zero_output_for_mask,
-            )
-        if return_all_outputs:
-            outputs.append(output)
-        previous_output, states = output, list(new_states)
-    if not return_all_outputs:
-        return previous_output, previous_output[:, None, :], states
-    return previous_output, tf.stack(outputs, axis=1), states
 
 
 def run_separable_recurrence(
@@ -377,8 +343,8 @@ def run_separable_recurrence(
         def new_array():
             return _step_array(inputs, steps, unroll)
 
-        step_inputs = _by_step(inputs, unroll)
-        step_mask = None if time_mask is None else _by_step(time_mask, unroll)
+        step_inputs = _by_step(inputs, unroll, steps)
+        step_mask = None if time_mask is None else _by_step(time_mask, unroll, steps)
 
         def step(t, outputs_ta, saved_states_ta, inners_ta, previous_output, states):
             inner = inner_product(states[0])
@@ -426,16 +392,16 @@ def run_separable_recurrence(
             return _step_array(inputs, steps, unroll)
 
         if unroll == ALL_STEPS:
-            d_outputs = tf.unstack(d_outputs)
+            d_outputs = tf.unstack(d_outputs, num=steps)
             d_outputs[-1] = d_outputs[-1] + d_last_output
         else:
             d_outputs = tf.tensor_scatter_nd_add(
                 d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
             )
-        step_inputs = _by_step(inputs, unroll)
-        step_mask = None if time_mask is None else _by_step(time_mask, unroll)
-        step_states = [_by_step(s, unroll) for s in saved_states]
-        step_saved = [_by_step(s, unroll) for s in saved]
+        step_inputs = _by_step(inputs, unroll, steps)
+        step_mask = None if time_mask is None else _by_step(time_mask, unroll, steps)
+        step_states = [_by_step(s, unroll, steps) for s in saved_states]
+        step_saved = [_by_step(s, unroll, steps) for s in saved]
         kernel_t = tf.transpose(kernel)
 
         def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):

@@ -35,7 +35,7 @@ that later processes on this machine skip the measurement:
   only with a flag that is off by default (tensorflow/serving#1858).
 - `"fully_unrolled"`: every step written out in the graph, no while loop, for a time
   axis whose length the trace knows, up to `MAX_FULLY_UNROLLED_STEPS` (64, rnn_base)
-  (`RecurrentLayer.unrolls_fully`): for inference `run_fully_unrolled` over the
+  (`RecurrentLayer.unrolls_fully`): for inference `run_recurrence(unroll=ALL_STEPS)` over the
   inputs projected with one product, for training a separable cell the
   hand-scheduled BPTT with its forward and backward steps written out. A loop
   iteration's own cost (control operations, a TensorArray read and write) is most
@@ -55,11 +55,12 @@ steps (a stand-in where the trace leaves them unknown), dtype, training or
 inference, mask, `return_sequences` and TensorFlow's thread settings. Shapes
 whose forward pass is under `MIN_MEASURED_FLOPS` are not measured (the loop's
 own overhead dominates and measuring would cost more than it can save): they
-run the default loop (`default_variant`), `fully_unrolled` where it can run,
-elsewhere Keras's own (the hand-scheduled BPTT for training a cell with
-`backprop_by_hand`), which traced in a third to half the time of the `unrolled`
-loop and trained as fast or faster (docs/performance.md, "Small shapes run Keras's
-loop"). So does a layer traced under a `tf.distribute` strategy.
+run the default loop (`default_variant`): `fully_unrolled` where it can run
+(docs/performance.md, "Every step written out"); elsewhere Keras's own (the
+hand-scheduled BPTT for training a cell with `backprop_by_hand`), which traced in a
+third to half the time of the `unrolled` loop and trained as fast or faster
+(docs/performance.md, "Small shapes run Keras's loop"). So does a layer traced
+under a `tf.distribute` strategy, and a shape whose measurement fails.
 `SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major|compiled_bptt|fully_unrolled`
 forces one loop (`hand_bptt`, `feature_major`, `compiled_bptt` and `fully_unrolled`
 only where they apply, `unrolled` elsewhere), `auto` (or unset) measures.
@@ -223,7 +224,8 @@ def choose(layer, sequences, mask, training):
         # measuring thread. The default loop runs; the trace goes on.
         times = None
     _measurements[key] = times
-    _choices[key] = default_variant(cell, training) if times is None else fastest(times)
+    _choices[key] = (default_variant(cell, training, "fully_unrolled" in allowed)
+                     if times is None else fastest(times))
     if times is not None:
         _remember(key, _choices[key], times)
     return _choices[key]
@@ -400,7 +402,10 @@ def _measure_eagerly(layer, key, variants):
 
     def make(variant):
         def run(x):
-            _, outputs, _ = layer.run_loop(variant, x, initial_state, mask, training=False)
+            # No dropout (its draws would move the layer's seed), but differentiated as
+            # training is.
+            _, outputs, _ = layer.run_loop(variant, x, initial_state, mask, training=False,
+                                           backward=training)
             return outputs
 
         if not training:

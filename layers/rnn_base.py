@@ -24,21 +24,16 @@ from keras import ops
 
 from seqlab.layers import _loop_choice
 from seqlab.layers._checks import check_positive_int, check_rate
-from seqlab.layers._loop import (
-    ALL_STEPS,
-    run_fully_unrolled,
-    run_recurrence,
-    run_separable_recurrence,
-)
+from seqlab.layers._loop import ALL_STEPS, run_recurrence, run_separable_recurrence
 
 # Steps per iteration of the time loop (see `run_recurrence`). Measured with
 # benchmarks/recurrent.py on 2 cores: 2, 4 and 8 all beat 1; 4 was the best
 # balance across the three layers and both modes.
 UNROLLED_STEPS = 4
 
-# The longest time axis the `fully_unrolled` loop writes out step by step (see
-# `run_fully_unrolled`): its trace grows with the steps, and past a few dozen steps
-# the per-iteration cost it saves is a small part of a step.
+# The longest time axis the `fully_unrolled` loop writes out step by step (`unroll=ALL_STEPS`
+# in layers/_loop.py): its trace grows with the steps, and past a few dozen steps the
+# per-iteration cost it saves is a small part of a step.
 MAX_FULLY_UNROLLED_STEPS = 64
 
 # Keras's TensorFlow backend module of `lstm`, `gru` and `cudnn_ok` (imported by name: the
@@ -361,7 +356,8 @@ class RecurrentLayer(keras.layers.RNN):
     def __init__(self, cell, activity_regularizer=None, use_cudnn="auto", **kwargs):
         if kwargs.pop("unroll", False):
             raise ValueError(
-                "seqlab's recurrent layers run their own loop and do not unroll it fully. "
+                "seqlab's recurrent layers choose their own loop (written out, where that "
+                "is faster) and take no unroll argument. "
                 "Received: unroll=True"
             )
         if self.fused_kernel is None and use_cudnn != "auto":
@@ -409,7 +405,7 @@ class RecurrentLayer(keras.layers.RNN):
         return last_output, outputs, states
 
     def run_loop(self, variant, sequences, initial_state, mask, training=False,
-                 final_states=None):
+                 final_states=None, backward=None):
         """Runs the time loop `variant` (one of `layers._loop_choice.VARIANTS`).
 
         All of them compute the same function (the same equations in the same
@@ -418,18 +414,22 @@ class RecurrentLayer(keras.layers.RNN):
         (`_run_compacted`) where that gives the final states the caller reads
         (`inner_loop`): always for a cell whose one state is its output, for
         another (the LSTM) only where its states are not read; it then returns an
-        empty list of them.
+        empty list of them. `backward`: whether the loop will be differentiated (None: in
+        training), which decides how `fully_unrolled` runs; the loop measurement times
+        training's loops without dropout (`training=False`) but differentiated.
         """
         if variant not in _loop_choice.VARIANTS:
             raise ValueError(f"Unknown loop variant. Received: variant={variant!r}")
         if final_states is None:
             final_states = self.return_state or self.stateful
+        backward = training if backward is None else backward
         cell = self.cell
         try:
             if mask is None or not self._can_compact_mask(training, final_states):
                 return self._run_variant(variant, sequences, initial_state, mask, training,
-                                         self.go_backwards, self.return_sequences)
-            return self._run_compacted(variant, sequences, initial_state, mask, training)
+                                         self.go_backwards, self.return_sequences, backward)
+            return self._run_compacted(variant, sequences, initial_state, mask, training,
+                                       backward)
         finally:
             cell.reset_dropout_mask()
             cell.reset_recurrent_dropout_mask()
@@ -492,7 +492,7 @@ class RecurrentLayer(keras.layers.RNN):
         activations = [cell.activation, getattr(cell, "recurrent_activation", cell.activation)]
         return not training or all(a in _BOUNDED_ACTIVATIONS for a in activations)
 
-    def _run_compacted(self, variant, sequences, initial_state, mask, training):
+    def _run_compacted(self, variant, sequences, initial_state, mask, training, backward):
         """The loop over each sequence's unmasked steps moved to its front, without a mask.
 
         Keras's rule at a masked step (keep the states; repeat the last output, or zeros
@@ -510,7 +510,8 @@ class RecurrentLayer(keras.layers.RNN):
         order = tf.argsort(tf.cast(tf.logical_not(mask), tf.int32), axis=1, stable=True)
         sequences = _gather_steps(sequences, order)
         _, outputs, _ = self._run_variant(variant, sequences, initial_state, None, training,
-                                          go_backwards=False, return_sequences=True)
+                                          go_backwards=False, return_sequences=True,
+                                          backward=backward)
         counts = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
         last_step = _gather_steps(outputs, tf.maximum(counts - 1, 0)[:, None])[:, 0]
         has_steps = (counts > 0)[:, None]
@@ -531,7 +532,7 @@ class RecurrentLayer(keras.layers.RNN):
         return last_output, tf.where(keep[:, :, None], outputs, tf.zeros_like(outputs)), states
 
     def _run_variant(self, variant, sequences, initial_state, mask, training, go_backwards,
-                     return_sequences):
+                     return_sequences, backward):
         cell = self.cell
         if variant == "keras" and mask is None and self.runs_fused_kernel(training):
             fused = self._run_fused(sequences, initial_state, training, go_backwards,
@@ -574,15 +575,16 @@ class RecurrentLayer(keras.layers.RNN):
         )
         if variant == "fully_unrolled" and not self.unrolls_fully(sequences):
             variant = "unrolled"  # where it cannot run, as `_loop_choice.choose`
-        if variant == "fully_unrolled" and not (training and cell.separable):
+        if variant == "fully_unrolled" and not (backward and cell.separable):
             if not cell.separable:
-                return run_fully_unrolled(cell.step_function(recurrent_mask),
-                                          inputs=time_major, **loop_options)
+                return run_recurrence(cell.step_function(recurrent_mask), inputs=time_major,
+                                      unroll=ALL_STEPS, **loop_options)
             # Every step's input projected with one product: written out, a step is then
             # its recurrent product and the cell's element-wise rest.
-            return run_fully_unrolled(
+            return run_recurrence(
                 lambda inputs, states: cell.recurrent_step(inputs, states, recurrent_mask),
                 inputs=cell.project_inputs(time_major),
+                unroll=ALL_STEPS,
                 **loop_options,
             )
         if variant in ("hand_bptt", "compiled_bptt", "fully_unrolled") and cell.separable:

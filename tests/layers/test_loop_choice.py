@@ -26,6 +26,7 @@ from seqlab.layers import (
     _loop_choice,
     rnn_base,
 )
+from seqlab.layers import _loop
 from seqlab.layers._loop import run_separable_recurrence
 from tests.layers import recurrent_checks as checks
 from tests.layers.recurrent_checks import fresh_choices  # noqa: F401 - autouse fixture
@@ -413,8 +414,62 @@ def test_a_loop_that_cannot_be_measured_falls_back_to_the_default(monkeypatch):
         raise TypeError("cannot measure here")
 
     monkeypatch.setattr(_loop_choice, "measure", fail)
-    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "hand_bptt"
-    assert list(_loop_choice.measurements().values()) == [None]
+    assert _loop_choice.choose(layer, _inputs(), None, training=True) == "fully_unrolled"
+    unknown = tf.TensorSpec([None, None, 4])
+    assert _loop_choice.choose(layer, unknown, None, training=True) == "hand_bptt"
+    assert list(_loop_choice.measurements().values()) == [None, None]
+
+
+def test_the_measurement_times_training_s_written_out_loop(monkeypatch):
+    """A training key is measured without dropout (`training=False`) but differentiated: the
+    written-out candidate runs the hand-scheduled BPTT with every step written out, as
+    training does, not the inference steps that TensorFlow would differentiate."""
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_SECONDS", 0)
+    layer = _layer()
+    unrolls = []
+    real = rnn_base.run_separable_recurrence
+
+    def spy(*args, **kwargs):
+        unrolls.append(kwargs["unroll"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rnn_base, "run_separable_recurrence", spy)
+    for training in (True, False):
+        key = _loop_choice.loop_key(layer, _inputs(), None, training)
+        _loop_choice._measure_eagerly(layer, key, ["fully_unrolled"])
+        assert unrolls == ([_loop.ALL_STEPS] if training else [])  # traced once
+        unrolls.clear()
+
+
+@pytest.mark.parametrize("kwargs", [{"return_state": True}, {"activation": "relu"}])
+@pytest.mark.parametrize("cls", ["lstm", "gru"])
+def test_a_mask_of_unknown_length_trains_where_the_inputs_length_is_known(cls, kwargs):
+    """A masked step-by-step loop (an LSTM's states read, an unbounded activation in
+    training) whose mask's time axis the trace does not know, with the inputs' known: the
+    default written-out loop runs and equals Keras's layer (outputs and gradients; float32
+    sums in another order: 1e-5)."""
+    ours_cls, keras_cls, _ = LAYERS[cls]
+    reference, ours = keras_cls(4, **kwargs), ours_cls(4, **kwargs)
+    x = tf.constant(checks.random_inputs(5))
+    mask = tf.constant(np.arange(6)[None, :] < np.array([[6], [3], [1]]))  # 3 x 6, as x
+    reference(x), ours(x)
+    ours.set_weights(reference.get_weights())
+    signature = [tf.TensorSpec([None, *x.shape[1:]]), tf.TensorSpec([None, None], tf.bool)]
+
+    def run(layer):
+        @tf.function(input_signature=signature)
+        def call(x, mask):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                results = tf.nest.flatten(layer(x, mask=mask, training=True))
+                loss = tf.add_n([tf.reduce_sum(r * r) for r in results])
+            return results + tape.gradient(loss, [x] + layer.trainable_weights)
+
+        return call(x, mask)
+
+    for got, want in zip(run(ours), run(reference)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5, rtol=1e-5)
 
 
 def test_a_mixed_precision_layer_runs(monkeypatch):
