@@ -227,9 +227,15 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         targets = sorted({table["target"] for table in tables})
         kinds = {table["kind"] for table in tables}
         if len(kinds) > 1:
+            by_kind = {kind: [f.name for f, t in zip(files, tables) if t["kind"] == kind]
+                       for kind in sorted(kinds)}
+            listed = "; ".join(f"{kind}: {_listed(names)}" for kind, names in by_kind.items())
+            hint = "" if time_column is not None else (
+                " (without --time-column a file's column counts as its time stamps where 90 % "
+                "of its cells are dates)")
             raise DataError(
-                f"the files' time columns differ in kind ({', '.join(sorted(kinds))}); expected "
-                "dates in every file or numbers in every file",
+                f"the files' time columns differ in kind ({listed}); expected dates in every "
+                f"file or numbers in every file{hint}",
                 path=path,
             )
         parts = [series for table in tables for series in table["series"]]
@@ -315,11 +321,15 @@ def _read_table(path, id_column, time_column, target, find_time=False):
                      f"({_lines(np.flatnonzero(blank) + 2)})")
         frame = frame[~blank]
     lines = frame.index.to_numpy() + 2
+    found = False
     if time_column is None and find_time:
         dated = [c for c in frame.columns
                  if c not in (id_column, target) and is_date_column(frame[c])]
+        if len(dated) > 1:
+            raise DataError(f"the columns {', '.join(map(repr, dated))} all hold dates; "
+                            "expected one time column: name it with --time-column", path=path)
         if dated:
-            time_column = dated[0]
+            time_column, found = dated[0], True
             notes.append(f"{path}: time column {time_column!r}: its values are dates "
                          "(--time-column names another)")
     if target is None:
@@ -341,17 +351,24 @@ def _read_table(path, id_column, time_column, target, find_time=False):
     else:
         ids = _ids(frame[id_column], id_column, lines, path)
     values = _numbers(frame[target], f"value column {target!r}", lines, path)
-    if time_column is None:
-        kind, time = "steps", None
-    else:
-        kind, time = _parse_times(frame[time_column], time_column, lines, path)
+    try:
+        if time_column is None:
+            kind, time = "steps", None
+        else:
+            kind, time = _parse_times(frame[time_column], time_column, lines, path)
+            _refuse_repeats(ids, time, time_column, lines, path)
+    except DataError as error:
+        if not found:
+            raise
+        raise DataError(f"{error.message} (the time column {time_column!r} was taken for its "
+                        "dates: name another with --time-column)", path=error.path,
+                        line=error.line) from error
     # Series in the order of their first row; rows grouped by series, then sorted by time
     # (stable, so without a time column each series keeps its rows' order).
     codes, unique_ids = pd.factorize(ids)
     if time is None:
         order = np.argsort(codes, kind="stable")
     else:
-        _refuse_repeats(ids, time, time_column, lines, path)
         order = np.lexsort((time, codes))
         within = codes[order]
         # Out of order when a series' rows are out of time order; rows of several series

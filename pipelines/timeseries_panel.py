@@ -266,6 +266,9 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         season_source = ("--season" if config.season else
                          f"M4's period for {frequency} series")
         ids, train, holdout = list(panel.ids), list(panel.values), list(panel.holdout)
+        if not hold_out:  # predict: each series whole, its test file's values included
+            train = [np.concatenate([t, h]) for t, h in zip(train, holdout)]
+            holdout = [h[:0] for h in holdout]
         times = [np.arange(t.size + h.size) for t, h in zip(train, holdout)]
         return PanelData(str(data), ids, train, holdout, times, "steps", DEFAULT_ID_COLUMN,
                          "step", chosen_h, h_source, chosen_season, season_source,
@@ -1136,13 +1139,18 @@ def _stamps(times, start, count, reference=None):
     as one series' forecast is (`data.timeseries.future_times`: dates with the calendar
     frequency pandas infers, so monthly stays on the 1st or the month's end, business days
     skip weekends; else the most common step, not the last one, which may span a gap). A
-    series of one or two stamps has no step, or no calendar frequency, of its own: it takes
-    that of `reference` (the panel's longest series), where given."""
+    series of one stamp has no step of its own, one of two no calendar frequency: they take
+    that of `reference` (the panel's longest series), where given and, for two stamps,
+    where it steps from the first to the second."""
     times = np.asarray(times)
     if start + count <= times.size:
         return times[start:start + count]
     more = start + count - times.size
     usable_reference = reference is not None and len(reference) > times.size
+    if times.size == 2 and usable_reference:
+        # Two stamps have a step; the reference's frequency serves where it gives that step
+        # (two month starts are 28 to 31 days apart: their own step would drift).
+        usable_reference = _continued_like(times[0], pd.Series(reference), 1)[0] == times[1]
     if times.size >= 3 or (times.size == 2 and not usable_reference):
         extra = np.asarray(future_times(pd.Series(times), more))
     elif usable_reference:

@@ -227,6 +227,15 @@ def test_a_column_of_dates_is_found_as_the_time_column_when_none_is_named(tmp_pa
     text = "id,t,note,y\na,1,2024-01-05,3\na,2,,4\na,3,,5\n"
     panel = read_panel(write(tmp_path, "numbers.csv", text), "id", target="y", find_time=True)
     assert panel.time_column is None and panel.time_kind == "steps"
+    # Two columns of dates: which is the time is not guessed; a found one's faults say so.
+    text = "id,promo_date,date,y\na,2024-03-01,2024-01-01,1\na,2024-03-01,2024-01-02,2\n"
+    with pytest.raises(DataError, match=r"the columns 'promo_date', 'date' all hold dates; "
+                                        r"expected one time column: name it with --time-column"):
+        read_panel(write(tmp_path, "two.csv", text), "id", target="y", find_time=True)
+    text = "id,date,y\na,2024-01-01,1\na,2024-01-01,2\n"
+    with pytest.raises(DataError, match=r"twice.*\(the time column 'date' was taken for its "
+                                        r"dates: name another with --time-column\)"):
+        read_panel(write(tmp_path, "twice.csv", text), "id", find_time=True)
     # A folder's files each find theirs.
     folder = tmp_path / "series"
     folder.mkdir()
@@ -234,6 +243,11 @@ def test_a_column_of_dates_is_found_as_the_time_column_when_none_is_named(tmp_pa
     write(folder, "south.csv", "date,y\n2023-12-30,1\n2023-12-31,2\n")
     panel = read_panel(folder, find_time=True)
     assert panel.time_kind == "dates" and [v.tolist() for v in panel.values] == [[4, 5, 6], [1, 2]]
+    # One whose dates fall short of the share reads as steps: the files are named by kind.
+    write(folder, "west.csv", "date,y\n2024-01-01,1\nsoon,2\n")
+    with pytest.raises(DataError, match=r"differ in kind \(dates: north.csv, south.csv; steps: "
+                                        r"west.csv\).*without --time-column"):
+        read_panel(folder, find_time=True)
 
 
 def test_one_file_without_an_id_column_is_one_series_named_by_its_stem(tmp_path):

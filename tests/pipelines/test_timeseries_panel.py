@@ -828,8 +828,13 @@ def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
     assert list(forecast.columns) == ["id", "step", "forecast"] and len(forecast) == 3 * 13
     assert forecast.groupby("id")["step"].apply(list).tolist() == [list(range(1, 14))] * 3
     assert forecast["forecast"].notna().all()
-    # M4 files of another horizon or time kind than a run's: one line (a traceback was).
+    # predict forecasts from the end of each whole series, its test file's values included.
     config = TimeseriesConfig(data=str(folder))
+    whole = read_panel_data(config, horizon=13, season=1, time_kind="steps", hold_out=False)
+    assert [t.size for t in whole.train] == [53, 57, 61]
+    assert [h.size for h in whole.holdout] == [0, 0, 0]
+    np.testing.assert_array_equal(whole.train[0][-13:], np.ones(13))
+    # M4 files of another horizon or time kind than a run's: one line (a traceback was).
     with pytest.raises(DataError, match=r"M4's weekly files hold out 13 values per series; "
                                         r"this run forecasts 3: expected series held out"):
         read_panel_data(config, horizon=3, time_kind="steps")
