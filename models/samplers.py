@@ -192,12 +192,16 @@ class RandomSampler(Sampler):
         batch = tf.shape(logits)[0]
         num_steps = tf.maximum(tf.convert_to_tensor(num_steps, tf.int32), 0)
         seeds = tf.broadcast_to(tf.cast(self.seed, tf.int32), [batch])
-        # A NaN would otherwise fail `temperature > 0` and decode that row by argmax unnoticed.
+        # A NaN or a negative temperature would otherwise fail `temperature > 0` and decode
+        # that row by argmax unnoticed (a Python number is refused in __init__).
         temperatures = tf.broadcast_to(tf.cast(self.temperature, tf.float32), [batch])
-        check = tf.debugging.assert_all_finite(
-            temperatures, "temperature must be finite (0 means argmax)"
-        )
-        with tf.control_dependencies([check]):
+        checks = [
+            tf.debugging.assert_all_finite(
+                temperatures, "temperature must be finite (0 means argmax)"),
+            tf.debugging.assert_non_negative(
+                temperatures, message="temperature must be 0 (argmax) or positive"),
+        ]
+        with tf.control_dependencies(checks):
             self.temperatures = tf.identity(temperatures)
         # Strictly positive, so that a token of probability 0 is never chosen.
         smallest = float(np.finfo(np.float32).tiny)

@@ -216,6 +216,10 @@ def test_a_tensor_temperature_with_nan_fails_instead_of_decoding_by_argmax():
     assert decode(tf.constant([0.0, 2.0])).shape == (2, 2)
     with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be finite"):
         decode(tf.constant([float("inf"), 1.0]))
+    # A negative one is no argmax either (-0.5 > 0 is False, as NaN's was).
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"temperature must be 0 \(argmax\) or positive"):
+        decode(tf.constant([1.0, -0.5]))
 
 
 def test_a_bool_top_k_is_refused():
