@@ -312,7 +312,7 @@ def add_config_arguments(parser, config_class):
         if is_list and default:
             shown = " ".join(map(str, default))
         help = field.metadata.get("help", "")
-        if "default" not in help:
+        if "(default" not in help and "default:" not in help:
             help = f"{help} (default: {shown})"
         kwargs = {"help": help}
         metavar = field.metadata.get("metavar") or field.name.upper()

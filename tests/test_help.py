@@ -155,3 +155,20 @@ def test_the_cards_choices_agree_with_the_tensorflow_modules():
 def test_unknown_task_has_no_card():
     with pytest.raises(KeyError):
         load_card("settings")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_train_setting_says_its_default(task):
+    """Each setting's help gives its default, in its own words or as "(default: ...)"; a help
+    that merely used the word "default" (`ner --repair`: "... is now the default") used to
+    go without one."""
+    from seqlab import cli
+
+    fields = {f.name for f in dataclasses.fields(load_card(task).config_class)}
+    train = cli.build_parser(task)._subparsers._group_actions[0].choices[task]
+    parser = train._subparsers._group_actions[0].choices["train"]
+    settings = [a for a in parser._actions if a.option_strings and a.dest in fields]
+    assert len(settings) >= 10
+    for action in settings:
+        assert "(default" in action.help or "default:" in action.help, (
+            action.option_strings, action.help)
