@@ -1678,22 +1678,24 @@ def choose_season(values, time=None, name=None):
                f"forecast{aside}")
 
 
-def future_times(time, horizon):
+def future_times(time, horizon, like=None):
     """The `horizon` time stamps after the end of `time` (dates or numbers), or None.
 
     Dates continue with the frequency pandas infers (monthly stays on month starts); irregular
-    dates and numbers continue with their most common step.
+    dates and numbers continue with their most common step. `like`: another series of the same
+    kind whose frequency or step is taken instead (a series too short to have its own).
     """
     if time is None:
         return None
-    if pd.api.types.is_datetime64_any_dtype(time):
-        frequency = pd.infer_freq(time) if len(time) >= 3 else None
-        if frequency is not None:
-            return pd.date_range(time.iloc[-1], periods=horizon + 1, freq=frequency)[1:]
-        step = time.diff().mode().iloc[0]
-        return pd.DatetimeIndex([time.iloc[-1] + step * k for k in range(1, horizon + 1)])
-    step = time.diff().mode().iloc[0]
-    values = time.iloc[-1] + step * np.arange(1, horizon + 1)
+    like = time if like is None else like
+    last = time.iloc[-1]
+    if pd.api.types.is_datetime64_any_dtype(like):
+        frequency = pd.infer_freq(like) if len(like) >= 3 else None
+        step = (pd.tseries.frequencies.to_offset(frequency) if frequency is not None
+                else like.diff().mode().iloc[0])
+        return pd.DatetimeIndex([last + step * k for k in range(1, horizon + 1)])
+    step = like.diff().mode().iloc[0]
+    values = last + step * np.arange(1, horizon + 1)
     return values.astype(int) if np.all(values == np.round(values)) else values
 
 

@@ -1146,30 +1146,19 @@ def _stamps(times, start, count, reference=None):
     if start + count <= times.size:
         return times[start:start + count]
     more = start + count - times.size
-    usable_reference = reference is not None and len(reference) > times.size
-    if times.size == 2 and usable_reference:
+    like = None
+    if reference is not None and times.size < 3 and len(reference) > times.size:
+        like = pd.Series(reference)
+    if times.size == 2 and like is not None:
         # Two stamps have a step; the reference's frequency serves where it gives that step
         # (two month starts are 28 to 31 days apart: their own step would drift).
-        usable_reference = _continued_like(times[0], pd.Series(reference), 1)[0] == times[1]
-    if times.size >= 3 or (times.size == 2 and not usable_reference):
-        extra = np.asarray(future_times(pd.Series(times), more))
-    elif usable_reference:
-        extra = _continued_like(times[-1], pd.Series(np.asarray(reference)), more)
+        if future_times(pd.Series(times[:1]), 1, like=like)[0] != times[1]:
+            like = None
+    if times.size >= 2 or like is not None:
+        extra = np.asarray(future_times(pd.Series(times), more, like=like))
     else:
         extra = times[-1] + np.arange(1, more + 1)
     return np.concatenate([times[start:], extra])
-
-
-def _continued_like(last, reference, count):
-    """`count` stamps after `last`, at the calendar frequency (or most common step) of
-    `reference`, another series' stamps of the same kind."""
-    if not pd.api.types.is_datetime64_any_dtype(reference):
-        return last + reference.diff().mode().iloc[0] * np.arange(1, count + 1)
-    frequency = pd.infer_freq(reference) if len(reference) >= 3 else None
-    step = (pd.tseries.frequencies.to_offset(frequency) if frequency is not None
-            else reference.diff().mode().iloc[0])
-    return np.array([pd.Timestamp(last) + step * k for k in range(1, count + 1)],
-                    dtype=np.asarray(reference).dtype)
 
 
 def holdout_frame(data, forecasts):
