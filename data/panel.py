@@ -180,9 +180,10 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         target: the value column; None: the one numeric column besides the id and time
             columns.
         min_length: series with fewer values are left out, with a note naming them.
-        find_time: without a `time_column`, take the first column (besides the id and value
+        find_time: without a `time_column`, take the column (besides the id and value
             columns) whose values are dates (`is_date_column`) as the time column, with a
-            note: rows would otherwise be read in file order, their dates dropped.
+            note; two such columns are refused. Rows would otherwise be read in file order,
+            their dates dropped.
 
     Returns:
         A `Panel`.
@@ -230,9 +231,11 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
             by_kind = {kind: [f.name for f, t in zip(files, tables) if t["kind"] == kind]
                        for kind in sorted(kinds)}
             listed = "; ".join(f"{kind}: {_listed(names)}" for kind, names in by_kind.items())
+            from seqlab.data.timeseries import DATE_SHARE  # loaded by _read_table already
+
             hint = "" if time_column is not None else (
-                " (without --time-column a file's column counts as its time stamps where 90 % "
-                "of its cells are dates)")
+                f" (without --time-column a file's column counts as its time stamps where "
+                f"{DATE_SHARE:.0%} of its cells are dates)")
             raise DataError(
                 f"the files' time columns differ in kind ({listed}); expected dates in every "
                 f"file or numbers in every file{hint}",
