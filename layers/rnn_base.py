@@ -597,14 +597,15 @@ class RecurrentLayer(keras.layers.RNN):
             # (a GRU of 32 units over 22 steps: 2,566 against 1,224; 0.94 s against 0.42 s).
             kernel, bias = cell.recurrent_weights()
             compiled = variant == "compiled_bptt"
-            unroll = ALL_STEPS if variant == "fully_unrolled" else UNROLLED_STEPS
+            unroll = {"compiled_bptt": 1, "fully_unrolled": ALL_STEPS}.get(variant,
+                                                                           UNROLLED_STEPS)
             return run_separable_recurrence(
                 cell.finish_step,
                 tf.convert_to_tensor(kernel),
                 None if bias is None else tf.convert_to_tensor(bias),
                 inputs=cell.project_inputs(time_major),
                 recurrent_mask=recurrent_mask,
-                unroll=1 if compiled else unroll,
+                unroll=unroll,
                 step_backward=cell.step_backward,
                 compiled=compiled,
                 **loop_options,
