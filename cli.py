@@ -267,10 +267,16 @@ def _datasets_command(parser, values):
     return 0
 
 
+# Every character `str.splitlines` breaks a line at (so do some terminals and log readers):
+# the file separators \x1c-\x1e and NEL, LINE and PARAGRAPH SEPARATOR besides \n, \r, \v, \f.
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in
+                              "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
 def one_line(error):
     """The message of `error` on one line: line breaks inside it (a value quoted from the data)
-    are written as \\n."""
-    return str(error).replace("\r", "\\r").replace("\n", "\\n")
+    are written as escapes (\\n, \\x1e)."""
+    return str(error).translate(_LINE_BREAKS)
 
 
 # Config fields and action flags that may name a registered data set (`seqlab datasets list`).

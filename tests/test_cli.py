@@ -235,6 +235,10 @@ def test_an_error_quoting_a_line_break_from_the_data_stays_one_line(tmp_path, ca
     from seqlab.pipelines.errors import UsageError
 
     assert cli.one_line(UsageError("labels: 'neg\n,'")) == "labels: 'neg\\n,'"
+    # Every character str.splitlines breaks at (a record separator in a label, found by the
+    # long fuzz budget), escaped as Python writes it; a tab is no line break.
+    quoted = cli.one_line(UsageError("a\rb\x1ec\x85d\u2028e\tf"))
+    assert quoted == "a\\rb\\x1ec\\x85d\\u2028e\tf" and len(quoted.splitlines()) == 1
     data = tmp_path / "reviews.csv"
     data.write_text('text,label\n"dull and long",neg\n"a fine film","pos\n,"\n')
     assert cli.main(["sentiment", "train", "--data", str(data), "--out",
