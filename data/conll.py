@@ -803,6 +803,13 @@ class TaggingVocabulary:
 
     @classmethod
     def from_dict(cls, values):
+        """The vocabulary `to_dict` wrote; ValueError where a count is not a whole number of
+        at least 1 (a hand-edited vocabulary.json)."""
+        for key in ("min_freq", "max_word_chars"):
+            value = values[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"vocabulary.json: {key} must be a whole number of at least 1; "
+                                 f"got {value!r}")
         return cls(values["words"], values["chars"], values["tags"], values["min_freq"],
                    values["max_word_chars"])
 

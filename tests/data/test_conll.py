@@ -550,6 +550,11 @@ def test_vocabulary_ids():
         TaggingVocabulary.build(sentences_for_vocabulary(), min_count=0)
     # vocabulary.json keeps its 0.1.0 key.
     assert vocabulary.to_dict()["min_freq"] == 2 and restored.min_count == 2
+    # A hand-edited count is refused on reading, not a TypeError at the first sentence.
+    for key, value in (("max_word_chars", False), ("max_word_chars", 2.5), ("min_freq", 0)):
+        with pytest.raises(ValueError, match=f"vocabulary.json: {key} must be a whole number of "
+                                             f"at least 1; got {value!r}"):
+            TaggingVocabulary.from_dict({**vocabulary.to_dict(), key: value})
 
 
 def test_graph_lookups_give_the_ids_of_the_vocabulary():
