@@ -73,7 +73,9 @@ from seqlab.pipelines.settings import default_out, utc_timestamp  # noqa: F401
 def write_text_atomic(path, text):
     """Writes `text` to a temporary file beside `path`, then renames it over `path`.
 
-    A failure leaves neither a temporary file nor a changed `path`.
+    A failure leaves neither a temporary file nor a changed `path`. A `path` that is a special
+    file (a device such as `/dev/null`, a named pipe) is written into, as the shell's `>`
+    does, not replaced: a rename over it would delete the device or the pipe.
 
     Raises:
         UsageError: `path` is a folder, or its folder cannot be created or written.
@@ -81,6 +83,10 @@ def write_text_atomic(path, text):
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name to write to")
+    if path.exists() and not path.is_file():
+        with written_or_refused(path), open(path, "w", encoding="utf-8") as special:
+            special.write(text)
+        return
     blocking = next((p for p in path.parents if p.exists()), None)
     if blocking is not None and not blocking.is_dir():
         raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")

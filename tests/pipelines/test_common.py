@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -106,6 +107,30 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     write_text_atomic(tmp_path / "sub" / "a.txt", "two")
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["a.txt"]
     assert (tmp_path / "sub" / "a.txt").read_text() == "two"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_atomic_write_writes_into_a_named_pipe_or_device_instead_of_replacing_it(tmp_path):
+    # `--output PIPE` or `--output /dev/null`: a rename over them deleted the pipe or device
+    # (as root, /dev/full became a plain file).
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    reader = subprocess.Popen([sys.executable, "-c", f"print(open({str(pipe)!r}).read(), end='')"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        write_text_atomic(pipe, "forecast\n")
+        assert reader.communicate(timeout=60)[0] == "forecast\n"
+    finally:
+        reader.kill()
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary beside it
+    if os.path.exists("/dev/null"):
+        write_text_atomic("/dev/null", "discarded")
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    if os.path.exists("/dev/full"):  # a write that fails is one line, and the device stays
+        with pytest.raises(UsageError, match=r"/dev/full: cannot write there \(No space left"):
+            write_text_atomic("/dev/full", "x" * 100_000)
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
 # --- history and tables ------------------------------------------------------------------------
