@@ -358,7 +358,8 @@ def _read_table(path, id_column, time_column, target, find_time=False):
         if time_column is None:
             kind, time = "steps", None
         else:
-            kind, time = _parse_times(frame[time_column], time_column, lines, path)
+            kind, time, note = _parse_times(frame[time_column], time_column, lines, path)
+            notes += [f"{path}: {line}" for line in (note or "").splitlines()]
             _refuse_repeats(ids, time, time_column, lines, path)
     except DataError as error:
         if not found:
@@ -447,8 +448,9 @@ def _shown_fields(column, rows, lines):
 
 
 def _parse_times(column, name, lines, path):
-    """`(kind, times)`: "numbers" (int64 when all whole, else float64) or "dates"
-    (datetime64)."""
+    """`(kind, times, note)`: "numbers" (int64 when all whole, else float64) or "dates"
+    (datetime64); `note`, how dates were read where the summary should say (`parse_dates`),
+    or None."""
     missing = np.flatnonzero(column.isna().to_numpy())
     if missing.size:
         raise DataError(f"time column {name!r} has missing values at lines "
@@ -462,8 +464,8 @@ def _parse_times(column, name, lines, path):
                             f"{_shown_fields(column, infinite, lines)}; expected dates or finite "
                             "numbers", path=path)
         whole = np.all(numbers == np.round(numbers))
-        return "numbers", numbers.astype("int64") if whole else numbers
-    dates = parse_dates(column, name, path)[0]
+        return "numbers", numbers.astype("int64") if whole else numbers, None
+    dates, _, note = parse_dates(column, name, path)
     bad = np.flatnonzero(dates.isna().to_numpy())
     if bad.size:
         shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
@@ -474,7 +476,7 @@ def _parse_times(column, name, lines, path):
                             path=path)
         raise DataError(f"time column {name!r} has values that are not dates or numbers at "
                         f"lines {shown}{more}", path=path)
-    return "dates", dates.to_numpy()
+    return "dates", dates.to_numpy(), note
 
 
 def _refuse_repeats(ids, time, time_column, lines, path):

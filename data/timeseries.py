@@ -277,7 +277,10 @@ def parse_dates(column, name, source=None, dayfirst=None):
         DataError: some stamps have an offset and some do not.
     """
     fields = _numeric_date_fields(column)
-    if fields is None:  # not dates of numbers only: one reading
+    if fields is None:  # not dates of numbers only
+        numeric = column.astype(str).str.extract(_NUMERIC_DATE)[0].notna().to_numpy()
+        if numeric.any():  # among other forms (`2021-01-31` and `31/01/2021`: two sources)
+            return _mixed_forms(column, numeric, name, source, dayfirst)
         dates, note = _to_dates(column, name, source, dayfirst=False)
         return dates, False, note
     no_month = [np.flatnonzero((fields[k] > 12).to_numpy()) for k in (0, 1)]
@@ -303,6 +306,24 @@ def parse_dates(column, name, source=None, dayfirst=None):
     dates, note = readings.get(found) or _to_dates(column, name, source, dayfirst=found)
     order = "day" if found else "month"
     return dates, found, _joined(note, _reading_note(column, dates, name, order, why))
+
+
+def _mixed_forms(column, numeric, name, source, dayfirst):
+    """`parse_dates` of a `column` whose dates of numbers only (`numeric`, a mask) stand among
+    other forms: those read day or month first as `parse_dates` decides on them alone, the
+    others each in its own form. pandas' reading of the whole column (`format="mixed"`) took
+    each numeric date month first where it could and day first where it could not, so one
+    source's `02/01/2021` was 1 February and its `13/01/2021` 13 January."""
+    rows = np.flatnonzero(numeric)
+    numbers, found, note = parse_dates(column.iloc[rows], name, source, dayfirst)
+    others, other_note = _to_dates(column.iloc[np.flatnonzero(~numeric)], name, source,
+                                   dayfirst=False)
+    dates = pd.concat([numbers, others]).reindex(column.index)
+    first_other = int(np.flatnonzero(~numeric)[0])
+    mixed = (f"time column {name!r} mixes date forms: {rows.size} of numbers only (such as "
+             f"{column.iloc[rows[0]]}) among others (such as {column.iloc[first_other]}), each "
+             "read in its own form")
+    return dates, found, _joined(mixed, note, other_note)
 
 
 def _numeric_date_fields(column):

@@ -101,6 +101,24 @@ def test_day_first_dates_and_utc_offsets_are_read_as_for_one_series(tmp_path):
                                                                         "2024-01-02"]
 
 
+def test_one_series_with_day_first_dates_among_iso_dates_is_read_day_first_in_order(tmp_path):
+    # Two sources in one table: pandas' mixed reading took 02/01/2021 as 1 February and
+    # 13/01/2021 as 13 January, so series b was silently reordered and gapped.
+    days = pd.date_range("2021-01-01", periods=20)
+    rows = [("a", f"{day:%Y-%m-%d}", k) for k, day in enumerate(days)]
+    rows += [("b", f"{day:%d/%m/%Y}", 100 + k) for k, day in enumerate(days)]
+    text = "id,t,y\n" + "".join(f"{i},{t},{y}\n" for i, t, y in rows)
+    panel = read_panel(write(tmp_path, "mixed.csv", text), "id", "t")
+    assert panel.gaps == {}
+    for times, values, first in zip(panel.times, panel.values, (0, 100)):
+        assert list(times.astype("datetime64[D]")) == list(days.values.astype("datetime64[D]"))
+        assert values.tolist() == list(range(first, first + 20))
+    assert panel.notes[0] == (f"{tmp_path / 'mixed.csv'}: time column 't' mixes date forms: "
+                              "20 of numbers only (such as 01/01/2021) among others (such as "
+                              "2021-01-01), each read in its own form")
+    assert "13/01/2021 has no month 13" in panel.notes[1]
+
+
 def test_business_days_and_series_of_their_own_frequency_have_no_gaps(tmp_path):
     rows = [("b", day) for day in pd.bdate_range("2024-01-01", periods=30)]  # weekdays only
     rows += [("c", day) for day in pd.bdate_range("2024-01-01", periods=30) if day.day != 10]

@@ -370,6 +370,20 @@ def test_day_first_dates_are_read_day_first_where_only_that_reads_every_value(tm
                             "2020): 13/01/2020 has no month 13"]
 
 
+def test_day_first_dates_after_iso_dates_are_read_day_first(tmp_path):
+    # The file's first rows in one form, its later rows (another source) day first: read month
+    # first, 02/01/2020 came after 31 January as 1 February and 13/01/2020 went back to January.
+    days = pd.date_range("2020-01-01", periods=40)
+    stamps = [f"{day:%Y-%m-%d}" for day in days[:20]] + [f"{day:%d/%m/%Y}" for day in days[20:]]
+    schema, series = prepared(tmp_path, _dated(stamps))
+    assert series.time.tolist() == list(days)
+    assert schema.dayfirst is True
+    assert series.notes == ["time column 'date' mixes date forms: 20 of numbers only (such as "
+                            "21/01/2020) among others (such as 2020-01-01), each read in its own "
+                            "form\ntime column 'date': dates read day first (21/01/2020 is 21 "
+                            "January 2020): 21/01/2020 has no month 21"]
+
+
 def test_monthly_day_first_dates_are_read_day_first_for_their_even_steps(tmp_path):
     # Month first, 01/02/2015 ... 01/12/2015 would be 2 to 12 January: they would increase too.
     stamps = [f"01/{month:02d}/{year}" for year in (2015, 2016) for month in range(1, 13)]
