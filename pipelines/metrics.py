@@ -168,11 +168,17 @@ def backtest_table(backtest):
 
 
 def char_loss_figures(nats):
-    """Nats per char, bits per char and perplexity of a mean cross-entropy in nats."""
+    """Nats per char, bits per char and perplexity of a mean cross-entropy in nats (a loss
+    above about 709.8 nats, a model that diverged without a NaN, has an infinite perplexity:
+    no float holds it, and metrics.json writes it as null)."""
+    try:
+        perplexity = math.exp(nats)
+    except OverflowError:
+        perplexity = math.inf
     return {
         "nats_per_char": float(nats),
         "bits_per_char": float(nats / math.log(2)),
-        "perplexity": float(math.exp(nats)),
+        "perplexity": float(perplexity),
     }
 
 

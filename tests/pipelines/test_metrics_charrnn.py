@@ -9,6 +9,7 @@ import pytest
 
 from seqlab.data.text import CharVocabulary
 from seqlab.models import CharLanguageModel
+from seqlab.pipelines.common import finite_or_none
 from seqlab.pipelines.metrics import (
     char_counts,
     char_loss_figures,
@@ -24,6 +25,13 @@ def test_loss_figures_are_one_loss_in_three_units():
     assert figures["bits_per_char"] == pytest.approx(3.0)
     assert figures["perplexity"] == pytest.approx(8.0)
     assert all(type(value) is float for value in figures.values())
+    # A loss past float64's exponent (a run trained at a huge learning rate: 1,088 nats a
+    # character) raised OverflowError after the last epoch, at every rerun of the run.
+    assert char_loss_figures(1088.0)["perplexity"] == math.inf
+    assert finite_or_none(char_loss_figures(1088.0))["perplexity"] is None
+    table = char_loss_table({"model": char_loss_figures(1088.0),
+                             "unigram_baseline": char_loss_figures(2.0)})
+    assert table.splitlines()[2].split()[-1] == "inf"
 
 
 def test_unigram_baseline_is_the_add_one_smoothed_character_frequencies():
