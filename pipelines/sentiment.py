@@ -40,6 +40,7 @@ from seqlab.data.classification import (
     read_scored_examples,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
+from seqlab.data.errors import DataError
 from seqlab.models.serving import checked_rank
 from seqlab.models.text_classifier import (
     AUTO_CHOICES,
@@ -398,6 +399,12 @@ class SentimentPipeline(Pipeline):
         vocabulary = adapt_vocabulary(splits["train"].texts, neural_kind(config), None,
                                       _standardize(config), config.ngrams)
         distinct = len(vocabulary)
+        if distinct <= (1 if neural_kind(config) == "ngrams" else 2):  # "" and [UNK] only
+            raise DataError(
+                f"no training text holds a word after --standardize {config.standardize} (the "
+                f"{len(splits['train'].texts)} training texts, such as "
+                f"{splits['train'].texts[0][:60]!r}, have no token); expected texts of words",
+                path=config.data or "the embedded sample")
         if max_tokens is not None:
             vocabulary = vocabulary[:max_tokens]
         # auto's n-gram member keeps every n-gram of the training split, as --model ngrams.

@@ -645,6 +645,19 @@ def test_embeddings_settings_that_cannot_work_are_refused(tmp_path):
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
 
 
+
+@pytest.mark.parametrize("model", ["ngrams", "auto", "gru"])
+def test_texts_without_a_word_are_refused_naming_the_file(tmp_path, model):
+    # Punctuation only: the standardized vocabulary was empty, and every model failed with
+    # TensorFlow's "keys and values cannot be empty tensors" traceback, leaving run.partial.
+    data = tmp_path / "punctuation.csv"
+    data.write_text("review,class\n" + "!!! ??? ...,pos\n--- ;;; ...,neg\n" * 20)
+    with pytest.raises(DataError, match=r"punctuation\.csv: no training text holds a word after "
+                                        r"--standardize lower_and_strip_punctuation \(the \d+ "
+                                        r"training texts, such as '"):
+        train(tiny_config(str(data), tmp_path / "run", model=model))
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
+
 # --model auto: the n-gram model, the neural one or their average, kept on the validation split
 
 
