@@ -776,6 +776,11 @@ class PanelPipeline(Pipeline):
         # legacy floor, which `_network_model` then gives it.
         settings = {**settings, "scale_floor": 0.0}
         source = "chosen from the horizon, season and series lengths (default_settings)"
+        given = [name for name in ("lookback", "units", "layers", "batch_size", "learning_rate",
+                                   "epochs") if getattr(config, name) is not None]
+        network_source = source if not given else (
+            f"{', '.join('--' + name.replace('_', '-') for name in given)} as given, the rest "
+            f"{source}" if len(given) < 6 else "as given")
         if config.model != "auto":
             settings["kind"] = config.model
         # Set by the user (None otherwise: `TimeseriesConfig`), or chosen here; either way
@@ -802,6 +807,12 @@ class PanelPipeline(Pipeline):
         min_history = default_min_history(config.lookback, h)
         settings["min_history"] = min_history
         usable = [t.size >= config.lookback for t in data.train]
+        if not any(usable) and "lookback" in given:
+            longest = max(t.size for t in data.train)
+            raise UsageError(f"--lookback {config.lookback} is longer than every series' "
+                             f"training part (the longest has {longest} values), so the network "
+                             f"would forecast none of them; give a lookback of at most "
+                             f"{longest}, or leave it to the data")
         trainable = [s for s in fit_series if s.size >= min_history + h]
         notes = list(data.notes)
         if not trainable:
@@ -818,7 +829,7 @@ class PanelPipeline(Pipeline):
             notes.append(f"{len(short)} series shorter than the lookback {config.lookback}: "
                          f"forecast without the network, whose own figures are over the other "
                          f"{len(usable) - len(short)} ({_named(short)})")
-        return PreparedPanel(data, settings, source, fit_series, usable, notes)
+        return PreparedPanel(data, settings, network_source, fit_series, usable, notes)
 
     def build_model(self, config, prepared):
         n = prepared.network

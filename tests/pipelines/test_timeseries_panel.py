@@ -276,6 +276,21 @@ def test_the_networks_figures_leave_out_the_series_shorter_than_its_lookback(tmp
     assert network["owa"] is not None
     assert {row["item"]: row["network"] for row in metrics["series"]} == {
         "s0": True, "s1": False, "s2": True}
+    # The summary says which settings were given rather than chosen from the data.
+    assert metrics["network"]["source"].startswith("--lookback, ")
+    assert "as given, the rest chosen from the horizon" in metrics["network"]["source"]
+
+
+def test_a_lookback_longer_than_every_series_is_refused_naming_the_longest(tmp_path, capsys):
+    # Before, the network trained and no series was forecast by it: every forecast was another
+    # member's, under the network's name.
+    write_long_table(tmp_path / "long.csv", short=False)
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--lookback", "1000",
+                 "--out", str(tmp_path / "run"), *TINY]) == 2
+    assert ("--lookback 1000 is longer than every series' training part (the longest has "
+            f"{34 - HOLDOUT} values)") in capsys.readouterr().err
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
 
 
 def test_a_forecast_missing_for_a_series_is_figured_with_naive2_over_the_others():
