@@ -201,6 +201,17 @@ def check_at_least(config, minimum, *names):
             raise ValueError(f"{name} must be at least {minimum}. Received: {name}={value}")
 
 
+def check_distinct(config, *names):
+    """No named list setting (None passes) names one value twice: `--target a a` forecast the
+    column twice, under one name."""
+    for name in names:
+        values = getattr(config, name) or []
+        repeated = next((value for i, value in enumerate(values) if value in values[:i]), None)
+        if repeated is not None:
+            raise ValueError(f"{name} must name each column once; {repeated!r} is named more "
+                             f"than once. Received: {name}={values}")
+
+
 def check_positive(config, *names):
     """Each named number is above 0 (None passes). NaN is refused."""
     for name in names:

@@ -8,6 +8,7 @@ from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
     check_at_least,
+    check_distinct,
     check_rate,
     check_split_fractions,
     data_help,
@@ -167,6 +168,12 @@ class TimeseriesConfig(TrainConfig):
         check_at_least(self, 1, "lookback", "horizon", "stride", "units", "layers", "patience",
                        "num_heads", "ff_dim", "season", "auto_folds", "holdout")
         check_at_least(self, 0, "backtest")
+        check_distinct(self, "target", "features", "categorical", "time_column")
+        both = [name for name in self.categorical if name in (self.target or [])]
+        if both:
+            raise ValueError(f"categorical columns are one-hot inputs, never forecast: "
+                             f"{both[0]!r} is a target too. Received: target={self.target}, "
+                             f"categorical={self.categorical}")
         check_rate(self, "dropout")
         check_split_fractions(self)
         if self.model == "transformer" and self.units is not None and self.units % self.num_heads:

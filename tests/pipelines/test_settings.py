@@ -7,6 +7,7 @@ import math
 import pytest
 
 from seqlab.pipelines import load_card
+from seqlab.pipelines.configs.timeseries import TimeseriesConfig
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.settings import (
     MAXIMUMS,
@@ -59,6 +60,24 @@ def test_json_config_files_are_read_too(tmp_path):
 def test_bad_settings_raise_usage_errors(file_values, flags, message):
     with pytest.raises(UsageError, match=message):
         make_config(ToyConfig, file_values, flags)
+
+
+@pytest.mark.parametrize(
+    "file_values,flags,message",
+    [
+        ({}, {"target": ["a", "a"]}, r"target must name each column once; 'a' is named more "
+                                     r"than once\. Received: target=\['a', 'a'\]"),
+        ({"target": ["v", "v"]}, {}, r"target must name each column once; 'v'"),
+        ({}, {"features": ["a", "b", "a"]}, r"features must name each column once; 'a'"),
+        ({}, {"categorical": ["d", "d"]}, r"categorical must name each column once; 'd'"),
+        ({}, {"target": ["a"], "categorical": ["a"]},
+         r"categorical columns are one-hot inputs, never forecast: 'a' is a target too"),
+    ],
+)
+def test_a_timeseries_column_named_twice_or_in_two_roles_is_refused(file_values, flags, message):
+    # `--target a a` trained two outputs for one column and wrote two columns of one name.
+    with pytest.raises(UsageError, match=message):
+        make_config(TimeseriesConfig, file_values, flags)
 
 
 def test_unreadable_config_files_raise_usage_errors(tmp_path):
