@@ -671,6 +671,9 @@ def _read_wide(path, exact_length, horizon=None):
                                 "file has it too); expected one row per series",
                                 path=path, line=line)
             numbers = _wide_values(row, header, path, line)
+            if not exact_length:  # a training row: its values must survive float32
+                refuse_values_lost_in_float32(numbers, f"series {series_id!r}", path,
+                                              f" (line {line})")
             if horizon is not None and exact_length and numbers.size != horizon:
                 raise DataError(f"series {series_id!r} has {numbers.size} test values; expected "
                                 f"the horizon, {horizon}", path=path, line=line)
@@ -702,10 +705,14 @@ def _wide_values(row, header, path, line):
         numbers = np.array(fields[:length], dtype="float64")
     except ValueError:
         numbers = None
-    if numbers is None or not np.all(np.abs(numbers) <= MAX_ABS_VALUE):
+    # Python's float() also reads "1_000" and other scripts' digits, which no other reader of
+    # seqlab takes for numbers (pandas' does not): refused as they are there.
+    odd = "_" in (joined := "".join(fields[:length])) or not joined.isascii()
+    if odd or numbers is None or not np.all(np.abs(numbers) <= MAX_ABS_VALUE):
         for k, field in enumerate(fields[:length]):
             try:
-                bounded = abs(float(field)) <= MAX_ABS_VALUE
+                bounded = (abs(float(field)) <= MAX_ABS_VALUE and "_" not in field
+                           and field.isascii())
             except ValueError:
                 bounded = False
             if not bounded:

@@ -421,6 +421,14 @@ def test_m4_folder_reader_checks_the_frequencys_horizon(tmp_path):
      r"the training and test files hold different series: 1 only in the training file \(W3\); "
      r"1 only in the test file \(W9\)"),
     ("", TEST, "train", r"the file is empty"),
+    # As every other reader of seqlab refuses them (Python's float() reads both).
+    ('"V1","V2","V3"\n"W1","1","1_000"\n', TEST, "train", r"line 2: column V3 holds '1_000'; "
+     r"expected a finite number"),
+    ('"V1","V2","V3"\n"W1","1","\u0661\u0662"\n', TEST, "train", r"line 2: column V3 holds "
+     r"'\u0661\u0662'; expected a finite number"),
+    # Values float32 holds as zeros: the network forecast 0 and the set's sMAPE took 200.
+    ('"V1","V2","V3"\n"W1","1e-300","2e-300"\n', TEST, "train", r"series 'W1' holds no value "
+     r"larger than 2e-300 in magnitude \(line 2\); expected values of at least 1e-15"),
 ])
 def test_broken_m4_files_are_clear_errors_naming_file_and_line(tmp_path, train, test, where,
                                                                message):
