@@ -222,7 +222,7 @@ def _m4(frequency, description, train, test):
             "research use (repository README)"
         ),
         citation=_M4_CITATION,
-        usage=f"seqlab datasets download m4-{frequency}",
+        usage=f"seqlab timeseries train --data m4-{frequency}",
     )
 
 
