@@ -277,6 +277,12 @@ def library_versions():
 
 
 LOCK_NAME = ".lock"
+# config.json's "settings_format": 1 says that `train` wrote every setting of the task's config
+# there, so a setting missing on reading was removed by hand (`Pipeline.load_run` refuses it);
+# a run without it (written before) takes a missing setting's default, as older versions' runs
+# lack the settings added since. A setting added later must raise this and be allowed missing
+# from runs of the earlier format.
+SETTINGS_FORMAT = 1
 
 
 def _legacy_run_settings(path):
@@ -603,6 +609,7 @@ class RunDirectory:
                 {
                     "task": self.task,
                     "settings": settings,
+                    "settings_format": SETTINGS_FORMAT,
                     "versions": library_versions(),
                     "created_utc": utc_timestamp(),
                     "command": sys.argv,

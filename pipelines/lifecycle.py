@@ -713,6 +713,11 @@ class Pipeline:
                              f"{them} ({RUN_MARKER} lists what it wrote): put {them} back, or "
                              "retrain the run")
         settings = {self.renamed_settings.get(k, k): v for k, v in record.settings.items()}
+        absent = [f.name for f in dataclasses.fields(self.config_class) if f.name not in settings]
+        if record.complete and absent:  # not an older version's run: removed by hand
+            raise UsageError(f"{record.file('config.json')}: the setting {absent[0]!r} is "
+                             "missing; its train wrote every setting there (the file was "
+                             "edited or damaged): put it back, or retrain the run")
         settings = {**self.legacy_settings, **settings}
         try:
             config = self.config_class(**settings)

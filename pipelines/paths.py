@@ -115,11 +115,14 @@ class RunRecord:
         path: the run directory.
         task: the task name recorded in config.json.
         settings: the settings dict recorded in config.json.
+        complete: whether config.json says that it holds every setting of the task's config
+            (`common.SETTINGS_FORMAT`; runs written before it may lack newer settings).
     """
 
     path: Path
     task: str
     settings: dict
+    complete: bool = False
 
     def file(self, *parts):
         return self.path.joinpath(*parts)
@@ -150,7 +153,12 @@ def open_run(path, task):
     settings = record["settings"]
     if record.get("task") != task:
         raise UsageError(f"{path} is a run of task {record.get('task')!r}, not {task!r}")
-    return RunRecord(path=path, task=task, settings=settings)
+    form = record.get("settings_format", 0)
+    if type(form) is not int or form < 0:
+        raise UsageError(f"{config_path}: \"settings_format\" must be a whole number of at "
+                         f"least 0, as train wrote it; found {json.dumps(form)[:40]}. The file "
+                         "was edited or damaged")
+    return RunRecord(path=path, task=task, settings=settings, complete=form >= 1)
 
 
 def has_marker(folder, name, kind):

@@ -480,6 +480,12 @@ def truncate(path):
     path.write_bytes(data[:len(data) // 2])
 
 
+def drop_setting(path, name):
+    record = json.loads(path.read_text())
+    del record["settings"][name]
+    path.write_text(json.dumps(record))
+
+
 def edit_json(path, **changes):
     """Changes top-level fields of a JSON file (None removes one; a dict updates one)."""
     record = json.loads(path.read_text())
@@ -540,6 +546,11 @@ def unsafe_keras_file(path):
      r"config\.json: settings this version cannot use \(lookback must be int"),
     (lambda run: edit_json(run / "config.json", settings=None),
      r"config\.json: not a seqlab run's config\.json"),
+    # A setting removed by hand took its default: another lookback, other figures, status 0.
+    (lambda run: drop_setting(run / "config.json", "stride"),
+     r"config\.json: the setting 'stride' is missing; its train wrote every setting there"),
+    (lambda run: edit_json(run / "config.json", settings_format="1"),
+     r"config\.json: \"settings_format\" must be a whole number of at least 0"),
     (lambda run: unsafe_keras_file(run / "model.keras"), r"model\.keras: cannot be loaded.*safe"),
 ])
 def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, message):
