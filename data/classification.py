@@ -267,6 +267,10 @@ def line_file_classes(paths):
     paths = [Path(p) for p in paths]
     stems = [p.stem for p in paths]
     suffixes = [p.suffix.lstrip(".") for p in paths]
+    # One file alone (a class missing) is told by its suffix, unless that only says it is text
+    # (`reviews.pos` is class `pos`, `good.txt` is `good`, not `txt`).
+    if len(paths) == 1 and suffixes[0].lower() in ("txt", "text"):
+        return {paths[0]: stems[0]}
     if len(set(stems)) == 1 and all(suffixes) and len(set(suffixes)) == len(paths):
         return dict(zip(paths, suffixes))
     if len(set(stems)) == len(paths):

@@ -114,6 +114,9 @@ def test_line_files_named_by_suffix_with_blank_lines_reported(tmp_path):
 def test_line_file_classes_come_from_the_stem_when_suffixes_agree(tmp_path):
     paths = [tmp_path / "happy.txt", tmp_path / "sad.txt", tmp_path / "angry.txt"]
     assert list(line_file_classes(paths).values()) == ["happy", "sad", "angry"]
+    # A folder of one file names its class by the stem (it was "txt"), for the error that
+    # follows: a second class is needed.
+    assert list(line_file_classes([tmp_path / "good.txt"]).values()) == ["good"]
     with pytest.raises(DataError, match=r"cannot tell the classes from the file names a\.neg, "
                                         r"a\.pos, b\.pos: expected files that differ only"):
         line_file_classes([tmp_path / "a.neg", tmp_path / "a.pos", tmp_path / "b.pos"])
