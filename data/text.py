@@ -260,15 +260,20 @@ class CharVocabulary:
     def from_file(cls, path):
         """The vocabulary saved by `to_text` in `path`."""
         path = Path(path)
-        chars = []
+        chars, lines = [], {}
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             try:
-                chars.append(json.loads(line))
+                char = json.loads(line)
             except json.JSONDecodeError:
-                raise DataError(
-                    f"not a JSON string: {line!r}; expected one character per line",
-                    path=path, line=number,
-                ) from None
+                char = None
+            if not (isinstance(char, str) and len(char) == 1):
+                raise DataError(f"not one character as a JSON string: {line[:40]!r}; expected "
+                                "one character per line", path=path, line=number)
+            if char in lines:
+                raise DataError(f"the character {char!r} is on line {lines[char]} too; expected "
+                                "each character once", path=path, line=number)
+            chars.append(char)
+            lines[char] = number
         return cls(chars)
 
 

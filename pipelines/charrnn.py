@@ -212,7 +212,7 @@ class CharRNNPipeline(Pipeline):
             make_dataset(ids, config.window, batch_size, stateful=config.stateful,
                          shuffle=training, seed=config.seed, source=source)
             for ids, source, training in (
-                (corpus.train_ids, corpus.source, True),
+                (corpus.train_ids, f"{corpus.source} (training part)", True),
                 (corpus.val_ids, f"{corpus.source} (validation part)", False),
             )
         )

@@ -152,9 +152,15 @@ def test_vocabulary_file_round_trip_keeps_line_breaks_and_spaces(tmp_path):
     loaded = CharVocabulary.from_file(path)
     assert loaded.chars == vocabulary.chars
     assert loaded.encode("b é\n")[0].tolist() == vocabulary.encode("b é\n")[0].tolist()
-    path.write_text('"a"\nb\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"line 2: not a JSON string: 'b'"):
-        CharVocabulary.from_file(path)
+    # Hand-edited lines, each refused naming its line (a JSON number was a TypeError without
+    # a file, a repeat quoted the whole vocabulary).
+    for text, message in (('"a"\nb\n', r"line 2: not one character as a JSON string: 'b'"),
+                          ('"a"\n1\n', r"line 2: not one character as a JSON string: '1'"),
+                          ('"a"\n"ab"\n', r"line 2: not one character as a JSON string"),
+                          ('"a"\n"b"\n"a"\n', r"line 3: the character 'a' is on line 1 too")):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(DataError, match=message):
+            CharVocabulary.from_file(path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -256,6 +256,12 @@ def test_bad_text_is_a_data_error(tmp_path, capsys):
                                         r"for stateful batches of 8 streams x 16 steps"):
         train(CharRNNConfig(data=str(data), out=str(tmp_path / "s"), stateful=True,
                             batch_size=8, window=16))
+    # A validation part of nearly all the text leaves a training part too short: named so (it
+    # was the file's name alone, beside a count of a few characters for a long file).
+    with pytest.raises(DataError, match=r"tiny\.txt \(training part\): the text is too short "
+                                        r"for one window of 16 steps"):
+        train(CharRNNConfig(data=str(data), out=str(tmp_path / "v"), val_fraction=0.99,
+                            window=16))
 
     unseen = tmp_path / "unseen.txt"
     unseen.write_text("abcabc" * 30 + "abcxbc")
