@@ -771,10 +771,13 @@ class TaggingVocabulary:
         ids = []
         for tag, line in zip(sentence.tags, sentence.lines):
             if tag not in self._tag_ids:
-                raise DataError(
-                    f"unknown tag {tag!r}: the model knows {', '.join(self.tags)}",
-                    path=path, line=line,
-                )
+                # Every known type has both tags, so an unknown one is an unknown type; the tag
+                # is quoted as read in BIO (a file's I- tag that starts an entity is B- here).
+                kind = tag.partition("-")[2]
+                what = (f"unknown entity type {kind!r} (tag {tag!r} as read in BIO)"
+                        if tag[:2] in ("B-", "I-") and kind else f"unknown tag {tag!r}")
+                raise DataError(f"{what}: the model knows {', '.join(self.tags)}",
+                                path=path, line=line)
             ids.append(self._tag_ids[tag])
         return ids
 

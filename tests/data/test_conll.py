@@ -387,9 +387,15 @@ def test_an_unknown_tag_at_evaluation_time(tmp_path):
     test_path = write(tmp_path, "Ulm\tB-LOC\n", name="test.conll")
     test = read_conll(test_path)
     with pytest.raises(DataError, match=where(test_path, 1) + re.escape(
-        "unknown tag 'B-LOC': the model knows O, B-PER, I-PER"
+        "unknown entity type 'LOC' (tag 'B-LOC' as read in BIO): the model knows O, B-PER, I-PER"
     )):
         encode_sentences(test.sentences, vocabulary, path=test_path)
+    # The file's I-LOC starts an entity, so BIO reads it as B-LOC: the message must not seem
+    # to quote a tag the file lacks as the file's.
+    test_path = write(tmp_path, "Ulm\tI-LOC\n", name="inside.conll")
+    with pytest.raises(DataError, match=re.escape("unknown entity type 'LOC' (tag 'B-LOC' as "
+                                                  "read in BIO)")):
+        encode_sentences(read_conll(test_path).sentences, vocabulary, path=test_path)
 
 
 # ---------------------------------------------------------------------------------------------

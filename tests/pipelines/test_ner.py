@@ -277,7 +277,7 @@ def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
     other = write_conll(tmp_path / "other.conll", [(["Ulm", "rocks"], ["B-CITY", "O"])])
     status, _, stderr = run_cli(["ner", "evaluate", "--run", str(out), "--data", str(other)])
     assert status == 2
-    assert f"{other}, line 1: unknown tag 'B-CITY'" in stderr
+    assert f"{other}, line 1: unknown entity type 'CITY' (tag 'B-CITY' as read in BIO)" in stderr
 
 
 def with_invalid_tags(sentences):
