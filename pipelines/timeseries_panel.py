@@ -122,6 +122,15 @@ def is_m4_source(data):
     if path.is_dir():
         found = [f for f in M4_SETS if (path / f"{f.capitalize()}-train.csv").is_file()
                  and (path / f"{f.capitalize()}-test.csv").is_file()]
+        for f in M4_SETS:
+            parts = [(path / f"{f.capitalize()}-{part}.csv").is_file() for part in ("train",
+                                                                                  "test")]
+            if any(parts) and not all(parts):
+                have, lack = (("train", "test") if parts[0] else ("test", "train"))
+                name = f.capitalize()
+                raise DataError(f"the folder holds M4's {name}-{have}.csv but not "
+                                f"{name}-{lack}.csv; expected both files of the frequency "
+                                "(the test file holds each series' holdout)", path=path)
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
@@ -270,9 +279,14 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
             train = [np.concatenate([t, h]) for t, h in zip(train, holdout)]
             holdout = [h[:0] for h in holdout]
         times = [np.arange(t.size + h.size) for t, h in zip(train, holdout)]
+        folder = Path(panel.source).parent
+        read = {f"{frequency.capitalize()}-{part}.csv" for part in ("train", "test")}
+        others = sorted(p.name for p in folder.iterdir()
+                        if p.suffix.lower() == ".csv" and p.name not in read)
+        notes = list(panel.notes) + ([f"{folder}: read M4's {' and '.join(sorted(read))} "
+                                      f"only, not {_named(others)}"] if others else [])
         return PanelData(str(data), ids, train, holdout, times, "steps", DEFAULT_ID_COLUMN,
-                         "step", chosen_h, h_source, chosen_season, season_source,
-                         list(panel.notes))
+                         "step", chosen_h, h_source, chosen_season, season_source, notes)
     if config.time_column is not None and len(config.time_column) > 1:
         raise UsageError("many series take one --time-column (dates or numbers); got "
                          f"{' '.join(config.time_column)}")

@@ -856,6 +856,16 @@ def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
     with pytest.raises(DataError, match=r"the run was trained on series whose time stamps "
                                         r"are numbers; M4's files have none"):
         read_panel_data(config, horizon=13, time_kind="numbers")
+    # Another CSV file beside them is not read, and the summary says so.
+    (folder / "notes.csv").write_text("a,b\n1,2\n")
+    assert read_panel_data(config).notes[-1] == (f"{folder}: read M4's Weekly-test.csv and "
+                                                 "Weekly-train.csv only, not notes.csv")
+    # One of the two files alone: named (it was read as a folder of one-series tables, and
+    # the error spoke of its value columns V2, V3, ...).
+    (folder / "Weekly-test.csv").unlink()
+    with pytest.raises(DataError, match=r"the folder holds M4's Weekly-train\.csv but not "
+                                        r"Weekly-test\.csv; expected both files"):
+        read_panel_data(config)
 
 
 def test_wrong_settings_for_many_series_are_one_line_errors(tmp_path, capsys):
