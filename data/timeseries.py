@@ -178,6 +178,14 @@ def _check_field_counts(text, delimiter, path):
     try:
         header = next(reader)
         expected = len(header)
+        # pandas renames a repeated name (`value`, `value.1`), a column the file does not have.
+        # (Empty names, a spreadsheet's trailing empty columns, pandas names by position.)
+        repeated = next((k for k, name in enumerate(header) if name and name in header[:k]),
+                        None)
+        if repeated is not None:
+            raise DataError(f"the header names the column {header[repeated]!r} twice (fields "
+                            f"{header.index(header[repeated]) + 1} and {repeated + 1}); "
+                            "expected distinct column names", path=path, line=1)
         start = reader.line_num + 1
         for row in reader:
             if row and len(row) != expected:
@@ -554,6 +562,8 @@ def _not_a_number(column):
     """An example of a column that is not numbers, its first value that is not one, for a
     message."""
     present = column.dropna()
+    if present.empty:
+        return "it has no values"
     words = present[_parse_numbers(present).isna()]
     value = words.iloc[0] if len(words) else None
     comma = _DECIMAL_COMMA.fullmatch(str(value))

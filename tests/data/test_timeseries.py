@@ -494,6 +494,9 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"no column holds numbers to forecast; y does not \(e\.g\. '10,5': a comma inside a "
          r"number \(decimal or thousands\) is not read\); expected a column of numbers besides "
          r"the time"),
+        # An empty column says so (its example was "None").
+        ("t,y\n1,\n2,\n", {"time_column": "t"},
+         r"no column holds numbers to forecast; y does not \(it has no values\)"),
         # The example is the first value that is not a number, not the first value.
         ('t,y\n1,910\n2,990\n3,"1,000"\n4,"1,100"\n5,"1,200"\n', {"time_column": "t"},
          r"y does not \(e\.g\. '1,000': a comma inside a number \(decimal or thousands\)"),
@@ -586,6 +589,18 @@ def test_a_row_with_more_or_fewer_fields_than_the_header_is_refused_by_line(tmp_
         "header ('t,y')"
     )):
         read_csv(path)
+
+
+def test_a_column_name_twice_in_the_header_is_refused(tmp_path):
+    # pandas read the second as "value.1", which the next message named as if the file had it.
+    path = write_csv(tmp_path, "t,value,value\n1,1,2\n2,2,3\n")
+    with pytest.raises(DataError, match=re.escape(
+            f"{path}, line 1: the header names the column 'value' twice (fields 2 and 3); "
+            "expected distinct column names")):
+        read_csv(path)
+    # Empty names (a spreadsheet's trailing empty columns) are pandas' to name by position.
+    path = write_csv(tmp_path, "t,value,,\n1,1,,\n2,2,,\n")
+    assert list(read_csv(path).columns[:2]) == ["t", "value"]
 
 
 def test_a_line_over_the_limit_is_refused_without_reading_the_file_whole(tmp_path, monkeypatch):
