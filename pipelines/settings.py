@@ -344,6 +344,22 @@ def add_config_arguments(parser, config_class):
         parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
 
 
+class _RepeatedKey(ValueError):
+    def __init__(self, key):
+        super().__init__(key)
+        self.key = key
+
+
+def _refuse_repeated_keys(pairs):
+    """A JSON object's `dict`; a key given twice raises `_RepeatedKey` (json keeps the last
+    one silently, TOML refuses it)."""
+    keys = [key for key, _ in pairs]
+    repeated = next((key for k, key in enumerate(keys) if key in keys[:k]), None)
+    if repeated is not None:
+        raise _RepeatedKey(repeated)
+    return dict(pairs)
+
+
 def read_config_file(path):
     """The settings in a JSON or TOML file (chosen by the suffix), keys as `batch_size`.
 
@@ -360,14 +376,26 @@ def read_config_file(path):
         if kind == "TOML":
             values = tomllib.loads(path.read_text(encoding="utf-8"))
         else:
-            values = json.loads(path.read_text(encoding="utf-8"))
+            values = json.loads(path.read_text(encoding="utf-8"),
+                                object_pairs_hook=_refuse_repeated_keys)
+    except _RepeatedKey as repeated:
+        raise UsageError(f"{path}: the setting {repeated.key!r} is given twice; expected it "
+                         "once") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
         other = "" if path.suffix.lower() in (".json", ".toml") else (
             "; a config file is JSON, or TOML with the suffix .toml")
         raise UsageError(f"{path}: not a valid {kind} file ({error}){other}")
     if not isinstance(values, dict):
         raise UsageError(f"{path}: expected a table of settings, got {type(values).__name__}")
-    return {key.replace("-", "_"): value for key, value in values.items()}
+    settings, spelt = {}, {}
+    for key, value in values.items():  # one setting twice would be the last one, silently
+        name = key.replace("-", "_")
+        if name in settings:
+            raise UsageError(f"{path}: the setting {name!r} is given twice, as {spelt[name]!r} "
+                             f"and {key!r}; expected it once")
+        settings[name], spelt[name] = value, key
+    return settings
+
 
 
 def _coerce(field, value, origin):

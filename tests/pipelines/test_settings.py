@@ -80,6 +80,22 @@ def test_a_timeseries_column_named_twice_or_in_two_roles_is_refused(file_values,
         make_config(TimeseriesConfig, file_values, flags)
 
 
+def test_a_setting_given_twice_in_a_config_file_is_refused(tmp_path):
+    # The last one won silently (TOML itself refuses a key twice, not two spellings of one).
+    path = tmp_path / "twice.json"
+    path.write_text('{"epochs": 2, "epochs": 3}')
+    with pytest.raises(UsageError, match=r"twice\.json: the setting 'epochs' is given twice; "
+                                         r"expected it once"):
+        read_config_file(path)
+    for name, text in (("spelt.json", '{"batch-size": 8, "batch_size": 16}'),
+                       ("spelt.toml", "batch-size = 8\nbatch_size = 16\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UsageError, match=rf"{name.replace('.', '[.]')}: the setting "
+                                             r"'batch_size' is given twice, as 'batch-size' and "
+                                             r"'batch_size'; expected it once"):
+            read_config_file(tmp_path / name)
+
+
 def test_unreadable_config_files_raise_usage_errors(tmp_path):
     with pytest.raises(UsageError, match="config file not found"):
         read_config_file(tmp_path / "none.toml")
