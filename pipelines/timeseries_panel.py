@@ -1127,6 +1127,12 @@ class PanelPipeline(Pipeline):
         frame = future_frame(data_read, kept)
         path = Path(output) if output else loaded.file("forecast.csv")
         write_text_atomic(path, frame.to_csv(index=False))
+        chosen = series_members(choice, loaded.model.kind, data_read.ids, [True] * len(usable))
+        short = [i for i, u, names in zip(data_read.ids, usable, chosen)
+                 if not u and loaded.model.kind in names]
+        if short:
+            notes.append(f"{len(short)} series shorter than the lookback {config.lookback}: "
+                         f"forecast without the network ({_named(short)})")
         summary = [f"timeseries: forecast of the {data_read.horizon} steps after the end of "
                    f"each of {len(histories)} series of {data_read.source} ({choice.name})",
                    *data_read.notes, *notes, f"written to {path}"]

@@ -281,6 +281,25 @@ def test_the_networks_figures_leave_out_the_series_shorter_than_its_lookback(tmp
     assert "as given, the rest chosen from the horizon" in metrics["network"]["source"]
 
 
+def test_predict_names_the_series_its_network_could_not_read(tmp_path, capsys):
+    # The network alone, lookback 20: a new table whose s1 holds 12 values is forecast by the
+    # seasonal naive forecast there, and the summary now says so (it named the network only).
+    write_long_table(tmp_path / "long.csv", short=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
+                 str(SEASON), "--lookback", "20", "--model", "nbeats", "--out", str(out),
+                 *TINY]) == 0
+    frame = pd.read_csv(tmp_path / "long.csv").sort_values(["item", "t"])
+    frame = frame[(frame["item"] != "s1") | (frame["t"] < 5 + 12)]
+    frame.to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    assert main(["timeseries", "predict", "--run", str(out), "--data", str(tmp_path / "new.csv"),
+                 "--output", str(tmp_path / "forecast.csv")]) == 0
+    assert ("1 series shorter than the lookback 20: forecast without the network (s1)"
+            in capsys.readouterr().out)
+
+
 def test_a_lookback_longer_than_every_series_is_refused_naming_the_longest(tmp_path, capsys):
     # Before, the network trained and no series was forecast by it: every forecast was another
     # member's, under the network's name.
