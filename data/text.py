@@ -289,6 +289,14 @@ def describe_chars(counts):
 # Datasets
 
 
+def _check_sizes(**sizes):
+    """Each named size is a whole number of at least 1 (`ValueError` naming it, as Keras
+    refuses a bad argument)."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+
+
 def _check_length(ids, needed, what, source):
     if len(ids) < needed:
         raise DataError(
@@ -320,6 +328,7 @@ def make_window_dataset(ids, window, batch_size, seed=None, shuffle=True, source
     Raises:
         DataError: the text is shorter than one window plus one character.
     """
+    _check_sizes(window=window, batch_size=batch_size)
     ids = np.asarray(ids, dtype=np.int32)
     _check_length(ids, window + 1, f"one window of {window} steps", source)
     count = (len(ids) - 1) // window
@@ -366,6 +375,7 @@ def make_stateful_dataset(ids, batch_size, window, source=None):
     >>> [x.numpy().tolist() for x, _ in batches]
     [[[0, 1, 2], [6, 7, 8]], [[3, 4, 5], [9, 10, 11]]]
     """
+    _check_sizes(batch_size=batch_size, window=window)
     ids = np.asarray(ids, dtype=np.int32)
     _check_length(
         ids, batch_size * window + 1,

@@ -1287,10 +1287,29 @@ class WindowGenerator:
         self.split_targets = bool(split_targets)
         self.targets = list(targets)
         self.features = list(frame.columns) if features is None else list(features)
+        if not self.targets:
+            raise ValueError("targets must name at least one column to forecast. Received: "
+                             "targets=[]")
         for name in self.targets + self.features:
             if name not in frame.columns:
                 raise ValueError(f"column {name!r} is not in the frame: {list(frame.columns)}")
-        self.frame = frame.reset_index(drop=True)
+        # Columns go by their names as text (the scaler keeps them so, for its JSON): a frame
+        # of numbered columns (`pd.DataFrame(array)`) failed looking 0 up among "0", "1".
+        names = [str(name) for name in frame.columns]
+        if len(set(names)) < len(names):
+            raise ValueError(f"the frame's column names must differ as text. Received: "
+                             f"{list(frame.columns)}")
+        self.targets = [str(name) for name in self.targets]
+        self.features = [str(name) for name in self.features]
+        self.frame = frame.reset_index(drop=True).set_axis(names, axis=1)
+        used = list(dict.fromkeys(self.features + self.targets))
+        values = self.frame[used].to_numpy(dtype="float64")
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:  # one NaN made the scaler's offset NaN, and so every window of its column
+            row, column = (int(k) for k in bad[0])
+            raise DataError(f"column {used[column]!r} holds {values[row, column]} at row {row}; "
+                            "expected finite numbers (a SeriesSchema with fill= repairs "
+                            "missing values)", path=source)
         self.bounds = split_bounds(len(frame), val_fraction, test_fraction)
         self._check_lengths(val_fraction, test_fraction, source)
         columns = list(dict.fromkeys(self.features + self.targets))

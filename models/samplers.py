@@ -32,6 +32,7 @@ several hypotheses per row (beam search) overrides `__call__` as well.
 import collections
 import math
 import numbers
+import random
 
 import numpy as np
 import tensorflow as tf
@@ -167,10 +168,15 @@ class RandomSampler(Sampler):
             NaN or infinite value fails when decoding starts (`tf.errors.InvalidArgumentError`).
         top_k: keep only the `top_k` most probable tokens of each step (ties with the k-th
             are kept too); None or 0 keeps every token.
-        seed: an int or an int tensor `[batch]` (one per row).
+        seed: an int or an int tensor `[batch]` (one per row); None draws one at random when
+            the sampler is made (Keras's meaning of `seed=None`), so two samplers differ.
     """
 
     def __init__(self, temperature=1.0, top_k=None, seed=0):
+        if seed is None:
+            seed = random.SystemRandom().randrange(2**31)
+        elif isinstance(seed, (bool, float)):
+            raise ValueError(f"seed must be an int, an int tensor or None. Received: seed={seed!r}")
         if isinstance(temperature, numbers.Real) and not isinstance(temperature, bool) and not (
             math.isfinite(temperature) and temperature >= 0
         ):

@@ -284,3 +284,22 @@ def test_a_nul_character_is_named_with_its_line(tmp_path):
     with pytest.raises(DataError, match=r"text\.txt, line 2: a NUL character \(byte 0\) at byte "
                                         r"offset 17; expected text"):
         read_text(path)
+
+
+@pytest.mark.parametrize("make, sizes", [
+    (make_window_dataset, {"window": 0, "batch_size": 2}),
+    (make_window_dataset, {"window": -2, "batch_size": 2}),
+    (make_window_dataset, {"window": 2.5, "batch_size": 2}),
+    (make_window_dataset, {"window": 3, "batch_size": 0}),
+    (make_stateful_dataset, {"window": 3, "batch_size": 0}),
+    (make_stateful_dataset, {"window": 3, "batch_size": -1}),
+    (make_stateful_dataset, {"window": True, "batch_size": 2}),
+])
+def test_window_and_batch_sizes_that_are_not_positive_integers_are_refused_by_name(make, sizes):
+    # A ZeroDivisionError, a reshape's "only one unknown dimension" or a slice's TypeError was
+    # all a library user got.
+    bad = next(name for name, value in sizes.items()
+               if isinstance(value, bool) or not isinstance(value, int) or value < 1)
+    with pytest.raises(ValueError, match=rf"{bad} must be a positive integer\. Received: {bad}="):
+        make(np.arange(20), **sizes)
+

@@ -50,6 +50,31 @@ def counting_frame(n_rows=100):
                          "x": 1000.0 + np.arange(n_rows)})
 
 
+def test_windows_of_a_frame_with_numbered_columns_equal_those_of_named_ones():
+    # `pd.DataFrame(array)`: the scaler keeps names as text, and looking 0 up among "0", "1"
+    # failed with "0 is not in list".
+    named = counting_frame()
+    numbered = pd.DataFrame(named.to_numpy())
+    expected = WindowGenerator(named, lookback=4, horizon=2, targets=["y"]).arrays("test")
+    got = WindowGenerator(numbered, lookback=4, horizon=2, targets=[0]).arrays("test")
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"the frame's column names must differ as text"):
+        WindowGenerator(pd.DataFrame([[1.0, 2.0]] * 50, columns=[1, "1"]), 4, 2, targets=[1])
+
+
+def test_a_missing_or_infinite_value_or_no_target_is_refused_naming_it():
+    # One NaN made the scaler's offset NaN, so every window of the column was NaN, silently.
+    for bad in (np.nan, np.inf):
+        frame = counting_frame()
+        frame.loc[5, "x"] = bad
+        with pytest.raises(DataError, match=rf"column 'x' holds {bad} at row 5; expected finite "
+                                            r"numbers"):
+            WindowGenerator(frame, lookback=4, horizon=2, targets=["y"])
+    with pytest.raises(ValueError, match=r"targets must name at least one column"):
+        WindowGenerator(counting_frame(), lookback=4, horizon=2, targets=[])
+
+
 @pytest.mark.parametrize("lookback,horizon", [(5, 1), (7, 3)])
 def test_windows_align_inputs_and_targets_on_a_counting_series(lookback, horizon):
     windows = WindowGenerator(

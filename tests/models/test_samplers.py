@@ -228,6 +228,19 @@ def test_a_bool_top_k_is_refused():
         RandomSampler(top_k=True)
 
 
+def test_seed_none_draws_a_seed_as_keras_does_and_odd_seeds_are_refused():
+    # seed=None was taken, then failed at the first decoding converting None to a tensor.
+    logits, state = start(batch=2)
+    tokens = python_loop(RandomSampler(1.0, seed=None), logits, state, 4)
+    assert tokens.shape == (2, 4)
+    # Drawn at random: 20 samplers of one seed would have a chance of 2**-589 (31 bits each).
+    seeds = {RandomSampler(seed=None).seed for _ in range(20)}
+    assert len(seeds) > 1 and all(isinstance(seed, int) for seed in seeds)
+    for seed in (True, 1.5):
+        with pytest.raises(ValueError, match=r"seed must be an int, an int tensor or None"):
+            RandomSampler(seed=seed)
+
+
 @pytest.mark.parametrize("name", ["greedy", "random", "beam"])
 def test_a_negative_num_steps_is_refused_alike_by_every_sampler(name):
     sampler = get_sampler(name)
