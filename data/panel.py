@@ -350,7 +350,6 @@ def _read_table(path, id_column, time_column, target, find_time=False):
             )
         target = numeric[0]
     if id_column is None:
-        _refuse_unnamed_ids(frame, (time_column, target), path)
         ids = np.full(len(frame), Path(path).stem, dtype=object)
     else:
         ids = _ids(frame[id_column], id_column, lines, path)
@@ -394,22 +393,6 @@ def _read_table(path, id_column, time_column, target, find_time=False):
         series.append({"id": series_id, "values": values[rows], "time": steps})
     return {"series": series, "notes": notes, "kind": kind, "target": str(target),
             "time_column": None if time_column is None else str(time_column)}
-
-
-def _refuse_unnamed_ids(frame, read, path):
-    """Refuses a table read as one series (no id column) that has a column of names, not
-    numbers, each on several rows (as series ids are): its series would be read as one, their
-    rows in file order (a long table given to a run trained on M4's files or on a folder)."""
-    for name in frame.columns:
-        if name in read or _mostly_numbers(frame[name]):
-            continue
-        counts = frame[name].dropna().astype(str).value_counts()
-        if counts.size > 1 and counts.min() > 1:
-            raise DataError(f"column {name!r} holds {counts.size} names that repeat over "
-                            f"{int(counts.sum())} rows, as series ids do, but the table is read "
-                            "as one series (no id column: a run trained on one series a file); "
-                            "expected one series a file, or --id-column naming that column "
-                            "when training", path=path)
 
 
 def _ids(column, name, lines, path):

@@ -119,20 +119,6 @@ def test_one_series_with_day_first_dates_among_iso_dates_is_read_day_first_in_or
     assert "13/01/2021 has no month 13" in panel.notes[1]
 
 
-def test_a_table_read_without_ids_that_holds_series_ids_is_refused(tmp_path):
-    # A long table given to a run trained on one series a file (M4's files, a folder): its
-    # series were read as one, their rows in file order, and forecast with status 0.
-    text = "id,t,y\n" + "".join(f"{i},{t},{t + k}\n" for t in range(5)
-                                for k, i in enumerate("abc"))
-    with pytest.raises(DataError, match=r"long\.csv: column 'id' holds 3 names that repeat "
-                                        r"over 15 rows, as series ids do, but the table is read "
-                                        r"as one series"):
-        read_panel(write(tmp_path, "long.csv", text), None, "t", "y")
-    # A text column that names no series (every value once) is no id column.
-    text = "note,t,y\n" + "".join(f"n{t},{t},{t}\n" for t in range(5))
-    assert read_panel(write(tmp_path, "notes.csv", text), None, "t", "y").ids == ("notes",)
-
-
 def test_business_days_and_series_of_their_own_frequency_have_no_gaps(tmp_path):
     rows = [("b", day) for day in pd.bdate_range("2024-01-01", periods=30)]  # weekdays only
     rows += [("c", day) for day in pd.bdate_range("2024-01-01", periods=30) if day.day != 10]
