@@ -286,8 +286,10 @@ def parse_dates(column, name, source=None, dayfirst=None):
     """
     fields = _numeric_date_fields(column)
     if fields is None:  # not dates of numbers only
-        numeric = column.astype(str).str.extract(_NUMERIC_DATE)[0].notna().to_numpy()
-        if numeric.any():  # among other forms (`2021-01-31` and `31/01/2021`: two sources)
+        numeric = _numeric_date_mask(column)
+        # Among other forms (`2021-01-31` and `31/01/2021`: two sources), unless a stamp has a
+        # UTC offset: the whole column is then read as one (offsets taken together, below).
+        if numeric.any() and not column.astype(str).str.contains(_UTC_OFFSET).any():
             return _mixed_forms(column, numeric, name, source, dayfirst)
         dates, note = _to_dates(column, name, source, dayfirst=False)
         return dates, False, note
@@ -316,18 +318,36 @@ def parse_dates(column, name, source=None, dayfirst=None):
     return dates, found, _joined(note, _reading_note(column, dates, name, order, why))
 
 
+# A time with a UTC offset at its end (`...T10:00Z`, `10:00+01:00`, `10:00 -0500`).
+_UTC_OFFSET = re.compile(r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d:?\d\d)\s*$")
+
+
+def _numeric_date_mask(column):
+    """Whether each value of `column` is a date of numbers only (`_NUMERIC_DATE`)."""
+    return column.astype(str).str.extract(_NUMERIC_DATE)[0].notna().to_numpy()
+
+
+def _has_numeric_dates(column):
+    """Whether any value of the text `column` is a date of numbers only, read day or month
+    first (`parse_dates` decides which)."""
+    return bool(_numeric_date_mask(column).any())
+
+
 def _mixed_forms(column, numeric, name, source, dayfirst):
     """`parse_dates` of a `column` whose dates of numbers only (`numeric`, a mask) stand among
     other forms: those read day or month first as `parse_dates` decides on them alone, the
     others each in its own form. pandas' reading of the whole column (`format="mixed"`) took
     each numeric date month first where it could and day first where it could not, so one
     source's `02/01/2021` was 1 February and its `13/01/2021` 13 January."""
-    rows = np.flatnonzero(numeric)
+    rows, other_rows = np.flatnonzero(numeric), np.flatnonzero(~numeric)
     numbers, found, note = parse_dates(column.iloc[rows], name, source, dayfirst)
-    others, other_note = _to_dates(column.iloc[np.flatnonzero(~numeric)], name, source,
-                                   dayfirst=False)
-    dates = pd.concat([numbers, others]).reindex(column.index)
-    first_other = int(np.flatnonzero(~numeric)[0])
+    others, other_note = _to_dates(column.iloc[other_rows], name, source, dayfirst=False)
+    # Put back by position (the index may repeat).
+    stamps = np.full(len(column), np.datetime64("NaT"), dtype="datetime64[ns]")
+    stamps[rows] = numbers.to_numpy(dtype="datetime64[ns]")
+    stamps[other_rows] = others.to_numpy(dtype="datetime64[ns]")
+    dates = pd.Series(stamps, index=column.index)
+    first_other = int(other_rows[0])
     mixed = (f"time column {name!r} mixes date forms: {rows.size} of numbers only (such as "
              f"{column.iloc[rows[0]]}) among others (such as {column.iloc[first_other]}), each "
              "read in its own form")
@@ -806,8 +826,9 @@ class SeriesSchema:
         if (dayfirst is None and len(time_columns) == 1
                 and not pd.api.types.is_numeric_dtype(frame[time_columns[0]])):
             column = frame[time_columns[0]]
-            # Only dates of numbers only can be read two ways (a long column parses slowly).
-            dayfirst = _numeric_date_fields(column) is not None and parse_dates(
+            # Only dates of numbers only can be read two ways, alone or among other forms (a
+            # long column parses slowly).
+            dayfirst = _has_numeric_dates(column) and parse_dates(
                 column, time_columns[0], source)[1]
         return cls(
             time_column=time_columns[0] if len(time_columns) == 1 else time_columns or None,

@@ -23,6 +23,7 @@ from seqlab.data.timeseries import (
     every_window_start,
     future_time_labels,
     load_sunspots,
+    parse_dates,
     read_csv,
     split_bounds,
 )
@@ -403,10 +404,33 @@ def test_day_first_dates_after_iso_dates_are_read_day_first(tmp_path):
     schema, series = prepared(tmp_path, _dated(stamps))
     assert series.time.tolist() == list(days)
     assert schema.dayfirst is True
+    # The same with the time column named (--time-column): the schema decided month first
+    # for a column that was not dates of numbers only, and the reading followed it.
+    named, again = prepared(tmp_path, _dated(stamps), time_column="date")
+    assert again.time.tolist() == list(days) and named.dayfirst is True
+    # Before 13 January as well (01/02/2020 read month first is 2 January, after 31 January
+    # only as a day-first date).
+    days = pd.date_range("2020-01-01", periods=50)
+    stamps = [f"{day:%Y-%m-%d}" for day in days[:31]] + [f"{day:%d/%m/%Y}" for day in days[31:]]
+    named, again = prepared(tmp_path, _dated(stamps), time_column="date")
+    assert again.time.tolist() == list(days) and named.dayfirst is True
     assert series.notes == ["time column 'date' mixes date forms: 20 of numbers only (such as "
                             "21/01/2020) among others (such as 2020-01-01), each read in its own "
                             "form\ntime column 'date': dates read day first (21/01/2020 is 21 "
                             "January 2020): 21/01/2020 has no month 21"]
+
+
+def test_mixed_date_forms_with_and_without_a_utc_offset_are_still_refused():
+    # The mixed-forms reading must not split a column of offset and naive stamps in two.
+    column = pd.Series(["2021-01-30T00:00:00+05:00", "2021-01-31T00:00:00+05:00", "01/02/2021",
+                        "02/02/2021", "13/02/2021"])
+    with pytest.raises(DataError, match=r"f\.csv: time column 't' has stamps with a UTC offset "
+                                        r"and stamps without one \(line 4: '01/02/2021'\)"):
+        parse_dates(column, "t", "f.csv")
+    # Read by position: a repeated index keeps each stamp in its place.
+    dates = parse_dates(pd.Series(["2021-01-14", "13/01/2021", "15/01/2021"], index=[0, 0, 1]),
+                        "t")[0]
+    assert [f"{d:%Y-%m-%d}" for d in dates] == ["2021-01-14", "2021-01-13", "2021-01-15"]
 
 
 def test_monthly_day_first_dates_are_read_day_first_for_their_even_steps(tmp_path):
