@@ -21,6 +21,7 @@ with status 2.
 import contextlib
 import csv
 import dataclasses
+import errno
 import io
 import json
 import math
@@ -84,7 +85,7 @@ def write_text_atomic(path, text):
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name to write to")
     if path.exists() and not path.is_file():
-        with written_or_refused(path), open(path, "w", encoding="utf-8") as special:
+        with written_or_refused(path), _opened_special(path) as special:
             special.write(text)
         return
     blocking = next((p for p in path.parents if p.exists()), None)
@@ -101,6 +102,21 @@ def write_text_atomic(path, text):
             temporary.unlink(missing_ok=True)
         except OSError:  # its folder could not be made: there is no temporary
             pass
+
+
+def _opened_special(path):
+    """`path`, a device or named pipe, opened for writing text. A pipe that no process reads
+    yet waits for its reader, as the shell's `>` does, after saying so on stderr."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno != errno.ENXIO:  # ENXIO: a named pipe without a reader
+            raise
+        print(f"seqlab: waiting for a process to read the named pipe {path}", file=sys.stderr,
+              flush=True)
+        return open(path, "w", encoding="utf-8")
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "w", encoding="utf-8")
 
 
 def finite_or_none(value):

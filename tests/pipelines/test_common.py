@@ -6,6 +6,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import keras
@@ -110,7 +111,8 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
-def test_atomic_write_writes_into_a_named_pipe_or_device_instead_of_replacing_it(tmp_path):
+def test_atomic_write_writes_into_a_named_pipe_or_device_instead_of_replacing_it(tmp_path,
+                                                                                   capsys):
     # `--output PIPE` or `--output /dev/null`: a rename over them deleted the pipe or device
     # (as root, /dev/full became a plain file).
     pipe = tmp_path / "pipe"
@@ -124,6 +126,17 @@ def test_atomic_write_writes_into_a_named_pipe_or_device_instead_of_replacing_it
         reader.kill()
     assert stat.S_ISFIFO(os.stat(pipe).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary beside it
+    # No reader yet: the writer says that it waits (it blocked silently), then writes.
+    writer = threading.Thread(target=write_text_atomic, args=(pipe, "later\n"), daemon=True)
+    writer.start()
+    said, deadline = "", time.monotonic() + 60
+    while "waiting for a process to read the named pipe" not in said:
+        assert time.monotonic() < deadline, said
+        time.sleep(0.05)
+        said += capsys.readouterr().err
+    with open(pipe, encoding="utf-8") as reading:
+        assert reading.read() == "later\n"
+    writer.join(timeout=60)
     if os.path.exists("/dev/null"):
         write_text_atomic("/dev/null", "discarded")
         assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
