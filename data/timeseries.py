@@ -180,11 +180,12 @@ def _check_field_counts(text, delimiter, path):
         expected = len(header)
         # pandas renames a repeated name (`value`, `value.1`), a column the file does not have.
         # (Empty names, a spreadsheet's trailing empty columns, pandas names by position.)
-        repeated = next((k for k, name in enumerate(header) if name and name in header[:k]),
-                        None)
+        first = {}
+        repeated = next((k for k, name in enumerate(header)
+                         if name and first.setdefault(name, k) != k), None)
         if repeated is not None:
             raise DataError(f"the header names the column {header[repeated]!r} twice (fields "
-                            f"{header.index(header[repeated]) + 1} and {repeated + 1}); "
+                            f"{first[header[repeated]] + 1} and {repeated + 1}); "
                             "expected distinct column names", path=path, line=1)
         start = reader.line_num + 1
         for row in reader:
@@ -1168,7 +1169,12 @@ class Scaler:
         return cls(method, [str(c) for c in frame.columns], offset.tolist(), scale.tolist())
 
     def _parameters(self, columns):
-        index = [self.columns.index(c) for c in columns]
+        # Names as text, as `fit` keeps them (a frame's numbered column 0 is "0").
+        missing = [c for c in columns if str(c) not in self.columns]
+        if missing:
+            raise ValueError(f"column {missing[0]!r} is not one the scaler was fitted on: "
+                             f"{self.columns}")
+        index = [self.columns.index(str(c)) for c in columns]
         return np.asarray(self.offset)[index], np.asarray(self.scale)[index]
 
     def transform(self, values, columns=None):
@@ -1324,6 +1330,11 @@ class WindowGenerator:
         self.features = [str(name) for name in self.features]
         self.frame = frame.reset_index(drop=True).set_axis(names, axis=1)
         used = list(dict.fromkeys(self.features + self.targets))
+        text = [name for name in used if not pd.api.types.is_numeric_dtype(self.frame[name])]
+        if text:
+            raise DataError(f"column {text[0]!r} is not numeric ({self.frame[text[0]].dtype}); "
+                            "expected float columns (encode categories first, as "
+                            "SeriesSchema.prepare does)", path=source)
         values = self.frame[used].to_numpy(dtype="float64")
         bad = np.argwhere(~np.isfinite(values))
         if bad.size:  # one NaN made the scaler's offset NaN, and so every window of its column

@@ -169,13 +169,14 @@ class RandomSampler(Sampler):
         top_k: keep only the `top_k` most probable tokens of each step (ties with the k-th
             are kept too); None or 0 keeps every token.
         seed: an int or an int tensor `[batch]` (one per row); None draws one at random when
-            the sampler is made (Keras's meaning of `seed=None`), so two samplers differ.
+            the sampler is made, so that two samplers differ (each sampler's calls then repeat
+            one another, as with any fixed seed: make a new sampler for new draws).
     """
 
     def __init__(self, temperature=1.0, top_k=None, seed=0):
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
-        elif isinstance(seed, (bool, float)):
+        elif isinstance(seed, (bool, float, np.floating)):
             raise ValueError(f"seed must be an int, an int tensor or None. Received: seed={seed!r}")
         if isinstance(temperature, numbers.Real) and not isinstance(temperature, bool) and not (
             math.isfinite(temperature) and temperature >= 0

@@ -293,12 +293,14 @@ def library_versions():
 
 
 LOCK_NAME = ".lock"
-# config.json's "settings_format": 1 says that `train` wrote every setting of the task's config
-# there, so a setting missing on reading was removed by hand (`Pipeline.load_run` refuses it);
-# a run without it (written before) takes a missing setting's default, as older versions' runs
-# lack the settings added since. A setting added later must raise this and be allowed missing
-# from runs of the earlier format.
+# config.json's "settings_format" N says that `train` wrote every setting of the task's config
+# that format N has, so such a setting missing on reading was removed by hand
+# (`Pipeline.load_run` refuses it); a run without it (written before) takes a missing setting's
+# default, as older versions' runs lack the settings added since. A setting added later raises
+# SETTINGS_FORMAT and enters SETTINGS_ADDED with the new format, so that runs of the formats
+# before it may lack it.
 SETTINGS_FORMAT = 1
+SETTINGS_ADDED = {}  # setting name -> the settings format that added it (after format 1)
 
 
 def _legacy_run_settings(path):

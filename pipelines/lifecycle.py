@@ -39,6 +39,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     FIT_DONE_NAME,
     RUN_MARKER,
+    SETTINGS_ADDED,
     EpochHistory,
     EpochProgress,
     StopAfterMinutes,
@@ -713,8 +714,10 @@ class Pipeline:
                              f"{them} ({RUN_MARKER} lists what it wrote): put {them} back, or "
                              "retrain the run")
         settings = {self.renamed_settings.get(k, k): v for k, v in record.settings.items()}
-        absent = [f.name for f in dataclasses.fields(self.config_class) if f.name not in settings]
-        if record.complete and absent:  # not an older version's run: removed by hand
+        absent = [f.name for f in dataclasses.fields(self.config_class)
+                  if f.name not in settings and record.settings_format >= 1
+                  and SETTINGS_ADDED.get(f.name, 1) <= record.settings_format]
+        if absent:  # a setting its train wrote (not an older version's run): removed by hand
             raise UsageError(f"{record.file('config.json')}: the setting {absent[0]!r} is "
                              "missing; its train wrote every setting there (the file was "
                              "edited or damaged): put it back, or retrain the run")

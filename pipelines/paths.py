@@ -115,14 +115,14 @@ class RunRecord:
         path: the run directory.
         task: the task name recorded in config.json.
         settings: the settings dict recorded in config.json.
-        complete: whether config.json says that it holds every setting of the task's config
-            (`common.SETTINGS_FORMAT`; runs written before it may lack newer settings).
+        settings_format: config.json's `settings_format` (`common.SETTINGS_FORMAT`: which
+            settings it holds all of), 0 for a run written before it.
     """
 
     path: Path
     task: str
     settings: dict
-    complete: bool = False
+    settings_format: int = 0
 
     def file(self, *parts):
         return self.path.joinpath(*parts)
@@ -158,7 +158,7 @@ def open_run(path, task):
         raise UsageError(f"{config_path}: \"settings_format\" must be a whole number of at "
                          f"least 0, as train wrote it; found {json.dumps(form)[:40]}. The file "
                          "was edited or damaged")
-    return RunRecord(path=path, task=task, settings=settings, complete=form >= 1)
+    return RunRecord(path=path, task=task, settings=settings, settings_format=form)
 
 
 def has_marker(folder, name, kind):

@@ -206,10 +206,14 @@ def check_distinct(config, *names):
     column twice, under one name."""
     for name in names:
         values = getattr(config, name) or []
-        repeated = next((value for i, value in enumerate(values) if value in values[:i]), None)
-        if repeated is not None:
-            raise ValueError(f"{name} must name each column once; {repeated!r} is named more "
-                             f"than once. Received: {name}={values}")
+        if isinstance(values, str):  # one name, not a list of them: nothing repeats
+            continue
+        seen = set()
+        for value in values:
+            if value in seen:
+                raise ValueError(f"{name} must name each column once; {value!r} is named more "
+                                 f"than once. Received: {name}={values}")
+            seen.add(value)
 
 
 def check_positive(config, *names):

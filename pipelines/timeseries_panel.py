@@ -122,7 +122,7 @@ def is_m4_source(data):
     if path.is_dir():
         found = [f for f in M4_SETS if (path / f"{f.capitalize()}-train.csv").is_file()
                  and (path / f"{f.capitalize()}-test.csv").is_file()]
-        for f in M4_SETS:
+        for f in ([] if found else M4_SETS):  # beside a complete pair, a stray file is noted
             parts = [(path / f"{f.capitalize()}-{part}.csv").is_file() for part in ("train",
                                                                                   "test")]
             if any(parts) and not all(parts):

@@ -60,6 +60,12 @@ def test_windows_of_a_frame_with_numbered_columns_equal_those_of_named_ones():
     got = WindowGenerator(numbered, lookback=4, horizon=2, targets=[0]).arrays("test")
     for a, b in zip(expected, got):
         np.testing.assert_array_equal(a, b)
+    # ... and the scaler's inverse takes the same names back.
+    windows = WindowGenerator(numbered, lookback=4, horizon=2, targets=[0])
+    np.testing.assert_allclose(windows.scaler.inverse_transform(got[1], [0])[0, :, 0],
+                               windows.window_starts("test")[0] + 4 + np.arange(2), atol=1e-3)
+    with pytest.raises(DataError, match=r"column 'day' is not numeric \(object\)"):
+        WindowGenerator(named.assign(day="mon"), lookback=4, horizon=2, targets=["y"])
     with pytest.raises(ValueError, match=r"the frame's column names must differ as text"):
         WindowGenerator(pd.DataFrame([[1.0, 2.0]] * 50, columns=[1, "1"]), 4, 2, targets=[1])
 

@@ -877,8 +877,11 @@ def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
         read_panel_data(config, horizon=13, time_kind="numbers")
     # Another CSV file beside them is not read, and the summary says so.
     (folder / "notes.csv").write_text("a,b\n1,2\n")
+    (folder / "Daily-train.csv").write_text("a,b\n1,2\n")  # a stray half of another pair
     assert read_panel_data(config).notes[-1] == (f"{folder}: read M4's Weekly-test.csv and "
-                                                 "Weekly-train.csv only, not notes.csv")
+                                                 "Weekly-train.csv only, not Daily-train.csv, "
+                                                 "notes.csv")
+    (folder / "Daily-train.csv").unlink()
     # One of the two files alone: named (it was read as a folder of one-series tables, and
     # the error spoke of its value columns V2, V3, ...).
     (folder / "Weekly-test.csv").unlink()
