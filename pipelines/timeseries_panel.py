@@ -341,7 +341,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     if short:
         notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "
                      f"for a holdout of {chosen_h} ({_named(panel.ids[i] for i in short)})")
-    keep = [i for i in range(len(panel)) if i not in set(short)]
+    short_set = set(short)
+    keep = [i for i in range(len(panel)) if i not in short_set]
     time_column = config.time_column[0] if config.time_column else panel.time_column
     id_label = config.id_column or free_column_name(DEFAULT_ID_COLUMN, [time_column])
     return PanelData(
@@ -358,7 +359,8 @@ def panel_season(panel):
     `SEASON_VOTERS` longest series whose values vary, and the season most of them find (a tie
     goes to the longer series'). One series alone would decide for all by its file's name or
     its place in the table, a constant one among them."""
-    order = sorted(range(len(panel)), key=lambda i: -panel.lengths[i])  # stable: ties by place
+    lengths = panel.lengths  # a property that builds the array: once, not once a series
+    order = sorted(range(len(panel)), key=lambda i: -lengths[i])  # stable: ties by place
     varying = [i for i in order if np.ptp(panel.values[i]) > 0]
     voters = (varying or order)[:SEASON_VOTERS]
     found = {}
@@ -728,7 +730,8 @@ def holdout_protocol(model, data, methods):
     to validate is fitted on its whole training part."""
     h, season = data.horizon, data.season
     valid = [i for i, t in enumerate(data.train) if t.size > h + season]
-    others = [i for i in range(len(data.ids)) if i not in set(valid)]
+    valid_set = set(valid)
+    others = [i for i in range(len(data.ids)) if i not in valid_set]
     histories = [data.train[i][:-h] for i in valid]
     actuals = [data.train[i][-h:] for i in valid]
     validation, rolled, notes = forecast_all(
