@@ -43,6 +43,8 @@ ACTIONS = {
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# Out of memory (MemoryError, TensorFlow's ResourceExhaustedError): one line, not a traceback.
+EXIT_OUT_OF_MEMORY = 3
 # The status of a command whose reader went away (`seqlab ... | head`): the shell's for a
 # process ended by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
@@ -465,8 +467,27 @@ def _main(argv):
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as error:  # noqa: BLE001 - only running out of memory is turned, below
+        if debug or not _out_of_memory(error):
+            raise
+        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        print(f"{PROG} {task_name} {typed}: error: out of memory"
+              + (f" ({one_line(detail)})" if detail else "")
+              + ": the data or settings need more memory than this machine has; use less data "
+              "or smaller settings (--debug shows where)", file=sys.stderr)
+        return EXIT_OUT_OF_MEMORY
     print(result.summary)
     return 0
+
+
+def _out_of_memory(error):
+    """Whether `error` is running out of memory: Python's (NumPy's too) or TensorFlow's, whose
+    class is looked up only where TensorFlow is loaded (the CLI does not load it to parse)."""
+    if isinstance(error, MemoryError):
+        return True
+    tensorflow = sys.modules.get("tensorflow")
+    errors = getattr(tensorflow, "errors", None)
+    return errors is not None and isinstance(error, errors.ResourceExhaustedError)
 
 
 if __name__ == "__main__":

@@ -192,6 +192,39 @@ def test_an_interrupt_before_the_run_started_does_not_promise_a_resume(tmp_path,
     assert "resume" not in printed and not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("error", [
+    MemoryError("Unable to allocate 1.41 GiB for an array with shape (18889, 10000, 1)"),
+    "tensorflow",
+])
+def test_running_out_of_memory_is_one_line_with_its_own_status(tmp_path, monkeypatch, capsys,
+                                                               error):
+    # A 3-million-row series' backtest ran out of memory with a NumPy or TensorFlow traceback.
+    import tensorflow as tf
+
+    from seqlab.pipelines.timeseries import TimeseriesPipeline
+
+    if error == "tensorflow":
+        error = tf.errors.ResourceExhaustedError(
+            None, None, "OOM when allocating tensor with shape[1983332,1,314] and type double")
+
+    def exhausted(self, config, distribution):
+        raise error
+
+    monkeypatch.setattr(TimeseriesPipeline, "prepare", exhausted)
+    out = tmp_path / "run"
+    assert cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)]) == 3
+    printed = capsys.readouterr().err
+    assert printed.startswith("seqlab timeseries train: error: out of memory (") and (
+        printed.count("\n") == 1)
+    assert "shape" in printed and "--debug shows where" in printed
+    with pytest.raises(type(error)):  # --debug: the traceback
+        cli.main(["timeseries", "train", "--model", "linear", "--out", str(out), "--debug"])
+    # Anything else is not turned into one line.
+    monkeypatch.setattr(TimeseriesPipeline, "prepare", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)])
+
+
 def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
     # `generate` is charrnn's name for predict: its errors say `generate`, not `predict`.
     for typed in ("generate", "predict"):
