@@ -303,3 +303,21 @@ def test_window_and_batch_sizes_that_are_not_positive_integers_are_refused_by_na
     with pytest.raises(ValueError, match=rf"{bad} must be a positive integer\. Received: {bad}="):
         make(np.arange(20), **sizes)
 
+
+def test_a_text_encoded_in_pieces_gives_the_ids_and_offsets_of_one_piece(monkeypatch):
+    # A 200 MB text was split into one string tensor element a character: 9 GB, then a
+    # segmentation fault inside TensorFlow. It is looked up in pieces now.
+    import seqlab.data.text as text_module
+
+    vocabulary = CharVocabulary.from_text("ab \n")
+    text = "ab \n" * 50 + "x" + "ba"
+    whole, unseen = vocabulary.encode(text)
+    monkeypatch.setattr(text_module, "_ENCODE_CHARS", 7)
+    pieces, unseen_in_pieces = vocabulary.encode(text)
+    np.testing.assert_array_equal(pieces, whole)
+    assert pieces.dtype == np.int32 and len(pieces) == len(text)
+    assert unseen == unseen_in_pieces == {"x": 1}
+    with pytest.raises(DataError, match=r"line 51: character 'x' \(offset 200\)"):
+        vocabulary.encode(text, policy="error")
+    assert vocabulary.encode("")[0].shape == (0,)
+
