@@ -559,13 +559,23 @@ def stratified_split(examples, fraction, seed, name="test"):
             indices, test_size=fraction, random_state=seed, stratify=examples.labels
         )
     except ValueError as error:
-        counts = ", ".join(f"{k}: {v}" for k, v in examples.class_counts().items())
+        # Bounded: 100,000 classes made a line of a megabyte (scikit-learn lists them too).
+        items = list(examples.class_counts().items())
+        counts = ", ".join(f"{k}: {v}" for k, v in items[:_CLASSES_SHOWN]) + (
+            f" and {len(items) - _CLASSES_SHOWN} more classes" if len(items) > _CLASSES_SHOWN
+            else "")
+        reason = str(error)
+        reason = reason if len(reason) <= 300 else reason[:297] + "..."
         raise DataError(
             f"cannot make a stratified {name} split of {len(examples)} examples ({counts}) "
-            f"with fraction {fraction}: {error}",
+            f"with fraction {fraction}: {reason}",
             path=examples.source,
         ) from None
     return examples.subset(np.sort(kept)), examples.subset(np.sort(held_out))
+
+
+# Classes a message lists before "and N more".
+_CLASSES_SHOWN = 10
 
 
 def make_splits(data, test_fraction, val_fraction, seed):
