@@ -390,6 +390,11 @@ def test_an_unknown_tag_at_evaluation_time(tmp_path):
         "unknown entity type 'LOC' (tag 'B-LOC' as read in BIO): the model knows O, B-PER, I-PER"
     )):
         encode_sentences(test.sentences, vocabulary, path=test_path)
+    # Many types: the message lists 21 tags and counts the rest (10,000 types made 170 kB).
+    many = read_conll(write(tmp_path, "".join(f"w{k}\tB-T{k}\n" for k in range(30)),
+                            name="many.conll"))
+    with pytest.raises(DataError, match=r"the model knows O, B-T0, I-T0, .* and 40 more$"):
+        encode_sentences(test.sentences, TaggingVocabulary.build(many.sentences), path=test_path)
     # The file's I-LOC starts an entity, so BIO reads it as B-LOC: the message must not seem
     # to quote a tag the file lacks as the file's.
     test_path = write(tmp_path, "Ulm\tI-LOC\n", name="inside.conll")
