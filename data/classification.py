@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
+from seqlab.data.errors import DataError, listed, normalize_line_endings, read_utf8
 
 TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/sentiment_sample.tsv)"
@@ -362,9 +362,7 @@ def _visible_entries(folder):
 
 
 def _listing(items):
-    items = list(items)
-    shown = ", ".join(str(i) for i in items[:_SHOWN])
-    return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+    return listed(items, _SHOWN)
 
 
 def _read_folder(folder, classes):
@@ -560,10 +558,8 @@ def stratified_split(examples, fraction, seed, name="test"):
         )
     except ValueError as error:
         # Bounded: 100,000 classes made a line of a megabyte (scikit-learn lists them too).
-        items = list(examples.class_counts().items())
-        counts = ", ".join(f"{k}: {v}" for k, v in items[:_CLASSES_SHOWN]) + (
-            f" and {len(items) - _CLASSES_SHOWN} more classes" if len(items) > _CLASSES_SHOWN
-            else "")
+        counts = listed((f"{k}: {v}" for k, v in examples.class_counts().items()),
+                        _CLASSES_SHOWN)
         reason = str(error)
         reason = reason if len(reason) <= 300 else reason[:297] + "..."
         raise DataError(

@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
+from seqlab.data.errors import DataError, listed, normalize_line_endings, read_utf8
 
 SCHEMES = ("bio", "iob1", "iobes")
 # The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
@@ -121,12 +121,8 @@ class ConllFile:
             parts.append(f"{count} invalid tag{'s' * (count != 1)} read as conlleval reads "
                          f"{'them' if count != 1 else 'it'}")
         if self.invisible_lines:
-            shown = ", ".join(map(str, self.invisible_lines[:_SHOWN]))
-            more = len(self.invisible_lines) - _SHOWN
-            parts.append(
-                f"invisible characters removed on lines {shown}"
-                + (f" and {more} more" if more > 0 else "")
-            )
+            parts.append(f"invisible characters removed on lines "
+                         f"{listed(self.invisible_lines, _SHOWN)}")
         return f"{self.path}: " + ", ".join(parts)
 
 
@@ -780,10 +776,8 @@ class TaggingVocabulary:
                 kind = tag.partition("-")[2]
                 what = (f"unknown entity type {kind!r} (tag {tag!r} as read in BIO)"
                         if tag[:2] in ("B-", "I-") and kind else f"unknown tag {tag!r}")
-                known = ", ".join(self.tags[:_TAGS_SHOWN]) + (
-                    f" and {len(self.tags) - _TAGS_SHOWN} more" if len(self.tags) > _TAGS_SHOWN
-                    else "")
-                raise DataError(f"{what}: the model knows {known}", path=path, line=line)
+                raise DataError(f"{what}: the model knows {listed(self.tags, _TAGS_SHOWN)}",
+                                path=path, line=line)
             ids.append(self._tag_ids[tag])
         return ids
 

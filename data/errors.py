@@ -43,6 +43,14 @@ class DataError(ValueError):
         return f"{where}: {self.message}" if where else self.message
 
 
+def listed(items, shown):
+    """The first `shown` of `items`, comma-separated, then "and N more" for the rest: a
+    message's list, bounded however many there are."""
+    items = list(items)
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(map(str, items[:shown])) + more
+
+
 def refuse_values_lost_in_float32(values, what, path, where=""):
     """Raises `DataError` where the largest magnitude of `values` is above 0 but under
     `MIN_LARGEST_ABS_VALUE` (`what`: "column 'y'", "series 'a'"; `where`: " (lines ...)")."""

@@ -32,6 +32,7 @@ from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     MAX_ABS_VALUE,
     DataError,
+    listed,
     normalize_line_endings,
     read_utf8,
     refuse_values_lost_in_float32,
@@ -289,14 +290,12 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
 
 def _listed(items):
     """Up to `_SHOWN` of `items`, comma-separated, then "and N more"."""
-    more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
-    return ", ".join(map(str, items[:_SHOWN])) + more
+    return listed(items, _SHOWN)
 
 
 def _lines(lines):
     """File line numbers, listed briefly."""
-    shown = ", ".join(str(int(line)) for line in lines[:_SHOWN])
-    return shown + (f" and {len(lines) - _SHOWN} more" if len(lines) > _SHOWN else "")
+    return listed((int(line) for line in lines), _SHOWN)
 
 
 def _read_table(path, id_column, time_column, target, find_time=False):

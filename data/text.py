@@ -35,7 +35,13 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings, not_a_file
+from seqlab.data.errors import (
+    DataError,
+    decode_utf8,
+    listed,
+    normalize_line_endings,
+    not_a_file,
+)
 
 DEFAULT_TEXT_PACKAGE = "email"
 UNSEEN_POLICIES = ("unknown", "error")
@@ -288,10 +294,7 @@ class CharVocabulary:
 
 def describe_chars(counts):
     """`'é' x3, '\\t' x1 and 2 more` for a `{character: count}` dict."""
-    items = list(counts.items())
-    shown = ", ".join(f"{c!r} x{n}" for c, n in items[:_CHARS_SHOWN])
-    more = f" and {len(items) - _CHARS_SHOWN} more" if len(items) > _CHARS_SHOWN else ""
-    return shown + more
+    return listed((f"{c!r} x{n}" for c, n in counts.items()), _CHARS_SHOWN)
 
 
 # ---------------------------------------------------------------------------------------------

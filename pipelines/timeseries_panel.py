@@ -44,7 +44,7 @@ import pandas as pd
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError
+from seqlab.data.errors import DataError, listed
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
 from seqlab.data.timeseries import choose_season, future_times
 from seqlab.models.forecasting import metrics as forecast_metrics
@@ -184,9 +184,7 @@ def refuse_one_series_settings(config):
 
 
 def _named(ids):
-    ids = [str(i) for i in ids]
-    shown = ", ".join(ids[:_NAMED])
-    return shown + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
+    return listed(ids, _NAMED)
 
 
 # ---------------------------------------------------------------------------------------------

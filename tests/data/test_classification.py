@@ -422,7 +422,7 @@ def test_split_with_too_few_examples_per_class(tmp_path):
     # 100,000 classes made a line of a megabyte: the message lists 10 and counts the rest.
     rows = "".join(f"t{k},c{k:03d}\n" for k in range(200))
     path = write(tmp_path / "many.csv", "text,label\n" + rows)
-    with pytest.raises(DataError, match=r"\(c000: 1, .*c009: 1 and 190 more classes\) with "
+    with pytest.raises(DataError, match=r"\(c000: 1, .*c009: 1 and 190 more\) with "
                                         r"fraction 0\.5: ") as raised:
         stratified_split(read_table(path), 0.5, seed=0)
     assert len(str(raised.value)) < 800
