@@ -470,7 +470,7 @@ def _main(argv):
     except Exception as error:  # noqa: BLE001 - only running out of memory is turned, below
         if debug or not _out_of_memory(error):
             raise
-        detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        detail = (str(error).strip().splitlines() or [""])[0][:200]
         print(f"{PROG} {task_name} {typed}: error: out of memory"
               + (f" ({one_line(detail)})" if detail else "")
               + ": the data or settings need more memory than this machine has; use less data "

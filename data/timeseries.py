@@ -285,15 +285,16 @@ def parse_dates(column, name, source=None, dayfirst=None):
     Raises:
         DataError: some stamps have an offset and some do not.
     """
-    fields = _numeric_date_fields(column)
-    if fields is None:  # not dates of numbers only
-        numeric = _numeric_date_mask(column)
+    fields = _numeric_date_fields(column)  # read once: a long column's regex is slow
+    numeric = fields[0].notna().to_numpy()
+    if not numeric.all():  # not dates of numbers only
         # Among other forms (`2021-01-31` and `31/01/2021`: two sources), unless a stamp has a
         # UTC offset: the whole column is then read as one (offsets taken together, below).
         if numeric.any() and not column.astype(str).str.contains(_UTC_OFFSET).any():
             return _mixed_forms(column, numeric, name, source, dayfirst)
         dates, note = _to_dates(column, name, source, dayfirst=False)
         return dates, False, note
+    fields = fields.astype(int)
     no_month = [np.flatnonzero((fields[k] > 12).to_numpy()) for k in (0, 1)]
     if no_month[0].size and no_month[1].size:  # neither reading: not dates of one form
         dates, note = _to_dates(column, name, source, dayfirst=False)
@@ -323,17 +324,6 @@ def parse_dates(column, name, source=None, dayfirst=None):
 _UTC_OFFSET = re.compile(r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d:?\d\d)\s*$")
 
 
-def _numeric_date_mask(column):
-    """Whether each value of `column` is a date of numbers only (`_NUMERIC_DATE`)."""
-    return column.astype(str).str.extract(_NUMERIC_DATE)[0].notna().to_numpy()
-
-
-def _has_numeric_dates(column):
-    """Whether any value of the text `column` is a date of numbers only, read day or month
-    first (`parse_dates` decides which)."""
-    return bool(_numeric_date_mask(column).any())
-
-
 def _mixed_forms(column, numeric, name, source, dayfirst):
     """`parse_dates` of a `column` whose dates of numbers only (`numeric`, a mask) stand among
     other forms: those read day or month first as `parse_dates` decides on them alone, the
@@ -356,10 +346,9 @@ def _mixed_forms(column, numeric, name, source, dayfirst):
 
 
 def _numeric_date_fields(column):
-    """The first two numbers of each of `column`'s dates of numbers only (`_NUMERIC_DATE`), as
-    an int frame of columns 0 and 1; None where any value is not such a date."""
-    fields = column.astype(str).str.extract(_NUMERIC_DATE)
-    return None if fields.isna().any().any() else fields.astype(int)
+    """The first two numbers of each of `column`'s values that is a date of numbers only
+    (`_NUMERIC_DATE`), as a frame of text columns 0 and 1, missing for the other values."""
+    return column.astype(str).str.extract(_NUMERIC_DATE)
 
 
 def _joined(*notes):
@@ -829,7 +818,7 @@ class SeriesSchema:
             column = frame[time_columns[0]]
             # Only dates of numbers only can be read two ways, alone or among other forms (a
             # long column parses slowly).
-            dayfirst = _has_numeric_dates(column) and parse_dates(
+            dayfirst = bool(_numeric_date_fields(column)[0].notna().any()) and parse_dates(
                 column, time_columns[0], source)[1]
         return cls(
             time_column=time_columns[0] if len(time_columns) == 1 else time_columns or None,
@@ -1344,12 +1333,11 @@ class WindowGenerator:
                             "missing values)", path=source)
         self.bounds = split_bounds(len(frame), val_fraction, test_fraction)
         self._check_lengths(val_fraction, test_fraction, source)
-        columns = list(dict.fromkeys(self.features + self.targets))
         train_start, train_end = self.bounds["train"]
         if isinstance(scaler, Scaler):
             self.scaler = scaler
         else:
-            self.scaler = Scaler.fit(scaler, self.frame[columns].iloc[train_start:train_end])
+            self.scaler = Scaler.fit(scaler, self.frame[used].iloc[train_start:train_end])
         self._inputs = self.scaler.transform(self.frame[self.features].to_numpy(), self.features)
         self._targets = self.scaler.transform(self.frame[self.targets].to_numpy(), self.targets)
 
