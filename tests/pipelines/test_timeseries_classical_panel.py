@@ -126,6 +126,18 @@ def test_fits_in_worker_processes_equal_the_fits_in_this_process(monkeypatch, ca
         "classical members: (ets, theta), 20/20 series fits")
 
 
+def test_chunks_end_every_few_seconds_so_that_progress_moves():
+    # 20,000 one-series files at 0.08 s of fits a series (as measured, 2 cores): 8 chunks a
+    # worker were 100 s each, and progress moves only when a chunk ends.
+    positions = range(8, 20_008)
+    chunks = classical_panel._chunks(positions, 2, per_series=0.08)
+    assert max(len(chunk) for chunk in chunks) * 0.08 <= classical_panel.CHUNK_SECONDS
+    assert [i for chunk in chunks for i in chunk] == list(positions)
+    # Few or quick series: still `CHUNKS_PER_WORKER` a worker, to balance their lengths.
+    assert len(classical_panel._chunks(range(160), 2, per_series=0.001)) == 16
+    assert len(classical_panel._chunks(range(3), 2, per_series=60.0)) == 3
+
+
 def test_a_worker_fits_without_importing_tensorflow():
     """A worker needs NumPy, statsforecast and the competition metrics: `seqlab.models` leaves
     its models out there (`seqlab._worker.started`), which would load TensorFlow and Keras."""
