@@ -17,7 +17,7 @@ from seqlab.layers import reset_states
 from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
 from seqlab.models.forecasting.metrics import root_mean_square
 from seqlab.models.forecasting.metrics import rounding as float_rounding
-from seqlab.pipelines.common import format_table, pyplot, save_figure
+from seqlab.pipelines.common import format_figure, format_table, pyplot, save_figure
 
 
 # --- timeseries ---------------------------------------------------------------------------------
@@ -385,21 +385,32 @@ def entity_scores(gold, predicted):
         )
     types = [kind for kind in report if kind not in summary_rows]
 
-    def figures(row):
+    def figures(row, predicted_any):
+        # Without a gold entity, recall (and so F1) is 0 / 0, not 0: a model that rightly
+        # predicts none is not a model that learned nothing. Precision is 0 / 0 as well where
+        # nothing is predicted either.
+        undefined = int(row["support"]) == 0
         return {
-            "precision": float(row["precision"]), "recall": float(row["recall"]),
-            "f1": float(row["f1-score"]), "support": int(row["support"]),
+            "precision": math.nan if undefined and not predicted_any
+            else float(row["precision"]),
+            "recall": math.nan if undefined else float(row["recall"]),
+            "f1": math.nan if undefined else float(row["f1-score"]),
+            "support": int(row["support"]),
         }
 
-    scores = figures(report["micro avg"])
+    predicted_any = any(tag != "O" for row in predicted for tag in row)
+    scores = figures(report["micro avg"], predicted_any)
+    no_gold = scores["support"] == 0
     scores.update(
-        macro_f1=float(report["macro avg"]["f1-score"]) if types else 0.0,
-        per_type={kind: figures(row) for kind, row in sorted(report.items())
+        macro_f1=float(report["macro avg"]["f1-score"]) if types and not no_gold else math.nan,
+        per_type={kind: figures(row, True) for kind, row in sorted(report.items())
                   if kind not in summary_rows},
         conlleval={
-            "precision": float(precision_score(gold, predicted, zero_division=0)),
-            "recall": float(recall_score(gold, predicted, zero_division=0)),
-            "f1": float(f1_score(gold, predicted, zero_division=0)),
+            "precision": scores["precision"] if no_gold
+            else float(precision_score(gold, predicted, zero_division=0)),
+            "recall": math.nan if no_gold
+            else float(recall_score(gold, predicted, zero_division=0)),
+            "f1": math.nan if no_gold else float(f1_score(gold, predicted, zero_division=0)),
         },
         sentences=len(gold),
         tokens=sum(len(tags) for tags in gold),
@@ -415,10 +426,14 @@ def entity_scores_table(scores):
                  scores["support"]])
     table = format_table(["entity type", "precision", "recall", "F1", "support"], rows)
     conlleval = scores["conlleval"]
-    return (
-        f"{table}\nseqeval strict IOB2; conlleval-compatible (seqeval default mode): precision "
-        f"{conlleval['precision']:.4f}, recall {conlleval['recall']:.4f}, F1 {conlleval['f1']:.4f}"
-    )
+    figure = {name: format_figure(value) for name, value in conlleval.items()}
+    lines = [table, "seqeval strict IOB2; conlleval-compatible (seqeval default mode): precision "
+             f"{figure['precision']}, recall {figure['recall']}, F1 {figure['f1']}"]
+    if scores["support"] == 0:
+        lines.append("no entity in the gold tags: recall and F1 are not defined (n/a)"
+                     + ("" if math.isnan(scores["precision"]) else
+                        ", and every entity predicted is wrong (precision 0)"))
+    return "\n".join(lines)
 
 
 # --- translate ----------------------------------------------------------------------------------

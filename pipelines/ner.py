@@ -24,6 +24,7 @@ empty strings; the tag at padding is the empty string; lookups inside the graph)
 
 import collections
 import dataclasses
+import math
 from pathlib import Path
 
 import keras
@@ -232,7 +233,9 @@ def learning_notes(metrics, predicted_entities, train_sentences, sample):
                + " are too few to learn from: train on more data (a data set such as "
                "--data wnut17, or your own CoNLL files) or longer (--epochs, --patience)")
     notes = []
-    if predicted_entities == 0:
+    if metrics["support"] == 0:
+        pass  # no gold entity: the table says that its figures are not defined
+    elif predicted_entities == 0:
         notes.append("the model predicts no entity on the test split (every token O), so "
                      f"every figure is 0; {too_few}")
     elif metrics["f1"] == 0:
@@ -296,7 +299,9 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         logs = {} if logs is None else logs
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
                                  decode_function=self.decode_function_of(self.model))
-        f1 = logs["val_f1"] = entity_scores(self.gold, predicted)["f1"]
+        f1 = entity_scores(self.gold, predicted)["f1"]
+        # A validation split without entities has no F1 (0 / 0): the loss alone decides.
+        f1 = logs["val_f1"] = 0.0 if math.isnan(f1) else f1
         loss = logs.get("val_loss", np.inf)
         self.wait += 1
         if loss < self.best_loss:

@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import math
 import re
 
 import keras
@@ -207,7 +208,7 @@ def test_predict_never_prints_an_i_tag_that_continues_nothing(crf_run, monkeypat
 
 
 def test_the_summary_says_plainly_when_the_model_learned_nothing():
-    zero = {"f1": 0.0, "epochs_run": 2,
+    zero = {"f1": 0.0, "epochs_run": 2, "support": 5,
             "per_type": {"PER": {"support": 3, "f1": 0.0}, "LOC": {"support": 2, "f1": 0.0}}}
     (line,) = learning_notes(zero, 0, 40, sample=False)
     assert line.startswith("the model predicts no entity on the test split (every token O)")
@@ -215,13 +216,18 @@ def test_the_summary_says_plainly_when_the_model_learned_nothing():
     (line,) = learning_notes(zero, 7, 40, sample=False)
     assert line.startswith("none of the 7 entities the model predicts on the test split "
                            "matches a test entity")
-    some = {"f1": 0.5, "epochs_run": 9,
+    some = {"f1": 0.5, "epochs_run": 9, "support": 5,
             "per_type": {"PER": {"support": 3, "f1": 0.8}, "LOC": {"support": 2, "f1": 0.0},
                          "ORG": {"support": 0, "f1": 0.0}}}
     (line,) = learning_notes(some, 4, 40, sample=False)
     assert line.startswith("never found correctly on the test split (F1 0): LOC;")
     assert learning_notes({**some, "per_type": {}}, 4, 40, sample=False) == []
     assert "the shipped sample is a smoke test" in learning_notes(some, 4, 40, sample=True)[-1]
+    # A test split without entities: nothing to learn from its figures (0 / 0, n/a in the
+    # table), whether the model predicts entities there or not.
+    none = {"f1": math.nan, "epochs_run": 2, "support": 0, "per_type": {}}
+    assert learning_notes(none, 0, 40, sample=False) == []
+    assert learning_notes(none, 3, 40, sample=False) == []
 
 
 def test_the_sample_runs_summary_says_it_is_a_smoke_test(softmax_run):
@@ -278,6 +284,15 @@ def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
     status, _, stderr = run_cli(["ner", "evaluate", "--run", str(out), "--data", str(other)])
     assert status == 2
     assert f"{other}, line 1: unknown entity type 'CITY' (tag 'B-CITY' as read in BIO)" in stderr
+
+    # A file without entities: its figures are not defined (null), not a model's zeros.
+    plain = write_conll(tmp_path / "plain.conll", [(["the", "man", "went"], ["O", "O", "O"])])
+    status, stdout, stderr = run_cli(["ner", "evaluate", "--run", str(out), "--data", str(plain),
+                                      "--output", str(tmp_path / "plain.json")])
+    assert status == 0, stderr
+    assert "no entity in the gold tags: recall and F1 are not defined (n/a)" in stdout
+    figures = json.loads((tmp_path / "plain.json").read_text())
+    assert (figures["recall"], figures["f1"], figures["support"]) == (None, None, 0)
 
 
 def with_invalid_tags(sentences):
