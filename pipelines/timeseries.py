@@ -585,9 +585,12 @@ def float32_precision_note(values, rmse):
     `values` by more than `FLOAT32_NOTE_SHARE` of the model's test `rmse`, else None: values
     far from 0 that vary little (a meter reading of 1.2e9 moving by hundreds) keep their
     precision in `predict`'s float64 but not in the export."""
+    values = np.asarray(values, dtype="float64")
     largest = float(np.max(np.abs(values), initial=0.0))
     if not (largest > 0 and rmse is not None and np.isfinite(rmse)):
         return None
+    if largest <= np.finfo(np.float32).max and np.array_equal(values.astype("float32"), values):
+        return None  # float32 holds every value as it is (integers below 2**24, 0.5, ...)
     rounding = float(np.spacing(np.float32(min(largest, np.finfo(np.float32).max)))) / 2
     if rounding <= FLOAT32_NOTE_SHARE * rmse:
         return None

@@ -534,7 +534,12 @@ def test_the_summary_says_where_the_savedmodels_float32_is_coarser_than_the_mode
     note = float32_precision_note(np.array([[1.2e9], [1.2e9 + 500]]), 40.0)
     assert note.startswith("saved_model/ reads and returns float32, which rounds values of "
                            "1.2e+09 by up to 64, more than a tenth of the model's test RMSE (40)")
-    assert float32_precision_note(np.array([[5.0]]), 1e-5) is None
+    assert float32_precision_note(np.array([[5.1]]), 1e-5) is None
+    # Values that float32 holds exactly lose nothing, whatever the RMSE (0 on a constant
+    # series of 5, or on zeros with a spike of 1000: the note said they rounded by 2.4e-7).
+    assert float32_precision_note(np.array([[5.0], [0.0], [1000.0], [0.5]]), 0.0) is None
+    assert float32_precision_note(np.array([[5.1]]), 0.0).startswith(
+        "saved_model/ reads and returns float32, which rounds values of 5.1 by up to 2.38e-07")
     assert float32_precision_note(np.array([[5.0]]), float("nan")) is None
 
 
