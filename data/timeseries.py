@@ -1508,10 +1508,11 @@ def _detrended(values):
 
 # Detrended values whose root mean square is at most this share of the series' largest
 # magnitude are the rounding left by detrending a constant (or a straight line): no season.
-# That rounding measured at most 2.6 units in the last place (float64's 2.2e-16 of the
-# magnitude; 30 to 100,000 values of 1 to 1e15); this is about 450 of them, so that a season
-# of 1e-12 of the level (a swing of 1,000 on values near 1e15) is found.
-CONSTANT_SHARE = 1e-13
+# That rounding measured at most 3.3 units in the last place (float64's 2.2e-16 of the
+# magnitude; 30 to 1,000,000 values of 1 to 1e15); this is about 22 of them, so that a season
+# of 1e-14 of the level (a swing of 80 on values near 9e14, whose float64 spacing is 0.125)
+# is found. At 1e-13 it was not.
+CONSTANT_SHARE = 5e-15
 
 
 def _autocorrelation(values, max_lag, level=None):

@@ -16,6 +16,7 @@ from seqlab.data.text import make_dataset, scored_chars
 from seqlab.layers import reset_states
 from seqlab.models.baselines import naive_forecast, seasonal_naive_forecast
 from seqlab.models.forecasting.metrics import root_mean_square
+from seqlab.models.forecasting.metrics import ROUNDING
 from seqlab.models.forecasting.metrics import rounding as float_rounding
 from seqlab.pipelines.common import format_figure, format_table, pyplot, save_figure
 
@@ -127,6 +128,13 @@ def forecast_table(metrics, model_kind):
              _ratio(metrics[key]["rmse"], best, rounding)]
             for key, label in names.items()]
     table = format_table(["forecast", "RMSE", "MAE", "RMSE / best baseline"], rows)
+    exact = [metrics[key]["rmse"] <= rounding for key in names]
+    if rounding > 0 and any(exact) and not all(exact):
+        table += (f"\nan RMSE of at most {rounding:.3g} ({ROUNDING:g} of the largest actual "
+                  f"value, {rounding / ROUNDING:.4g}: float64's rounding of a forecast through "
+                  "log and exp) counts as exact, hence the ratios inf or n/a; where the values "
+                  "vary by little more than that, subtract a constant offset from the series to "
+                  "score its forecasts finer")
     if metrics["horizon"] == 1 or "per_step" not in metrics:
         return table
     steps = format_table(

@@ -285,6 +285,9 @@ def test_a_season_far_from_zero_is_found_where_float64_still_holds_it():
     steps = np.arange(150)
     values = 990_000_000_000_000 + np.round(1000 * np.sin(2 * np.pi * steps / 12)) + steps
     assert estimate_season(values) == 12
+    # ... and one of 1e-13 (a swing of 80, 640 spacings), still judged constant at 1e-13.
+    swing = 900_000_000_000_000 + np.round(80 * np.sin(2 * np.pi * steps / 12))
+    assert estimate_season(swing) == 12
     assert estimate_season(np.full(150, 9.9e14)) == 1
     assert estimate_season(9.9e14 + 7.0 * steps) == 1
 

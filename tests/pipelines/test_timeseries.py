@@ -521,11 +521,22 @@ def test_on_a_constant_series_the_ratio_to_an_exact_baseline_is_not_a_figure():
     assert math.isnan(metrics["rmse_ratio_to_best_baseline"])
     assert forecast_table(metrics, "auto").splitlines()[2].split()[-1] == "n/a"
     # ... but an error of a millionth of the values is an error, however small, and so is
-    # one of 2e-13 of them (an error of 0.2 in values of 1e12, whose float64 spacing is 1e-4).
-    for offset, error in ((0.0, 5e-6), (1e12, 0.2)):
+    # one of 2e-13 of them (an error of 0.2 in values of 1e12, whose float64 spacing is 1e-4),
+    # or of 9e-14 (83 in values of 9e14, spacing 0.125: counted as exact at 1e-13).
+    for offset, error in ((0.0, 5e-6), (1e12, 0.2), (9e14, 83.0)):
         metrics, _ = forecast_scores(exact + offset + error, targets + offset, last_rows,
                                      horizon=1, season=1, target_names=["y"])
         assert metrics["rmse_ratio_to_best_baseline"] == math.inf
+    # The table says which errors count as exact, where some do and some do not.
+    lines = forecast_table(metrics, "linear").splitlines()
+    assert [line.split()[-1] for line in lines[2:5]] == ["inf", "n/a", "n/a"]
+    assert lines[5].startswith("an RMSE of at most 9 (1e-14 of the largest actual value, 9e+14: "
+                               "float64's rounding of a forecast through log and exp) counts as "
+                               "exact, hence the ratios inf or n/a")
+    # Where every figure is exact, or none is, the table needs no such line.
+    metrics, _ = forecast_scores(exact + 9e14, targets + 9e14, last_rows, horizon=1, season=1,
+                                 target_names=["y"])
+    assert len(forecast_table(metrics, "linear").splitlines()) == 5
 
 
 def test_the_summary_says_where_the_savedmodels_float32_is_coarser_than_the_model():
