@@ -37,7 +37,7 @@ from seqlab.data.errors import (
     read_utf8,
     refuse_values_lost_in_float32,
 )
-from seqlab.data.timeseries import parse_dates
+from seqlab.data.timeseries import parse_dates, parse_numbers
 
 # M4's horizon and seasonal period per frequency, as its organisers scored them (M4
 # Competitor's Guide; `Dataset/M4-info.csv`): MASE's scale and Naive2 use the period.
@@ -419,12 +419,7 @@ def _numbers(column, what, lines, path):
         raise DataError(f"{what} has missing values at lines {_lines(lines[missing])}; expected "
                         "a number on every row (a panel is read as it is, never filled)",
                         path=path)
-    numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype="float64")
-    for row in np.flatnonzero(np.isnan(numbers)):
-        try:  # pandas reads "1e400" as not a number, Python as infinite (refused below)
-            numbers[row] = float(str(column.iloc[row]))
-        except ValueError:
-            pass
+    numbers = parse_numbers(column).to_numpy(dtype="float64")  # "1e400": infinite, refused below
     bad = np.flatnonzero(np.isnan(numbers))
     if bad.size:
         raise DataError(f"{what} has values that are not numbers at lines "

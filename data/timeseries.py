@@ -21,6 +21,7 @@ The pieces, in the order a forecasting run uses them:
 import csv
 import dataclasses
 import io
+import math
 import re
 import statistics
 import warnings
@@ -219,11 +220,25 @@ def _rows_text(rows, values=None):
     return ", ".join(shown) + more
 
 
-def _parse_numbers(column):
-    """Float values of `column`, with NaN where a value is missing or not a number."""
+def parse_numbers(column):
+    """Float values of `column`, with NaN where a value is missing or not a number, and +-inf
+    where it is a number beyond float64's range: pandas reads `1e999` as not a number (which
+    `--fill` would then repair as missing), Python's `float` as infinite."""
     if pd.api.types.is_bool_dtype(column):
         return column.astype("float64")
-    return pd.to_numeric(column, errors="coerce").astype("float64")
+    values = pd.to_numeric(column, errors="coerce").astype("float64")
+    unread = values.isna() & column.notna()
+    if unread.any():
+        values[unread] = column[unread].map(_beyond_float64)
+    return values
+
+
+def _beyond_float64(field):
+    """+-inf where `field` is a decimal number too large for float64 (`1e999`), else NaN."""
+    text = str(field).strip()
+    if not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+        return math.nan
+    return float(text) if math.isinf(float(text)) else math.nan
 
 
 def _is_numeric_column(column):
@@ -233,7 +248,7 @@ def _is_numeric_column(column):
     present = column.dropna()
     if present.empty:
         return False
-    return _parse_numbers(present).notna().mean() >= 0.5
+    return parse_numbers(present).notna().mean() >= 0.5
 
 
 def _parse_time(column, name, source, dayfirst=None):
@@ -482,7 +497,7 @@ def _assemble_time(frame, names, source):
                 f"expected a {unit} on every row",
                 path=source,
             )
-        numbers = _parse_numbers(raw)
+        numbers = parse_numbers(raw)
         bad = numbers.isna() | (numbers != numbers.round()) | (numbers < 0)
         if unit in highest:
             bad |= numbers > highest[unit]
@@ -558,13 +573,13 @@ def _date_part_columns(frame, columns):
     if len(names) < 2:
         return []
     for name in names:
-        numbers = _parse_numbers(frame[name])
+        numbers = parse_numbers(frame[name])
         if numbers.isna().any() or (numbers != numbers.round()).any():
             return []
     return names
 
 
-# A number written with a comma (`10,5`, `1,000`), which `_parse_numbers` does not read.
+# A number written with a comma (`10,5`, `1,000`), which `parse_numbers` does not read.
 _DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
 
 
@@ -574,7 +589,7 @@ def _not_a_number(column):
     present = column.dropna()
     if present.empty:
         return "it has no values"
-    words = present[_parse_numbers(present).isna()]
+    words = present[parse_numbers(present).isna()]
     value = words.iloc[0] if len(words) else None
     comma = _DECIMAL_COMMA.fullmatch(str(value))
     return f"e.g. {value!r}" + (": a comma inside a number (decimal or thousands) is not read"
@@ -953,7 +968,7 @@ class SeriesSchema:
                     path=source,
                 )
             return values
-        values = _parse_numbers(raw)
+        values = parse_numbers(raw)
         extreme = np.flatnonzero((values.abs() > MAX_ABS_VALUE).to_numpy())  # inf too, not NaN
         if len(extreme):
             raise DataError(

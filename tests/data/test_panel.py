@@ -334,6 +334,9 @@ def test_an_empty_folder_is_refused(tmp_path):
     ("id,date,y\na,2024-01-01,1\na,2024-01-02,1e400\n", dict(id_column="id", time_column="date"),
      r"value column 'y' has values that are infinite or beyond \+-1e\+15 at lines 3 "
      r"\('1e400'\)"),
+    # Python's float() reads "1_000"; no seqlab reader does.
+    ("id,date,y\na,2024-01-01,1\na,2024-01-02,1_000\n", dict(id_column="id", time_column="date"),
+     r"value column 'y' has values that are not numbers at lines 3 \('1_000'\)"),
     ("id,t,y\na,1,1\na,inf,2\n", dict(id_column="id", time_column="t"),
      r"time column 't' has infinite values at lines 3 \(inf\); expected dates or finite"),
     ("id,date,y\na,2024-01-01,1\na,someday,2\n", dict(id_column="id", time_column="date"),

@@ -537,6 +537,11 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"3 \(inf\), 4 \(1e\+308\), 5 \(-inf\); expected finite numbers"),
         ("t,y\n1,1\n2,inf\n3,3\n4,4\n", {"time_column": "t", "fill": "ffill"},
          r"column 'y' has values that are infinite"),
+        # pandas reads 1e999 as text: it is a number, infinite, not a missing value that
+        # --fill would repair silently.
+        ("t,y\n1,1\n2,1e999\n3,3\n4,-1e999\n", {"time_column": "t", "fill": "ffill"},
+         r"column 'y' has values that are infinite or beyond \+-1e\+15 at lines 3 \('1e999'\), "
+         r"5 \('-1e999'\)"),
         ("t,city,y\n1,Paris,1\n2,Rome,2\n", {"time_column": "t", "features": ["city", "y"],
                                              "targets": ["y"]},
          r"column 'city' is not numeric \(e\.g\. 'Paris' at line 2\); leave it out of "
