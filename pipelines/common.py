@@ -38,6 +38,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from seqlab.data.errors import listed
 from seqlab.models._training import build_training_state  # noqa: F401 (the pipelines' import)
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interface)
@@ -398,7 +399,7 @@ def _not_written_by_train(run):
     files = listed_train_files(run)
     if files is None:
         return []
-    ours = {*files, RUN_MARKER, LOCK_NAME, EXPORT_DIR, *PREDICTION_FILES}
+    ours = {*files, RUN_MARKER, LOCK_NAME, FIT_DONE_NAME, EXPORT_DIR, *PREDICTION_FILES}
     foreign = [entry.name for entry in run.iterdir()
                if entry.name not in ours and not TEMPORARY_NAME.fullmatch(entry.name)]
     tree = listed_train_tree(run)
@@ -499,9 +500,8 @@ class RunDirectory:
             foreign = _not_written_by_train(self.final) if is_run else []
             if foreign:
                 raise UsageError(
-                    f"--out {self.final} holds what its train did not write "
-                    f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); "
-                    "--overwrite replaces the whole run, and seqlab never deletes what it did "
+                    f"--out {self.final} holds what its train did not write ({listed(foreign, 5)}"
+                    "); --overwrite replaces the whole run, and seqlab never deletes what it did "
                     "not write: move them out of the run first, or choose another --out"
                 )
         if self.work.exists():
@@ -650,8 +650,11 @@ class RunDirectory:
         take_lock(self.lock_path)
 
     def finish(self):
-        """Renames the finished `<out>.partial` to `<out>` and returns `<out>`."""
-        (self.work / FIT_DONE_NAME).unlink(missing_ok=True)
+        """Renames the finished `<out>.partial` to `<out>` and returns `<out>`.
+
+        `fit_done.json` goes only once the run is in place: a kill before that leaves a
+        `<out>.partial` that the same command continues after `fit`, not from epoch 1.
+        """
         # Temporaries of seqlab's atomic writers that a killed earlier call left in the run
         # (`.NAME.tmp-PID`, `.NAME.new-PID`): this process owns the run, so they are garbage.
         for leftover in self.work.rglob(".*"):
@@ -667,13 +670,24 @@ class RunDirectory:
             # Something not seqlab's appeared at --out while this run trained: never replaced.
             raise UsageError(f"--out {self.final} now holds something that is not a seqlab run; "
                              f"the finished run stays in {self.work}: move it there yourself")
+        foreign = (_not_written_by_train(self.final)
+                   if has_marker(self.final, RUN_MARKER, "run") else [])
+        if foreign:  # the run being replaced (--overwrite) gained files while this one trained
+            raise UsageError(
+                f"--out {self.final} now holds what its train did not write ({listed(foreign, 5)})"
+                ", added while this run trained; seqlab never deletes what it did not write: move "
+                "them out of it and give the same command again, which finishes this run (kept "
+                f"in {self.work}) without training it again")
         self.lock_path.unlink(missing_ok=True)
         # The marker, written again, keeps what train wrote: evaluate's and predict's --output
         # may not overwrite it (paths.check_output).
         write_marker(self.work, RUN_MARKER, "run", task=self.task, files=sorted(
-            entry.name for entry in self.work.iterdir() if entry.name != RUN_MARKER),
-            tree=written_tree(self.work, RUN_MARKER))
-        return replace_directory(self.work, self.final)
+            entry.name for entry in self.work.iterdir()
+            if entry.name not in (RUN_MARKER, FIT_DONE_NAME)),
+            tree=[path for path in written_tree(self.work, RUN_MARKER) if path != FIT_DONE_NAME])
+        final = replace_directory(self.work, self.final)
+        (final / FIT_DONE_NAME).unlink(missing_ok=True)
+        return final
 
 
 # ---------------------------------------------------------------------------------------------

@@ -303,6 +303,50 @@ def test_overwrite_refuses_a_run_holding_files_its_train_did_not_write(tmp_path)
     RunDirectory(out, "toy", overwrite=True).check_out()
 
 
+def test_overwrite_keeps_files_added_to_the_old_run_while_the_new_one_trained(tmp_path):
+    out = finished_run(tmp_path / "run", {"a": 1})
+    run = RunDirectory(out, "toy", overwrite=True)
+    run.start({"a": 2})
+    run.write_json(common.FIT_DONE_NAME, {"best_epoch": 1})
+    # Written into the old run after the new train's start (its check) and before its end:
+    # the old run, with it, was removed.
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"now holds what its train did not write \(notes\.txt\)"
+                                         r", added while this run trained; .*give the same "
+                                         r"command again, which finishes this run"):
+        run.finish()
+    assert (out / "notes.txt").read_text() == "mine" and open_run(out, "toy").settings == {
+        "a": 1}
+    # Moved out, the same command finishes the trained run (fit_done.json is still there).
+    (out / "notes.txt").rename(tmp_path / "notes.txt")
+    again = RunDirectory(out, "toy", overwrite=True)
+    assert again.start({"a": 2}) is True
+    assert (again.work / common.FIT_DONE_NAME).is_file()
+    assert again.finish() == out and open_run(out, "toy").settings == {"a": 2}
+
+
+def test_fit_done_goes_only_once_the_run_is_in_place(tmp_path, monkeypatch):
+    run = RunDirectory(tmp_path / "run", "toy")
+    run.start({"a": 1})
+    run.write_json(common.FIT_DONE_NAME, {"best_epoch": 1})
+
+    def killed(new, path):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(common, "replace_directory", killed)
+        with pytest.raises(KeyboardInterrupt):
+            run.finish()
+    # A kill before the rename: the same command continues after fit, not from epoch 1.
+    assert (run.work / common.FIT_DONE_NAME).is_file()
+    out = run.finish()
+    assert not (out / common.FIT_DONE_NAME).exists()
+    assert common.FIT_DONE_NAME not in json.loads((out / RUN_MARKER).read_text())["files"]
+    # Left by a kill just after the rename, it is seqlab's: --overwrite does not refuse it.
+    (out / common.FIT_DONE_NAME).write_text("{}")
+    RunDirectory(out, "toy", overwrite=True).check_out()
+
+
 def test_overwrite_refuses_a_users_file_inside_the_runs_folders(tmp_path):
     run = RunDirectory(tmp_path / "run", "toy")
     run.start({"a": 1})
