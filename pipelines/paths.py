@@ -392,17 +392,26 @@ def check_output(output, run, settings, reads=()):
                          "links nor replaces them: give the real file, or another name")
     target = Path(output).expanduser().resolve()
     folder = Path(run).resolve()
-    if target == folder or folder in target.parents:
-        inside = target.relative_to(folder).parts
-        if not inside or inside[0] in run_entries(folder):
+    # This run, or any other run or export the path is in (another run's model.keras, a
+    # served SavedModel's saved_model.pb were overwritten before).
+    holders = [(folder, run)] if target == folder or folder in target.parents else []
+    holders += [(path, path) for path in (target, *target.parents)
+                if path != folder and has_marker(path, RUN_MARKER, "run")][:1]
+    for holder, name in holders:
+        inside = target.relative_to(holder).parts
+        if not inside or inside[0] in run_entries(holder):
             if not inside:
-                what = f"overwrite the run directory {run}"
+                what = f"overwrite the run directory {name}"
             elif len(inside) == 1:
-                what = f"overwrite {inside[0]}, a file of the run {run}"
+                what = f"overwrite {inside[0]}, a file of the run {name}"
             else:
-                what = f"write into {inside[0]}/, a folder of the run {run}"
+                what = f"write into {inside[0]}/, a folder of the run {name}"
             raise UsageError(f"--output {output} would {what}; write it elsewhere, or under a "
                              "new name beside the run's files")
+    export = next((path for path in (target, *target.parents) if _holds_export(path)), None)
+    if export is not None:
+        raise UsageError(f"--output {output} would write into the SavedModel {export} (an "
+                         "export of seqlab's); write it elsewhere")
     cache = data_home().expanduser().resolve()
     if target == cache or cache in target.parents:  # the downloaded data sets, named or not
         raise UsageError(f"--output {output} would write into seqlab's data-set cache "
@@ -415,6 +424,14 @@ def check_output(output, run, settings, reads=()):
             raise UsageError(f"--output {output} would overwrite the data {read}; write it "
                              "elsewhere" + (" (outside the data's folder: a file there is read "
                                             "as data)" if target != source else ""))
+
+
+def _holds_export(path):
+    """`is_saved_model`, False for a folder this process may not list."""
+    try:
+        return is_saved_model(path)
+    except OSError:
+        return False
 
 
 def is_saved_model(path):

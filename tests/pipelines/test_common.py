@@ -284,6 +284,37 @@ def test_output_may_not_overwrite_the_runs_files_nor_the_data(tmp_path, monkeypa
             check_output(out / name, out, settings)
 
 
+def test_output_may_not_overwrite_another_runs_files_nor_an_export(tmp_path):
+    run = finished_run(tmp_path / "a", {"k": 1})
+    other = RunDirectory(tmp_path / "b", "sentiment")
+    other.start({"k": 2})
+    other.write_json("metrics.json", {"score": 1})
+    other.path("plots", "loss.png").write_bytes(b"png")
+    other = other.finish()
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "saved_model.pb").write_bytes(b"graph")
+    write_marker(served, EXPORT_MARKER, "export")
+    unfinished = RunDirectory(tmp_path / "c", "toy")
+    unfinished.start({"k": 3})
+    refused = {
+        other / "metrics.json": "would overwrite metrics.json, a file of the run .*b",
+        other / "config.json": "would overwrite config.json, a file of the run .*b",
+        other / "plots" / "new.png": "would write into plots/, a folder of the run .*b",
+        other: "would overwrite the run directory .*b",
+        served / "saved_model.pb": "would write into the SavedModel .*served",
+        served / "variables" / "x": "would write into the SavedModel .*served",
+        unfinished.work / "config.json": "would overwrite config.json, a file of the run",
+    }
+    settings = open_run(run, "toy").settings
+    for output, message in refused.items():
+        with pytest.raises(UsageError, match=message):
+            check_output(output, run, settings)
+    # A new name beside another run's files, or beside the export: written.
+    for output in (other / "my-figures.json", tmp_path / "figures.json"):
+        check_output(output, run, settings)
+
+
 def test_overwrite_refuses_a_run_holding_files_its_train_did_not_write(tmp_path):
     out = finished_run(tmp_path / "run", {"a": 1})
     (out / "forecast.csv").write_text("predict's default file")
