@@ -166,6 +166,10 @@ class RecordFitEnd(keras.callbacks.Callback):
         self.record()
 
 
+# A model's sizes that its config.json gives and that a weight's shape need not show.
+SHAPE_SETTINGS = ("lookback", "n_features", "horizon", "n_targets")
+
+
 def check_model_matches_settings(model, expected, record):
     """Refuses a run whose model.keras does not hold the weights its config.json and files
     describe (`expected`: the model they build), as after a hand-edited horizon or vocabulary.
@@ -173,6 +177,13 @@ def check_model_matches_settings(model, expected, record):
     Raises:
         UsageError: naming the first weight whose shape differs.
     """
+    for name in SHAPE_SETTINGS:  # sizes no weight's shape shows (a GRU's lookback)
+        saved, wanted = getattr(model, name, None), getattr(expected, name, None)
+        if saved is not None and wanted is not None and saved != wanted:
+            raise UsageError(
+                f"{record.file('config.json')}: the settings of the run do not match its "
+                f"model.keras ({name} {saved}, they give {wanted}); a file was edited or "
+                "damaged: put it back, or retrain the run")
     for saved, wanted in zip(model.weights, expected.weights):
         if tuple(saved.shape) != tuple(wanted.shape):
             raise UsageError(

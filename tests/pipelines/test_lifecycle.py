@@ -541,7 +541,14 @@ def unsafe_keras_file(path):
     (lambda run: edit_json(run / "schema.json", targets="y"),
      r"schema\.json: the field 'targets' must be a list of column names"),
     (lambda run: edit_json(run / "config.json", settings={"horizon": 3}),
-     r"config\.json: the settings and files of the run do not match its model\.keras"),
+     r"config\.json: the settings of the run do not match its model\.keras \(horizon 1, they "
+     r"give 3\)"),
+    # A size no weight shows (a GRU's lookback) was a ValueError traceback at the first window.
+    (lambda run: edit_json(run / "config.json", settings={"lookback": 12}),
+     r"config\.json: the settings of the run do not match its model\.keras \(lookback \d+, "
+     r"they give 12\)"),
+    (lambda run: edit_json(run / "config.json", settings={"units": 7}),
+     r"config\.json: the settings and files of the run do not match its model\.keras \(weight"),
     (lambda run: edit_json(run / "config.json", settings={"lookback": "six"}),
      r"config\.json: settings this version cannot use \(lookback must be int"),
     (lambda run: edit_json(run / "config.json", settings=None),
