@@ -472,6 +472,13 @@ class RunDirectory:
                                  "not write through links: give the real folder")
         if self.final.is_file():
             raise UsageError(f"--out {self.final} is a file; give a folder for the run")
+        here = Path.cwd().resolve()
+        if self.final.exists() and (self.final.resolve() == here
+                                    or self.final.resolve() in here.parents):
+            raise UsageError(
+                f"--out {self.final} is the folder this command runs in (or holds it): the run "
+                "is written beside it and renamed into its place, so the shell would stay in a "
+                "removed folder; give a new folder's name (--out runs/my-run)")
         blocking = next((p for p in self.final.parents if p.exists()), None)
         if blocking is not None and not blocking.is_dir():
             raise UsageError(f"--out {self.final}: {blocking} is a file, not a folder")

@@ -81,6 +81,19 @@ def test_a_directory_that_is_not_a_run_is_never_replaced(tmp_path):
         RunDirectory(tmp_path / "notes", "toy", overwrite=True).start({})
 
 
+def test_the_folder_the_command_runs_in_is_no_out(tmp_path, monkeypatch):
+    # Empty, it was replaced by the run: the shell's current folder was then a removed one,
+    # where `ls` showed nothing and `evaluate --run .` found no run.
+    here = tmp_path / "here"
+    (here / "deeper").mkdir(parents=True)
+    monkeypatch.chdir(here / "deeper")
+    for out in (".", "..", str(here)):
+        with pytest.raises(UsageError, match=r"is the folder this command runs in \(or holds "
+                                             r"it\)"):
+            RunDirectory(out, "toy").check_out()
+    RunDirectory("run", "toy").check_out()  # a new folder inside it is fine
+
+
 def test_unfinished_run_is_resumed_only_with_the_same_settings(tmp_path):
     RunDirectory(tmp_path / "run", "toy").start({"a": 1, "b": 2})
     assert RunDirectory(tmp_path / "run", "toy").start({"a": 1, "b": 2}) is True
