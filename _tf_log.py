@@ -46,11 +46,14 @@ def stderr_descriptor_to(file):
 @contextlib.contextmanager
 def quiet_descriptor_2():
     """Runs the block with file descriptor 2 sent to a temporary file, which is written to
-    stderr if the block raises."""
+    stderr if the block raises (not when the user interrupts it: Ctrl-C while TensorFlow
+    loads showed its load notices)."""
     with tempfile.TemporaryFile() as captured:
         try:
             with stderr_descriptor_to(captured):
                 yield
+        except KeyboardInterrupt:
+            raise
         except BaseException:
             captured.seek(0)
             sys.stderr.write(captured.read().decode("utf-8", "replace"))

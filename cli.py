@@ -264,6 +264,9 @@ def _datasets_command(parser, values):
         print(f"{PROG} {DATASETS} {action}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if not started:  # while it checked the settings or loaded TensorFlow
+            print(f"\n{PROG}: interrupted before {task_name} {typed} started; nothing was "
+                  "written.", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(text)
     return 0
@@ -452,6 +455,7 @@ def _main(argv):
     if action is None:
         parser.parse_args([task_name, "--help"])
     debug = values.pop("debug", False)
+    started = False
     try:
         # Settings, certain refusals and downloads first: they need no TensorFlow.
         arguments = _prepare_action(load_card(task_name), action, values)
@@ -459,6 +463,7 @@ def _main(argv):
         # module.
         quiet_tensorflow(debug=debug)
         task = load_task(task_name)
+        started = True
         result = _run_action(task, action, arguments)
     except (DataError, UsageError) as error:
         if debug:
@@ -466,6 +471,9 @@ def _main(argv):
         print(f"{PROG} {task_name} {typed}: error: {one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if not started:  # while it checked the settings or loaded TensorFlow
+            print(f"\n{PROG}: interrupted before {task_name} {typed} started; nothing was "
+                  "written.", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - only running out of memory is turned, below
         if debug or not _out_of_memory(error):

@@ -199,3 +199,29 @@ def test_retracing_warnings_are_kept_off_the_terminal(monkeypatch):
     assert not [line for line in logged if "retracing" in line]
     cli.quiet_tensorflow()  # the command line drops them everywhere
     assert _tensorflow_warnings(lambda: tf.get_logger().warning(message)) == []
+
+
+def test_an_interrupt_while_tensorflow_loads_shows_none_of_its_log(capfd, monkeypatch, tmp_path):
+    # Ctrl-C in the first seconds of a command (TensorFlow's import, its descriptor 2
+    # captured) printed TensorFlow's load notices, and no word of seqlab's.
+    from seqlab import _tf_log
+
+    with pytest.raises(KeyboardInterrupt):
+        with _tf_log.quiet_descriptor_2():
+            os.write(2, b"oneDNN custom operations are on\n")
+            raise KeyboardInterrupt
+    with pytest.raises(ValueError):  # a failed import still shows what it logged
+        with _tf_log.quiet_descriptor_2():
+            os.write(2, b"cannot load libtensorflow\n")
+            raise ValueError
+    assert capfd.readouterr().err == "cannot load libtensorflow\n"
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_task", interrupted)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["timeseries", "train", "--model", "linear", "--out", "run"]) == 130
+    assert capfd.readouterr().err == (
+        "\nseqlab: interrupted before timeseries train started; nothing was written.\n")
+    assert not list(tmp_path.iterdir())
