@@ -97,6 +97,15 @@ def test_train_help_says_that_data_takes_a_data_set_name(task):
         assert name in data_help, name
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_the_help_examples_name_no_folder_outside_the_users_own(task):
+    # `--data ../shared/data/wnut17`, this project's own folder, failed on a user's machine:
+    # a data set is named (`--data wnut17`), or a file of the user's.
+    for action, lines in load_card(task).examples.items():
+        for line in lines:
+            assert "../" not in line and "shared/data" not in line, (action, line)
+
+
 def test_timeseries_train_help_has_the_flags_it_had():
     (train,), _ = help_texts([["timeseries", "train", "--help"]])
     usage = train.split("\n\n")[0]

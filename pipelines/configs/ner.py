@@ -146,7 +146,7 @@ CARD = TaskCard(
     examples={
         "train": [
             "seqlab ner train",
-            "seqlab ner train --data ../shared/data/wnut17 --crf --out runs/wnut-crf",
+            "seqlab ner train --data wnut17 --crf --out runs/wnut-crf",
             "seqlab ner train --data train.conll --validation-data dev.conll --test-data "
             "test.conll --scheme iob1 --char-encoder cnn",
         ],
