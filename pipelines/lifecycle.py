@@ -22,6 +22,7 @@ functional model: its weights are copied by layer name into the task's model cla
 name their sublayers as 0.1.0 did), and renamed settings are mapped (`renamed_settings`).
 """
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -799,12 +800,19 @@ class Pipeline:
 
         claim = None
         if out is None:  # the version taken only now, when the model is ready to write
+            created = not path.parent.exists()  # <run>/export
             path, claim = claim_export_version(run)
         try:
             replace_export(path, write)
-        finally:
+        except BaseException:
             if claim is not None:
                 claim.unlink(missing_ok=True)
+                if created:  # a failed first export leaves no empty export/ behind
+                    with contextlib.suppress(OSError):  # not empty: another export's
+                        path.parent.rmdir()
+            raise
+        if claim is not None:
+            claim.unlink(missing_ok=True)
         lines = [f"SavedModel written to {path}", signature]
         if out is None:
             lines.append(f"TensorFlow Serving serves the run's latest version with "

@@ -217,6 +217,11 @@ def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys,
     assert cli.main(["timeseries", "export", "--run", str(run)]) == 2
     assert "No space left" in capsys.readouterr().err
     assert sorted(p.name for p in (run / "export").iterdir()) == ["1", "2", "notes"]
+    # ... nor an empty export/ where it made the folder.
+    shutil.rmtree(run / "export")
+    assert cli.main(["timeseries", "export", "--run", str(run)]) == 2
+    assert "No space left" in capsys.readouterr().err
+    assert not (run / "export").exists()
 
 
 def failing_export(self, model, config, artifacts, path):
