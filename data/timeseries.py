@@ -18,6 +18,7 @@ The pieces, in the order a forecasting run uses them:
   (`estimate_season`).
 """
 
+import collections
 import csv
 import dataclasses
 import io
@@ -1764,6 +1765,35 @@ def choose_season(values, time=None, name=None):
                f"forecast{aside}")
 
 
+# `calendar_frequency`: the stretches of this many stamps in which it looks for a frequency
+# where a gap hides the whole series' one, and at most this many stretches (from the end).
+_STRETCH = 8
+_STRETCHES = 64
+
+
+def calendar_frequency(stamps):
+    """The calendar frequency of increasing date stamps (a pandas alias: "MS", "B", "h"), or
+    None for irregular ones. pandas infers none where one stamp is missing (a month of a
+    monthly series, a holiday of business days), and a fixed step of the most common length
+    then drifted (31 days from a month start: 2020-03-03, 2020-04-03, ...; business days into
+    weekends): the frequency of the gap-free stretches is taken where every stamp is on it."""
+    stamps = pd.DatetimeIndex(stamps)
+    if len(stamps) < 3:
+        return None
+    frequency = pd.infer_freq(stamps)
+    if frequency is not None:
+        return frequency
+    found = collections.Counter()
+    for end in range(len(stamps), _STRETCH - 1, -(_STRETCH // 2))[:_STRETCHES]:
+        found[pd.infer_freq(stamps[end - _STRETCH:end])] += 1
+    found.pop(None, None)
+    if not found:
+        return None
+    frequency = found.most_common(1)[0][0]
+    offset = pd.tseries.frequencies.to_offset(frequency)
+    return frequency if all(offset.is_on_offset(stamp) for stamp in stamps) else None
+
+
 def future_times(time, horizon, like=None):
     """The `horizon` time stamps after the end of `time` (dates or numbers), or None.
 
@@ -1776,7 +1806,7 @@ def future_times(time, horizon, like=None):
     like = time if like is None else like
     last = time.iloc[-1]
     if pd.api.types.is_datetime64_any_dtype(like):
-        frequency = pd.infer_freq(like) if len(like) >= 3 else None
+        frequency = calendar_frequency(like)
         step = (pd.tseries.frequencies.to_offset(frequency) if frequency is not None
                 else like.diff().mode().iloc[0])
         return pd.DatetimeIndex([last + step * k for k in range(1, horizon + 1)])

@@ -229,6 +229,24 @@ def test_future_times_continue_months_and_numbers():
     assert list(future_times(years, 2)) == [2001, 2002]
 
 
+def test_future_times_keep_the_calendar_across_a_gap():
+    # One month or one holiday missing: pandas infers no frequency, and the most common step
+    # as a fixed span drifted (2020-03-03 after 31 days; business days into the weekend).
+    months = pd.Series(pd.date_range("2015-01-01", periods=60, freq="MS").delete(30))
+    assert list(future_times(months, 3)) == list(pd.date_range("2020-01-01", periods=3,
+                                                               freq="MS"))
+    days = pd.Series(pd.bdate_range("2024-01-02", periods=81).delete(40))
+    assert [stamp.day_name() for stamp in future_times(days, 6)] == [
+        "Wednesday", "Thursday", "Friday", "Monday", "Tuesday", "Wednesday"]
+    month_ends = pd.Series(pd.date_range("2015-01-31", periods=40, freq="ME").delete(10))
+    assert list(future_times(month_ends, 2)) == list(pd.to_datetime(["2018-05-31",
+                                                                     "2018-06-30"]))
+    # Irregular stamps keep their most common step.
+    irregular = pd.Series(pd.to_datetime(["2020-01-01", "2020-01-03", "2020-01-05",
+                                          "2020-01-06", "2020-01-08", "2020-01-20"]))
+    assert list(future_times(irregular, 1)) == list(pd.to_datetime(["2020-01-22"]))
+
+
 def test_resume_after_an_interruption_finishes_the_same_number_of_epochs(tmp_path, monkeypatch):
     # A backup after every epoch (not only when it is worth its time, which depends on how
     # fast this machine is), so that the run resumes after the second epoch.
