@@ -16,7 +16,7 @@ AutoARIMA, AutoTheta and SeasonalNaive in hindsight (`forecasting.run_peers`, sa
 Where the best mean's geometric mean misses a goal, no choice or equal-weight combination of
 these members reaches it: only better members can.
 
-    python benchmarks/forecast_members.py [--series DIR] [--only NAME ...] [--no-public]
+    python benchmarks/forecast_members.py [--series DIR] [--only NAME ...] [--no-public] [--more]
 """
 
 import argparse

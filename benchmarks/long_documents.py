@@ -1,8 +1,9 @@
 """Sentiment on long documents built from sentence polarity, and on sentence polarity itself.
 
 The full-length movie-review set (Pang and Lee's 2,000 reviews) and IMDB cannot be downloaded
-here, so `build` makes a stand-in of the same shape from the shared sentence-polarity snippets
-(`../shared/data/sentence_polarity/`): documents of about 700 words (sentences added until the
+here, so `build` makes a stand-in of the same shape from the sentence-polarity snippets (the
+registered data set `sentence-polarity`, downloaded on first use, or `--source FOLDER` holding
+`rt-polarity.pos` and `rt-polarity.neg`): documents of about 700 words (sentences added until the
 document reaches `--words`), each a mixture of positive and negative snippets in which the
 document's own class holds a share drawn uniformly from `--majority` (default 0.6 to 0.8): the
 label signal is spread through the whole document and no part of it decides alone. The snippets
@@ -13,14 +14,15 @@ validation or test sentence is seen in training. Written as class folders,
 `train/{pos,neg}/*.txt` and `test/{pos,neg}/*.txt` (1,800 and 200 documents by default), the
 layout `seqlab sentiment train --data FOLDER` reads as given splits.
 
-    python benchmarks/long_documents.py build OUT_FOLDER
+    python benchmarks/long_documents.py build OUT_FOLDER [--source FOLDER]
     python benchmarks/long_documents.py run [--long FOLDER] [--polarity FOLDER] [--only ...]
         [-- extra train flags]
 
 `run` trains the default command (`seqlab sentiment train --data ...`, nothing else but the
 extra flags) on each data set and prints its summary, then one JSON line of figures per data
 set (test accuracy, the model kept, every auto candidate's validation and test figures, the
-length and cut, the time).
+length and cut, the time). `--polarity` (default: `sentence-polarity`) is both the polarity
+data set and, without `--long`, the snippets the long documents are built from.
 
 This is not the real long-review figure: that needs the 2,000-review set, not measured here.
 """
@@ -36,7 +38,29 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "sentence_polarity"
+POLARITY = "sentence-polarity"
+
+
+def polarity_folder(parser, value, flag):
+    """The folder of `rt-polarity.pos` and `.neg` that `value` stands for: a folder, or the
+    registered name `sentence-polarity` (downloaded on first use). Anything else, or a failed
+    download, is a one-line `parser.error` rather than a traceback from the reader."""
+    from seqlab.data.datasets import resolve_path
+    from seqlab.data.errors import DataError
+
+    try:
+        folder = resolve_path(value)
+    except DataError as error:
+        parser.error(f"{flag} {value}: {error}")
+    if not folder.is_dir():
+        parser.error(f"{flag} {value}: no such folder, nor a registered name; expected "
+                     f"{POLARITY} or a folder holding rt-polarity.pos and rt-polarity.neg")
+    missing = [name for name in ("rt-polarity.pos", "rt-polarity.neg")
+               if not (folder / name).is_file()]
+    if missing:
+        parser.error(f"{flag} {value}: no {' or '.join(missing)} there; expected the registered "
+                     f"name {POLARITY} or a folder holding rt-polarity.pos and rt-polarity.neg")
+    return folder
 
 
 def read_snippets(folder):
@@ -60,9 +84,10 @@ def build_document(snippets, label, words, majority, rng):
     return " ".join(sentences)
 
 
-def build(out, source=SHARED, documents=2000, words=700, majority=(0.6, 0.8),
+def build(out, source, documents=2000, words=700, majority=(0.6, 0.8),
           test_share=0.1, val_share=0.1, seed=0, split_seed=42):
-    """Writes the long-document folder (see the module docstring); returns its path.
+    """Writes the long-document folder (see the module docstring) from the snippets in the
+    folder `source`; returns its path.
 
     The training documents that `seqlab sentiment train` (`--val-fraction val_share`,
     `--seed split_seed`) will hold out for validation are found first, by running its split
@@ -125,29 +150,41 @@ def main(argv=None):
     if "--" in argv:
         extra = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     actions = parser.add_subparsers(dest="action", required=True)
     build_parser = actions.add_parser("build")
     build_parser.add_argument("out")
+    build_parser.add_argument("--source", default=POLARITY,
+                              help="the snippets: a folder holding rt-polarity.pos and "
+                              "rt-polarity.neg, or a registered name (default: %(default)s)")
     build_parser.add_argument("--words", type=int, default=700)
     build_parser.add_argument("--documents", type=int, default=2000)
     build_parser.add_argument("--majority", type=float, nargs=2, default=(0.6, 0.8))
     build_parser.add_argument("--seed", type=int, default=0)
-    run_parser = actions.add_parser("run")
+    run_parser = actions.add_parser(
+        "run", epilog="%(prog)s [options] -- <extra seqlab train flags>: the flags after a lone "
+        "`--` are added to every `seqlab sentiment train` it runs.")
     run_parser.add_argument("--long", default=None,
-                            help="a folder `build` wrote (default: built in a temporary one)")
-    run_parser.add_argument("--polarity", default=str(SHARED))
+                            help="a folder `build` wrote (default: built in a temporary one "
+                            "from the --polarity snippets)")
+    run_parser.add_argument("--polarity", default=POLARITY,
+                            help="a folder holding rt-polarity.pos and rt-polarity.neg, or a "
+                            "registered name (default: %(default)s)")
     run_parser.add_argument("--only", nargs="*", choices=("long", "polarity"),
                             default=("long", "polarity"))
     args = parser.parse_args(argv)
     if args.action == "build":
-        print(build(args.out, words=args.words, documents=args.documents,
+        source = polarity_folder(build_parser, args.source, "--source")
+        print(build(args.out, source, words=args.words, documents=args.documents,
                     majority=tuple(args.majority), seed=args.seed))
         return
+    polarity = None
+    if "polarity" in args.only or not args.long:
+        polarity = polarity_folder(run_parser, args.polarity, "--polarity")
     with tempfile.TemporaryDirectory() as scratch:
-        long_folder = args.long or build(Path(scratch) / "long")
+        long_folder = args.long or build(Path(scratch) / "long", polarity)
         for name in args.only:
-            data = long_folder if name == "long" else args.polarity
+            data = long_folder if name == "long" else polarity
             figures = run_data(data, extra, Path(scratch) / f"run-{name}")
             print(figures.pop("summary"))
             print(json.dumps({"set": name, **figures}), flush=True)

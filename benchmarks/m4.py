@@ -23,8 +23,10 @@ on all hourly series takes about 25 minutes on 2 cores).
 
     python benchmarks/m4.py --sets weekly --seqlab --peers --limit 0
 
-`--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv` (default
-`../shared/data/m4/`) or a registered name (`m4-hourly`, `m4-weekly`: one frequency each).
+`--data` is a folder with `<Frequency>-train.csv` and `<Frequency>-test.csv`, or a registered
+name (`m4-hourly`, `m4-weekly`: one frequency each, which is then the set unless `--sets` is
+given). Without it each set is read by its registered name, downloaded on first use
+(`seqlab datasets download m4-weekly`).
 """
 
 import argparse
@@ -39,14 +41,57 @@ import seqlab  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 
+from seqlab.data import datasets  # noqa: E402
+from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.data.panel import M4_SETS, read_m4_folder  # noqa: E402
 from seqlab.models.forecasting import metrics  # noqa: E402
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "m4"
+DEFAULT_SETS = ("hourly", "weekly")
 # Naive2's sMAPE and MASE in the M4 paper (Makridakis et al. 2020, International Journal of
 # Forecasting 36(1), the table of the benchmarks' accuracy by frequency).
 PUBLISHED_NAIVE2 = {"hourly": (18.383, 2.395), "weekly": (9.161, 2.777)}
 PEERS = ("AutoETS", "AutoTheta")
+
+
+def set_sources(parser, data, sets):
+    """`{frequency: folder or registered name}` of the sets to read, from `--data` and `--sets`
+    (None where not given); a combination that cannot be read is a one-line `parser.error`.
+
+    Without `--data` each set is read by its registered name (`m4-hourly`, downloaded on first
+    use). A registered name holds one frequency, so it is the set when `--sets` is left out,
+    and `--sets` naming another is refused rather than read from the wrong files. A folder
+    holds the files of every set in `--sets` (default: hourly and weekly).
+    """
+    registered = [name for name in datasets.names() if name.startswith("m4-")]
+    if data is None:
+        sets = sets or DEFAULT_SETS
+        unnamed = [frequency for frequency in sets if f"m4-{frequency}" not in registered]
+        if unnamed:
+            parser.error(f"no registered data set holds M4 {', '.join(unnamed)} (only "
+                         f"{', '.join(registered)}); give --data FOLDER holding its files")
+        return {frequency: f"m4-{frequency}" for frequency in sets}
+    if datasets.is_name(data):
+        if data not in registered:
+            parser.error(f"--data {data} is not an M4 set; expected {', '.join(registered)} or "
+                         "a folder of <Frequency>-train.csv and <Frequency>-test.csv")
+        frequency = data[len("m4-"):]
+        if sets and list(sets) != [frequency]:
+            parser.error(f"--data {data} holds the {frequency} set only; leave --sets out or "
+                         f"give --sets {frequency}")
+        return {frequency: data}
+    if not Path(data).is_dir():
+        parser.error(f"--data {data}: no such folder, nor a registered name (expected "
+                     f"{', '.join(registered)} or a folder of <Frequency>-train.csv and "
+                     "<Frequency>-test.csv)")
+    return {frequency: data for frequency in sets or DEFAULT_SETS}
+
+
+def read_set(source, frequency):
+    """`read_m4_folder(source, frequency)`, a file it cannot read (or download) one line."""
+    try:
+        return read_m4_folder(source, frequency)
+    except DataError as error:
+        raise SystemExit(f"M4 {frequency}: {error}") from None
 
 
 def benchmark_forecasts(panel, frequency):
@@ -151,10 +196,11 @@ def print_table(title, scores, seconds, published=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA),
-                        help="folder of M4's files or a registered name (default: %(default)s)")
-    parser.add_argument("--sets", nargs="+", default=["hourly", "weekly"],
-                        choices=sorted(M4_SETS))
+    parser.add_argument("--data", default=None,
+                        help="folder of M4's files or a registered name (default: each set's "
+                        "registered name, m4-hourly and m4-weekly, downloaded on first use)")
+    parser.add_argument("--sets", nargs="+", default=None, choices=sorted(M4_SETS),
+                        help="default: the set --data names, else hourly and weekly")
     parser.add_argument("--peers", action="store_true",
                         help="also statsforecast's AutoETS and AutoTheta on --limit series")
     parser.add_argument("--limit", type=int, default=20,
@@ -164,10 +210,11 @@ def main(argv=None):
     parser.add_argument("--out", default=None,
                         help="--seqlab: folder for the runs (default: a temporary folder)")
     args = parser.parse_args(argv)
+    sources = set_sources(parser, args.data, args.sets)
     failures = []
-    for frequency in args.sets:
+    for frequency, source in sources.items():
         start = time.perf_counter()
-        panel = read_m4_folder(args.data, frequency)
+        panel = read_set(source, frequency)
         read_seconds = time.perf_counter() - start
         seasonal = sum(metrics.is_seasonal(values, M4_SETS[frequency]["season"])
                        for values in panel.values)
@@ -192,7 +239,7 @@ def main(argv=None):
             extra, subset_seconds = peer_forecasts(panel, frequency, count)
             subset.update(extra)
         if args.seqlab:
-            ours, seconds_taken = seqlab_forecasts(args.data, frequency, panel, args.out)
+            ours, seconds_taken = seqlab_forecasts(source, frequency, panel, args.out)
             subset.update(ours)
             subset_seconds["seqlab"] = seconds_taken
         if args.peers or args.seqlab:
@@ -209,7 +256,7 @@ def main(argv=None):
     if failures:
         print("NOT reproduced: " + "; ".join(failures), file=sys.stderr)
         return 1
-    checked = [f for f in args.sets if f in PUBLISHED_NAIVE2]
+    checked = [f for f in sources if f in PUBLISHED_NAIVE2]
     if checked:
         print(f"Naive2's published sMAPE and MASE reproduced to 3 decimals: {', '.join(checked)}")
     return 0

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -535,6 +536,14 @@ def apply(copy, mutation):
     return text, None
 
 
+def stop_on_sigterm(signum, frame):
+    """SIGTERM (what `timeout` and `kill` send) as a normal exit: Python would otherwise die at
+    once and leave the temporary copy of the repository behind; SystemExit unwinds through the
+    `TemporaryDirectory` context (which deletes it) and `subprocess.run` (which kills the running
+    pytest first)."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", metavar="NAME",
@@ -560,6 +569,7 @@ def main(argv=None):
         return 0
 
     results, problems = [], 0
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     with tempfile.TemporaryDirectory(prefix="seqlab-mutations-") as folder:
         copy, environment = copy_repository(Path(folder))
         print(f"copy: {copy} (imported as seqlab)", flush=True)

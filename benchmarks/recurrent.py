@@ -41,7 +41,10 @@ path of the masked shapes.
                                    [--step-mask]
                                    [--batch N] [--steps N] [--features N] [--units N]
 
-Prints a table per setting, then one JSON line per setting with the ratios.
+Prints a table per setting, then one JSON line, `{"benchmark": "recurrent", "cpu": ...,
+"settings": [...]}`, with one entry (its ratios) per setting. When a setting's process fails,
+its last lines of stderr are shown and the JSON line holds the settings measured before it;
+the exit status is then 1.
 """
 
 import argparse
@@ -75,6 +78,8 @@ SHAPES = {
                        bidirectional=False, vocabulary=None, sequences=False),
 }
 MIN_SAMPLE_MS = 30
+# How many of a failed setting's last stderr lines are shown (its traceback's end).
+STDERR_LINES = 20
 CONTROL = "control"
 STEP_MASK = "step_mask"
 BARE_MODES = ("train", "train_dx", "inference")
@@ -101,11 +106,16 @@ def parse_args(argv):
                         help="time the bare layers only")
     for size in ("batch", "steps", "features", "units"):
         parser.add_argument(f"--{size}", type=int, default=None)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1 (a median needs a sample), not {args.rounds}")
+    return args
 
 
 def run_settings(args, argv):
-    """One subprocess per (shape, thread count); returns their JSON results."""
+    """One subprocess per (shape, thread count); returns their JSON results and whether every
+    setting finished. The first setting that fails ends the run: its stderr's last lines are
+    shown, and the results of the settings before it are returned rather than lost."""
     shapes = list(SHAPES) if args.shape == "all" else [s.strip() for s in args.shape.split(",")]
     unknown = [shape for shape in shapes if shape not in SHAPES]
     if unknown:
@@ -116,11 +126,19 @@ def run_settings(args, argv):
         for thread_count in threads:
             command = [sys.executable, __file__, *strip_options(argv),
                        "--shape", shape, "--threads", thread_count, "--in-process"]
-            output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-            lines = output.splitlines()
-            print("\n".join(line for line in lines if not line.startswith("{")), flush=True)
+            done = subprocess.run(command, capture_output=True, text=True)
+            lines = done.stdout.splitlines()
+            table = [line for line in lines if not line.startswith("{")]
+            if table:
+                print("\n".join(table), flush=True)
+            if done.returncode:
+                tail = done.stderr.strip().splitlines()[-STDERR_LINES:]
+                print(f"shape {shape}, threads {thread_count}: the setting's process failed "
+                      f"(exit status {done.returncode}); the end of its stderr:",
+                      *(f"  {line}" for line in tail), sep="\n", file=sys.stderr, flush=True)
+                return results, False
             results.extend(json.loads(line) for line in lines if line.startswith("{"))
-    return results
+    return results, True
 
 
 def strip_options(argv):
@@ -145,10 +163,10 @@ def main(argv=None):
     argv = [item for item in argv if item != "--in-process"]
     args = parse_args(argv)
     if not in_process:
-        results = run_settings(args, argv)
+        results, finished = run_settings(args, argv)
         cpu = results[0]["cpu"] if results else "unknown CPU"
         print(json.dumps({"benchmark": "recurrent", "cpu": cpu, "settings": results}))
-        return
+        return 0 if finished else 1
     print(json.dumps(time_setting(args)))
 
 
@@ -356,4 +374,4 @@ def time_call(fn, keras, repeats=1):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
