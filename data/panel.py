@@ -251,7 +251,9 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         if len(targets) > 1:
             notes.append(f"{path}: the files' value columns are named {', '.join(targets)}; read "
                          "as one value per file")
-        kind, target_name = tables[0]["kind"], tables[0]["target"]
+        # Value columns named differently: none is the panel's (predict and evaluate read each
+        # file's one value column again, as here; the first file's name was refused there).
+        kind, target_name = tables[0]["kind"], targets[0] if len(targets) == 1 else None
         time_found = tables[0]["time_column"]
     else:
         table = _read_table(path, id_column, time_column, target, find_time)

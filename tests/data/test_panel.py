@@ -291,8 +291,10 @@ def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_pat
                "line 3 is earlier than line 2)" in n for n in panel.notes)
     assert f"{folder}: read the 2 .csv files only, not notes.txt" in panel.notes
     write(folder, "east.csv", "date,sales\n2024-01-01,7\n2024-01-02,8\n")
+    mixed = read_panel(folder, time_column="date")
     assert (f"{folder}: the files' value columns are named sales, y; read as one value per file"
-            in read_panel(folder, time_column="date").notes)
+            in mixed.notes)
+    assert mixed.target is None and panel.target == "y"  # no one name serves every file
     (folder / "east.csv").unlink()
     frame = panel.to_frame()
     assert list(frame.columns) == ["unique_id", "ds", "y"]

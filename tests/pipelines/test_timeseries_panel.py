@@ -750,6 +750,18 @@ def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, c
     table = pd.read_csv(out / "holdout_forecasts.csv")
     assert list(table["id"].unique()) == ["shop0", "shop1"] and "ets" not in table.columns
 
+    # Files whose value columns are named differently: evaluate and predict read them as train
+    # did (they refused the second file for not having the first file's column name).
+    frame = pd.read_csv(folder / "shop1.csv").rename(columns={"sales": "value"})
+    frame.to_csv(folder / "shop1.csv", index=False)
+    out = tmp_path / "mixed"
+    assert main(["timeseries", "train", "--data", str(folder), "--model", "nbeats",
+                 "--holdout", "2", "--out", str(out), *TINY]) == 0
+    assert json.loads((out / "panel.json").read_text())["target"] is None
+    assert main(["timeseries", "evaluate", "--run", str(out)]) == 0
+    assert main(["timeseries", "predict", "--run", str(out)]) == 0
+    assert pd.read_csv(out / "forecast.csv")["id"].unique().tolist() == ["shop0", "shop1"]
+
 
 def test_network_settings_given_are_used_and_config_json_records_the_ones_used(tmp_path,
                                                                               capsys):
