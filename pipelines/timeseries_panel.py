@@ -476,6 +476,17 @@ def candidate_name(kept):
     return kept[0] if len(kept) == 1 else "mean(" + "+".join(kept) + ")"
 
 
+def _mase_series_line(figures, data):
+    """The summary's line where MASE averages over fewer series than the other figures, as a
+    list of it or of nothing."""
+    scaled = figures.get("mase_series", len(data.ids))
+    if scaled >= len(data.ids):
+        return []
+    return [f"  MASE over {scaled} of {len(data.ids)} series: the in-sample seasonal naive "
+            f"error of the other {len(data.ids) - scaled} is 0 (every value equals the one a "
+            f"season before) or undefined (no more than {data.season} values)"]
+
+
 @dataclasses.dataclass
 class PanelChoice:
     """The kept candidate and what every member and candidate scored at the validation
@@ -487,6 +498,8 @@ class PanelChoice:
     candidate_scores: dict
     series: int
     series_kept: dict = dataclasses.field(default_factory=dict)
+    # Why the kept candidate was kept where nothing was chosen (empty `candidate_scores`).
+    unchosen: str = ""
 
     @property
     def name(self):
@@ -498,8 +511,8 @@ class PanelChoice:
 
     def reason(self):
         if not self.candidate_scores:
-            return (f"no series long enough for a validation origin: {self.name} kept without "
-                    "a choice")
+            return self.unchosen or (f"no series long enough for a validation origin: "
+                                     f"{self.name} kept without a choice")
         ranked = sorted(self.candidate_scores.items(), key=lambda item: item[1])
         text = (f"lowest relative error ({ranked[0][1]:.4f}: (sMAPE + MASE) / seasonal "
                 f"naive's, on the last H values before the holdout of {self.series} series) "
@@ -654,6 +667,8 @@ def _members_of(name):
 
 def network_forecasts(model, histories):
     """The global network's forecast of every history (one batch pass, float64)."""
+    if not histories:  # no series long enough for a validation origin, say
+        return []
     windows = last_windows(histories, model.lookback)
     forecast = model.predict(windows, batch_size=1024, verbose=0)
     return [np.asarray(row, dtype="float64") for row in forecast]
@@ -673,7 +688,7 @@ def forecast_all(model, histories, horizon, season, classical_methods, what="", 
     if fitted is not None:
         classical = _placed(classical, positions, len(histories))
         rolled = None if rolled is None else _placed(rolled, positions, len(histories))
-    if classical_methods:
+    if classical_methods and positions:
         notes = [f"classical fits {what}: "
                  + ", ".join(f"{name} {format_duration(value)}" for name, value in seconds.items())
                  + f" for {len(positions)} series", *notes]
@@ -881,7 +896,7 @@ class PanelPipeline(Pipeline):
         members = {name: forecasts[name] for name in (model.kind, *methods, "seasonal_naive")}
         usable = [f is not None for f in forecasts[model.kind]]
         ids = [data.ids[i] for i in protocol.valid]
-        if config.model == "auto" and methods and not any(usable):
+        if config.model == "auto" and methods and protocol.valid and not any(usable):
             # No history at the validation origin is as long as the network's lookback: the
             # choice is among the members that were scored, never an unscored network.
             del members[model.kind]
@@ -898,7 +913,12 @@ class PanelPipeline(Pipeline):
         if config.model == "auto" and actuals:
             prepared.choice = choose(members, actuals, histories, season, ids)
         else:
-            prepared.choice = PanelChoice((model.kind,), {}, {}, 0)
+            prepared.choice = PanelChoice((model.kind,), {}, {}, 0, unchosen=(
+                f"--model {config.model}: the network alone, without a choice"
+                if config.model != "auto" else
+                f"no series has more than H + season = {data.horizon + season} values before "
+                f"its holdout, so none has a validation origin: {model.kind} kept without a "
+                "choice"))
         # The holdout: every series from the end of its training part.
         prepared.holdout_forecasts = protocol.holdout
         prepared.model_forecast = combined(prepared.choice, prepared.holdout_forecasts,
@@ -1028,12 +1048,7 @@ class PanelPipeline(Pipeline):
             "  (means over series; MAPE over the series whose actuals are all positive; OWA "
             "against Naive2)",
         ]
-        scaled = metrics["model"].get("mase_series", len(data.ids))
-        if scaled < len(data.ids):
-            lines.append(f"  MASE over {scaled} of {len(data.ids)} series: the in-sample seasonal "
-                         f"naive error of the other {len(data.ids) - scaled} is 0 (every value "
-                         f"equals the one a season before) or undefined (no more than "
-                         f"{data.season} values)")
+        lines += _mase_series_line(metrics["model"], data)
         lines.append(f"  kept {choice.name}: {choice.reason()}")
         if choice.candidate_scores:
             lines.append(f"  per series: {choice.series_reason()}")
@@ -1101,6 +1116,7 @@ class PanelPipeline(Pipeline):
         summary = [f"timeseries: {data_read.source}, {len(data_read.ids)} series, holdout "
                    f"{data_read.horizon}",
                    format_table(["forecast", "sMAPE", "MASE", "MAPE", "RMSE", "OWA"], rows),
+                   *_mase_series_line(table["model"], data_read),
                    *data_read.notes, *notes]
         return evaluation_result(summary, figures, output)
 

@@ -763,6 +763,36 @@ def test_a_folder_of_csv_files_is_many_series_with_the_network_alone(tmp_path, c
     assert pd.read_csv(out / "forecast.csv")["id"].unique().tolist() == ["shop0", "shop1"]
 
 
+def test_a_panel_without_a_validation_origin_trains_and_says_why_nothing_was_chosen(
+        tmp_path, capsys):
+    # Two years of monthly values, holdout 6, season 12: no training part holds more than
+    # H + season = 18 values. Train ended in a traceback after the network's epochs.
+    rows = [(f"n{k}", day, 100 + k + 15 * np.sin(2 * np.pi * day / 12) + (day % 5))
+            for k in range(4) for day in range(24)]
+    pd.DataFrame(rows, columns=["id", "t", "y"]).to_csv(tmp_path / "short.csv", index=False)
+    flags = ["--data", str(tmp_path / "short.csv"), "--id-column", "id", "--time-column", "t",
+             "--holdout", "6", "--season", "12", *TINY]
+    assert main(["timeseries", "train", *flags, "--out", str(tmp_path / "auto")]) == 0
+    printed = capsys.readouterr().out
+    assert ("kept nbeats: no series has more than H + season = 18 values before its holdout, "
+            "so none has a validation origin: nbeats kept without a choice") in printed
+    assert "at the validation origin" not in printed and "left out of the choice" not in printed
+    # evaluate on it with a flat series beside: MASE has no scale there, and evaluate says so
+    # as train does.
+    flat = pd.DataFrame({"id": "flat", "t": range(24), "y": 5.0})
+    pd.concat([pd.read_csv(tmp_path / "short.csv"), flat]).to_csv(tmp_path / "flat.csv",
+                                                                   index=False)
+    assert main(["timeseries", "evaluate", "--run", str(tmp_path / "auto"), "--data",
+                 str(tmp_path / "flat.csv")]) == 0
+    assert "MASE over 4 of 5 series: the in-sample seasonal naive error of the other 1 is 0" in (
+        capsys.readouterr().out)
+    # The network alone was never a choice: it says so, not "no validation origin".
+    assert main(["timeseries", "train", *flags, "--model", "nbeats", "--out",
+                 str(tmp_path / "alone")]) == 0
+    assert "kept nbeats: --model nbeats: the network alone, without a choice" in (
+        capsys.readouterr().out)
+
+
 def test_network_settings_given_are_used_and_config_json_records_the_ones_used(tmp_path,
                                                                               capsys):
     # --units 32 --layers 1 --batch-size 32 are one series' defaults: they used to count as
