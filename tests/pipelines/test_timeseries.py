@@ -23,6 +23,7 @@ from seqlab.pipelines import timeseries as timeseries_pipeline
 from seqlab.pipelines.distribute import Distribution
 from seqlab.pipelines.metrics import forecast_scores, forecast_table
 from seqlab.pipelines.timeseries import (
+    MAX_HISTORY_ROWS,
     TimeseriesConfig,
     build_model,
     float32_precision_note,
@@ -837,6 +838,18 @@ def test_auto_export_serves_the_kept_combination_as_predict_forecasts_it(tmp_pat
     np.testing.assert_allclose(forecast, predicted, rtol=1e-4)
     with pytest.raises(tf.errors.InvalidArgumentError, match="too few rows"):
         served(history=tf.constant(history[:, :10]))
+    # Longer than the lookback but shorter than the classical members' fit: it cannot start at
+    # the first row, and its forecast came back silently another. Its last rows alone neither.
+    fitted = max(spec["first_row"] + spec["fit_rows"] for name in metrics["auto"]["kept"]
+                 for spec in json.loads((result.path / "members.json").read_text())[
+                     "classical"].get(name, []))
+    for rows in (history[:, :fitted - 1], history[:, -40:]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"too few rows \(the classical "
+                                                                 r"members were fitted on"):
+            served(history=tf.constant(rows))
+    # A request of more rows than the bound is refused before its minutes of work.
+    with pytest.raises(tf.errors.InvalidArgumentError, match="too many rows for one request"):
+        served(history=tf.constant(np.full((1, MAX_HISTORY_ROWS + 1, 1), 100.0, "float32")))
     evaluated = evaluate(result.path)
     assert evaluated.metrics["model"]["rmse"] == pytest.approx(metrics["model"]["rmse"])
 
