@@ -328,6 +328,18 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 MAX_REQUEST_TOKENS = 50_000
 
 
+def word_characters(tokens, max_word_chars):
+    """The first `max_word_chars` characters of each of `tokens` (strings, any shape), ragged.
+
+    Those characters lie within a token's first 4 x `max_word_chars` bytes (a UTF-8 character
+    takes at most 4; an invalid byte is read as one), so the token is cut there before it is
+    split: splitting whole tokens made one string per character first, and a request of one
+    100 MB word took 4.5 GB. A character cut in two by the byte bound lies past the ones kept.
+    """
+    head = tf.strings.substr(tokens, 0, 4 * max_word_chars, unit="BYTE")
+    return tf.strings.unicode_split(head, "UTF-8")[..., :max_word_chars]
+
+
 def export_saved_model(model, vocabulary, path):
     """Writes a SavedModel whose `serving_default` tags tokenised sentences.
 
@@ -347,8 +359,8 @@ def export_saved_model(model, vocabulary, path):
     def tag(tokens):
         real = tf.not_equal(tokens, "")
         token_ids = tf.cast(word_lookup(tf.strings.lower(tokens, encoding="utf-8")), tf.int32)
-        chars = tf.strings.unicode_split(tokens, "UTF-8")[:, :, :max_word_chars]
-        char_ids = tf.cast(char_lookup(chars), tf.int32).to_tensor(0)
+        char_ids = tf.cast(char_lookup(word_characters(tokens, max_word_chars)),
+                           tf.int32).to_tensor(0)
         tags = repair_bio_graph(tf.gather(tag_names, decode_function(token_ids, char_ids)))
         return tf.where(real, tags, "")
 

@@ -207,6 +207,21 @@ def test_predict_never_prints_an_i_tag_that_continues_nothing(crf_run, monkeypat
                                    "Ulm\tB-LOC"]
 
 
+def test_a_words_first_characters_are_those_of_the_whole_word_split():
+    from seqlab.pipelines.ner import word_characters
+
+    # Multi-byte characters, 4-byte ones cut by the byte bound, invalid bytes, empty words,
+    # and a long word (the served graph split whole words: one 100 MB word took 4.5 GB).
+    tokens = tf.constant([
+        ["héllo".encode() * 3, "😀".encode() * 30 + b"x", b"a" + "😀".encode() * 10,
+         b"ab\xff\xfecd"],
+        [b"", b"z" * 100_000, "ß".encode(), b""],
+    ])
+    for cut in (1, 3, 5, 20):
+        whole = tf.strings.unicode_split(tokens, "UTF-8")[:, :, :cut].to_list()
+        assert word_characters(tokens, cut).to_list() == whole, cut
+
+
 def test_the_summary_says_plainly_when_the_model_learned_nothing():
     zero = {"f1": 0.0, "epochs_run": 2, "support": 5,
             "per_type": {"PER": {"support": 3, "f1": 0.0}, "LOC": {"support": 2, "f1": 0.0}}}
