@@ -36,7 +36,7 @@ import seqlab  # noqa: E402,F401
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from m4 import read_set, set_sources  # noqa: E402
+from m4 import add_data_arguments, read_set, set_sources  # noqa: E402
 
 from seqlab.data.panel import M4_SETS  # noqa: E402
 from seqlab.models.forecasting import metrics  # noqa: E402
@@ -137,11 +137,7 @@ def train_and_forecast(settings, history, horizon, seed, validate):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=None,
-                        help="folder of M4's files or a registered name (default: each set's "
-                        "registered name, m4-hourly and m4-weekly, downloaded on first use)")
-    parser.add_argument("--sets", nargs="+", default=None, choices=sorted(M4_SETS),
-                        help="default: the set --data names, else hourly and weekly")
+    add_data_arguments(parser)
     parser.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS),
                         help="default or KIND:LOOKBACK_MULTIPLE:STEPS[:NORMALIZATION[:UNITS]] "
                         "(default: %(default)s)")

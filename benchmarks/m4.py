@@ -194,13 +194,18 @@ def print_table(title, scores, seconds, published=None):
               f"{metrics.owa(result, naive2):7.3f} {seconds.get(name, 0.0):8.2f}{beside}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_data_arguments(parser):
+    """`--data` and `--sets`, read by `set_sources` (this script's and global_forecaster.py's)."""
     parser.add_argument("--data", default=None,
                         help="folder of M4's files or a registered name (default: each set's "
                         "registered name, m4-hourly and m4-weekly, downloaded on first use)")
     parser.add_argument("--sets", nargs="+", default=None, choices=sorted(M4_SETS),
                         help="default: the set --data names, else hourly and weekly")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_data_arguments(parser)
     parser.add_argument("--peers", action="store_true",
                         help="also statsforecast's AutoETS and AutoTheta on --limit series")
     parser.add_argument("--limit", type=int, default=20,
