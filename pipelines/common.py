@@ -239,6 +239,25 @@ def replace_directory(new, path):
     return path
 
 
+def _put_back_replaced(path):
+    """Undoes a `replace_directory` of `path` killed between its two renames (`path` gone, the
+    old run hidden as `.NAME.replaced-PID` of a dead process): the old run goes back to `path`,
+    said on stdout, so that it is neither lost from sight nor left on the disk for ever. One
+    killed after both renames left the replaced run beside the new one: removed."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.replaced-(\d+)")
+    stale = [entry for entry in (path.parent.iterdir() if path.parent.is_dir() else ())
+             if (match := pattern.fullmatch(entry.name)) and entry.is_dir()
+             and not entry.is_symlink() and not _process_alive(int(match[1]))
+             and has_marker(entry, RUN_MARKER, "run")]
+    for entry in sorted(stale, key=lambda entry: entry.stat().st_mtime, reverse=True):
+        if not path.exists() and not path.is_symlink():
+            os.replace(entry, path)
+            print(f"put back {path}: an interrupted --overwrite had moved it aside to "
+                  f"{entry.name}")
+        else:
+            shutil.rmtree(entry)
+
+
 def replace_export(path, write):
     """Writes an export with `write(new_path)` and puts it at `path`, replacing a previous
     export there (checked by the caller with `check_export_path`) only once the new one is
@@ -470,6 +489,7 @@ class RunDirectory:
             if path.is_symlink():
                 raise UsageError(f"--out {self.final}: {path} is a symbolic link; seqlab does "
                                  "not write through links: give the real folder")
+        _put_back_replaced(self.final)
         if self.final.is_file():
             raise UsageError(f"--out {self.final} is a file; give a folder for the run")
         here = Path.cwd().resolve()

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -367,6 +368,29 @@ def test_overwrite_keeps_files_added_to_the_old_run_while_the_new_one_trained(tm
     assert again.start({"a": 2}) is True
     assert (again.work / common.FIT_DONE_NAME).is_file()
     assert again.finish() == out and open_run(out, "toy").settings == {"a": 2}
+
+
+def test_a_run_an_overwrite_was_killed_in_the_middle_of_replacing_is_put_back(tmp_path,
+                                                                             capsys):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    hidden = tmp_path / f".run.replaced-{int(dead.stdout)}"
+    # Killed between replace_directory's two renames: the old run hidden, --out gone.
+    out = finished_run(tmp_path / "run", {"a": 1})
+    out.rename(hidden)
+    RunDirectory(out, "toy", overwrite=True).check_out()
+    assert open_run(out, "toy").settings == {"a": 1} and not hidden.exists()
+    assert f"put back {out}: an interrupted --overwrite had moved it aside" in (
+        capsys.readouterr().out)
+    # Killed after both: the replaced run beside the new one is seqlab's garbage.
+    shutil.copytree(out, hidden)
+    RunDirectory(out, "toy", overwrite=True).check_out()
+    assert not hidden.exists() and open_run(out, "toy").settings == {"a": 1}
+    # A folder of that name that is no seqlab run is never touched.
+    hidden.mkdir()
+    (hidden / "mine.txt").write_text("mine")
+    RunDirectory(out, "toy", overwrite=True).check_out()
+    assert (hidden / "mine.txt").read_text() == "mine"
 
 
 def test_fit_done_goes_only_once_the_run_is_in_place(tmp_path, monkeypatch):
