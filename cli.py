@@ -264,9 +264,6 @@ def _datasets_command(parser, values):
         print(f"{PROG} {DATASETS} {action}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        if not started:  # while it checked the settings or loaded TensorFlow
-            print(f"\n{PROG}: interrupted before {task_name} {typed} started; nothing was "
-                  "written.", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(text)
     return 0

@@ -492,9 +492,12 @@ class RunDirectory:
         _put_back_replaced(self.final)
         if self.final.is_file():
             raise UsageError(f"--out {self.final} is a file; give a folder for the run")
-        here = Path.cwd().resolve()
-        if self.final.exists() and (self.final.resolve() == here
-                                    or self.final.resolve() in here.parents):
+        try:
+            here = Path.cwd().resolve()
+        except FileNotFoundError:  # the shell's folder was removed: it holds no --out
+            here = None
+        if here is not None and self.final.exists() and (
+                self.final.resolve() == here or self.final.resolve() in here.parents):
             raise UsageError(
                 f"--out {self.final} is the folder this command runs in (or holds it): the run "
                 "is written beside it and renamed into its place, so the shell would stay in a "

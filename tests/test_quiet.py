@@ -225,3 +225,16 @@ def test_an_interrupt_while_tensorflow_loads_shows_none_of_its_log(capfd, monkey
     assert capfd.readouterr().err == (
         "\nseqlab: interrupted before timeseries train started; nothing was written.\n")
     assert not list(tmp_path.iterdir())
+
+
+def test_an_interrupted_data_set_command_ends_quietly_with_its_status(monkeypatch, capfd):
+    # The interrupt line of the task commands, pasted into `seqlab datasets` too, named
+    # variables that command does not have: a NameError traceback.
+    from seqlab.data import datasets
+
+    def interrupted(name, progress=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(datasets, "download", interrupted)
+    assert cli.main(["datasets", "download", "airline-passengers"]) == 130
+    assert "Traceback" not in capfd.readouterr().err

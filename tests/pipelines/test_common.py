@@ -93,6 +93,9 @@ def test_the_folder_the_command_runs_in_is_no_out(tmp_path, monkeypatch):
                                              r"it\)"):
             RunDirectory(out, "toy").check_out()
     RunDirectory("run", "toy").check_out()  # a new folder inside it is fine
+    # A shell left in a removed folder (where a replaced run leaves it) holds no --out.
+    (here / "deeper").rmdir()
+    RunDirectory(tmp_path / "elsewhere", "toy").check_out()
 
 
 def test_unfinished_run_is_resumed_only_with_the_same_settings(tmp_path):
