@@ -300,13 +300,16 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
                                  decode_function=self.decode_function_of(self.model))
         f1 = entity_scores(self.gold, predicted)["f1"]
-        # A validation split without entities has no F1 (0 / 0): the loss alone decides.
-        f1 = logs["val_f1"] = 0.0 if math.isnan(f1) else f1
+        # A validation split without entities has no F1 (0 / 0, logged as 0): the loss alone
+        # decides, which epoch's weights are kept too (the first epoch's were, always).
+        undefined = math.isnan(f1)
+        f1 = logs["val_f1"] = 0.0 if undefined else f1
         loss = logs.get("val_loss", np.inf)
         self.wait += 1
-        if loss < self.best_loss:
+        lower_loss = loss < self.best_loss
+        if lower_loss:
             self.best_loss, self.wait = loss, 0
-        if f1 > self.best_f1:
+        if lower_loss if undefined else f1 > self.best_f1:
             self.best_f1, self.best_weights, self.wait = f1, self.model.get_weights(), 0
             self.best_epoch = epoch + 1
         if self.wait >= self.patience:

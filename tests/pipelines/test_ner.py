@@ -549,6 +549,18 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     callback.on_train_end()
     assert model.layers[0].kernel.numpy()[0, 0] == 4.0 and callback.best_epoch == 5
 
+    # A validation split without entities (F1 0 / 0 at every epoch): the lowest loss keeps
+    # its weights, not the first epoch.
+    scores = iter([math.nan] * 8)
+    callback.on_train_begin()
+    for epoch, loss in enumerate([9.0, 8.0, 7.0, 7.5, 7.2]):
+        model.layers[0].kernel.assign([[float(epoch)]])
+        logs = {"val_loss": loss}
+        callback.on_epoch_end(epoch, logs)
+        assert logs["val_f1"] == 0.0
+    callback.on_train_end()
+    assert model.layers[0].kernel.numpy()[0, 0] == 2.0 and callback.best_epoch == 3
+
 
 def test_scoring_reuses_the_decoding_function_traced_for_the_epochs_of_the_same_model():
     import seqlab.pipelines.ner as ner
