@@ -118,6 +118,11 @@ def _forecast_names(metrics, model_kind):
     return {key: label for key, label in names.items() if key in metrics}
 
 
+# Errors within this many times float64's rounding of the values (`rmse_rounding`) are near the
+# precision the values are held at: the table's note then says how to score them finer.
+NEAR_ROUNDING = 1000.0
+
+
 def forecast_table(metrics, model_kind):
     """The terminal table of `forecast_scores` figures (with the RMSE per step ahead when the
     horizon is longer than one)."""
@@ -131,10 +136,12 @@ def forecast_table(metrics, model_kind):
     exact = [metrics[key]["rmse"] <= rounding for key in names]
     if rounding > 0 and any(exact) and not all(exact):
         table += (f"\nan RMSE of at most {rounding:.3g} ({ROUNDING:g} of the largest actual "
-                  f"value, {rounding / ROUNDING:.4g}: float64's rounding of a forecast through "
-                  "log and exp) counts as exact, hence the ratios inf or n/a; where the values "
-                  "vary by little more than that, subtract a constant offset from the series to "
-                  "score its forecasts finer")
+                  f"value, {rounding / ROUNDING:.4g}: float64's rounding) counts as exact, hence "
+                  "the ratios inf or n/a")
+        inexact = min(metrics[key]["rmse"] for key, same in zip(names, exact) if not same)
+        if inexact <= NEAR_ROUNDING * rounding:  # the errors themselves are near float64's
+            table += ("; the other errors are within a few thousand times that: subtract a "
+                      "constant offset from the series to score its forecasts finer")
     if metrics["horizon"] == 1 or "per_step" not in metrics:
         return table
     steps = format_table(

@@ -549,9 +549,15 @@ def test_on_a_constant_series_the_ratio_to_an_exact_baseline_is_not_a_figure():
     # The table says which errors count as exact, where some do and some do not.
     lines = forecast_table(metrics, "linear").splitlines()
     assert [line.split()[-1] for line in lines[2:5]] == ["inf", "n/a", "n/a"]
-    assert lines[5].startswith("an RMSE of at most 9 (1e-14 of the largest actual value, 9e+14: "
-                               "float64's rounding of a forecast through log and exp) counts as "
-                               "exact, hence the ratios inf or n/a")
+    assert lines[5] == ("an RMSE of at most 9 (1e-14 of the largest actual value, 9e+14: "
+                        "float64's rounding) counts as exact, hence the ratios inf or n/a; the "
+                        "other errors are within a few thousand times that: subtract a constant "
+                        "offset from the series to score its forecasts finer")
+    # An exact model beside errors far above the rounding: no advice to shift the series.
+    metrics, _ = forecast_scores(exact, targets, last_rows, horizon=1, season=1,
+                                 target_names=["y"])
+    metrics["naive"]["rmse"] = 3.0  # as on a series that moves
+    assert forecast_table(metrics, "arima").splitlines()[5].endswith("hence the ratios inf or n/a")
     # Where every figure is exact, or none is, the table needs no such line.
     metrics, _ = forecast_scores(exact + 9e14, targets + 9e14, last_rows, horizon=1, season=1,
                                  target_names=["y"])
