@@ -150,9 +150,9 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     assert (saved_model / "saved_model.pb").stat().st_mtime_ns != first
     serve = tf.saved_model.load(str(saved_model)).signatures["serving_default"]
     # The window of the network or linear member, or the whole history when --model auto kept
-    # a classical member (the series has 80 rows).
+    # a classical member (the series has 120 rows).
     name = next(iter(serve.structured_input_signature[1]))
-    rows = np.zeros((1, 6 if name == "window" else 80, 1), "float32") + 10.0
+    rows = np.zeros((1, 6 if name == "window" else 120, 1), "float32") + 10.0
     assert serve(**{name: tf.constant(rows)})["forecast"].shape == (1, 1, 1)
     assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no temporary left
     # A new, empty folder is a fine target.

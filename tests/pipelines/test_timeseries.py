@@ -905,8 +905,11 @@ def test_a_long_series_fits_its_classical_members_on_its_last_rows(tmp_path, mon
     predicted = pd.read_csv(predict(result.path, output=str(tmp_path / "f.csv")).path)["y"]
     np.testing.assert_allclose(served(history=tf.constant(history))["forecast"].numpy()[0, :, 0],
                                predicted, rtol=1e-4)  # float32 history in the graph
-    with pytest.raises(tf.errors.InvalidArgumentError, match=f"fitted from row {first} "):
-        served(history=tf.constant(history[:, :first]))
+    # A history that cannot reach the fit's rows is refused (before, one up to its first row).
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=rf"too few rows \(the classical members were fitted on the first "
+                             rf"{first + 60}\)"):
+        served(history=tf.constant(history[:, :first + 59]))
     # evaluate --data scores the windows whose origin the members can forecast from.
     evaluated = evaluate(result.path, data=str(tmp_path / "long.csv"))
     assert evaluated.metrics["split"] == f"every window from row {first} (the classical " \
