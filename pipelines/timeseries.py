@@ -72,6 +72,7 @@ from seqlab.pipelines.timeseries_members import (
     ALONE_ONLY,
     CLASSICAL_BASELINES,
     CLASSICAL_MEMBERS,
+    HISTORY_START_ROWS,
     ForecastMembers,
     backtest_actual,
     backtest_windows,
@@ -407,7 +408,9 @@ def prepare_members(config, schema, values, pre_test_rows, season):
     # The backtest refits only the methods fitted here.
     progress.total -= (len(methods) - len(classical)) * len(schema.targets) * folds
     notes += fit_notes
-    members = ForecastMembers(classical, neural=AUTO_NEURAL_KIND if auto else None, notes=notes)
+    start = values[schema.input_columns].iloc[:HISTORY_START_ROWS].to_numpy(dtype="float64")
+    members = ForecastMembers(classical, neural=AUTO_NEURAL_KIND if auto else None, notes=notes,
+                              history_start=start.tolist())
     if not auto:
         return members, None, {}
     if plan is None:
@@ -617,6 +620,23 @@ def history_rows(members, lookback):
     return fewest, max(MAX_HISTORY_ROWS, 4 * fewest)
 
 
+def _starting_as_trained(history, start, expected):
+    """`history` behind a check, in the graph, that each of its rows starts with the training
+    data's first rows `start` ([rows][features]), to float32's precision and a millionth of
+    their magnitude: the same number of rows shifted by a few (another phase of a season), or
+    another series, was forecast without a word from a state the members never had."""
+    start = np.asarray(start, dtype="float64")
+    first = tf.constant(start, tf.float32)
+    tolerance = tf.constant(1e-6 * np.maximum(np.max(np.abs(start), axis=0), 1e-30),
+                            tf.float32)
+    same = tf.reduce_all(tf.abs(history[:, :len(start), :] - first) <= tolerance)
+    check = tf.debugging.Assert(same, [
+        f"history must be {expected}: its first {len(start)} rows are not the training data's "
+        "(a history starting at a later row, or another series?)"])
+    with tf.control_dependencies([check]):
+        return tf.identity(history)
+
+
 def export_history_model(model, members, scaler, schema, lookback, horizon, path):
     """Writes a SavedModel whose `serving_default` forecasts with --model auto's kept
     candidate when it holds a classical member.
@@ -643,6 +663,8 @@ def export_history_model(model, members, scaler, schema, lookback, horizon, path
              f"too few rows (the classical members were fitted on the first {fewest})"),
             (1, tf.debugging.assert_less_equal, most, "too many rows for one request"),
             (2, tf.debugging.assert_equal, n_features, f"exactly n_features={n_features}")])
+        if members.history_start is not None:
+            history = _starting_as_trained(history, members.history_start, expected)
         parts = []
         for name in members.kept:
             if name in members.classical:

@@ -16,6 +16,7 @@ Theta baselines of every run's table, whatever its model.
 """
 
 import dataclasses
+import math
 import sys
 
 import keras
@@ -37,6 +38,10 @@ from seqlab.models.forecasting.selection import (
 CLASSICAL_MEMBERS = ("ets", "arima", "theta", "seasonal_naive", "log_ets", "log_arima")
 CLASSICAL_BASELINES = ("ets", "arima", "theta")
 MEMBERS_FORMAT = 1
+# The SavedModel's history signature checks that a history starts with the training data's
+# first rows, this many (`ForecastMembers.history_start`): a history starting later, or another
+# series, was forecast silently from a state the members never had.
+HISTORY_START_ROWS = 24
 # The network's backtest training needs this many windows before the backtest region.
 MIN_NEURAL_WINDOWS = 20
 # Fewer backtest origins than this choose nothing: the classical members are combined.
@@ -55,12 +60,16 @@ class ForecastMembers:
         selection: the `Selection` of --model auto (None for another model).
         neural: the network member's name (its kind, e.g. "gru"); None without one.
         notes: what was left out and why.
+        history_start: the first `HISTORY_START_ROWS` rows of the input columns as train read
+            them, `[row][column]`: the SavedModel's history must start with them (None in a
+            run saved before they were kept: not checked).
     """
 
     classical: dict
     selection: Selection | None = None
     neural: str | None = None
     notes: list = dataclasses.field(default_factory=list)
+    history_start: list | None = None
 
     def to_dict(self):
         return {
@@ -70,6 +79,7 @@ class ForecastMembers:
             "selection": None if self.selection is None else self.selection.to_dict(),
             "neural": self.neural,
             "notes": list(self.notes),
+            "history_start": self.history_start,
         }
 
     @classmethod
@@ -102,7 +112,16 @@ class ForecastMembers:
         if selection is not None and not set(selection.kept) <= members:
             raise ValueError(f"members.json: field 'selection.kept' names members this run "
                              f"does not have: {sorted(set(selection.kept) - members)}")
-        return cls(specs, selection, neural, [str(note) for note in values.get("notes", [])])
+        start = values.get("history_start")
+        if start is not None and not (
+                isinstance(start, list) and start and all(
+                    isinstance(row, list) and row and len(row) == len(start[0]) and all(
+                        isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and math.isfinite(v) for v in row) for row in start)):
+            raise ValueError("members.json: field 'history_start' must be null or rows of "
+                             "finite numbers, one per input column")
+        return cls(specs, selection, neural, [str(note) for note in values.get("notes", [])],
+                   start)
 
     @property
     def kept(self):

@@ -152,7 +152,9 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     # The window of the network or linear member, or the whole history when --model auto kept
     # a classical member (the series has 120 rows).
     name = next(iter(serve.structured_input_signature[1]))
-    rows = np.zeros((1, 6 if name == "window" else 120, 1), "float32") + 10.0
+    series = pd.read_csv(run.parent / "series.csv")["y"].to_numpy("float32")
+    rows = series[-6:] if name == "window" else series
+    rows = rows.reshape(1, -1, 1)
     assert serve(**{name: tf.constant(rows)})["forecast"].shape == (1, 1, 1)
     assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no temporary left
     # A new, empty folder is a fine target.

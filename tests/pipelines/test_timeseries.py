@@ -853,6 +853,10 @@ def test_auto_export_serves_the_kept_combination_as_predict_forecasts_it(tmp_pat
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"too few rows \(the classical "
                                                                  r"members were fitted on"):
             served(history=tf.constant(rows))
+    # As many rows as needed, but not from the first row (a season's phase later): refused.
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"its first 24 rows are not the "
+                                                             r"training data"):
+        served(history=tf.constant(history[:, 6:]))
     # A request of more rows than the bound is refused before its minutes of work.
     with pytest.raises(tf.errors.InvalidArgumentError, match="too many rows for one request"):
         served(history=tf.constant(np.full((1, MAX_HISTORY_ROWS + 1, 1), 100.0, "float32")))
@@ -874,7 +878,7 @@ def test_auto_export_serves_the_kept_combination_as_predict_forecasts_it(tmp_pat
                                       + 5 * np.sin(2 * np.pi * np.arange(180, 182) / 12),
                                       abs=2.0)
     zero = history.copy()
-    zero[0, 5, 0] = 0.0
+    zero[0, 100, 0] = 0.0  # past the first rows, which must be the training data's
     with pytest.raises(tf.errors.InvalidArgumentError, match="log_arima"):
         served(history=tf.constant(zero))
 

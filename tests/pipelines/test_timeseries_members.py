@@ -94,3 +94,12 @@ def test_members_json_is_validated_on_load():
     with pytest.raises(ValueError, match="members.json: field 'selection' must be an object "
                                          "or null"):
         ForecastMembers.from_dict(broken)
+    # The first rows a served history must start with: kept, checked, absent in older runs.
+    members.history_start = [[1.0, 2.0], [3.0, 4.5]]
+    assert ForecastMembers.from_dict(members.to_dict()).history_start == [[1.0, 2.0], [3.0, 4.5]]
+    older = members.to_dict()
+    del older["history_start"]
+    assert ForecastMembers.from_dict(older).history_start is None
+    for bad in ([[1.0], [2.0, 3.0]], [[float("nan")]], [["1"]], [], [[True]]):
+        with pytest.raises(ValueError, match="field 'history_start' must be null or rows"):
+            ForecastMembers.from_dict({**members.to_dict(), "history_start": bad})
