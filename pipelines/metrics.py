@@ -140,7 +140,7 @@ def forecast_table(metrics, model_kind):
                   "the ratios inf or n/a")
         inexact = min(metrics[key]["rmse"] for key, same in zip(names, exact) if not same)
         if inexact <= NEAR_ROUNDING * rounding:  # the errors themselves are near float64's
-            table += ("; the other errors are within a few thousand times that: subtract a "
+            table += ("; the other errors are within a thousand times that: subtract a "
                       "constant offset from the series to score its forecasts finer")
     if metrics["horizon"] == 1 or "per_step" not in metrics:
         return table

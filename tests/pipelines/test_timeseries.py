@@ -551,7 +551,7 @@ def test_on_a_constant_series_the_ratio_to_an_exact_baseline_is_not_a_figure():
     assert [line.split()[-1] for line in lines[2:5]] == ["inf", "n/a", "n/a"]
     assert lines[5] == ("an RMSE of at most 9 (1e-14 of the largest actual value, 9e+14: "
                         "float64's rounding) counts as exact, hence the ratios inf or n/a; the "
-                        "other errors are within a few thousand times that: subtract a constant "
+                        "other errors are within a thousand times that: subtract a constant "
                         "offset from the series to score its forecasts finer")
     # An exact model beside errors far above the rounding: no advice to shift the series.
     metrics, _ = forecast_scores(exact, targets, last_rows, horizon=1, season=1,
@@ -881,6 +881,32 @@ def test_auto_export_serves_the_kept_combination_as_predict_forecasts_it(tmp_pat
     zero[0, 100, 0] = 0.0  # past the first rows, which must be the training data's
     with pytest.raises(tf.errors.InvalidArgumentError, match="log_arima"):
         served(history=tf.constant(zero))
+
+
+def test_a_short_series_history_may_hold_fewer_rows_than_the_first_rows_kept(tmp_path):
+    # 26 rows, 22 before the test split: the served history needs 22 rows at least, fewer than
+    # the 24 first rows members.json keeps, and a history of 22 or 23 rows was a broadcasting
+    # error ("Incompatible shapes: [1,22,1] vs. [24,1]").
+    steps = np.arange(26)
+    values = 50 + steps + 3 * np.sin(steps) + np.random.default_rng(0).normal(0, 1, 26)
+    pd.DataFrame({"t": steps, "y": values}).to_csv(tmp_path / "short.csv", index=False)
+    result = train(TimeseriesConfig(data=str(tmp_path / "short.csv"), out=str(tmp_path / "run"),
+                                    time_column=["t"], target=["y"], lookback=3, units=4,
+                                    epochs=1))
+    members = json.loads((result.path / "members.json").read_text())
+    members["selection"]["kept"] = ["arima", "ets"]  # as if the backtest had kept them
+    (result.path / "members.json").write_text(json.dumps(members))
+    served = tf.saved_model.load(str(export(result.path, out=str(tmp_path / "e")).path))
+    served = served.signatures["serving_default"]
+    history = values.astype("float32").reshape(1, 26, 1)
+    fitted = max(spec["first_row"] + spec["fit_rows"] for name in ("arima", "ets")
+                 for spec in members["classical"][name])
+    assert fitted < 24 == len(members["history_start"])
+    for rows in (fitted, 23, 26):
+        assert np.all(np.isfinite(served(history=tf.constant(history[:, :rows]))["forecast"]))
+    shifted = history[:, 1:]  # 25 rows, a row later
+    with pytest.raises(tf.errors.InvalidArgumentError, match="rows are not the training data"):
+        served(history=tf.constant(shifted))
 
 
 def test_a_long_series_fits_its_classical_members_on_its_last_rows(tmp_path, monkeypatch):
