@@ -175,18 +175,24 @@ def test_an_empty_path_is_refused_not_read_as_the_working_folder(tmp_path, monke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]  # nothing started
 
 
+def train_failing_in_prepare(monkeypatch, error, out, *flags):
+    """The status of `seqlab timeseries train --model linear --out OUT FLAGS` whose data
+    preparation raises `error` (before the run directory is started)."""
+    from seqlab.pipelines.timeseries import TimeseriesPipeline
+
+    def failing(self, config, distribution):
+        raise error
+
+    monkeypatch.setattr(TimeseriesPipeline, "prepare", failing)
+    return cli.main(["timeseries", "train", "--model", "linear", "--out", str(out), *flags])
+
+
 def test_an_interrupt_before_the_run_started_does_not_promise_a_resume(tmp_path, monkeypatch,
                                                                        capsys):
     # Ctrl-C during the data's reading or the classical fits said "the finished epochs are
     # kept in <out>.partial", which prepare's failure had just removed.
-    from seqlab.pipelines.timeseries import TimeseriesPipeline
-
-    def interrupted(self, config, distribution):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(TimeseriesPipeline, "prepare", interrupted)
     out = tmp_path / "run"
-    assert cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)]) == 130
+    assert train_failing_in_prepare(monkeypatch, KeyboardInterrupt(), out) == 130
     printed = capsys.readouterr().err
     assert "interrupted before the run directory was started; nothing was kept" in printed
     assert "resume" not in printed and not list(tmp_path.iterdir())
@@ -201,28 +207,20 @@ def test_running_out_of_memory_is_one_line_with_its_own_status(tmp_path, monkeyp
     # A 3-million-row series' backtest ran out of memory with a NumPy or TensorFlow traceback.
     import tensorflow as tf
 
-    from seqlab.pipelines.timeseries import TimeseriesPipeline
-
     if error == "tensorflow":
         error = tf.errors.ResourceExhaustedError(
             None, None, "OOM when allocating tensor with shape[1983332,1,314] and type double")
-
-    def exhausted(self, config, distribution):
-        raise error
-
-    monkeypatch.setattr(TimeseriesPipeline, "prepare", exhausted)
     out = tmp_path / "run"
-    assert cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)]) == 3
+    assert train_failing_in_prepare(monkeypatch, error, out) == 3
     printed = capsys.readouterr().err
     assert printed.startswith("seqlab timeseries train: error: out of memory (") and (
         printed.count("\n") == 1)
     assert "shape" in printed and "--debug shows where" in printed
     with pytest.raises(type(error)):  # --debug: the traceback
-        cli.main(["timeseries", "train", "--model", "linear", "--out", str(out), "--debug"])
+        train_failing_in_prepare(monkeypatch, error, out, "--debug")
     # Anything else is not turned into one line.
-    monkeypatch.setattr(TimeseriesPipeline, "prepare", lambda *a: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)])
+        train_failing_in_prepare(monkeypatch, ZeroDivisionError("division by zero"), out)
 
 
 def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
