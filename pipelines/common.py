@@ -174,21 +174,28 @@ def write_marker(folder, name, kind, **fields):
 STALE_EXPORT_SECONDS = 3600
 
 
-def _remove_killed_exports(path):
-    """Removes the temporary folders (`.NAME.tmp-PID`) that exports of `path` killed while
-    they wrote left beside it: their process is gone and they are over an hour old."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.tmp-(\d+)")
+def _left_by_dead_processes(path, kind):
+    """The folders `.NAME.KIND-PID` beside `path` (not links) whose process no longer runs: a
+    live one, another user's or a number no process can have is left alone."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{kind}-(\d+)")
+    found = []
     for entry in path.parent.iterdir() if path.parent.is_dir() else ():
         match = pattern.fullmatch(entry.name)
         if not (match and entry.is_dir() and not entry.is_symlink()):
             continue
         try:
-            os.kill(int(match[1]), 0)
-            continue  # its process still runs
+            os.kill(int(match[1]), 0)  # its process still runs
         except ProcessLookupError:
-            pass
+            found.append(entry)
         except (PermissionError, OverflowError):
-            continue
+            pass
+    return found
+
+
+def _remove_killed_exports(path):
+    """Removes the temporary folders (`.NAME.tmp-PID`) that exports of `path` killed while
+    they wrote left beside it: their process is gone and they are over an hour old."""
+    for entry in _left_by_dead_processes(path, "tmp"):
         if time.time() - entry.stat().st_mtime > STALE_EXPORT_SECONDS:
             shutil.rmtree(entry, ignore_errors=True)
 
@@ -244,11 +251,8 @@ def _put_back_replaced(path):
     old run hidden as `.NAME.replaced-PID` of a dead process): the old run goes back to `path`,
     said on stdout, so that it is neither lost from sight nor left on the disk for ever. One
     killed after both renames left the replaced run beside the new one: removed."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.replaced-(\d+)")
-    stale = [entry for entry in (path.parent.iterdir() if path.parent.is_dir() else ())
-             if (match := pattern.fullmatch(entry.name)) and entry.is_dir()
-             and not entry.is_symlink() and not _process_alive(int(match[1]))
-             and has_marker(entry, RUN_MARKER, "run")]
+    stale = [entry for entry in _left_by_dead_processes(path, "replaced")
+             if has_marker(entry, RUN_MARKER, "run")]
     for entry in sorted(stale, key=lambda entry: entry.stat().st_mtime, reverse=True):
         if not path.exists() and not path.is_symlink():
             os.replace(entry, path)

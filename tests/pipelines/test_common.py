@@ -394,6 +394,11 @@ def test_a_run_an_overwrite_was_killed_in_the_middle_of_replacing_is_put_back(tm
     (hidden / "mine.txt").write_text("mine")
     RunDirectory(out, "toy", overwrite=True).check_out()
     assert (hidden / "mine.txt").read_text() == "mine"
+    # Nor one whose number no process can have (os.kill raised OverflowError there).
+    huge = tmp_path / f".run.replaced-{10 ** 30}"
+    shutil.copytree(out, huge)
+    RunDirectory(out, "toy", overwrite=True).check_out()
+    assert huge.is_dir()
 
 
 def test_fit_done_goes_only_once_the_run_is_in_place(tmp_path, monkeypatch):
