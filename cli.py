@@ -325,6 +325,11 @@ def _prepare_action(card, action, values):
         overwrite = values.pop("overwrite", False)
         file_values = read_config_file(config_file) if config_file else {}
         _refuse_empty_paths(file_values, origin=config_file)
+        if card.data_settings is not None:
+            found, notes = card.data_settings({**file_values, **values})
+            values.update(found)
+            for note in notes:
+                print(f"{PROG} {card.name} train: {note}", file=sys.stderr)
         config = make_config(card.config_class, file_values, values,
                              origin=config_file or "config")
         if config.out is None:

@@ -40,6 +40,7 @@ from seqlab.data.errors import (
     not_a_file,
     refuse_values_lost_in_float32,
 )
+from seqlab.data.long_table import DATE_SHARE
 
 SUNSPOTS_SOURCE = "statsmodels sunspots (yearly, 1700-2008)"
 SUNSPOTS_TIME_COLUMN = "YEAR"
@@ -596,12 +597,6 @@ def _not_a_number(column):
     return f"e.g. {value!r}" + (": a comma inside a number (decimal or thousands) is not read"
                                 if comma else "")
 
-
-# The share of a first column's rows that must hold dates for it to be taken as the time
-# column when none is named. Below 1, so that a few cells that are not (an empty one, a
-# typo, a spreadsheet's "Total" row) do not quietly turn the time stamps into a column left
-# out: reading the column then names them, as it does for a time column named.
-DATE_SHARE = 0.9
 
 
 def is_date_column(column):
@@ -1703,6 +1698,30 @@ def calendar_season(time):
             regular = share(low * day, high * day) >= _REGULAR_SHARE
             return (season, stamps, "a year") if regular else None
     return None
+
+
+# `calendar_name`: the competitions' frequency of each calendar season (and cycle).
+_CALENDAR_NAMES = {(24, "a day"): "hourly", (7, "a week"): "daily", (5, "a week"): "daily",
+                   (52, "a year"): "weekly", (12, "a year"): "monthly", (4, "a year"): "quarterly"}
+_YEAR_DAYS = (365, 366)
+
+
+def calendar_name(time):
+    """The frequency of regularly spaced dated time stamps as the forecasting competitions name
+    it (M4's "hourly", "daily", "weekly", "monthly", "quarterly", "yearly"; business days are
+    daily), or None: irregular or numeric stamps, or another spacing (15 minutes).
+
+    >>> calendar_name(pd.Series(pd.date_range("2001-01-01", periods=12, freq="YS")))
+    'yearly'
+    """
+    calendar = calendar_season(time)
+    if calendar is not None:
+        return _CALENDAR_NAMES.get((calendar[0], calendar[2]))
+    if time is None or len(time) < 3 or not pd.api.types.is_datetime64_any_dtype(time):
+        return None
+    steps = pd.Series(pd.DatetimeIndex(time)).diff().iloc[1:]
+    low, high = (pd.Timedelta(days=days) for days in _YEAR_DAYS)
+    return "yearly" if float(steps.between(low, high).mean()) >= _REGULAR_SHARE else None
 
 
 def choose_season(values, time=None, name=None):

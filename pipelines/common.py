@@ -1191,6 +1191,8 @@ class Task:
             action completes and checks them with `make_config(options_class, flag_values=...)`.
         aliases: per action, other names it answers to on the command line (for example
             charrnn `generate` for `predict`).
+        data_settings: the settings of `train` that the data decides where the flags leave
+            them open (`settings.TaskCard.data_settings`), or None.
     """
 
     name: str
@@ -1203,6 +1205,7 @@ class Task:
     export: typing.Callable
     options: dict = dataclasses.field(default_factory=dict)
     aliases: dict = dataclasses.field(default_factory=dict)
+    data_settings: typing.Callable | None = None
 
 
 __all__ = [

@@ -443,6 +443,7 @@ class Pipeline:
     description = ""
     examples = {}
     aliases = {}
+    data_settings = None
     evaluate_options = None
     predict_options = None
     data_paths = ("data",)
@@ -834,4 +835,5 @@ class Pipeline:
                      (("evaluate", self.evaluate_options), ("predict", self.predict_options))
                      if options is not None},
             aliases=self.aliases,
+            data_settings=self.data_settings,
         )

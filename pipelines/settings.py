@@ -469,6 +469,11 @@ class TaskCard:
         options: per action ("evaluate", "predict"), the dataclass of its settings beyond
             `--run`, `--data` and `--output` (see `common.Task`).
         aliases: per action, other names it answers to on the command line.
+        data_settings: for `train`, a function of the given settings (config file and flags,
+            by name) that returns `(settings, notes)`: settings the flags left open that the
+            data decides before the config is built (the forecaster's id column of a long
+            table), and a line for each saying why; None for none. It must not load
+            TensorFlow.
     """
 
     name: str
@@ -477,3 +482,4 @@ class TaskCard:
     config_class: type
     options: dict = dataclasses.field(default_factory=dict)
     aliases: dict = dataclasses.field(default_factory=dict)
+    data_settings: typing.Callable | None = None

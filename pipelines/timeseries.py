@@ -27,6 +27,7 @@ import pandas as pd
 import tensorflow as tf
 
 from seqlab.data.errors import DataError
+from seqlab.data.long_table import find_id_column
 from seqlab.data.timeseries import (
     SUNSPOTS_SOURCE,
     SUNSPOTS_TIME_COLUMN,
@@ -104,6 +105,28 @@ def load_table(data):
     if data is None:
         return load_sunspots(), SUNSPOTS_SOURCE
     return read_csv(data), str(data)
+
+
+def refuse_long_table(config, frame, source):
+    """Refuses to train one series on a long table of many (`find_id_column`), which would
+    forecast every series end to end: the command line reads such a table as many series
+    (`long_table_settings`); a config built in Python names the id column itself.
+
+    Raises:
+        DataError: naming the id column found and how to forecast the series.
+    """
+    if config.data is None or (config.time_column and len(config.time_column) > 1):
+        return
+    found = find_id_column(frame, config.time_column[0] if config.time_column else None)
+    if found is not None and found.ambiguous:
+        raise DataError(f"{found.describe()}, which one series would read end to end; expected "
+                        "id_column (--id-column) naming the one that names the series",
+                        path=source)
+    if found is not None:
+        raise DataError(f"{found.describe()}: a long table of many series, which one series "
+                        f"would read end to end; expected id_column={found.name!r} (--id-column "
+                        f"{found.name}) to forecast them as many series, or a file of one "
+                        "series", path=source)
 
 
 def infer_schema(config, frame, source):
@@ -725,6 +748,7 @@ class TimeseriesPipeline(Pipeline):
     model_class = (Forecaster, AutoForecaster)
     description = CARD.description
     examples = CARD.examples
+    data_settings = staticmethod(CARD.data_settings)
 
     legacy_settings = {"split_targets": False, "normalization": "none"}
 
@@ -757,6 +781,7 @@ class TimeseriesPipeline(Pipeline):
 
     def prepare(self, config, distribution):
         frame, source = load_table(config.data)
+        refuse_long_table(config, frame, source)
         schema = infer_schema(config, frame, source)
         series = schema.prepare(frame, source)
         bounds = split_bounds(len(series.values), config.val_fraction, config.test_fraction)

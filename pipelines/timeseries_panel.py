@@ -45,8 +45,9 @@ import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import DataError, listed
+from seqlab.data.long_table import find_id_column_in_file
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
-from seqlab.data.timeseries import choose_season, future_times
+from seqlab.data.timeseries import calendar_name, choose_season, future_times
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.models.global_forecaster import (
     KINDS as NETWORK_KINDS,
@@ -104,6 +105,11 @@ STEPS_PER_EPOCH = 100
 _NAMED = 5
 # The season is the one most of this many of the longest series find (`panel_season`).
 SEASON_VOTERS = 25
+# The competitions' horizon for the panel's calendar frequency is the default holdout where the
+# median series holds at least this many horizons, holdout included (every series of M3 and M4
+# does: the shortest, M3's quarterly and M4's yearly, hold 3.0 and 3.2); fewer would leave too
+# little to fit.
+COMPETITION_LENGTHS = 3
 
 
 def is_m4_source(data):
@@ -295,6 +301,12 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         raise UsageError("many series are forecast from their own past values only; "
                          "--features and --categorical are for one series")
     path = resolve_path(data)
+    if horizon is None and config.id_column is None and path.is_file():
+        found = find_id_column_in_file(path, config.time_column[0] if config.time_column
+                                       else None)
+        if found is not None:  # read as one series, end to end
+            raise DataError(f"{found.describe()}: a long table of many series; expected "
+                            f"id_column (--id-column) naming them", path=path)
     # Without --time-column, a column of dates is found and read as the time column, in
     # training (no run's horizon yet) and for a run that read dates; not for a run that read
     # steps (saved before seqlab looked for one: it forecasts as it did).
@@ -324,12 +336,14 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_h, h_source = config.holdout, "--holdout"
     elif config.horizon > 1:
         chosen_h, h_source = config.horizon, "--horizon"
-    elif chosen_season > 1:
-        chosen_h, h_source = chosen_season, f"one season ({season_source})"
     else:
-        chosen_h = max(1, int(np.median(lengths)) // 10)
-        h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
-                    "as no season was found")
+        chosen_h, h_source = competition_horizon(panel)
+        if chosen_h is None and chosen_season > 1:
+            chosen_h, h_source = chosen_season, f"one season ({season_source}){h_source}"
+        elif chosen_h is None:
+            chosen_h = max(1, int(np.median(lengths)) // 10)
+            h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
+                        f"as no season was found{h_source}")
     held = chosen_h if hold_out else 0
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
@@ -350,6 +364,28 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         [panel.times[i] for i in keep], panel.time_kind, id_label,
         time_column or free_column_name("step", [id_label]), chosen_h, h_source,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
+
+
+def competition_horizon(panel):
+    """`(H, why)`: the horizon the forecasting competitions (M3, M4) forecast series of the
+    panel's calendar frequency (`calendar_name` of its longest series' dates: yearly 6,
+    quarterly 8, monthly 18, weekly 13, daily 14, hourly 48), where the median series holds at
+    least `COMPETITION_LENGTHS` such horizons; else `(None, why not)`, the reason empty where
+    the series have no calendar frequency."""
+    if panel.time_kind != "dates":
+        return None, ""
+    lengths = panel.lengths
+    longest = int(np.argmax(lengths))
+    frequency = calendar_name(pd.Series(panel.times[longest]))
+    if frequency is None:
+        return None, ""
+    horizon, median = M4_SETS[frequency]["horizon"], int(np.median(lengths))
+    if median < COMPETITION_LENGTHS * horizon:
+        return None, (f"; M4's horizon for {frequency} series, {horizon}, would leave the "
+                      f"median series ({median} values) fewer than {COMPETITION_LENGTHS - 1} "
+                      "horizons to learn from")
+    return horizon, (f"M4's horizon for {frequency} series, as M3's (the longest series, "
+                     f"{panel.ids[longest]!r}, has {frequency} time stamps)")
 
 
 def panel_season(panel):
@@ -1041,9 +1077,10 @@ class PanelPipeline(Pipeline):
         rows += [[name, *_row(figures)] for name, figures in metrics["baselines"].items()]
         lengths = [t.size for t in data.train]
         lines = [
-            f"timeseries: {data.source}, {len(data.ids)} series ({min(lengths)} to "
-            f"{max(lengths)} training values), each forecast {data.horizon} steps from the "
-            f"end of its training part (holdout)",
+            f"timeseries: {data.source}, {len(data.ids)} series"
+            + (f" by column {config.id_column!r}" if config.id_column else "")
+            + f" ({min(lengths)} to {max(lengths)} training values), each forecast "
+            f"{data.horizon} steps from the end of its training part (holdout)",
             format_table(["forecast", "sMAPE", "MASE", "MAPE", "RMSE", "OWA"], rows),
             "  (means over series; MAPE over the series whose actuals are all positive; OWA "
             "against Naive2)",

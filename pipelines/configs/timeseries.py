@@ -4,6 +4,7 @@ import dataclasses
 import typing
 from pathlib import Path
 
+from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
@@ -42,6 +43,29 @@ def is_many_series(config):
             or (data is not None and (str(data) in M4_NAMES or Path(str(data)).is_dir())))
 
 
+def long_table_settings(given):
+    """`(settings, notes)`: the id column (and its time column) of a long table of many series
+    given as `--data` without `--id-column` (`data.long_table.find_id_column`: its time stamps
+    repeat in the table, never within one series), which would otherwise be read as one series,
+    every series end to end; nothing for one series, a folder, a data-set name or where
+    `--id-column` or two time columns are given (`TaskCard.data_settings`)."""
+    data, time_column = given.get("data"), given.get("time_column") or []
+    if (given.get("id_column") is not None or data is None or len(time_column) > 1
+            or not Path(str(data)).is_file()):
+        return {}, []
+    from seqlab.data.long_table import find_id_column_in_file
+
+    found = find_id_column_in_file(data, time_column[0] if time_column else None)
+    if found is None:
+        return {}, []
+    if found.ambiguous:
+        raise UsageError(f"--data {data}: {found.describe()}; name the one that names the "
+                         "series with --id-column (and the time with --time-column)")
+    return ({"id_column": found.name, "time_column": [found.time_column]},
+            [f"--id-column {found.name}: {found.describe()}, so the file is a long table of "
+             "many series (--id-column names another)"])
+
+
 @dataclasses.dataclass
 class TimeseriesConfig(TrainConfig):
     """Every setting of a forecasting run; the defaults suit the embedded yearly sunspots."""
@@ -58,15 +82,20 @@ class TimeseriesConfig(TrainConfig):
     )
     id_column: str | None = option(
         None, "many series in one long table (one row per series and time): the column naming "
-        "each row's series; a folder of CSV files (one series each) or an m4-* data set is "
-        "many series without it. Many series are forecast with the competition protocol "
-        "(--holdout) by one network trained on all of them and per-series classical models",
+        "each row's series (default: found where the time stamps repeat in the table but not "
+        "within the rows of one value of a column); a folder of CSV files (one series each) or "
+        "an m4-* data set is many series without it. Many series are forecast with the "
+        "competition protocol (--holdout) by one network trained on all of them and "
+        "per-series classical models",
         metavar="COL",
     )
     holdout: int | None = option(
         None, "many series: the last H values of every series are its test part, forecast H "
         "steps from the end of the rest (as in M3/M4); default: the M4 set's horizon, else "
-        "--horizon when above 1, else the season, else a tenth of the median series length"
+        "--horizon when above 1, else the competitions' horizon for dated series' calendar "
+        "frequency (yearly 6, quarterly 8, monthly 18, weekly 13, daily 14, hourly 48) where "
+        "the median series holds three, else the season, else a tenth of the median series "
+        "length"
     )
     epochs: int | None = option(
         None, "maximum number of epochs (early stopping usually ends sooner); default: one "
@@ -217,4 +246,5 @@ CARD = TaskCard(
         ],
     },
     config_class=TimeseriesConfig,
+    data_settings=long_table_settings,
 )

@@ -105,6 +105,78 @@ def test_without_a_season_the_holdout_is_a_tenth_of_the_median_length(tmp_path):
     assert data.horizon == 4 and "tenth" in data.horizon_source
 
 
+def dated_table(path, frequency, lengths):
+    """A long table of dated series (`frequency` a pandas alias), ids in `item`."""
+    rows = []
+    for index, n in enumerate(lengths):
+        stamps = pd.date_range("1990-01-01", periods=n, freq=frequency)
+        rows += [(f"s{index}", str(stamp.date()), float(10 * index + step))
+                 for step, stamp in enumerate(stamps)]
+    pd.DataFrame(rows, columns=["item", "ds", "sales"]).to_csv(path, index=False)
+
+
+@pytest.mark.parametrize("frequency, lengths, expected_h, source", [
+    ("YS", (20, 25, 30), 6, "M4's horizon for yearly series"),
+    ("QS", (30, 40, 50), 8, "M4's horizon for quarterly series"),
+    ("MS", (60, 70, 80), 18, "M4's horizon for monthly series"),
+    # Median 40 holds two monthly horizons only: the season, and why not 18.
+    ("MS", (30, 40, 50), 12, "one season"),
+])
+def test_dated_series_are_held_out_by_the_competitions_horizon_for_their_calendar(
+        tmp_path, frequency, lengths, expected_h, source):
+    dated_table(tmp_path / "dated.csv", frequency, lengths)
+    data = read_panel_data(TimeseriesConfig(data=str(tmp_path / "dated.csv"), id_column="item",
+                                            season=12 if frequency == "MS" else None))
+    assert data.horizon == expected_h and data.horizon_source.startswith(source)
+    if source == "one season":
+        assert "M4's horizon for monthly series, 18, would leave the median series (40 values)" \
+            in data.horizon_source
+
+
+def test_a_long_table_without_its_id_column_named_is_found_and_forecast_as_many_series(
+        tmp_path, capsys):
+    dated_table(tmp_path / "long.csv", "MS", (30, 36, 40))
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--season", "4",
+                 "--out", str(out), *TINY]) == 0
+    printed = capsys.readouterr()
+    assert ("--id-column item: 3 series named by column 'item': the 'ds' stamps repeat in the "
+            "table") in printed.err
+    assert "long.csv, 3 series by column 'item' (" in printed.out
+    settings = json.loads((out / "config.json").read_text())["settings"]
+    assert settings["id_column"] == "item" and settings["time_column"] == ["ds"]
+    held = pd.read_csv(out / "holdout_forecasts.csv")
+    assert sorted(held["item"].unique()) == ["s0", "s1", "s2"]
+
+
+def test_whole_numbers_that_could_each_name_the_series_are_asked_for_in_one_line(tmp_path,
+                                                                                  capsys):
+    rows = [(store, day, float(store + day)) for store in range(3) for day in range(30)]
+    pd.DataFrame(rows, columns=["store", "day", "sales"]).to_csv(tmp_path / "s.csv",
+                                                                 index=False)
+    assert main(["timeseries", "train", "--data", str(tmp_path / "s.csv"), "--out",
+                 str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "the columns 'store' and 'day' could each name the series" in err
+    assert "--id-column" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_config_without_the_id_column_of_a_long_table_is_refused_naming_it(tmp_path):
+    """Built in Python (no command line to find it), one series would put every series end
+    to end, and many series without an id column would be one series."""
+    dated_table(tmp_path / "long.csv", "MS", (30, 36))
+    from seqlab.pipelines.timeseries import TASK
+
+    with pytest.raises(DataError, match=r"long.csv: 2 series named by column 'item'.*"
+                       r"expected id_column='item'"):
+        TASK.train(TimeseriesConfig(data=str(tmp_path / "long.csv"),
+                                    out=str(tmp_path / "one")))
+    with pytest.raises(DataError, match=r"2 series named by column 'item'.*expected id_column"):
+        read_panel_data(TimeseriesConfig(data=str(tmp_path / "long.csv"), holdout=3))
+    assert not (tmp_path / "one").exists()
+
+
 def test_a_holdout_longer_than_every_series_names_the_longest(tmp_path):
     rows = [(f"s{i}", t, float(t)) for i in range(2) for t in range(10 + 5 * i)]
     pd.DataFrame(rows, columns=["item", "t", "sales"]).to_csv(tmp_path / "short.csv",

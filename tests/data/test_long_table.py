@@ -1,0 +1,98 @@
+"""A long table of many series told from one series by its time stamps (`find_id_column`)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seqlab.data.long_table import IdColumn, find_id_column, find_id_column_in_file
+
+
+def long_table(series=3, first=20, shuffle=True, years=False):
+    """statsforecast's `unique_id, ds, y`: series of different lengths and starts."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for index in range(series):
+        start = pd.Timestamp("2000-01-01") + pd.DateOffset(months=3 * index)
+        for step in range(first + 4 * index):
+            stamp = (2000 + index + step) if years else start + pd.DateOffset(months=step)
+            rows.append((f"M{index}", stamp if years else str(stamp.date()),
+                         round(float(rng.normal(100, 10)), 2)))
+    frame = pd.DataFrame(rows, columns=["unique_id", "year" if years else "ds", "y"])
+    return frame.sample(frac=1.0, random_state=1) if shuffle else frame
+
+
+def one_series(rows=60):
+    dates = pd.date_range("2020-01-06", periods=rows, freq="D")
+    return pd.DataFrame({"date": dates.strftime("%Y-%m-%d"), "weekday": dates.day_name(),
+                         "phase": ["before"] * (rows // 2) + ["after"] * (rows - rows // 2),
+                         "sales": np.arange(rows, dtype=float)})
+
+
+def test_statsforecasts_long_format_is_found_with_its_series_and_time_column():
+    assert find_id_column(long_table()) == IdColumn("unique_id", "ds", 3)
+
+
+def test_the_columns_order_and_numeric_ids_do_not_matter():
+    frame = long_table()
+    frame["unique_id"] = frame["unique_id"].str[1:].astype(int) + 100
+    assert find_id_column(frame[["ds", "y", "unique_id"]]) == IdColumn("unique_id", "ds", 3)
+
+
+def test_whole_numbers_that_increase_within_each_series_are_its_time_stamps():
+    assert find_id_column(long_table(years=True, shuffle=False)) == IdColumn(
+        "unique_id", "year", 3)
+
+
+def test_one_series_with_text_columns_is_one_series_even_with_a_date_repeated():
+    frame = one_series()
+    assert find_id_column(frame) is None
+    # A row exported twice repeats a date: the weekday column then splits the repeats
+    # apart, but one repeat in 61 rows is no calendar shared by series.
+    assert find_id_column(pd.concat([frame, frame.iloc[[5]]])) is None
+
+
+def test_the_coarsest_column_that_keeps_each_series_stamps_apart_names_the_series():
+    frame = long_table(series=4, shuffle=False)
+    # Finer: each series cut in two halves, which keep the stamps apart too.
+    frame["half"] = frame["unique_id"] + (frame.groupby("unique_id").cumcount() % 2).astype(str)
+    frame["group"] = frame["unique_id"].isin(["M0", "M1"]).map({True: "a", False: "b"})
+    frame["pair"] = frame["unique_id"].str[1:].astype(int) // 2  # coarser: repeats stamps
+    assert find_id_column(frame) == IdColumn("unique_id", "ds", 4)
+
+
+def test_a_row_given_twice_in_a_long_table_leaves_it_a_long_table():
+    frame = long_table(series=5, first=40)
+    found = find_id_column(pd.concat([frame, frame.iloc[[0]]]))
+    assert found == IdColumn("unique_id", "ds", 5)  # the panel reader then names the line
+
+
+def test_whole_numbers_that_could_each_be_the_others_time_are_ambiguous_unless_named():
+    frame = pd.DataFrame([(store, day, float(store + day)) for store in range(4)
+                          for day in range(10)], columns=["store", "day", "sales"])
+    found = find_id_column(frame)
+    assert found.ambiguous and {found.name, found.time_column} == {"store", "day"}
+    assert "could each name the series" in found.describe()
+    assert find_id_column(frame, "day") == IdColumn("store", "day", 4)
+    assert find_id_column(frame, "store") == IdColumn("day", "store", 10)
+
+
+def test_without_time_stamps_a_table_does_not_tell():
+    assert find_id_column(long_table().drop(columns="ds")) is None
+
+
+def test_the_file_is_read_with_its_delimiter_and_an_unreadable_one_is_left_to_its_reader(
+        tmp_path):
+    long_table().to_csv(tmp_path / "long.csv", sep=";", index=False)
+    assert find_id_column_in_file(tmp_path / "long.csv") == IdColumn("unique_id", "ds", 3)
+    (tmp_path / "latin1.csv").write_bytes("id,ds,y\n\xe9,2020-01-01,1\n".encode("latin-1"))
+    assert find_id_column_in_file(tmp_path / "latin1.csv") is None
+    assert find_id_column_in_file(tmp_path / "missing.csv") is None
+    (tmp_path / "empty.csv").write_text("unique_id,ds,y\n")
+    assert find_id_column_in_file(tmp_path / "empty.csv") is None
+
+
+@pytest.mark.parametrize("cells", [["", "a"], ["a", None]])
+def test_a_column_with_empty_cells_names_no_series(cells):
+    frame = long_table(series=2, shuffle=False)
+    frame.loc[frame.index[:2], "unique_id"] = cells
+    assert find_id_column(frame) is None
