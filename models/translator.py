@@ -86,7 +86,7 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         ff_dim: transformer: feed-forward width.
         dropout: dropout rate.
         max_length: the most target positions (the Transformer's position range and key/value
-            cache); `generate` chooses at most `max_length - 1` tokens.
+            cache); `generate` chooses at most `max_length - 2` tokens, then the end token.
         start_token_id: the id the decoder reads first.
         end_token_id: the id that ends an output.
         seed: seed of the GRUs' dropout masks (the decoder's is `seed + 1`).
@@ -352,7 +352,8 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             max_length: the most tokens to choose per row (int or scalar int tensor);
                 default `2 * n + 10` for a source of `n` tokens (its own, not the padded
                 batch's `S`: a row ends at its own limit whatever the others are). Never more
-                than the model's `max_length - 1`.
+                than the model's `max_length - 2`: the end token after them is the last the
+                decoder's positions hold.
 
         Returns:
             int32 `[B, steps]`, the chosen tokens (the end token again after a row's end);
@@ -367,12 +368,15 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             limits = OUTPUT_LENGTH_FACTOR * source_lengths + OUTPUT_LENGTH_MARGIN
         else:
             limits = tf.fill([tf.shape(source_ids)[0]], tf.cast(max_length, tf.int32))
-        limits = tf.minimum(limits, self.max_length - 1)
-        num_steps = tf.reduce_max(limits)
+        limits = tf.minimum(limits, self.max_length - 2)
+        # One step past the longest limit: every row, the longest included, chooses its end
+        # token at its limit inside the loop. A row stopped by the loop instead would leave its
+        # longest hypotheses unfinished, which beam search ranks after every finished one, so
+        # a sentence's translation would depend on whether a longer one shared its batch.
+        num_steps = tf.reduce_max(limits) + 1
         never_chosen = np.zeros(self.target_vocabulary_size, np.float32)
         never_chosen[[PADDING_ID, self.start_token_id]] = NEVER
-        # At a row's limit only the end token may be chosen: the row ends there, as the
-        # longest row ends at `num_steps`, where the sampler stops.
+        # At a row's limit only the end token may be chosen: the row ends there.
         only_end = np.full(self.target_vocabulary_size, NEVER, np.float32)
         only_end[self.end_token_id] = 0.0
 

@@ -212,11 +212,13 @@ def test_generation_never_chooses_padding_or_start_and_stops_at_max_length(kind)
     bias[[0, START]] = 100.0  # what an untrained model might prefer
     model.output_projection.bias.assign(bias)
     tokens = model.generate(SOURCE_IDS).numpy()
-    assert tokens.shape == (2, 11)  # 2 x 5 + 10 = 20 steps, capped at max_length - 1
+    # 2 x 5 + 10 = 20 tokens, capped at max_length - 2, then the end token: the decoder's
+    # positions hold [START] and 11 tokens.
+    assert tokens.shape == (2, 11) and (tokens[:, -1] == END).all()
     assert not np.isin(tokens, [0, START]).any()
-    assert model.generate(SOURCE_IDS, max_length=4).shape == (2, 4)
+    assert model.generate(SOURCE_IDS, max_length=4).shape == (2, 5)
     beam = model.generate(SOURCE_IDS, BeamSampler(beam_width=2, num_return=2), max_length=3)
-    assert beam.tokens.shape == (2, 2, 3) and not np.isin(beam.tokens, [0, START]).any()
+    assert beam.tokens.shape == (2, 2, 4) and not np.isin(beam.tokens, [0, START]).any()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -234,10 +236,36 @@ def test_each_row_stops_at_twice_its_own_source_length_plus_ten(kind):
                           (BeamSampler(beam_width=2), lambda out: out.tokens[:, 0].numpy())):
         alone, together = pick(model.generate(short, sampler)), pick(model.generate(batch,
                                                                                   sampler))
-        assert alone.shape == (1, 2 * 1 + 10) and END not in alone
-        assert together.shape == (2, 2 * 5 + 10) and END not in together[1]
-        np.testing.assert_array_equal(together[0, :12], alone[0])
-        assert (together[0, 12:] == END).all()
+        assert alone.shape == (1, 2 * 1 + 10 + 1) and END not in alone[0, :-1]
+        assert together.shape == (2, 2 * 5 + 10 + 1) and END not in together[1, :-1]
+        assert alone[0, -1] == together[1, -1] == END  # each row ends at its own limit
+        np.testing.assert_array_equal(together[0, :13], alone[0])
+        assert (together[0, 13:] == END).all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("end_bias", [-1.0, 0.5])
+def test_beam_search_ranks_hypotheses_at_a_rows_limit_as_any_other_whatever_its_batch(
+        kind, end_bias):
+    """The longest row of a batch was stopped by the loop before its limit's end token: its
+    hypotheses of full length stayed unfinished, ranked after every finished one and scored
+    by another length, so a short sentence translated differently beside a longer one."""
+    keras.utils.set_random_seed(0)
+    model = tiny_translator(kind, max_length=40)
+    bias = np.zeros(14, "float32")
+    bias[END] = end_bias  # -1: hypotheses run to the limit; 0.5: some end early
+    model.output_projection.bias.assign(bias)
+    short, batch = np.array([[4, 0, 0, 0, 0]], "int32"), np.array([[4, 0, 0, 0, 0],
+                                                                  [4, 5, 6, 7, 8]], "int32")
+    sampler = BeamSampler(beam_width=3, num_return=3)
+    alone, together = model.generate(short, sampler), model.generate(batch, sampler)
+    width = alone.tokens.shape[2]  # the batch's rows are padded with the end token
+    # As sets: hypotheses whose scores tie to float32 rounding may swap places between the
+    # two batch sizes' kernels; their scores, sorted, may differ by that rounding only.
+    assert ({tuple(h) for h in alone.tokens[0].numpy()}
+            == {tuple(h) for h in together.tokens[0, :, :width].numpy()})
+    np.testing.assert_allclose(alone.scores[0], together.scores[0], rtol=1e-5)
+    assert (np.diff(alone.scores[0]) <= 0).all()  # best first
 
 
 @pytest.mark.parametrize("kind", KINDS)
