@@ -239,7 +239,10 @@ class RandomSampler(Sampler):
         logits = tf.where(excluded, tf.constant(-float("inf")), logits)
         temperature = self.temperatures
         sampled = temperature > 0
-        scaled = logits / tf.where(sampled, temperature, 1.0)[:, None]
+        # From the row's best logit: divided by a tiny temperature, the logits themselves
+        # overflow to inf and the softmax to NaN (then every draw was id 0, which is excluded).
+        best = tf.reduce_max(logits, axis=-1, keepdims=True)
+        scaled = (logits - best) / tf.where(sampled, temperature, 1.0)[:, None]
         cumulative = tf.cumsum(tf.nn.softmax(scaled), axis=-1)
         target = self.uniforms[:, step][:, None] * cumulative[:, -1:]
         draws = tf.reduce_sum(tf.cast(cumulative < target, tf.int32), axis=-1)

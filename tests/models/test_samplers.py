@@ -113,6 +113,16 @@ def test_top_k_samples_only_the_k_best_tokens():
         assert set(sampler.get_next_token(logits, 0).numpy().tolist()) == expected
 
 
+@pytest.mark.parametrize("temperature", [1e-37, 1.2e-38, 1e-45])
+def test_a_tiny_positive_temperature_is_argmax_not_an_overflow(temperature):
+    # 50 / 1e-37 overflows float32: the softmax was NaN, every draw the excluded id 0.
+    rows = 200
+    logits = tf.tile(tf.constant([[-1e9, 50.0, 3.0, 1.0]]), [rows, 1])
+    sampler = RandomSampler(temperature=temperature, seed=tf.range(rows))
+    sampler.start(logits, 1)
+    np.testing.assert_array_equal(sampler.get_next_token(logits, 0), np.ones(rows))
+
+
 def test_excluded_tokens_are_never_drawn_at_any_temperature():
     # Tokens 0 and 1 carry the -1e9 that seqlab's models add to ids they must never choose.
     # Divided by a temperature of 1e12 that is -0.001, as likely as the others: the sampler
