@@ -62,7 +62,8 @@ def find_id_column(frame, time_column=None):
     with the fewest values: a finer one (a row number) splits series. The time column is
     `time_column`, else each column of dates (in at least `DATE_SHARE` of its cells), else each
     column of whole numbers that increase within the rows of every value of the id column
-    (years; steps 1, 2, ...); a time column of dates or named is taken before those. An id
+    (years; steps 1, 2, ...) where another column of numbers is left to forecast; a time
+    column of dates or named is taken before those. An id
     column holds text or whole numbers, in every row, with at least 2 and at most half as many
     values as the table has rows. Two columns of whole numbers that could each be the other's
     time (store and day of a table sorted by both) are `IdColumn.ambiguous`: the caller asks.
@@ -109,9 +110,11 @@ def find_id_column(frame, time_column=None):
             repeats = pd.DataFrame({"id": texts[name], "time": texts[time]}).duplicated().sum()
             if repeats > REPEATS * len(frame):
                 continue
-            if (time_column is None and time in whole
-                    and not _increasing_within(numbers[time], texts[name])):
-                continue
+            if time_column is None and time in whole and not (
+                    _increasing_within(numbers[time], texts[name])
+                    and any(numbers[other].notna().all() for other in texts
+                            if other not in (name, time))):
+                continue  # no time, or the only numbers there are to forecast
             found.append(IdColumn(name, time, int(counts[name])))
     if not found:
         return None
@@ -122,6 +125,21 @@ def find_id_column(frame, time_column=None):
         # Whole numbers both: a store's days and a day's stores tell nothing apart.
         return dataclasses.replace(best, ambiguous=True)
     return best
+
+
+def runs_of_series(column):
+    """The number of runs of rows in which `column` holds each of its values once (`a a b b
+    c c`: 3), where there are at least 2 runs of at least 2 rows each; else 0. Without time
+    stamps nothing tells whether such a column names series or a period of one series, so the
+    summary of a run read as one series points at it."""
+    values = pd.Series(column).astype(str).to_numpy()
+    if values.size < 4:
+        return 0
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    lengths = np.diff(np.r_[starts, values.size])
+    if starts.size < 2 or lengths.min() < 2 or len(set(values[starts])) != starts.size:
+        return 0
+    return int(starts.size)
 
 
 def find_id_column_in_file(path, time_column=None):

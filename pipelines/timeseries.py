@@ -27,7 +27,7 @@ import pandas as pd
 import tensorflow as tf
 
 from seqlab.data.errors import DataError
-from seqlab.data.long_table import find_id_column
+from seqlab.data.long_table import find_id_column, runs_of_series
 from seqlab.data.timeseries import (
     SUNSPOTS_SOURCE,
     SUNSPOTS_TIME_COLUMN,
@@ -814,6 +814,12 @@ class TimeseriesPipeline(Pipeline):
         members, plan, classical = prepare_members(
             config, schema, series.values, windows.bounds["test"][0], season)
         notes = list(members.notes)
+        if schema.time_column is None:
+            notes += [f"column {name!r} holds {runs} runs of rows, one for each of its values: "
+                      f"if each is a series, --id-column {name} forecasts them as many series "
+                      "(read as one series, they follow one another)"
+                      for name in schema.skipped_columns
+                      if (runs := runs_of_series(frame[name]))]
         if epoch_steps(windows) is not None:
             notes.append(f"an epoch is {MAX_EPOCH_BATCHES} of the {training_batches(windows)} "
                          "batches of training windows, taken in turn (each pass reshuffled): "

@@ -4,7 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seqlab.data.long_table import IdColumn, find_id_column, find_id_column_in_file
+from seqlab.data.long_table import (
+    IdColumn,
+    find_id_column,
+    find_id_column_in_file,
+    runs_of_series,
+)
 
 
 def long_table(series=3, first=20, shuffle=True, years=False):
@@ -41,6 +46,13 @@ def test_the_columns_order_and_numeric_ids_do_not_matter():
 def test_whole_numbers_that_increase_within_each_series_are_its_time_stamps():
     assert find_id_column(long_table(years=True, shuffle=False)) == IdColumn(
         "unique_id", "year", 3)
+
+
+def test_whole_numbers_with_nothing_else_to_forecast_are_no_time_stamps():
+    # Counts that grow within each series: no time column, and the only values there are.
+    frame = pd.DataFrame({"item": ["a"] * 5 + ["b"] * 5, "count": [1, 2, 3, 4, 5] * 2})
+    assert find_id_column(frame) is None
+    assert find_id_column(frame.assign(value=0.5)) == IdColumn("item", "count", 2)
 
 
 def test_one_series_with_text_columns_is_one_series_even_with_a_date_repeated():
@@ -96,3 +108,16 @@ def test_a_column_with_empty_cells_names_no_series(cells):
     frame = long_table(series=2, shuffle=False)
     frame.loc[frame.index[:2], "unique_id"] = cells
     assert find_id_column(frame) is None
+
+
+@pytest.mark.parametrize("values, runs", [
+    (["a", "a", "b", "b", "c", "c"], 3),
+    ([1, 1, 1, 2, 2], 2),
+    (["a", "a", "b", "b", "a", "a"], 0),  # a value back again: periods, not series
+    (["a", "a", "b"], 0),  # too short to tell
+    (["a", "a", "a", "b"], 0),  # a run of one row
+    (["a"] * 6, 0),
+    (["mon", "tue", "wed", "mon", "tue", "wed"], 0),
+])
+def test_runs_of_series_counts_one_run_per_value(values, runs):
+    assert runs_of_series(pd.Series(values)) == runs

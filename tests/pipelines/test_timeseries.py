@@ -304,6 +304,18 @@ def test_same_seed_gives_the_same_metrics(tmp_path):
     assert len(first["data"]["input_columns"]) == 2 + 7
 
 
+def test_a_column_of_runs_left_out_of_a_series_without_time_stamps_is_pointed_at(tmp_path):
+    """No time stamps tell a long table of series without them from one series with a column
+    of periods: read as one series, the summary says how to read it as many."""
+    rows = [(f"s{i}", float(10 * i + t)) for i in range(3) for t in range(40)]
+    pd.DataFrame(rows, columns=["item", "sales"]).to_csv(tmp_path / "runs.csv", index=False)
+    config = tiny_config(str(tmp_path / "runs.csv"), tmp_path / "a", model="linear",
+                         target=["sales"])
+    notes = timeseries_pipeline.PIPELINE.prepare(config, Distribution()).notes
+    assert ("column 'item' holds 3 runs of rows, one for each of its values: if each is a "
+            "series, --id-column item forecasts them as many series") in " ".join(notes)
+
+
 def test_a_long_series_trains_in_epochs_of_a_bounded_number_of_batches(tmp_path, monkeypatch):
     # A series with more training batches than MAX_EPOCH_BATCHES (2 here: 240 rows at batch 8
     # have 20) trains on an endless stream of its windows, cut into epochs of that many
