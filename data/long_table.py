@@ -9,6 +9,7 @@ Imports neither TensorFlow nor the readers of `data.timeseries`, so that the com
 look before the run starts (`find_id_column_in_file`).
 """
 
+import calendar
 import dataclasses
 import warnings
 
@@ -27,6 +28,16 @@ SHARED_STAMPS = 0.9
 # At most this share of rows may repeat a series' stamp (a row exported twice): the series'
 # reader then names them, as it would with the id column named.
 REPEATS = 0.01
+# Column names (lower case, without a plural "s") of calendar parts, which are never series
+# ids: a table of one series by month repeats its years once a month, as a long table of
+# twelve series would. `_TIME_PARTS`: the ones `data.timeseries` builds the time stamps of one
+# series from (year and month, then day, hour, minute, second), and quarter and week.
+CALENDAR_PARTS = {"year", "quarter", "qtr", "month", "week", "weekday", "day", "dayofweek",
+                  "day_of_week", "dow", "dayofyear", "day_of_year", "doy", "hour", "minute",
+                  "second", "date", "time", "period", "season", "weekend", "holiday"}
+_TIME_PARTS = {"year", "quarter", "month", "week", "day", "hour", "minute", "second"}
+_CALENDAR_WORDS = {word.lower() for word in (
+    *calendar.month_name[1:], *calendar.month_abbr[1:], *calendar.day_name, *calendar.day_abbr)}
 # Dates are dates throughout: at most this many cells of a column are parsed to tell.
 _DATE_SAMPLE = 2000
 _DELIMITERS = (",", ";", "\t")
@@ -58,15 +69,20 @@ def find_id_column(frame, time_column=None):
     Where a time column's stamps repeat in the table (at most `SHARED_STAMPS` of its rows are
     distinct) but not among the rows of one value of another column (in at most `REPEATS` of
     the rows), that column names the series (one series never repeats a stamp; many series on
-    one calendar repeat each stamp once a series). Of several such columns, the one
-    with the fewest values: a finer one (a row number) splits series. The time column is
-    `time_column`, else each column of dates (in at least `DATE_SHARE` of its cells), else each
-    column of whole numbers that increase within the rows of every value of the id column
-    (years; steps 1, 2, ...) where another column of numbers is left to forecast; a time
-    column of dates or named is taken before those. An id
-    column holds text or whole numbers, in every row, with at least 2 and at most half as many
-    values as the table has rows. Two columns of whole numbers that could each be the other's
-    time (store and day of a table sorted by both) are `IdColumn.ambiguous`: the caller asks.
+    one calendar repeat each stamp once a series). Of several such columns, the one with the
+    fewest values: a finer one (a row number) splits series. The time column is `time_column`,
+    else each column of dates (in at least `DATE_SHARE` of its cells), else each column of
+    whole numbers that increase within the rows of every value of the id column (years; steps
+    1, 2, ...) where another column of numbers is left to forecast; a time column of dates or
+    named is taken before those. An id column holds text or whole numbers, in every row, with
+    at least 2 and at most half as many values as the table has rows, and is no calendar part
+    (`CALENDAR_PARTS` by name, month or day names by value: the months of one series repeat
+    its years once a month). Two columns of whole numbers that could each be the other's time
+    (store and day of a table sorted by both) are `IdColumn.ambiguous`: the caller asks.
+
+    A table is one series, whatever else it holds, where its time stamps are distinct in every
+    row: the time column named, a column of dates, or its columns of calendar parts together
+    (year and month, ...: those `data.timeseries` reads as the time of one series).
 
     Args:
         frame: the table, its cells as read (text or numbers).
@@ -80,51 +96,104 @@ def find_id_column(frame, time_column=None):
 
     >>> table = pd.DataFrame({"unique_id": ["a", "a", "b", "b"],
     ...                       "ds": ["2020-01-01", "2020-02-01"] * 2, "y": [1, 2, 3, 4]})
-    >>> find_id_column(table)
-    IdColumn(name='unique_id', time_column='ds', series=2)
+    >>> found = find_id_column(table)
+    >>> found.name, found.time_column, found.series
+    ('unique_id', 'ds', 2)
     """
-    columns = [str(c) for c in frame.columns]
-    frame = frame.set_axis(columns, axis=1)
-    texts = {}
-    for name in columns:
-        text = frame[name].astype(str).str.strip()
-        if frame[name].notna().all() and not (text == "").any():
-            texts[name] = text
-    numbers = {name: pd.to_numeric(text, errors="coerce") for name, text in texts.items()}
-    whole = [name for name, column in numbers.items()
-             if column.notna().all() and bool((column == np.round(column)).all())]
-    counts = {name: text.nunique() for name, text in texts.items()}
-    ids = [name for name in texts if (name in whole or numbers[name].isna().all())
-           and 2 <= counts[name] <= len(frame) // 2]
+    rows = len(frame)
+    columns = _Columns(frame)
     if time_column is not None:
-        times = [time_column] if time_column in texts else []
+        if time_column not in columns.complete or columns.count(time_column) == rows:
+            return None
+        times = [time_column]
     else:
-        times = [name for name in texts if name not in whole and _dated(texts[name])] + whole
+        dated = [name for name in columns.complete
+                 if not columns.is_whole(name) and _dated(columns.text(name))]
+        parts = [name for name in columns.complete
+                 if name.lower().removesuffix("s") in _TIME_PARTS]
+        if any(columns.count(name) == rows for name in dated) or (
+                len(parts) > 1 and not columns.repeated(parts)):
+            return None  # one series: stamps distinct in every row
+        times = dated + [name for name in columns.complete if columns.is_whole(name)]
+    ids = [name for name in columns.complete
+           if 2 <= columns.count(name) <= rows // 2
+           and (columns.is_whole(name) or not columns.is_numeric(name))
+           and name.lower().removesuffix("s") not in CALENDAR_PARTS
+           and not columns.calendar_words(name)]
     found = []
     for time in times:
-        if texts[time].nunique() > SHARED_STAMPS * len(frame):
+        if columns.count(time) > SHARED_STAMPS * rows:
             continue  # one series, perhaps with a stamp repeated by mistake
         for name in ids:
-            if name == time:
+            if (name == time
+                    or columns.count(name) * columns.count(time) < (1 - REPEATS) * rows
+                    or columns.repeated([name, time]) > REPEATS * rows):
                 continue
-            repeats = pd.DataFrame({"id": texts[name], "time": texts[time]}).duplicated().sum()
-            if repeats > REPEATS * len(frame):
-                continue
-            if time_column is None and time in whole and not (
-                    _increasing_within(numbers[time], texts[name])
-                    and any(numbers[other].notna().all() for other in texts
+            if time_column is None and columns.is_whole(time) and not (
+                    _increasing_within(columns.numbers(time), columns.codes(name))
+                    and any(columns.is_numeric(other) for other in columns.complete
                             if other not in (name, time))):
                 continue  # no time, or the only numbers there are to forecast
-            found.append(IdColumn(name, time, int(counts[name])))
+            found.append(IdColumn(name, time, columns.count(name)))
     if not found:
         return None
-    stamped = [f for f in found if f.time_column not in whole or time_column is not None]
+    stamped = [f for f in found if not columns.is_whole(f.time_column) or time_column]
     best = min(stamped or found, key=lambda f: f.series)
     if not stamped and any((f.name, f.time_column) == (best.time_column, best.name)
                            for f in found):
         # Whole numbers both: a store's days and a day's stores tell nothing apart.
         return dataclasses.replace(best, ambiguous=True)
     return best
+
+
+class _Columns:
+    """A table's complete columns (a value in every cell) as text, codes and numbers, each
+    computed once and only when asked for (a million rows: a fraction of a second a column)."""
+
+    def __init__(self, frame):
+        self.frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
+        self._text, self._codes, self._numbers = {}, {}, {}
+        self.complete = [name for name in self.frame.columns
+                         if self.frame[name].notna().all() and not (self.text(name) == "").any()]
+
+    def text(self, name):
+        if name not in self._text:
+            self._text[name] = self.frame[name].astype(str).str.strip()
+        return self._text[name]
+
+    def codes(self, name):
+        if name not in self._codes:
+            self._codes[name] = pd.factorize(self.text(name))[0].astype("int64")
+        return self._codes[name]
+
+    def count(self, name):
+        return int(self.codes(name).max()) + 1 if len(self.frame) else 0
+
+    def numbers(self, name):
+        if name not in self._numbers:
+            self._numbers[name] = pd.to_numeric(self.text(name), errors="coerce").to_numpy()
+        return self._numbers[name]
+
+    def is_numeric(self, name):
+        return bool(np.isfinite(self.numbers(name)).all())
+
+    def is_whole(self, name):
+        numbers = self.numbers(name)
+        return self.is_numeric(name) and bool((numbers == np.round(numbers)).all())
+
+    def calendar_words(self, name):
+        """Whether the column holds names of months or days (and nothing else)."""
+        return not self.is_numeric(name) and set(self.text(name).str.lower().unique()) <= \
+            _CALENDAR_WORDS
+
+    def repeated(self, names):
+        """How many rows repeat an earlier row's values in the columns `names`."""
+        key = np.zeros(len(self.frame), dtype="int64")
+        for name in names:  # each count at most the rows: no overflow up to 3e6 rows a part
+            if self.count(name) and key.max(initial=0) > (2**62) // self.count(name):
+                return int(self.frame[names].astype(str).duplicated().sum())
+            key = key * self.count(name) + self.codes(name)
+        return int(pd.Series(key).duplicated().sum())
 
 
 def runs_of_series(column):
@@ -169,6 +238,7 @@ def _dated(text):
 
 
 def _increasing_within(time, ids):
-    """Whether `time` increases, row after row, within the rows of each id."""
-    steps = pd.DataFrame({"id": ids, "time": time}).groupby("id", sort=False)["time"].diff()
-    return bool((steps.dropna() > 0).all())
+    """Whether `time` increases, row after row, within the rows of each id (codes)."""
+    order = np.argsort(ids, kind="stable")  # each id's rows together, in file order
+    same = ids[order][1:] == ids[order][:-1]
+    return bool((np.diff(time[order])[same] > 0).all())

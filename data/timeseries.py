@@ -598,7 +598,6 @@ def _not_a_number(column):
                                 if comma else "")
 
 
-
 def is_date_column(column):
     """Whether a column without a time column named holds dates (in at least `DATE_SHARE` of
     its rows): the time column a reader takes when none is named."""
@@ -1698,30 +1697,6 @@ def calendar_season(time):
             regular = share(low * day, high * day) >= _REGULAR_SHARE
             return (season, stamps, "a year") if regular else None
     return None
-
-
-# `calendar_name`: the competitions' frequency of each calendar season (and cycle).
-_CALENDAR_NAMES = {(24, "a day"): "hourly", (7, "a week"): "daily", (5, "a week"): "daily",
-                   (52, "a year"): "weekly", (12, "a year"): "monthly", (4, "a year"): "quarterly"}
-_YEAR_DAYS = (365, 366)
-
-
-def calendar_name(time):
-    """The frequency of regularly spaced dated time stamps as the forecasting competitions name
-    it (M4's "hourly", "daily", "weekly", "monthly", "quarterly", "yearly"; business days are
-    daily), or None: irregular or numeric stamps, or another spacing (15 minutes).
-
-    >>> calendar_name(pd.Series(pd.date_range("2001-01-01", periods=12, freq="YS")))
-    'yearly'
-    """
-    calendar = calendar_season(time)
-    if calendar is not None:
-        return _CALENDAR_NAMES.get((calendar[0], calendar[2]))
-    if time is None or len(time) < 3 or not pd.api.types.is_datetime64_any_dtype(time):
-        return None
-    steps = pd.Series(pd.DatetimeIndex(time)).diff().iloc[1:]
-    low, high = (pd.Timedelta(days=days) for days in _YEAR_DAYS)
-    return "yearly" if float(steps.between(low, high).mean()) >= _REGULAR_SHARE else None
 
 
 def choose_season(values, time=None, name=None):

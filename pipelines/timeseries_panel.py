@@ -47,7 +47,7 @@ from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import DataError, listed
 from seqlab.data.long_table import find_id_column_in_file
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
-from seqlab.data.timeseries import calendar_name, choose_season, future_times
+from seqlab.data.timeseries import choose_season, future_times
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.models.global_forecaster import (
     KINDS as NETWORK_KINDS,
@@ -105,11 +105,6 @@ STEPS_PER_EPOCH = 100
 _NAMED = 5
 # The season is the one most of this many of the longest series find (`panel_season`).
 SEASON_VOTERS = 25
-# The competitions' horizon for the panel's calendar frequency is the default holdout where the
-# median series holds at least this many horizons, holdout included (every series of M3 and M4
-# does: the shortest, M3's quarterly and M4's yearly, hold 3.0 and 3.2); fewer would leave too
-# little to fit.
-COMPETITION_LENGTHS = 3
 
 
 def is_m4_source(data):
@@ -336,14 +331,12 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_h, h_source = config.holdout, "--holdout"
     elif config.horizon > 1:
         chosen_h, h_source = config.horizon, "--horizon"
+    elif chosen_season > 1:
+        chosen_h, h_source = chosen_season, f"one season ({season_source})"
     else:
-        chosen_h, h_source = competition_horizon(panel)
-        if chosen_h is None and chosen_season > 1:
-            chosen_h, h_source = chosen_season, f"one season ({season_source}){h_source}"
-        elif chosen_h is None:
-            chosen_h = max(1, int(np.median(lengths)) // 10)
-            h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
-                        f"as no season was found{h_source}")
+        chosen_h = max(1, int(np.median(lengths)) // 10)
+        h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
+                    "as no season was found")
     held = chosen_h if hold_out else 0
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
@@ -364,28 +357,6 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         [panel.times[i] for i in keep], panel.time_kind, id_label,
         time_column or free_column_name("step", [id_label]), chosen_h, h_source,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
-
-
-def competition_horizon(panel):
-    """`(H, why)`: the horizon the forecasting competitions (M3, M4) forecast series of the
-    panel's calendar frequency (`calendar_name` of its longest series' dates: yearly 6,
-    quarterly 8, monthly 18, weekly 13, daily 14, hourly 48), where the median series holds at
-    least `COMPETITION_LENGTHS` such horizons; else `(None, why not)`, the reason empty where
-    the series have no calendar frequency."""
-    if panel.time_kind != "dates":
-        return None, ""
-    lengths = panel.lengths
-    longest = int(np.argmax(lengths))
-    frequency = calendar_name(pd.Series(panel.times[longest]))
-    if frequency is None:
-        return None, ""
-    horizon, median = M4_SETS[frequency]["horizon"], int(np.median(lengths))
-    if median < COMPETITION_LENGTHS * horizon:
-        return None, (f"; M4's horizon for {frequency} series, {horizon}, would leave the "
-                      f"median series ({median} values) fewer than {COMPETITION_LENGTHS - 1} "
-                      "horizons to learn from")
-    return horizon, (f"M4's horizon for {frequency} series, as M3's (the longest series, "
-                     f"{panel.ids[longest]!r}, has {frequency} time stamps)")
 
 
 def panel_season(panel):

@@ -48,22 +48,29 @@ def long_table_settings(given):
     given as `--data` without `--id-column` (`data.long_table.find_id_column`: its time stamps
     repeat in the table, never within one series), which would otherwise be read as one series,
     every series end to end; nothing for one series, a folder, a data-set name or where
-    `--id-column` or two time columns are given (`TaskCard.data_settings`)."""
+    `--id-column` or two time columns are given (`TaskCard.data_settings`). A `--time-column`
+    whose stamps are distinct in every row makes the file one series."""
     data, time_column = given.get("data"), given.get("time_column") or []
+    if isinstance(time_column, str):  # a config file's "ds", or "year,month" (two columns)
+        time_column = time_column.split(",")
     if (given.get("id_column") is not None or data is None or len(time_column) > 1
             or not Path(str(data)).is_file()):
         return {}, []
     from seqlab.data.long_table import find_id_column_in_file
 
-    found = find_id_column_in_file(data, time_column[0] if time_column else None)
+    found = find_id_column_in_file(data, time_column[0].strip() if time_column else None)
     if found is None:
         return {}, []
     if found.ambiguous:
         raise UsageError(f"--data {data}: {found.describe()}; name the one that names the "
-                         "series with --id-column (and the time with --time-column)")
+                         f"series with --id-column and the time with --time-column ({ONE_SERIES})")
     return ({"id_column": found.name, "time_column": [found.time_column]},
             [f"--id-column {found.name}: {found.describe()}, so the file is a long table of "
-             "many series (--id-column names another)"])
+             f"many series (--id-column names another; {ONE_SERIES})"])
+
+
+# How a file that looks like a long table is read as one series, for the messages.
+ONE_SERIES = "--time-column naming a column whose stamps differ in every row reads it as one series"
 
 
 @dataclasses.dataclass
@@ -92,10 +99,7 @@ class TimeseriesConfig(TrainConfig):
     holdout: int | None = option(
         None, "many series: the last H values of every series are its test part, forecast H "
         "steps from the end of the rest (as in M3/M4); default: the M4 set's horizon, else "
-        "--horizon when above 1, else the competitions' horizon for dated series' calendar "
-        "frequency (yearly 6, quarterly 8, monthly 18, weekly 13, daily 14, hourly 48) where "
-        "the median series holds three, else the season, else a tenth of the median series "
-        "length"
+        "--horizon when above 1, else the season, else a tenth of the median series length"
     )
     epochs: int | None = option(
         None, "maximum number of epochs (early stopping usually ends sooner); default: one "

@@ -79,13 +79,48 @@ def test_a_row_given_twice_in_a_long_table_leaves_it_a_long_table():
 
 
 def test_whole_numbers_that_could_each_be_the_others_time_are_ambiguous_unless_named():
-    frame = pd.DataFrame([(store, day, float(store + day)) for store in range(4)
-                          for day in range(10)], columns=["store", "day", "sales"])
+    frame = pd.DataFrame([(store, step, float(store + step)) for store in range(4)
+                          for step in range(10)], columns=["store", "step", "sales"])
     found = find_id_column(frame)
-    assert found.ambiguous and {found.name, found.time_column} == {"store", "day"}
+    assert found.ambiguous and {found.name, found.time_column} == {"store", "step"}
     assert "could each name the series" in found.describe()
-    assert find_id_column(frame, "day") == IdColumn("store", "day", 4)
-    assert find_id_column(frame, "store") == IdColumn("day", "store", 10)
+    assert find_id_column(frame, "step") == IdColumn("store", "step", 4)
+    assert find_id_column(frame, "store") == IdColumn("step", "store", 10)
+    # A calendar part names no series: the store's days are its time.
+    assert find_id_column(frame.rename(columns={"step": "day"})) == IdColumn("store", "day", 4)
+
+
+def one_series_by_parts():
+    """One series of 3 years by month, with calendar parts beside its dates."""
+    months = pd.date_range("2001-01-01", periods=36, freq="MS")
+    return pd.DataFrame({"date": months.strftime("%Y-%m-%d"), "year": months.year,
+                         "month": months.month, "month_name": months.month_name(),
+                         "sales": np.linspace(1.0, 2.0, 36)})
+
+
+@pytest.mark.parametrize("columns", [
+    ["date", "year", "month", "sales"],  # dates distinct in every row
+    ["year", "month", "sales"],  # year and month together distinct
+    ["year", "month_name", "sales"],  # months by name: no series ids
+])
+def test_one_series_with_calendar_parts_is_one_series(columns):
+    assert find_id_column(one_series_by_parts()[columns]) is None
+
+
+def test_a_named_time_column_distinct_in_every_row_makes_one_series():
+    frame = long_table(series=2, shuffle=False)
+    frame["row"] = np.arange(len(frame))
+    assert find_id_column(frame, "row") is None
+    assert find_id_column(frame, "ds") == IdColumn("unique_id", "ds", 2)
+
+
+def test_hours_of_one_series_beside_its_stamps_are_no_series():
+    stamps = pd.date_range("2020-01-01", periods=96, freq="h")
+    frame = pd.DataFrame({"datetime": stamps.strftime("%Y-%m-%d %H:%M"),
+                          "date": stamps.strftime("%Y-%m-%d"), "hour": stamps.hour,
+                          "load": np.arange(96.0)})
+    assert find_id_column(frame) is None
+    assert find_id_column(frame.drop(columns="datetime")) is None  # "hour": a calendar part
 
 
 def test_without_time_stamps_a_table_does_not_tell():

@@ -115,24 +115,6 @@ def dated_table(path, frequency, lengths):
     pd.DataFrame(rows, columns=["item", "ds", "sales"]).to_csv(path, index=False)
 
 
-@pytest.mark.parametrize("frequency, lengths, expected_h, source", [
-    ("YS", (20, 25, 30), 6, "M4's horizon for yearly series"),
-    ("QS", (30, 40, 50), 8, "M4's horizon for quarterly series"),
-    ("MS", (60, 70, 80), 18, "M4's horizon for monthly series"),
-    # Median 40 holds two monthly horizons only: the season, and why not 18.
-    ("MS", (30, 40, 50), 12, "one season"),
-])
-def test_dated_series_are_held_out_by_the_competitions_horizon_for_their_calendar(
-        tmp_path, frequency, lengths, expected_h, source):
-    dated_table(tmp_path / "dated.csv", frequency, lengths)
-    data = read_panel_data(TimeseriesConfig(data=str(tmp_path / "dated.csv"), id_column="item",
-                                            season=12 if frequency == "MS" else None))
-    assert data.horizon == expected_h and data.horizon_source.startswith(source)
-    if source == "one season":
-        assert "M4's horizon for monthly series, 18, would leave the median series (40 values)" \
-            in data.horizon_source
-
-
 def test_a_long_table_without_its_id_column_named_is_found_and_forecast_as_many_series(
         tmp_path, capsys):
     dated_table(tmp_path / "long.csv", "MS", (30, 36, 40))
@@ -151,13 +133,13 @@ def test_a_long_table_without_its_id_column_named_is_found_and_forecast_as_many_
 
 def test_whole_numbers_that_could_each_name_the_series_are_asked_for_in_one_line(tmp_path,
                                                                                   capsys):
-    rows = [(store, day, float(store + day)) for store in range(3) for day in range(30)]
-    pd.DataFrame(rows, columns=["store", "day", "sales"]).to_csv(tmp_path / "s.csv",
-                                                                 index=False)
+    rows = [(store, step, float(store + step)) for store in range(3) for step in range(30)]
+    pd.DataFrame(rows, columns=["store", "step", "sales"]).to_csv(tmp_path / "s.csv",
+                                                                  index=False)
     assert main(["timeseries", "train", "--data", str(tmp_path / "s.csv"), "--out",
                  str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert "the columns 'store' and 'day' could each name the series" in err
+    assert "the columns 'store' and 'step' could each name the series" in err
     assert "--id-column" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
 
