@@ -19,6 +19,8 @@ parameters, fitted on the training rows), `plots/forecast.png`, `plots/loss.png`
 
 import dataclasses
 import math
+import sys
+import time
 from pathlib import Path
 
 import keras
@@ -56,6 +58,7 @@ from seqlab.pipelines.common import (
     ActionResult,
     UsageError,
     build_training_state,
+    format_duration,
     format_table,
     free_column_name,
     pyplot,
@@ -68,6 +71,7 @@ from seqlab.pipelines.configs.timeseries import CARD, MODEL_KINDS, TASK_NAME, Ti
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.settings import fill_in_setting
 from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
+from seqlab.pipelines.timeseries_classical_panel import PROGRESS_EVERY
 from seqlab.pipelines.timeseries_panel import PANEL_PIPELINE, is_panel, is_panel_run
 from seqlab.pipelines.timeseries_members import (
     ALONE_ONLY,
@@ -120,13 +124,14 @@ def refuse_long_table(config, frame, source):
     found = find_id_column(frame, config.time_column[0] if config.time_column else None)
     if found is not None and found.ambiguous:
         raise DataError(f"{found.describe()}, which one series would read end to end; expected "
-                        "id_column (--id-column) naming the one that names the series",
+                        "id_column (--id-column) naming the one that names the series, or "
+                        "time_column naming a column whose stamps differ in every row",
                         path=source)
     if found is not None:
         raise DataError(f"{found.describe()}: a long table of many series, which one series "
                         f"would read end to end; expected id_column={found.name!r} (--id-column "
-                        f"{found.name}) to forecast them as many series, or a file of one "
-                        "series", path=source)
+                        f"{found.name}) to forecast them as many series, or time_column naming "
+                        "a column whose stamps differ in every row for one series", path=source)
 
 
 def infer_schema(config, frame, source):
@@ -306,20 +311,43 @@ def validation_data(windows):
     return windows.dataset("val", limit=validation_limit(windows))
 
 
-def fit_quietly(model, windows, epochs, callbacks):
+class QuietProgress(keras.callbacks.Callback):
+    """The progress of a network that is not the run's own (a backtest's): no epoch lines, but
+    one line on stderr at most every `PROGRESS_EVERY` seconds, none for a fit that ends sooner.
+    On a long series such a fit takes minutes, which passed without a word (4,032 half-hourly
+    values: ten minutes after the run's own network had printed its last epoch)."""
+
+    def __init__(self, what, epochs):
+        super().__init__()
+        self.what, self.epochs = what, epochs
+
+    def on_train_begin(self, logs=None):
+        self.started = self.last = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_EVERY:
+            self.last = now
+            print(f"{self.what}: epoch {epoch + 1} (at most {self.epochs}), "
+                  f"{format_duration(now - self.started)} so far", file=sys.stderr, flush=True)
+
+
+def fit_quietly(model, windows, epochs, callbacks, what="a backtest's network"):
     """Trains a network that is not the run's own (a backtest's) on `windows` as the run
-    trains its own, printing nothing.
+    trains its own, printing no epoch lines (`QuietProgress` only).
 
     Args:
         callbacks: `monitor -> callbacks` (the monitor is `val_loss`, or `loss` without
             validation windows).
+        what: the network, for the progress line.
     """
     train, steps = training_stream(windows)
     validation = validation_data(windows)
     build_training_state(model, train)
     model.fit(train, validation_data=validation, epochs=epochs, steps_per_epoch=steps,
               verbose=0, shuffle=False,
-              callbacks=callbacks("val_loss" if validation is not None else "loss"))
+              callbacks=[*callbacks("val_loss" if validation is not None else "loss"),
+                         QuietProgress(what, epochs)])
 
 
 def stride_line(stride, windows):
@@ -875,7 +903,8 @@ class TimeseriesPipeline(Pipeline):
                 values, config.lookback,
                 lambda network, windows: fit_quietly(
                     network, windows, config.epochs,
-                    lambda monitor: self.callbacks(config, prepared, monitor)))
+                    lambda monitor: self.callbacks(config, prepared, monitor),
+                    f"model auto: the {AUTO_NEURAL_KIND} member on a backtest fold"))
         if not prepared.linear_left_out:
             forecasts["linear"] = linear_backtest(plan, windows.scaler, schema, values,
                                                   config.lookback, config.horizon)
@@ -963,7 +992,8 @@ class TimeseriesPipeline(Pipeline):
             model = build_model(config, schema)
             fold.linear_left_out = fit_linear_member(model, windows)
             fit_quietly(model, windows, config.epochs,
-                        lambda monitor: self.callbacks(config, prepared, monitor))
+                        lambda monitor: self.callbacks(config, prepared, monitor),
+                        f"--backtest: the network of the fold ending at row {end}")
             self.after_fit(config, fold, model)
             scores, _, _ = score_windows(
                 model, windows.scaler, schema, fold_series.values,

@@ -719,6 +719,17 @@ def test_a_failed_classical_fit_leaves_the_run_going_with_the_other_models(tmp_p
     assert evaluate(result.path).metrics["model"] == pytest.approx(result.metrics["model"])
 
 
+def test_a_backtests_network_says_how_far_it_got_without_printing_epochs(tmp_path, monkeypatch,
+                                                                        capsys):
+    # Every epoch counts as overdue here; by default a line at most every 15 s.
+    monkeypatch.setattr(timeseries_pipeline, "PROGRESS_EVERY", 0.0)
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    train(tiny_config(data, tmp_path / "run", epochs=2, model="auto"))
+    err = capsys.readouterr().err
+    assert "model auto: the gru member on a backtest fold: epoch 2 (at most 2), " in err
+    assert "so far" in err
+
+
 def test_backtest_scores_rolling_origins_and_ends_with_the_runs_own_test_split(tmp_path):
     data = write_series(tmp_path / "demand.csv", n_rows=200)
     # auto_folds=1: auto's own backtest (inside each fold) is tested below; this test is about
