@@ -394,6 +394,9 @@ class RecurrentLayer(keras.layers.RNN):
                 "GRU, and no recurrent dropout in training). Pass use_cudnn='auto' to run "
                 "seqlab's loops where it cannot."
             )
+        # Keras hands a stateful layer's states (and a caller's variables) over as variables,
+        # which seqlab's loops would stack or capture as variables in eager mode: read them.
+        initial_state = [tf.convert_to_tensor(state) for state in initial_state]
         variant = _loop_choice.choose(self, sequences, mask, training)
         last_output, outputs, states = self.run_loop(
             variant, sequences, initial_state, mask, training, final_states)

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, LSTMCell, SimpleRNN, reset_states
 
@@ -77,3 +78,41 @@ def test_stateful_needs_a_fixed_batch_size():
 def test_layers_forward_cell_arguments():
     layer = GRU(7, dropout=0.25, reset_after=False, seed=3)
     assert (layer.units, layer.dropout, layer.reset_after, layer.seed) == (7, 0.25, False, 3)
+
+
+@pytest.mark.parametrize("loop", ["fully_unrolled", "hand_bptt", "compiled_bptt"])
+@pytest.mark.parametrize("layer_class", [SimpleRNN, GRU, LSTM])
+def test_states_given_as_variables_train_eagerly_as_in_a_graph(monkeypatch, loop, layer_class):
+    # A stateful layer's states reach the loop as variables (so does a caller's learned initial
+    # state): these loops stacked them or captured them as variables in eager mode, and failed.
+    from seqlab.layers import _loop_choice
+
+    monkeypatch.setenv(_loop_choice.ENV_VAR, loop)
+    _loop_choice.clear()
+    x = np.random.default_rng(0).random((4, 6, 3)).astype("float32")
+    layer = layer_class(5, stateful=True, return_sequences=True)
+    reference = layer_class(5, return_sequences=True)
+    reference.build(x.shape)
+    layer.build(x.shape)
+    layer.set_weights(reference.get_weights())
+    states = 2 if layer_class is LSTM else 1
+    learned = [keras.Variable(np.full((4, 5), 0.1 * (k + 1), "float32")) for k in range(states)]
+    with tf.GradientTape(persistent=True) as tape:
+        eager = layer(x, training=True)  # from the layer's own (zero) states
+        given = reference(x, initial_state=learned, training=True)
+    graph = tf.function(lambda inputs, first: reference(inputs, initial_state=first,
+                                                        training=True))
+    # The same graph and eager kernels on both sides: rounding differences only.
+    np.testing.assert_allclose(eager, reference(x, training=True), atol=1e-6)
+    np.testing.assert_allclose(given, graph(x, [v.value for v in learned]), atol=1e-6)
+    assert all(g is not None for g in tape.gradient(given, learned))
+    assert all(g is not None for g in tape.gradient(eager, layer.trainable_weights))
+
+
+def test_a_stateful_layer_fits_eagerly():
+    model = keras.Sequential([keras.Input(batch_shape=(4, 10, 3)),
+                              GRU(8, stateful=True, return_sequences=True), keras.layers.Dense(1)])
+    model.compile("adam", "mse", run_eagerly=True)
+    x = np.random.default_rng(1).random((16, 10, 3)).astype("float32")
+    history = model.fit(x, x[..., :1], batch_size=4, epochs=1, shuffle=False, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
