@@ -1,5 +1,7 @@
 """Transformer encoder and decoder layers (Vaswani et al., 2017), post-norm or pre-norm."""
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -333,7 +335,8 @@ class TransformerDecoderLayer(_TransformerLayer):
                 "The layer must be built (called once, or loaded) before `init_cache`."
             )
         check_positive_int("max_length", max_length)
-        cross_key, cross_value = self.cross_attention.project_key_value(encoder_outputs)
+        with self._autocast_scope():
+            cross_key, cross_value = self.cross_attention.project_key_value(encoder_outputs)
         batch_size = ops.shape(encoder_outputs)[0]
         attention = self.self_attention
         return {
@@ -366,6 +369,18 @@ class TransformerDecoderLayer(_TransformerLayer):
         Returns:
             `(outputs [B, L, d_model], new_cache)`.
         """
+        with self._autocast_scope():
+            return self._decode_step(inputs, cache, index, encoder_mask)
+
+    def _autocast_scope(self):
+        """The scope in which Keras runs `call` under a mixed precision policy (variables read
+        in the compute dtype): `init_cache` and `decode_step` are plain methods, which Keras
+        does not wrap, so under `mixed_float16` their float32 keys met the float16 cache."""
+        if self.autocast and self.compute_dtype != self.variable_dtype:
+            return keras.src.backend.AutocastScope(self.compute_dtype)
+        return contextlib.nullcontext()
+
+    def _decode_step(self, inputs, cache, index, encoder_mask):
         h = self._sublayer_input(inputs, self.self_attention_norm)
         keys, values = self.self_attention.project_key_value(h)
         start = (0, 0, index, 0)

@@ -324,3 +324,28 @@ def test_tiny_encoder_decoder_learns_to_reverse_and_round_trips(tmp_path):
     model.save(path)
     np.testing.assert_allclose(keras.saving.load_model(path)(sample), model(sample), atol=1e-5)
     saved_model_round_trip(model, sample, tmp_path, atol=1e-5)
+
+
+def test_cached_decoding_equals_the_full_pass_under_mixed_float16():
+    # init_cache and decode_step are plain methods, which Keras does not autocast: their
+    # float32 keys met the float16 cache, and the first step failed.
+    previous = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        rng = np.random.default_rng(0)
+        embedding = keras.layers.Dense(16)
+        encoder_inputs = embedding(rng.random((2, 5, 16)).astype("float32"))
+        decoder = TransformerDecoderLayer(num_heads=2, ff_dim=32)
+        targets = embedding(rng.random((2, 6, 16)).astype("float32"))
+        full = decoder(targets, encoder_inputs)
+        cache = decoder.init_cache(encoder_inputs, max_length=6)
+        steps = []
+        for index in range(6):
+            output, cache = decoder.decode_step(targets[:, index:index + 1], cache, index)
+            steps.append(output)
+        assert full.dtype == steps[0].dtype == "float16"
+        # float16: the two orders of summation differ by its rounding (about 1e-3 relative).
+        np.testing.assert_allclose(np.concatenate(steps, axis=1).astype("float32"),
+                                   np.asarray(full, "float32"), atol=2e-2)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
