@@ -38,6 +38,9 @@ CALENDAR_PARTS = {"year", "quarter", "qtr", "month", "week", "weekday", "day", "
 _TIME_PARTS = {"year", "quarter", "month", "week", "day", "hour", "minute", "second"}
 _CALENDAR_WORDS = {word.lower() for word in (
     *calendar.month_name[1:], *calendar.month_abbr[1:], *calendar.day_name, *calendar.day_abbr)}
+# The whole numbers of one cycle of a calendar part: hours, minutes, weekdays, months,
+# quarters, weeks of a year.
+_CYCLES = ((0, 23), (1, 24), (0, 59), (0, 6), (1, 7), (1, 12), (1, 4), (1, 52), (1, 53))
 # Dates are dates throughout: at most this many cells of a column are parsed to tell.
 _DATE_SAMPLE = 2000
 _DELIMITERS = (",", ";", "\t")
@@ -57,8 +60,9 @@ class IdColumn:
         """Why the column names the series, for a summary."""
         if self.ambiguous:
             return (f"the columns {self.name!r} and {self.time_column!r} could each name the "
-                    "series and be their time stamps (whole numbers, each value of one "
-                    "repeating the other's values once): a long table of many series")
+                    f"series, or be one series' time stamps together ({self.name!r} holds whole "
+                    "numbers that may be series ids, hours or another part of a time): a long "
+                    "table of many series or one series")
         return (f"{self.series} series named by column {self.name!r}: the {self.time_column!r} "
                 "stamps repeat in the table, not within the rows of one of its values")
 
@@ -80,9 +84,12 @@ def find_id_column(frame, time_column=None):
     its years once a month). Two columns of whole numbers that could each be the other's time
     (store and day of a table sorted by both) are `IdColumn.ambiguous`: the caller asks.
 
-    A table is one series, whatever else it holds, where its time stamps are distinct in every
-    row: the time column named, a column of dates, or its columns of calendar parts together
-    (year and month, ...: those `data.timeseries` reads as the time of one series).
+    A table is one series, whatever else it holds, where the time stamps a reader takes are
+    distinct in every row: the time column named, the first column of dates, or its whole-number
+    calendar parts together where they include year and month (those `data.timeseries` reads as
+    the time of one series). Whole numbers that could be a calendar part's cycle (hours 1-24
+    beside dates), or a pair of columns each of which could be the other's time, are
+    `IdColumn.ambiguous`: the caller asks.
 
     Args:
         frame: the table, its cells as read (text or numbers).
@@ -111,39 +118,47 @@ def find_id_column(frame, time_column=None):
                  if not columns.is_whole(name) and _dated(columns.text(name))]
         parts = [name for name in columns.complete
                  if name.lower().removesuffix("s") in _TIME_PARTS]
-        if any(columns.count(name) == rows for name in dated) or (
-                len(parts) > 1 and not columns.repeated(parts)):
-            return None  # one series: stamps distinct in every row
+        year_and_month = {"year", "month"} <= {name.lower().removesuffix("s") for name in parts}
+        if (dated and columns.count(dated[0]) == rows) or (
+                year_and_month and all(columns.is_whole(name) for name in parts)
+                and not columns.repeated(parts)):
+            return None  # one series: the stamps a reader takes are distinct in every row
         times = dated + [name for name in columns.complete if columns.is_whole(name)]
     ids = [name for name in columns.complete
            if 2 <= columns.count(name) <= rows // 2
            and (columns.is_whole(name) or not columns.is_numeric(name))
            and name.lower().removesuffix("s") not in CALENDAR_PARTS
            and not columns.calendar_words(name)]
-    found = []
-    for time in times:
-        if columns.count(time) > SHARED_STAMPS * rows:
-            continue  # one series, perhaps with a stamp repeated by mistake
-        for name in ids:
-            if (name == time
-                    or columns.count(name) * columns.count(time) < (1 - REPEATS) * rows
-                    or columns.repeated([name, time]) > REPEATS * rows):
-                continue
-            if time_column is None and columns.is_whole(time) and not (
-                    _increasing_within(columns.numbers(time), columns.codes(name))
-                    and any(columns.is_numeric(other) for other in columns.complete
-                            if other not in (name, time))):
-                continue  # no time, or the only numbers there are to forecast
-            found.append(IdColumn(name, time, columns.count(name)))
+    found = [IdColumn(name, time, columns.count(name)) for time in times for name in ids
+             if _names_series(columns, name, time, time_column is None)]
     if not found:
         return None
     stamped = [f for f in found if not columns.is_whole(f.time_column) or time_column]
     best = min(stamped or found, key=lambda f: f.series)
-    if not stamped and any((f.name, f.time_column) == (best.time_column, best.name)
-                           for f in found):
-        # Whole numbers both: a store's days and a day's stores tell nothing apart.
+    whole_pair = columns.is_whole(best.name) and columns.is_whole(best.time_column)
+    if ((columns.is_whole(best.name) and columns.is_calendar_cycle(best.name))
+            or (time_column is None and whole_pair
+                and _names_series(columns, best.time_column, best.name, True))):
+        # Whole numbers that may be hours of a day (1..24 beside dates), or a pair each of
+        # which could be the other's time (a store's days and a day's stores): ask.
         return dataclasses.replace(best, ambiguous=True)
     return best
+
+
+def _names_series(columns, name, time, time_found):
+    """Whether column `name` names series whose stamps are column `time`'s: the stamps repeat
+    in the table but not within one series; `time_found` (not named): whole-number stamps
+    must also increase within each series, and leave a column of numbers to forecast."""
+    rows = len(columns.frame)
+    if (name == time or columns.count(time) > SHARED_STAMPS * rows
+            or columns.count(name) * columns.count(time) < (1 - REPEATS) * rows
+            or columns.repeated([name, time]) > REPEATS * rows):
+        return False
+    if time_found and columns.is_whole(time):
+        return bool(_increasing_within(columns.numbers(time), columns.codes(name))
+                    and any(columns.is_numeric(other) for other in columns.complete
+                            if other not in (name, time)))
+    return True
 
 
 class _Columns:
@@ -180,6 +195,12 @@ class _Columns:
     def is_whole(self, name):
         numbers = self.numbers(name)
         return self.is_numeric(name) and bool((numbers == np.round(numbers)).all())
+
+    def is_calendar_cycle(self, name):
+        """Whether the whole numbers of the column are one cycle of a calendar part: hours
+        (0-23, 1-24), minutes, weekdays, months, quarters, weeks of a year."""
+        values = set(np.unique(self.numbers(name)).astype(int).tolist())
+        return any(values == set(range(first, last + 1)) for first, last in _CYCLES)
 
     def calendar_words(self, name):
         """Whether the column holds names of months or days (and nothing else)."""
@@ -238,7 +259,9 @@ def _dated(text):
 
 
 def _increasing_within(time, ids):
-    """Whether `time` increases, row after row, within the rows of each id (codes)."""
+    """Whether `time` increases, row after row, within the rows of each id (codes); at most
+    `REPEATS` of the rows may repeat the stamp before them (a row given twice)."""
     order = np.argsort(ids, kind="stable")  # each id's rows together, in file order
     same = ids[order][1:] == ids[order][:-1]
-    return bool((np.diff(time[order])[same] > 0).all())
+    steps = np.diff(time[order])[same]
+    return bool((steps >= 0).all() and (steps == 0).sum() <= REPEATS * len(time))

@@ -79,15 +79,48 @@ def test_a_row_given_twice_in_a_long_table_leaves_it_a_long_table():
 
 
 def test_whole_numbers_that_could_each_be_the_others_time_are_ambiguous_unless_named():
-    frame = pd.DataFrame([(store, step, float(store + step)) for store in range(4)
+    frame = pd.DataFrame([(store, step, float(store + step)) for store in range(5)
                           for step in range(10)], columns=["store", "step", "sales"])
     found = find_id_column(frame)
     assert found.ambiguous and {found.name, found.time_column} == {"store", "step"}
     assert "could each name the series" in found.describe()
-    assert find_id_column(frame, "step") == IdColumn("store", "step", 4)
+    assert find_id_column(frame, "step") == IdColumn("store", "step", 5)
     assert find_id_column(frame, "store") == IdColumn("step", "store", 10)
-    # A calendar part names no series: the store's days are its time.
-    assert find_id_column(frame.rename(columns={"step": "day"})) == IdColumn("store", "day", 4)
+    # A calendar part by name names no series, but its partner asks all the same.
+    assert find_id_column(frame.rename(columns={"step": "day"})).ambiguous
+    # Year and month by other names ("mon"): asked, never split into twelve series.
+    months = pd.DataFrame([(year, month, 1.0 + month) for year in range(2001, 2011)
+                           for month in range(1, 13)], columns=["year", "mon", "sales"])
+    assert find_id_column(months).ambiguous
+
+
+def test_hours_of_a_day_beside_its_dates_are_asked_for_whatever_their_name():
+    days = pd.date_range("2020-01-01", periods=20, freq="D").strftime("%Y-%m-%d")
+    frame = pd.DataFrame([(day, hour, float(hour)) for day in days for hour in range(1, 25)],
+                         columns=["Date", "HE", "Load"])
+    assert find_id_column(frame).ambiguous
+    # Fifty stores are no hours: found.
+    stores = frame[frame["HE"] <= 20].assign(HE=lambda f: f["HE"] + 30)
+    assert find_id_column(stores) == IdColumn("HE", "Date", 20)
+
+
+def test_a_later_column_of_dates_distinct_in_every_row_leaves_a_long_table_one():
+    frame = long_table(series=4, shuffle=False)
+    frame["loaded_at"] = pd.date_range("2024-01-01", periods=len(frame), freq="min").astype(str)
+    assert find_id_column(frame) == IdColumn("unique_id", "ds", 4)
+
+
+def test_value_columns_named_like_calendar_parts_do_not_make_one_series():
+    frame = pd.DataFrame([(f"m{m}", week, 40.0 + m + 0.5 * week) for m in range(3)
+                          for week in range(1, 41)], columns=["machine", "week", "hours"])
+    assert find_id_column(frame) == IdColumn("machine", "week", 3)
+
+
+def test_whole_number_stamps_with_a_row_given_twice_still_show_a_long_table():
+    frame = pd.DataFrame([(f"s{i}", t, float(i * t)) for i in range(5) for t in range(1, 41)],
+                         columns=["unique_id", "ds", "y"])
+    assert find_id_column(pd.concat([frame, frame.iloc[[3]]]).sort_values(
+        ["unique_id", "ds"], kind="stable")) == IdColumn("unique_id", "ds", 5)
 
 
 def one_series_by_parts():
