@@ -336,7 +336,8 @@ class TransformerDecoderLayer(_TransformerLayer):
             )
         check_positive_int("max_length", max_length)
         with self._autocast_scope():
-            cross_key, cross_value = self.cross_attention.project_key_value(encoder_outputs)
+            cross_key, cross_value = self.cross_attention.project_key_value(
+                self._compute_dtype(encoder_outputs))
         batch_size = ops.shape(encoder_outputs)[0]
         attention = self.self_attention
         return {
@@ -370,12 +371,20 @@ class TransformerDecoderLayer(_TransformerLayer):
             `(outputs [B, L, d_model], new_cache)`.
         """
         with self._autocast_scope():
-            return self._decode_step(inputs, cache, index, encoder_mask)
+            return self._decode_step(self._compute_dtype(inputs), cache, index, encoder_mask)
+
+    def _compute_dtype(self, inputs):
+        """Floating `inputs` in the layer's compute dtype, as Keras casts `call`'s."""
+        inputs = ops.convert_to_tensor(inputs)
+        if "float" in str(inputs.dtype) and self.autocast:
+            return ops.cast(inputs, self.compute_dtype)
+        return inputs
 
     def _autocast_scope(self):
         """The scope in which Keras runs `call` under a mixed precision policy (variables read
         in the compute dtype): `init_cache` and `decode_step` are plain methods, which Keras
-        does not wrap, so under `mixed_float16` their float32 keys met the float16 cache."""
+        does not wrap, so under `mixed_float16` their float32 keys met the float16 cache (their
+        floating inputs are cast as `call`'s are: `_compute_dtype`)."""
         if self.autocast and self.compute_dtype != self.variable_dtype:
             return keras.src.backend.AutocastScope(self.compute_dtype)
         return contextlib.nullcontext()

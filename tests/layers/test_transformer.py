@@ -344,6 +344,11 @@ def test_cached_decoding_equals_the_full_pass_under_mixed_float16():
             output, cache = decoder.decode_step(targets[:, index:index + 1], cache, index)
             steps.append(output)
         assert full.dtype == steps[0].dtype == "float16"
+        # float32 inputs, as `call` takes them: cast as `call` casts them.
+        cache32 = decoder.init_cache(np.asarray(encoder_inputs, "float32"), max_length=6)
+        first, _ = decoder.decode_step(np.asarray(targets[:, :1], "float32"), cache32, 0)
+        np.testing.assert_allclose(np.asarray(first, "float32"),
+                                   np.asarray(steps[0], "float32"), atol=1e-3)
         # float16: the two orders of summation differ by its rounding (about 1e-3 relative).
         np.testing.assert_allclose(np.concatenate(steps, axis=1).astype("float32"),
                                    np.asarray(full, "float32"), atol=2e-2)
