@@ -16,6 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from seqlab.data.errors import DataError
+
 # The share of a column's cells that must hold dates for it to be taken as a time column when
 # none is named. Below 1, so that a few cells that are not (an empty one, a typo, a
 # spreadsheet's "Total" row) do not quietly turn the time stamps into a column left out:
@@ -65,6 +67,14 @@ class IdColumn:
                     "table of many series or one series")
         return (f"{self.series} series named by column {self.name!r}: the {self.time_column!r} "
                 "stamps repeat in the table, not within the rows of one of its values")
+
+    def refusal(self, path):
+        """The `DataError` of a run that would read this long table as one series (every
+        series end to end) because no id column was named."""
+        named = "" if self.ambiguous else f"={self.name!r} (--id-column {self.name})"
+        return DataError(f"{self.describe()}, which one series would read end to end; expected "
+                         f"id_column{named} naming the series, or time_column naming a column "
+                         "whose stamps differ in every row for one series", path=path)
 
 
 def find_id_column(frame, time_column=None):

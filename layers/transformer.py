@@ -337,7 +337,7 @@ class TransformerDecoderLayer(_TransformerLayer):
         check_positive_int("max_length", max_length)
         with self._autocast_scope():
             cross_key, cross_value = self.cross_attention.project_key_value(
-                self._compute_dtype(encoder_outputs))
+                self._in_compute_dtype(encoder_outputs))
         batch_size = ops.shape(encoder_outputs)[0]
         attention = self.self_attention
         return {
@@ -371,9 +371,9 @@ class TransformerDecoderLayer(_TransformerLayer):
             `(outputs [B, L, d_model], new_cache)`.
         """
         with self._autocast_scope():
-            return self._decode_step(self._compute_dtype(inputs), cache, index, encoder_mask)
+            return self._decode_step(self._in_compute_dtype(inputs), cache, index, encoder_mask)
 
-    def _compute_dtype(self, inputs):
+    def _in_compute_dtype(self, inputs):
         """Floating `inputs` in the layer's compute dtype, as Keras casts `call`'s."""
         inputs = ops.convert_to_tensor(inputs)
         if "float" in str(inputs.dtype) and self.autocast:
@@ -384,7 +384,7 @@ class TransformerDecoderLayer(_TransformerLayer):
         """The scope in which Keras runs `call` under a mixed precision policy (variables read
         in the compute dtype): `init_cache` and `decode_step` are plain methods, which Keras
         does not wrap, so under `mixed_float16` their float32 keys met the float16 cache (their
-        floating inputs are cast as `call`'s are: `_compute_dtype`)."""
+        floating inputs are cast as `call`'s are: `_in_compute_dtype`)."""
         if self.autocast and self.compute_dtype != self.variable_dtype:
             return keras.src.backend.AutocastScope(self.compute_dtype)
         return contextlib.nullcontext()

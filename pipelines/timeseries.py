@@ -122,16 +122,8 @@ def refuse_long_table(config, frame, source):
     if config.data is None or (config.time_column and len(config.time_column) > 1):
         return
     found = find_id_column(frame, config.time_column[0] if config.time_column else None)
-    if found is not None and found.ambiguous:
-        raise DataError(f"{found.describe()}, which one series would read end to end; expected "
-                        "id_column (--id-column) naming the one that names the series, or "
-                        "time_column naming a column whose stamps differ in every row",
-                        path=source)
     if found is not None:
-        raise DataError(f"{found.describe()}: a long table of many series, which one series "
-                        f"would read end to end; expected id_column={found.name!r} (--id-column "
-                        f"{found.name}) to forecast them as many series, or time_column naming "
-                        "a column whose stamps differ in every row for one series", path=source)
+        raise found.refusal(source)
 
 
 def infer_schema(config, frame, source):

@@ -299,9 +299,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     if horizon is None and config.id_column is None and path.is_file():
         found = find_id_column_in_file(path, config.time_column[0] if config.time_column
                                        else None)
-        if found is not None:  # read as one series, end to end
-            raise DataError(f"{found.describe()}: a long table of many series; expected "
-                            f"id_column (--id-column) naming them", path=path)
+        if found is not None:
+            raise found.refusal(path)
     # Without --time-column, a column of dates is found and read as the time column, in
     # training (no run's horizon yet) and for a run that read dates; not for a run that read
     # steps (saved before seqlab looked for one: it forecasts as it did).
