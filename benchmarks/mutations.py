@@ -296,10 +296,17 @@ MUTATIONS = [
     ),
     Mutation(
         "auto_switch_test_inverted", "models/forecasting/selection.py",
-        "    return Selection(best if switch.switches else default, member_rmse, candidate_rmse,",
-        "    return Selection(default if switch.switches else best, member_rmse, candidate_rmse,",
+        "    return Selection(best if switch.switches else default, switch=switch, **kept)",
+        "    return Selection(default if switch.switches else best, switch=switch, **kept)",
         ("tests/models/test_selection.py",),
-        "--model auto keeps a candidate no clearer than noise over the mean of all members",
+        "--model auto keeps a candidate no clearer than noise over the mean of the pool",
+    ),
+    Mutation(
+        "auto_pool_is_every_member", "models/forecasting/selection.py",
+        "    default = tuple(name for name in combinable if member_rmse[name] <= bound)",
+        "    default = tuple(combinable)",
+        ("tests/models/test_selection.py",),
+        "--model auto's default averages members far behind the best one (issue 23)",
     ),
     Mutation(
         "backtest_fold_forecasts_a_fitting_row", "models/forecasting/selection.py",

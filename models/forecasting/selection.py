@@ -4,17 +4,20 @@ Every member (a classical model, the network, the least-squares autoregression) 
 the same backtest origins before the test split: fold k is fitted on the rows before its own
 block and forecasts the origins whose targets start inside that block, so no target of a fold
 lies in its fitting rows. The candidates are each member alone and the mean of the best k
-members by backtest error (k = 2, 3, ...). The default is the mean of all of them, the simple
-combination the forecasting competitions found hardest to beat (M3, M4), less any member whose
-backtest RMSE is over `OUTLIER_RATIO` times the median member's (it failed there); the
-candidate with the lowest backtest RMSE replaces it only when its backtest errors are clearly
-lower: a one-sided Diebold-Mariano test of the per-origin squared errors (Harvey, Leybourne and
-Newbold's small-sample form, t with origins - 1 degrees of freedom) at `SWITCH_LEVEL`, split
-among the candidates (Bonferroni: the best of many looks better on the backtest than it is).
-Keeping the lowest backtest RMSE outright chased noise on short backtests: on 15 public series
-not used to develop it, its test RMSE was 1.050 of the best statsforecast model's (geometric
-mean) and 0.994 with this rule (docs/performance.md). Nothing here knows which member is
-which: the figures decide.
+members by backtest error (k = 2, 3, ...). The default is the mean of the pool: the members whose
+backtest RMSE is within `POOL_RATIO` times the best member's (forecast pooling, Kourentzes,
+Barrow and Petropoulos 2019: a simple combination is what the forecasting competitions found
+hardest to beat, M3, M4, but a member far behind the others drags it off; a member more than
+that far ahead of every other is a pool of one, kept alone); the candidate with
+the lowest backtest RMSE replaces it only when its backtest errors are clearly lower: a
+one-sided Diebold-Mariano test of the per-origin squared errors (Harvey, Leybourne and Newbold's
+small-sample form, t with origins - 1 degrees of freedom) at `SWITCH_LEVEL`, split among the
+candidates (Bonferroni: the best of many looks better on the backtest than it is). Keeping the
+lowest backtest RMSE outright chased noise on short backtests: on 15 public series not used to
+develop it, its test RMSE was 1.050 of the best statsforecast model's (geometric mean) and 0.994
+with the test. The pool replaced the mean of all members but those over `OUTLIER_RATIO` times
+the median member's after 131 series (docs/performance.md "Pooling by backtest"). Nothing here
+knows which member is which: the figures decide.
 """
 
 import dataclasses
@@ -29,15 +32,17 @@ from seqlab.models.forecasting.metrics import root_mean_square, rounding
 # test split's length), so that the choice rests on more than one short validation block.
 BACKTEST_SHARE = 1 / 3
 
-# The level at which a candidate must beat the mean of all members on the backtest to replace
+# The level at which a candidate must beat the mean of the pool on the backtest to replace
 # it, split among the candidates tried.
 SWITCH_LEVEL = 0.05
 
-# A member whose backtest RMSE is more than this many times the median member's has failed on
-# the backtest (a fit that ran away, a model that cannot follow the series) rather than lost
-# to noise: it stays a candidate alone but is left out of the mean of all members, which it
-# would otherwise drag far from the others, and which a test of squared errors dominated by
-# its few wild forecasts could not tell apart from them.
+# The default's members: those whose backtest RMSE is at most this many times the best
+# member's. The rest stay candidates alone. Chosen among 1.2, 1.5 and 2 on 81 public series and
+# confirmed on 50 more drawn afterwards (docs/performance.md "Pooling by backtest").
+POOL_RATIO = 1.5
+
+# Before the pool (runs saved then say so): the default was the mean of all members but those
+# whose backtest RMSE was over this many times the median member's.
 OUTLIER_RATIO = 3.0
 
 
@@ -104,7 +109,7 @@ def candidate_name(members):
 
 @dataclasses.dataclass(frozen=True)
 class SwitchTest:
-    """The test of the lowest-backtest candidate against the mean of all members.
+    """The test of the lowest-backtest candidate against the default (the mean of the pool).
 
     Attributes:
         best: the candidate with the lowest backtest RMSE.
@@ -139,13 +144,15 @@ class Selection:
         candidate_rmse: `{candidate name: backtest RMSE}` (members alone and the means of the
             best k), in the order tried.
         origins: backtest origins scored.
-        default: the mean of all members that may be combined, kept unless `switch` says
-            otherwise (None in runs from before the test, which kept the lowest backtest RMSE).
+        default: the mean of the pool, kept unless `switch` says otherwise (None in runs from
+            before the test, which kept the lowest backtest RMSE).
         switch: the `SwitchTest`, or None when the default is itself the lowest or no test
             could be made.
-        left_out: members left out of the default for a backtest RMSE above `outlier_ratio`
-            times the median member's.
-        outlier_ratio: `OUTLIER_RATIO` when the selection was made.
+        left_out: members that may be combined but were left out of the default for a
+            backtest RMSE above `outlier_ratio` times the `reference` member's.
+        outlier_ratio: the ratio when the selection was made (`POOL_RATIO`).
+        reference: "best" (the pool), or "median" in runs saved before it (the mean of all
+            members but those over `OUTLIER_RATIO` times the median member's).
     """
 
     kept: tuple
@@ -155,19 +162,37 @@ class Selection:
     default: tuple = None
     switch: SwitchTest = None
     left_out: tuple = ()
-    outlier_ratio: float = OUTLIER_RATIO
+    outlier_ratio: float = POOL_RATIO
+    reference: str = "best"
 
     @property
     def name(self):
         return candidate_name(self.kept)
+
+    @property
+    def pooled(self):
+        """Whether the default is a pool (None for runs saved before it, and no default)."""
+        return self.reference == "best" and self.default is not None
+
+    @property
+    def _default_text(self):
+        if self.reference == "median":
+            return "the mean of all members"
+        return "the mean of the pool" if len(self.default) > 1 else "the pool"
 
     def reason(self):
         """Why the kept candidate was kept, in one sentence."""
         reason = self._reason()
         if self.left_out:
             failed = ", ".join(f"{name} ({self.member_rmse[name]:.4g})" for name in self.left_out)
-            reason += (f"; left out of the mean of all members for a backtest RMSE over "
-                       f"{self.outlier_ratio:g} times the median member's: {failed}")
+            if self.reference == "median":
+                reason += (f"; left out of the mean of all members for a backtest RMSE over "
+                           f"{self.outlier_ratio:g} times the median member's: {failed}")
+            else:
+                pool = " + ".join(self.default)
+                reason += (f"; the pool ({pool}): the members within {self.outlier_ratio:g} "
+                           f"times the lowest backtest RMSE of those that may be averaged; "
+                           f"left out: {failed}")
         return reason
 
     def _reason(self):
@@ -178,21 +203,24 @@ class Selection:
         best, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
         over = f"over {self.origins} origins"
         if self.default is None or self.switch is None:
-            lead = ("the mean of all members, " if self.default is not None
+            lead = (f"{self._default_text}, " if self.default is not None
                     and len(self.default) > 1 and best[0] == candidate_name(self.default)
                     else "")
             text = f"{lead}lowest backtest RMSE ({best[1]:.4g} {over}) of {len(ranked)} candidates"
             if runner_up is not None:
                 text += f"; next: {runner_up[0]} {runner_up[1]:.4g}"
+            if self.default is not None and self.kept != self.default:
+                text += f" (one origin: too few to test it against {self._default_text})"
             return text
         default = candidate_name(self.default)
         test = (f"t = {self.switch.statistic:.2f}, against -{self.switch.critical:.2f} at "
                 f"{self.switch.level:.0%} over {self.switch.candidates} candidates")
         if self.switch.switches:
+            named = "" if self.reference == "median" else f"{default} "  # as runs saved it
             return (f"lowest backtest RMSE ({best[1]:.4g} {over}) of {len(ranked)} candidates, "
-                    f"clearly below the mean of all members ({self.candidate_rmse[default]:.4g};"
-                    f" {test})")
-        return (f"the mean of all members (backtest RMSE {self.candidate_rmse[default]:.4g} "
+                    f"clearly below {self._default_text} ({named}"
+                    f"{self.candidate_rmse[default]:.4g}; {test})")
+        return (f"{self._default_text} (backtest RMSE {self.candidate_rmse[default]:.4g} "
                 f"{over}): the lowest of {len(ranked)} candidates, {best[0]} ({best[1]:.4g}), "
                 f"was not clearly below it ({test})")
 
@@ -206,6 +234,8 @@ class Selection:
         if self.left_out:
             values["left_out_of_default"] = {"members": list(self.left_out),
                                              "ratio": self.outlier_ratio}
+        if self.pooled:
+            values["pool_ratio"] = self.outlier_ratio
         return values
 
     @classmethod
@@ -216,12 +246,18 @@ class Selection:
             # Strict JSON writes an infinite statistic as null; only -inf can occur (the best
             # candidate's errors lower than the mean's by the same amount at every origin).
             switch = {**switch, "statistic": -math.inf}
+        # Runs saved before the pool have no `pool_ratio`: their default was the mean of all
+        # members but those over `OUTLIER_RATIO` times the median member's.
         left_out = values.get("left_out_of_default") or {"members": ()}
+        if "pool_ratio" in values or default is None:
+            reference, ratio = "best", values.get("pool_ratio", POOL_RATIO)
+        else:
+            reference, ratio = "median", left_out.get("ratio", OUTLIER_RATIO)
         return cls(tuple(values["kept"]), dict(values["member_backtest_rmse"]),
                    dict(values["candidate_backtest_rmse"]), int(values["origins"]),
                    None if default is None else tuple(default),
                    None if switch is None else SwitchTest(**switch),
-                   tuple(left_out["members"]), float(left_out.get("ratio", OUTLIER_RATIO)))
+                   tuple(left_out["members"]), float(ratio), reference)
 
 
 def diebold_mariano(loss, baseline_loss, horizon):
@@ -254,8 +290,8 @@ def _origin_losses(forecast, actual):
 
 
 def select(forecasts, actual, alone_only=()):
-    """Chooses among the members and the means of the best k: the mean of all members unless
-    the lowest-backtest candidate is clearly better (see the module's docstring).
+    """Chooses among the members and the means of the best k: the mean of the pool unless the
+    lowest-backtest candidate is clearly better (see the module's docstring).
 
     Args:
         forecasts: `{member: forecasts}` over the same backtest origins, each
@@ -286,26 +322,22 @@ def select(forecasts, actual, alone_only=()):
     candidate_rmse = {candidate_name(members): rmse(combine(usable, members), actual)
                       for members in candidates}
     best = min(candidates, key=lambda members: candidate_rmse[candidate_name(members)])
-    # The typical member's error (not the best one's: a member lucky on the backtest must
-    # still pass the test below to stand alone), or float64 rounding of the values where it
-    # is exact (a constant series): members off by rounding have not failed.
-    reference = max(float(np.median([member_rmse[name] for name in combinable or ranked])),
-                    rounding(actual))
-    failed = tuple(name for name in combinable
-                   if member_rmse[name] > OUTLIER_RATIO * reference)
-    # The best k members by backtest RMSE for some k: one of the candidates.
-    default = tuple(name for name in combinable if name not in failed) or None
-    if default is None or len(actual) < 2:  # nothing to combine, or too few origins to test
-        return Selection(best, member_rmse, candidate_rmse, len(actual), default,
-                         left_out=failed, outlier_ratio=OUTLIER_RATIO)
-    if best == default:
-        return Selection(default, member_rmse, candidate_rmse, len(actual), default,
-                         left_out=failed, outlier_ratio=OUTLIER_RATIO)
+    if not combinable:
+        return Selection(best, member_rmse, candidate_rmse, len(actual))
+    # The pool: within POOL_RATIO of the best member's error, or of float64 rounding of the
+    # values where that is larger (a constant series: members off by rounding are exact too).
+    # The best k members for some k: one of the candidates.
+    bound = POOL_RATIO * max(member_rmse[combinable[0]], rounding(actual))
+    default = tuple(name for name in combinable if member_rmse[name] <= bound)
+    left_out = tuple(name for name in combinable if name not in default)
+    kept = dict(member_rmse=member_rmse, candidate_rmse=candidate_rmse, origins=len(actual),
+                default=default, left_out=left_out)
+    if best == default or len(actual) < 2:  # nothing better, or too few origins to test
+        return Selection(default if len(actual) >= 2 else best, **kept)
     horizon = np.asarray(actual).shape[1] if np.ndim(actual) > 1 else 1
     statistic = diebold_mariano(_origin_losses(combine(usable, best), actual),
                                 _origin_losses(combine(usable, default), actual), horizon)
     others = len(candidates) - 1
     critical = float(stats.t.ppf(1 - SWITCH_LEVEL / others, len(actual) - 1))
     switch = SwitchTest(candidate_name(best), float(statistic), critical, others, SWITCH_LEVEL)
-    return Selection(best if switch.switches else default, member_rmse, candidate_rmse,
-                     len(actual), default, switch, failed, OUTLIER_RATIO)
+    return Selection(best if switch.switches else default, switch=switch, **kept)

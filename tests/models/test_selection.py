@@ -81,15 +81,24 @@ def test_select_keeps_the_candidate_with_the_lowest_backtest_rmse():
 
 def test_select_keeps_a_single_member_that_beats_every_mean(tmp_path):
     actual = np.zeros((10, 1, 1))
-    forecasts = {"exact": actual.copy(), "off": actual + 1.0, "worse": actual - 3.0}
+    # Off by 1 and 1.2 at every origin: both in the pool (1.2 is within 1.5 times 1), but the
+    # better one alone gains the same at every origin, an infinite statistic (strict JSON
+    # writes it as null).
+    forecasts = {"better": actual + 1.0, "off": actual + 1.2, "worse": actual + 3.0}
     selection = select(forecasts, actual)
-    assert selection.kept == ("exact",) and selection.name == "exact"
-    assert "lowest backtest RMSE (0 over 10 origins) of 5 candidates" in selection.reason()
-    # The same gain at every origin: an infinite statistic, which strict JSON writes as null.
-    assert selection.switch.statistic == -np.inf
+    assert selection.default == ("better", "off") and selection.left_out == ("worse",)
+    assert selection.kept == ("better",) and selection.name == "better"
+    assert selection.switch.statistic == -np.inf and selection.switch.switches
+    assert ("lowest backtest RMSE (1 over 10 origins) of 5 candidates, clearly below the mean "
+            "of the pool (mean of better + off 1.1;") in selection.reason()
     write_json_atomic(tmp_path / "members.json", selection.to_dict())
     again = Selection.from_dict(json.loads((tmp_path / "members.json").read_text()))
     assert again == selection and again.reason() == selection.reason()
+    # An exact member: the pool is that member alone (nothing is within 1.5 times 0).
+    forecasts["exact"] = actual.copy()
+    selection = select(forecasts, actual)
+    assert selection.kept == selection.default == ("exact",) and selection.switch is None
+    assert "lowest backtest RMSE (0 over 10 origins) of 7 candidates" in selection.reason()
 
 
 def test_a_member_kept_alone_only_never_enters_a_mean():
@@ -136,14 +145,14 @@ def test_the_mean_of_all_members_stays_unless_a_candidate_is_clearly_better_on_t
     # Bonferroni: the level split among the 6 other candidates, t with 29 degrees of freedom.
     assert switch.critical == pytest.approx(stats.t.ppf(1 - 0.05 / 6, 29))
     assert "was not clearly below it" in selection.reason()
-    # One member far better than the rest at every origin: it replaces the mean.
+    # One member far better than the rest at every origin: it is the pool, alone.
     forecasts["e"] = actual + 0.05 * rng.normal(size=actual.shape)
     selection = select(forecasts, actual)
-    assert selection.kept == ("e",) and selection.switch.switches
-    assert "clearly below the mean of all members" in selection.reason()
+    assert selection.kept == selection.default == ("e",) and selection.switch is None
+    assert sorted(selection.left_out) == list("abcd")
+    assert "the pool (e): the members within 1.5 times" in selection.reason()
     again = Selection.from_dict(json.loads(json.dumps(selection.to_dict())))
     assert again == selection and again.reason() == selection.reason()
-    assert "at 5% over 8 candidates" in selection.reason()
 
 
 def test_the_reason_gives_the_level_the_run_tested_at(monkeypatch):
@@ -194,47 +203,101 @@ def test_a_selection_saved_before_the_switch_test_still_reads_and_explains_itsel
     assert selection.reason() == old["why"]
 
 
-def test_a_member_that_failed_on_the_backtest_is_left_out_of_the_mean():
+def test_a_member_far_behind_the_best_is_left_out_of_the_pool():
     rng = np.random.default_rng(1)
     actual = rng.normal(size=(24, 1, 1))
     # Three members of equal skill, and one whose fit ran away at two origins: its backtest
-    # RMSE is over three times the median member's, so it would drag the mean of all far off.
+    # RMSE is over 1.5 times the best member's, so it would drag the mean far off.
     forecasts = {name: actual + rng.normal(scale=0.3, size=actual.shape) for name in "abc"}
     forecasts["wild"] = forecasts["a"].copy()
     forecasts["wild"][[5, 17]] += 8.0
     selection = select(forecasts, actual)
     rmse = selection.member_rmse
-    assert rmse["wild"] > 3 * np.median(list(rmse.values()))
+    assert rmse["wild"] > 1.5 * min(rmse.values())
+    assert max(rmse[name] for name in "abc") <= 1.5 * min(rmse.values())
     assert selection.left_out == ("wild",)
     assert sorted(selection.default) == list("abc") and selection.kept == selection.default
     assert selection.candidate_rmse[selection.name] == pytest.approx(
         brute_force_choice(forecasts, actual)[("a", "b", "c")])
-    assert ("left out of the mean of all members for a backtest RMSE over 3 times the median "
-            f"member's: wild ({rmse['wild']:.4g})") in selection.reason()
+    pool = " + ".join(selection.default)
+    assert (f"the mean of the pool (backtest RMSE {selection.candidate_rmse[selection.name]:.4g}"
+            in selection.reason() or selection.reason().startswith("the mean of the pool, "))
+    assert (f"; the pool ({pool}): the members within 1.5 times the lowest backtest RMSE of "
+            f"those that may be averaged; left out: wild ({rmse['wild']:.4g})"
+            ) in selection.reason()
     # It stays a candidate alone, and the record keeps what was left out and at what ratio.
     assert "wild" in selection.candidate_rmse
     saved = json.loads(json.dumps(selection.to_dict()))
-    assert saved["left_out_of_default"] == {"members": ["wild"], "ratio": 3.0}
+    assert saved["left_out_of_default"] == {"members": ["wild"], "ratio": 1.5}
+    assert saved["pool_ratio"] == 1.5
     again = Selection.from_dict(saved)
     assert again == selection and again.reason() == selection.reason()
-    # Within three times the median: a member that is merely worse stays in the mean.
-    forecasts["wild"] = actual + rng.normal(scale=0.5, size=actual.shape)
+    # Within 1.5 times the best: a member that is merely worse stays in the mean.
+    forecasts["wild"] = forecasts["a"] + 0.2  # a's errors and a bias
     selection = select(forecasts, actual)
+    rmse = selection.member_rmse
+    assert max(rmse[name] for name in "abc") < rmse["wild"] <= 1.5 * min(rmse.values())
     assert selection.left_out == () and sorted(selection.default) == ["a", "b", "c", "wild"]
     assert "left_out_of_default" not in selection.to_dict()
 
 
-def test_the_median_not_the_best_member_decides_what_failed():
-    rng = np.random.default_rng(2)
-    actual = rng.normal(size=(30, 1, 1))
-    # One member far better than the others: they are not failures for that (the test of the
-    # best candidate against their mean decides), and members off by float64 rounding of an
-    # exact forecast are not either.
-    forecasts = {name: actual + rng.normal(size=actual.shape) for name in "abcd"}
-    forecasts["e"] = actual + 0.05 * rng.normal(size=actual.shape)
-    selection = select(forecasts, actual)
-    assert selection.left_out == () and selection.kept == ("e",) and selection.switch.switches
+def test_members_off_by_rounding_of_an_exact_forecast_are_all_in_the_pool():
     constant = np.full((10, 1, 1), 5.0)
     rounded = {"exact": constant.copy(), "exp_log": np.full_like(constant, np.nextafter(5, 6)),
                "also_exact": constant.copy()}
-    assert select(rounded, constant).left_out == ()
+    selection = select(rounded, constant)
+    assert selection.left_out == () and len(selection.default) == 3
+
+
+def test_a_selection_saved_before_the_pool_still_explains_itself_as_it_did():
+    # Written by the rule before the pool: the mean of all members but those over 3 times the
+    # median member's backtest RMSE (no `pool_ratio`).
+    old = {"kept": ["a", "b", "c"], "name": "mean of a + b + c", "origins": 24,
+           "member_backtest_rmse": {"a": 0.3, "b": 0.31, "c": 0.32, "wild": 2.3},
+           "candidate_backtest_rmse": {"a": 0.3, "b": 0.31, "c": 0.32, "wild": 2.3,
+                                       "mean of a + b": 0.25, "mean of a + b + c": 0.2,
+                                       "mean of a + b + c + wild": 0.7},
+           "default": ["a", "b", "c"], "switch_test": None,
+           "left_out_of_default": {"members": ["wild"], "ratio": 3.0},
+           "why": "the mean of all members, lowest backtest RMSE (0.2 over 24 origins) of 7 "
+                  "candidates; next: mean of a + b 0.25; left out of the mean of all members "
+                  "for a backtest RMSE over 3 times the median member's: wild (2.3)"}
+    selection = Selection.from_dict(old)
+    assert selection.reference == "median" and selection.outlier_ratio == 3.0
+    assert selection.reason() == old["why"]
+    assert "pool_ratio" not in selection.to_dict()
+
+
+def test_an_old_selection_that_switched_explains_itself_as_it_did():
+    # Saved by the rule before the pool: the best candidate clearly below the mean of all.
+    old = {"kept": ["e"], "name": "e", "origins": 30,
+           "member_backtest_rmse": {"a": 1.0, "b": 1.1, "e": 0.05},
+           "candidate_backtest_rmse": {"e": 0.05, "a": 1.0, "b": 1.1, "mean of e + a": 0.5,
+                                       "mean of e + a + b": 0.7},
+           "default": ["e", "a", "b"],
+           "switch_test": {"best": "e", "statistic": -13.32, "critical": 2.76,
+                           "candidates": 4, "level": 0.05},
+           "why": "lowest backtest RMSE (0.05 over 30 origins) of 5 candidates, clearly below "
+                  "the mean of all members (0.7; t = -13.32, against -2.76 at 5% over 4 "
+                  "candidates)"}
+    selection = Selection.from_dict(old)
+    assert selection.reason() == old["why"] and not selection.pooled
+
+
+def test_with_one_origin_the_lowest_candidate_is_kept_and_the_reason_says_why():
+    actual = np.zeros((1, 1, 1))
+    forecasts = {"a": actual + 1.0, "b": actual - 1.6, "c": actual + 2.0}
+    selection = select(forecasts, actual)
+    assert selection.default == ("a",) and selection.switch is None
+    assert selection.kept == ("a", "b")  # the mean: 0.3 off
+    assert selection.reason().startswith("lowest backtest RMSE (0.3 over 1 origins)")
+    assert "(one origin: too few to test it against the pool)" in selection.reason()
+
+
+def test_a_selection_without_a_backtest_or_a_pool_records_no_pool_ratio():
+    no_backtest = Selection(("ets", "arima"), {}, {}, 0)
+    assert not no_backtest.pooled and "pool_ratio" not in no_backtest.to_dict()
+    assert Selection.from_dict(no_backtest.to_dict()) == no_backtest
+    actual = np.zeros((5, 1, 1))
+    alone = select({"benchmark": actual + 1.0}, actual, alone_only=("benchmark",))
+    assert alone.default is None and "pool_ratio" not in alone.to_dict()

@@ -799,20 +799,21 @@ def test_auto_scores_every_member_and_keeps_their_mean_unless_a_candidate_is_cle
     assert set(members) == {"ets", "arima", "theta", "seasonal_naive", "log_ets", "log_arima",
                             "gru", "linear"}
     assert all(set(figures) == {"backtest_rmse", "test_rmse"} for figures in members.values())
-    # The kept candidate is the mean of every member but seasonal naive and those whose
-    # backtest RMSE is over three times the median member's, unless the candidate with the
+    # The kept candidate is the mean of the pool, every member but seasonal naive whose
+    # backtest RMSE is within 1.5 times the best member's, unless the candidate with the
     # lowest backtest RMSE beat it clearly; it is the model scored on the test split.
     backtest = {name: figures["backtest_rmse"] for name, figures in candidates.items()}
     lowest, default, switch = min(backtest, key=backtest.get), auto["default"], auto["switch_test"]
     combinable = {name: figures["backtest_rmse"] for name, figures in members.items()
                   if name != "seasonal_naive"}
-    median = np.median(list(combinable.values()))
-    failed = sorted(name for name, error in combinable.items() if error > 3 * median)
-    assert sorted(auto["left_out_of_default"]) == failed
+    best = min(combinable.values())
+    outside = sorted(name for name, error in combinable.items() if error > 1.5 * best)
+    assert sorted(auto["left_out_of_default"]) == outside and auto["pool_ratio"] == 1.5
     assert sorted(default.removeprefix("mean of ").split(" + ")) == sorted(
-        set(combinable) - set(failed))
-    if failed:
-        assert "left out of the mean of all members" in auto["chosen_on"]
+        set(combinable) - set(outside))
+    if outside:
+        assert ("the members within 1.5 times the lowest backtest RMSE of those that may be "
+                "averaged; left out: ") in auto["chosen_on"]
     if switch is None:
         assert auto["chosen"] == lowest == default
     else:
