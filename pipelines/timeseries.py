@@ -547,7 +547,7 @@ def member_figures(model, members, scaler, schema, values, starts, lookback, hor
         "default": None if selection.default is None else candidate_name(selection.default),
         "switch_test": None if selection.switch is None else selection.switch.to_dict(),
         "left_out_of_default": list(selection.left_out),
-        "pool_ratio": selection.outlier_ratio if selection.pooled else None,
+        "pool_ratio": selection.ratio if selection.pooled else None,
         "members": figures,
         "candidates": candidates,
     }

@@ -149,8 +149,8 @@ class Selection:
         switch: the `SwitchTest`, or None when the default is itself the lowest or no test
             could be made.
         left_out: members that may be combined but were left out of the default for a
-            backtest RMSE above `outlier_ratio` times the `reference` member's.
-        outlier_ratio: the ratio when the selection was made (`POOL_RATIO`).
+            backtest RMSE above `ratio` times the `reference` member's.
+        ratio: the ratio when the selection was made (`POOL_RATIO`).
         reference: "best" (the pool), or "median" in runs saved before it (the mean of all
             members but those over `OUTLIER_RATIO` times the median member's).
     """
@@ -162,7 +162,7 @@ class Selection:
     default: tuple = None
     switch: SwitchTest = None
     left_out: tuple = ()
-    outlier_ratio: float = POOL_RATIO
+    ratio: float = POOL_RATIO
     reference: str = "best"
 
     @property
@@ -187,10 +187,10 @@ class Selection:
             failed = ", ".join(f"{name} ({self.member_rmse[name]:.4g})" for name in self.left_out)
             if self.reference == "median":
                 reason += (f"; left out of the mean of all members for a backtest RMSE over "
-                           f"{self.outlier_ratio:g} times the median member's: {failed}")
+                           f"{self.ratio:g} times the median member's: {failed}")
             else:
                 pool = " + ".join(self.default)
-                reason += (f"; the pool ({pool}): the members within {self.outlier_ratio:g} "
+                reason += (f"; the pool ({pool}): the members within {self.ratio:g} "
                            f"times the lowest backtest RMSE of those that may be averaged; "
                            f"left out: {failed}")
         return reason
@@ -209,7 +209,7 @@ class Selection:
             text = f"{lead}lowest backtest RMSE ({best[1]:.4g} {over}) of {len(ranked)} candidates"
             if runner_up is not None:
                 text += f"; next: {runner_up[0]} {runner_up[1]:.4g}"
-            if self.default is not None and self.kept != self.default:
+            if self.pooled and self.kept != self.default:
                 text += f" (one origin: too few to test it against {self._default_text})"
             return text
         default = candidate_name(self.default)
@@ -233,9 +233,9 @@ class Selection:
             values["switch_test"] = None if self.switch is None else self.switch.to_dict()
         if self.left_out:
             values["left_out_of_default"] = {"members": list(self.left_out),
-                                             "ratio": self.outlier_ratio}
+                                             "ratio": self.ratio}
         if self.pooled:
-            values["pool_ratio"] = self.outlier_ratio
+            values["pool_ratio"] = self.ratio
         return values
 
     @classmethod
@@ -332,8 +332,10 @@ def select(forecasts, actual, alone_only=()):
     left_out = tuple(name for name in combinable if name not in default)
     kept = dict(member_rmse=member_rmse, candidate_rmse=candidate_rmse, origins=len(actual),
                 default=default, left_out=left_out)
-    if best == default or len(actual) < 2:  # nothing better, or too few origins to test
-        return Selection(default if len(actual) >= 2 else best, **kept)
+    if len(actual) < 2:  # too few origins to test: the lowest
+        return Selection(best, **kept)
+    if best == default:
+        return Selection(default, **kept)
     horizon = np.asarray(actual).shape[1] if np.ndim(actual) > 1 else 1
     statistic = diebold_mariano(_origin_losses(combine(usable, best), actual),
                                 _origin_losses(combine(usable, default), actual), horizon)

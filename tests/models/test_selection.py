@@ -263,7 +263,7 @@ def test_a_selection_saved_before_the_pool_still_explains_itself_as_it_did():
                   "candidates; next: mean of a + b 0.25; left out of the mean of all members "
                   "for a backtest RMSE over 3 times the median member's: wild (2.3)"}
     selection = Selection.from_dict(old)
-    assert selection.reference == "median" and selection.outlier_ratio == 3.0
+    assert selection.reference == "median" and selection.ratio == 3.0
     assert selection.reason() == old["why"]
     assert "pool_ratio" not in selection.to_dict()
 
@@ -301,3 +301,13 @@ def test_a_selection_without_a_backtest_or_a_pool_records_no_pool_ratio():
     actual = np.zeros((5, 1, 1))
     alone = select({"benchmark": actual + 1.0}, actual, alone_only=("benchmark",))
     assert alone.default is None and "pool_ratio" not in alone.to_dict()
+
+
+def test_an_old_selection_with_one_origin_explains_itself_as_it_did():
+    # Saved by the rule before the pool with one origin: the lowest candidate kept, untested.
+    old = {"kept": ["a", "b"], "name": "mean of a + b", "origins": 1,
+           "member_backtest_rmse": {"a": 1.0, "b": 1.6},
+           "candidate_backtest_rmse": {"a": 1.0, "b": 1.6, "mean of a + b": 0.3},
+           "default": ["a", "b", "c"], "switch_test": None,
+           "why": "lowest backtest RMSE (0.3 over 1 origins) of 3 candidates; next: a 1"}
+    assert Selection.from_dict(old).reason() == old["why"]
