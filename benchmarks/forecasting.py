@@ -193,11 +193,16 @@ def public_series(folder, series=None):
             months = periods * (12 // frequency) + 1
             columns = {"date": [f"{year:04d}-{month:02d}-01"
                                 for year, month in zip(years, months)], **columns}
-        name = name if column is None else f"{name}.{column}"
-        path = Path(folder) / f"{name}.csv"
-        pd.DataFrame(columns).to_csv(path, index=False)
-        paths.append((name, path))
+        paths.append(write_series(folder, name if column is None else f"{name}.{column}",
+                                  columns))
     return paths
+
+
+def write_series(folder, name, columns):
+    """`(name, csv path)` of `columns` written as `folder/name.csv`."""
+    path = Path(folder) / f"{name}.csv"
+    pd.DataFrame(columns).to_csv(path, index=False)
+    return name, path
 
 
 def confirmation_series(folder):
@@ -223,11 +228,8 @@ def confirmation_series(folder):
         quarters = pd.PeriodIndex(rows.Date.str.replace(" ", "-"), freq="Q")
         tables.append((f"aus_accommodation.{state.replace(' ', '')}",
                        quarters.start_time.strftime("%Y-%m-01"), rows.Takings))
-    paths = []
-    for name, dates, values in tables:
-        path = Path(folder) / f"{name}.csv"
-        pd.DataFrame({"date": list(dates), "value": values.to_numpy()}).to_csv(path, index=False)
-        paths.append((name, path))
+    paths = [write_series(folder, name, {"date": list(dates), "value": values.to_numpy()})
+             for name, dates, values in tables]
     return paths + public_series(folder, CONFIRMATION_SERIES)
 
 
