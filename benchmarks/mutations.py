@@ -111,6 +111,30 @@ MUTATIONS = [
         "the fully_unrolled loop runs seqlab's while loop instead (issue 28)",
     ),
     Mutation(
+        "grouped_runs_the_batch_in_one_loop", "layers/rnn_base.py",
+        "        groups = _loop_choice.loop_groups(self)",
+        "        groups = 1",
+        ("tests/layers/test_loop_choice.py",),
+        "the grouped loop runs the whole batch through one loop (issue 28)",
+    ),
+    Mutation(
+        "grouped_dropout_mask_of_the_first_rows", "layers/rnn_base.py",
+        "            input_masks = split(cell.get_dropout_mask(sequences[:, 0, :]))",
+        "            input_masks = [cell.get_dropout_mask(sequences[:, 0, :])[:tf.shape(part)[0]]"
+        " for part in split(sequences)]",
+        ("tests/layers/test_loop_choice.py",),
+        "each group of the grouped loop reads the dropout mask of the batch's first rows "
+        "(issue 28)",
+    ),
+    Mutation(
+        "bidirectional_direction_timed_alone", "layers/_loop_choice.py",
+        '    copies = 2 if getattr(layer, "_beside_another", False) else 1',
+        "    copies = 1",
+        ("tests/layers/test_loop_choice.py",),
+        "the loop measurement times a direction of a Bidirectional without the other "
+        "direction's loop beside it (issue 28)",
+    ),
+    Mutation(
         "fully_unrolled_last_output_gradient_dropped", "layers/_loop.py",
         "            d_outputs[-1] = d_outputs[-1] + d_last_output",
         "            d_outputs[-1] = d_outputs[-1] + 0 * d_last_output",

@@ -47,6 +47,18 @@ that later processes on this machine skip the measurement:
   to twice as fast in that orientation for the sizes of a recurrent step on an
   AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
 
+- `"grouped"`: the batch's rows in `loop_groups` groups (one per thread of
+  TensorFlow's inter-op pool, half of them for a direction of a `Bidirectional`,
+  whose other direction runs beside it; 2 to `MAX_GROUPS`), each through its own `unrolled`
+  loop (in training a separable cell's `hand_bptt`), the results joined
+  (`RecurrentLayer._run_grouped`). The groups' loops are independent, so
+  TensorFlow's executor runs their steps side by side, where one step's operations
+  are too small to keep several cores busy: on an Intel Xeon with 2 vCPUs, Keras's
+  LSTM of 256 units at batch 64 took as long on 2 threads as on 1, and this loop
+  0.6-0.8 of its time in inference (docs/performance.md). A candidate where the
+  inter-op pool has 2 threads or more and the batch (or its stand-in) holds 2 rows
+  per group.
+
 Every loop runs a masked input as compacted sequences where that is exact
 (`RecurrentLayer._can_compact_mask`): each sequence's unmasked steps moved to its
 front, without a per-step mask (`RecurrentLayer._run_compacted`).
@@ -61,9 +73,10 @@ hand-scheduled BPTT for training a cell with `backprop_by_hand`), which traced i
 third to half the time of the `unrolled` loop and trained as fast or faster
 (docs/performance.md, "Small shapes run Keras's loop"). So does a layer traced
 under a `tf.distribute` strategy, and a shape whose measurement fails.
-`SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major|compiled_bptt|fully_unrolled`
+`SEQLAB_RNN_LOOP=keras|unrolled|hand_bptt|feature_major|compiled_bptt|fully_unrolled|grouped`
 forces one loop (`hand_bptt`, `feature_major`, `compiled_bptt` and `fully_unrolled`
-only where they apply, `unrolled` elsewhere), `auto` (or unset) measures.
+only where they apply, `unrolled` elsewhere; `grouped` on any batch and thread count),
+`auto` (or unset) measures.
 """
 
 import contextlib
@@ -71,6 +84,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -81,12 +95,17 @@ import tensorflow as tf
 
 from seqlab._tf_log import RetracingFilter
 
-VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt", "fully_unrolled")
+VARIANTS = ("keras", "unrolled", "hand_bptt", "feature_major", "compiled_bptt", "fully_unrolled",
+            "grouped")
 ENV_VAR = "SEQLAB_RNN_LOOP"
 # Where the choices are remembered between processes: a file, or `off`.
 MEMORY_VAR = "SEQLAB_LOOP_MEMORY"
 # Raised when a loop changes what it costs: the choices remembered before are measured again.
-LOOPS_REVISION = 3
+LOOPS_REVISION = 4
+
+# The most groups of rows the `grouped` loop splits a batch into (`loop_groups`): past a few,
+# each group's products get too thin to run at the speed of a whole batch's.
+MAX_GROUPS = 4
 
 # Below this many floating-point operations per forward pass (batch x steps x
 # gates x units x (features + units) x 2) the default loop runs unmeasured.
@@ -133,11 +152,66 @@ def forced_variant():
     return value
 
 
-def candidates(cell, training, compilable=False, unrollable=False):
+def inter_op_threads():
+    """The threads of TensorFlow's inter-op pool, which runs independent operations side by
+    side (its setting; 0, TensorFlow's default, is about one per core)."""
+    return tf.config.threading.get_inter_op_parallelism_threads() or os.cpu_count() or 1
+
+
+# How far up the calls in progress `runs_beside_another` looks for a `Bidirectional`: from
+# `choose`, Keras's wrapper's `call` is about a dozen frames up.
+_FRAMES_SEARCHED = 40
+
+
+def runs_beside_another(layer):
+    """Whether `layer` is being called as one direction of a `keras.layers.Bidirectional`,
+    whose other direction's loop then runs beside its own (nothing of one reads the
+    other's), on the inter-op threads the `grouped` loop would use. Found in the calls in
+    progress: the wrapper does not tell the layers it wraps."""
+    frame = sys._getframe(1)
+    for _ in range(_FRAMES_SEARCHED):
+        if frame is None:
+            return False
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, keras.layers.Bidirectional) and any(
+                layer is wrapped for wrapped in (owner.forward_layer, owner.backward_layer)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def loop_threads(layer):
+    """The inter-op threads `layer`'s loop has to itself: all of them, or half for one
+    direction of a `Bidirectional` (`RecurrentLayer.inner_loop` sets `_beside_another`
+    from `runs_beside_another` before the loop is chosen)."""
+    threads = inter_op_threads()
+    return max(1, threads // 2) if getattr(layer, "_beside_another", False) else threads
+
+
+def loop_groups(layer):
+    """How many groups of rows `layer`'s `grouped` loop runs side by side: one per inter-op
+    thread it has to itself, at least 2 (a forced `grouped` loop runs in groups on one
+    thread too), at most `MAX_GROUPS`."""
+    return max(2, min(loop_threads(layer), MAX_GROUPS))
+
+
+def groups_help(layer, batch):
+    """Whether the `grouped` loop is a candidate for `layer` on a batch of `batch` rows
+    (None: unknown to the trace, `STAND_IN_BATCH`): two inter-op threads or more of its
+    own to run the groups on, and at least 2 rows in each group. Inside a `Bidirectional`
+    on 2 threads it is not: the two directions already keep both busy (the tagger's
+    BiLSTM in groups took 1.1-1.2 of the time of Keras's, against 0.72 written out)."""
+    return loop_threads(layer) >= 2 and (batch or STAND_IN_BATCH) >= 2 * loop_groups(layer)
+
+
+def candidates(cell, training, compilable=False, unrollable=False, groupable=False):
     """The loops that can run `cell` (with a backward pass when `training`); `compilable`:
     whether an XLA-compiled loop may run here (`RecurrentLayer.compiles_loops`);
-    `unrollable`: whether every step may be written out (`RecurrentLayer.unrolls_fully`)."""
+    `unrollable`: whether every step may be written out (`RecurrentLayer.unrolls_fully`);
+    `groupable`: whether the batch's rows may run in groups (`groups_help`)."""
     found = ["keras", "unrolled"]
+    if groupable:
+        found.append("grouped")
     if unrollable:
         found.append("fully_unrolled")
     if training and cell.separable:
@@ -186,6 +260,7 @@ def loop_key(layer, sequences, mask, training):
         mask is not None,
         bool(layer.return_sequences),
         _thread_settings(),
+        loop_threads(layer),  # fewer inside a Bidirectional (`runs_beside_another`)
         steps is not None,  # a static time axis, which an XLA-compiled loop needs
     )
 
@@ -199,10 +274,10 @@ def choose(layer, sequences, mask, training):
     """The loop `layer` runs for these inputs (see the module's docstring)."""
     cell = layer.cell
     allowed = candidates(cell, training, layer.compiles_loops(sequences),
-                         layer.unrolls_fully(sequences))
+                         layer.unrolls_fully(sequences), groups_help(layer, sequences.shape[0]))
     forced = forced_variant()
     if forced is not None:
-        return forced if forced in allowed else "unrolled"
+        return forced if forced in allowed or forced == "grouped" else "unrolled"
     if layer.runs_fused_kernel(training):
         # A GPU and cuDNN's form of the cell: Keras's loop runs cuDNN's kernel, as Keras's
         # built-in layer does, which none of seqlab's loops (a step's operations at a time)
@@ -394,7 +469,11 @@ def _no_retracing_warning():
 def _measure_eagerly(layer, key, variants):
     cell = layer.cell
     _, _, _, _, features, batch, steps, dtype, training, masked = key[:10]
-    x = tf.random.normal([batch, steps, features], dtype=dtype, seed=1)
+    # A direction of a Bidirectional runs beside the other direction's loop: timed so, two
+    # loops side by side on inputs of their own (the same inputs would let TensorFlow's graph
+    # optimizer merge the two).
+    copies = 2 if getattr(layer, "_beside_another", False) else 1
+    x = tf.random.normal([copies, batch, steps, features], dtype=dtype, seed=1)
     sizes = cell.state_size if isinstance(cell.state_size, list) else [cell.state_size]
     initial_state = [tf.zeros([batch, size], dtype=dtype) for size in sizes]
     mask = tf.ones([batch, steps], tf.bool) if masked else None
@@ -404,9 +483,11 @@ def _measure_eagerly(layer, key, variants):
         def run(x):
             # No dropout (its draws would move the layer's seed), but differentiated as
             # training is.
-            _, outputs, _ = layer.run_loop(variant, x, initial_state, mask, training=False,
-                                           backward=training)
-            return outputs
+            return tf.stack([
+                layer.run_loop(variant, x[copy], initial_state, mask, training=False,
+                               backward=training)[1]
+                for copy in range(copies)
+            ])
 
         if not training:
             return tf.function(run, autograph=False)

@@ -3,14 +3,15 @@
 A cell splits one step into two parts: `project_inputs` (the input kernel and
 bias, which does not depend on the previous state) and `recurrent_step` (the
 rest of the equations). `cell.call` runs both for one step, which is what
-`keras.layers.RNN` uses. seqlab's layers run one of six time loops over the
+`keras.layers.RNN` uses. seqlab's layers run one of seven time loops over the
 same two parts, whichever they measured fastest for the shape on this machine
 (`layers/_loop_choice.py`): Keras's own loop, seqlab's loop with several steps
 per iteration, the same with its tensors transposed to `[units, batch]`
 (`feature_major_step`), every step written out without a loop (a short time axis
-the trace knows), or (training) one input projection for all steps and the
+the trace knows), (training) one input projection for all steps and the
 backpropagation through time scheduled by hand (`layers/_loop.py`), as it is or
-compiled by XLA. The same equations in the same order, so the numbers
+compiled by XLA, or the batch's rows in groups, each group's loop running beside
+the others'. The same equations in the same order, so the numbers
 agree with the per-step cell.
 """
 
@@ -371,6 +372,9 @@ class RecurrentLayer(keras.layers.RNN):
         # Keras's LSTM and GRU argument: "auto" runs cuDNN's kernel where it can (see
         # `runs_fused_kernel`), False never, True requires it (an error where it cannot).
         self.use_cudnn = use_cudnn
+        # Whether the layer is being called as one direction of a Bidirectional, whose other
+        # direction's loop runs beside its own (`_loop_choice.runs_beside_another`).
+        self._beside_another = False
         if (self.fused_kernel is not None and use_cudnn is not False
                 and tf.config.list_physical_devices("GPU")):
             # As Keras's LSTM and GRU: cuDNN's op does not compile with XLA, and `compile`
@@ -397,6 +401,7 @@ class RecurrentLayer(keras.layers.RNN):
         # Keras hands a stateful layer's states (and a caller's variables) over as variables,
         # which seqlab's loops would stack or capture as variables in eager mode: read them.
         initial_state = [tf.convert_to_tensor(state) for state in initial_state]
+        self._beside_another = _loop_choice.runs_beside_another(self)
         variant = _loop_choice.choose(self, sequences, mask, training)
         last_output, outputs, states = self.run_loop(
             variant, sequences, initial_state, mask, training, final_states)
@@ -542,6 +547,9 @@ class RecurrentLayer(keras.layers.RNN):
                                     return_sequences)
             if fused is not None:
                 return fused
+        if variant == "grouped":
+            return self._run_grouped(sequences, initial_state, mask, training, go_backwards,
+                                     return_sequences, backward)
         if variant == "keras":
             # Keras's own loop over the cell's `call`, which applies the dropout masks.
             cell_kwargs = {"training": training} if cell._call_has_training_arg else {}
@@ -625,6 +633,56 @@ class RecurrentLayer(keras.layers.RNN):
             feature_major=feature_major,
             **loop_options,
         )
+
+    def _run_grouped(self, sequences, initial_state, mask, training, go_backwards,
+                     return_sequences, backward):
+        """The `grouped` loop: the batch's rows in `_loop_choice.loop_groups` groups, each
+        run through a loop of its own (`unrolled`; in training `hand_bptt` for a separable
+        cell), the results joined. The rows of a batch do not depend on each other, so the
+        groups' loops are independent chains of operations, which TensorFlow's executor
+        runs side by side on its inter-op threads: a recurrent step is too small for one
+        operation to keep two cores busy (Keras's LSTM at batch 64 and 256 units took as
+        long on two threads as on one), and the groups' steps run at once instead.
+
+        The dropout masks are drawn once for the whole batch, as every loop draws them,
+        and each group's loop reads its rows of them from the cell's cache (the masks of
+        one sequence)."""
+        cell = self.cell
+        inner = "hand_bptt" if backward and cell.separable else "unrolled"
+        groups = _loop_choice.loop_groups(self)
+        rows = sequences.shape[0]
+        if rows is not None:
+            sizes = [rows // groups + (group < rows % groups) for group in range(groups)]
+        else:
+            rows = tf.shape(sequences)[0]
+            sizes = rows // groups + tf.cast(tf.range(groups) < rows % groups, rows.dtype)
+
+        def split(value):
+            if value is None:
+                return [None] * groups
+            return tf.split(value, sizes, axis=0, num=groups)
+
+        input_masks = recurrent_masks = split(None)
+        if training and cell.dropout > 0:
+            input_masks = split(cell.get_dropout_mask(sequences[:, 0, :]))
+        if training and cell.recurrent_dropout > 0:
+            recurrent_masks = split(cell.get_recurrent_dropout_mask(initial_state[0]))
+        states_by_group = zip(*[split(state) for state in initial_state])
+        results = []
+        for part, states, part_mask, input_mask, recurrent_mask in zip(
+                split(sequences), states_by_group, split(mask), input_masks, recurrent_masks):
+            cell._dropout_mask, cell._recurrent_dropout_mask = input_mask, recurrent_mask
+            results.append(self._run_variant(inner, part, list(states), part_mask, training,
+                                             go_backwards, return_sequences, backward))
+        last_outputs, outputs, final_states = zip(*results)
+
+        def join(values):
+            joined = tf.concat(values, axis=0)
+            joined.set_shape(sequences.shape[:1].concatenate(joined.shape[1:]))
+            return joined
+
+        return (join(last_outputs), join(outputs),
+                [join(list(group_states)) for group_states in zip(*final_states)])
 
     def get_config(self):
         config = super().get_config()

@@ -481,7 +481,8 @@ def test_a_mixed_precision_layer_runs(monkeypatch):
     assert output.dtype == "float16" and output.shape == (2, 4)
 
 
-@pytest.mark.parametrize("variant", ["keras", "unrolled", "feature_major", "fully_unrolled"])
+@pytest.mark.parametrize("variant", ["keras", "unrolled", "feature_major", "fully_unrolled",
+                                     "grouped"])
 @pytest.mark.parametrize("layer", ["lstm", "gru"])
 def test_every_inference_loop_serves_from_a_saved_model(variant, layer, monkeypatch, tmp_path):
     """The loop traced into an exported SavedModel (a masked bidirectional layer, sequences
@@ -620,3 +621,111 @@ def test_fully_unrolled_writes_every_step_out_where_the_trace_knows_them(cls, mo
         assert not {"While", "StatelessWhile"} & op_types(longest, training)
         assert {"While", "StatelessWhile"} & op_types(None, training)
         assert {"While", "StatelessWhile"} & op_types(longest + 1, training)
+
+
+def test_grouped_is_a_candidate_where_threads_run_the_groups_and_rows_fill_them(monkeypatch):
+    """One group per inter-op thread (2 to MAX_GROUPS), offered to the measurement with two
+    threads or more and two rows per group (the stand-in batch where the trace has none)."""
+    layer = _layer()
+    for threads, groups in ((1, 2), (2, 2), (3, 3), (64, _loop_choice.MAX_GROUPS)):
+        monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda threads=threads: threads)
+        assert _loop_choice.loop_groups(layer) == groups
+        assert _loop_choice.groups_help(layer, 2 * groups) == (threads >= 2)
+        assert not _loop_choice.groups_help(layer, 2 * groups - 1)
+        assert _loop_choice.groups_help(layer, None) == (
+            threads >= 2 and _loop_choice.STAND_IN_BATCH >= 2 * groups)
+    monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda: 2)
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    calls = _measure_once(monkeypatch, {variant: 1.0 for variant in _loop_choice.VARIANTS})
+    for batch, offered in ((4, True), (3, False)):
+        _loop_choice.choose(_layer(), _inputs(batch=batch, steps=80), None, training=False)
+        assert ("grouped" in _loop_choice.measurements()[calls[-1]]) == offered
+
+
+@pytest.mark.parametrize("batch", [1, 2, 7])
+@pytest.mark.parametrize("layer", ["lstm", "gru"])
+def test_grouped_runs_any_batch_traced_without_its_size(batch, layer, monkeypatch):
+    """A trace that does not know the batch (as `fit` and a served model's) splits it when it
+    runs: a batch smaller than the groups (a group of no rows), or not divisible by them.
+    Outputs and final states against Keras's layer; tolerance: float32 sums in another
+    order."""
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "grouped")
+    monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda: 3)
+    ours_cls, keras_cls, kwargs = LAYERS[layer]
+    reference = keras_cls(5, return_sequences=True, return_state=True, **kwargs)
+    ours = ours_cls(5, return_sequences=True, return_state=True, **kwargs)
+    x = np.random.default_rng(batch).normal(size=(batch, 6, 4)).astype("float32")
+    reference(x)
+    ours(x)
+    ours.set_weights(reference.get_weights())
+    traced = tf.function(ours, input_signature=[tf.TensorSpec([None, 6, 4])])
+    for got, expected in zip(traced(x), reference(x)):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=checks.ATOL)
+
+
+def test_grouped_runs_each_group_in_a_loop_of_its_own(monkeypatch):
+    """The groups' loops are independent (nothing of one reads another's), one per group,
+    in inference and in training."""
+    monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda: 3)
+    layer = _layer()
+
+    def loops(variant, training):
+        monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
+
+        def call(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x, training=training)
+            return tape.gradient(y, [x] + layer.trainable_weights) if training else y
+
+        graph = tf.function(call).get_concrete_function(tf.TensorSpec([None, 9, 4])).graph
+        return sum(op.type in ("While", "StatelessWhile") for op in graph.get_operations())
+
+    assert loops("grouped", False) == 3 * loops("unrolled", False) > 0
+    assert loops("grouped", True) == 3 * loops("hand_bptt", True) > 0
+
+
+@pytest.mark.parametrize("threads, offered, groups", [(2, False, 2), (4, True, 2), (8, True, 4)])
+def test_a_direction_of_a_bidirectional_has_half_the_threads_for_its_groups(
+        threads, offered, groups, monkeypatch):
+    """The other direction's loop runs beside each direction's, so each has half the inter-op
+    threads for groups: on 2, the grouped loop is no candidate there (it is for the same
+    layer alone); the key tells the two apart."""
+    monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda: threads)
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    calls = _measure_once(monkeypatch, {variant: 1.0 for variant in _loop_choice.VARIANTS})
+    x = np.zeros((16, 80, 4), "float32")
+    alone = LSTM(8)
+    alone(x)
+    assert not alone._beside_another
+    assert "grouped" in _loop_choice.measurements()[calls[-1]]
+    wrapper = keras.layers.Bidirectional(LSTM(8))
+    wrapper(x)
+    for direction in (wrapper.forward_layer, wrapper.backward_layer):
+        assert direction._beside_another
+        assert _loop_choice.loop_groups(direction) == groups
+    assert ("grouped" in _loop_choice.measurements()[calls[-1]]) == offered
+    assert calls[-1] != calls[0]
+
+
+def test_a_direction_of_a_bidirectional_is_timed_beside_a_second_loop(monkeypatch):
+    """The measurement times each candidate as it will run: for a direction of a
+    Bidirectional, beside a second loop (the other direction's), on inputs of its own."""
+    layer = _layer()
+    traced = []
+    run_loop = layer.run_loop
+
+    def counting(variant, sequences, *args, **kwargs):
+        traced.append(sequences)
+        return run_loop(variant, sequences, *args, **kwargs)
+
+    monkeypatch.setattr(layer, "run_loop", counting)
+    key = _loop_choice.loop_key(layer, tf.zeros([2, 5, 4]), None, True)
+    for beside, loops in ((False, 1), (True, 2)):
+        layer._beside_another = beside
+        traced.clear()
+        _loop_choice._measure_eagerly(layer, key, ["unrolled"])
+        assert len(traced) == loops  # each loop traced once
+        assert all(tuple(sequences.shape) == (2, 5, 4) for sequences in traced)
