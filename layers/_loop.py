@@ -395,9 +395,9 @@ def run_separable_recurrence(
             d_outputs = tf.unstack(d_outputs, num=steps)
             d_outputs[-1] = d_outputs[-1] + d_last_output
         else:
-            d_outputs = tf.tensor_scatter_nd_add(
-                d_outputs, tf.reshape(steps - 1, [1, 1]), d_last_output[None]
-            )
+            # Not `tensor_scatter_nd_add`, which refuses a batch of no rows (a group of the
+            # `grouped` loop may have none).
+            d_outputs = tf.concat([d_outputs[:-1], d_outputs[-1:] + d_last_output[None]], 0)
         step_inputs = _by_step(inputs, unroll, steps)
         step_mask = None if time_mask is None else _by_step(time_mask, unroll, steps)
         step_states = [_by_step(s, unroll, steps) for s in saved_states]

@@ -46,7 +46,6 @@ that later processes on this machine skip the measurement:
   (`RecurrentCell.feature_major_step`). TensorFlow's CPU product (Eigen) was up
   to twice as fast in that orientation for the sizes of a recurrent step on an
   AMD EPYC (LSTM inference at 256 units 0.54 of Keras's time, docs/performance.md).
-
 - `"grouped"`: the batch's rows in `loop_groups` groups (one per thread of
   TensorFlow's inter-op pool, half of them for a direction of a `Bidirectional`,
   whose other direction runs beside it; 2 to `MAX_GROUPS`), each through its own `unrolled`
@@ -55,9 +54,10 @@ that later processes on this machine skip the measurement:
   TensorFlow's executor runs their steps side by side, where one step's operations
   are too small to keep several cores busy: on an Intel Xeon with 2 vCPUs, Keras's
   LSTM of 256 units at batch 64 took as long on 2 threads as on 1, and this loop
-  0.6-0.8 of its time in inference (docs/performance.md). A candidate where the
+  0.62-0.84 of the built-in's time in inference (docs/performance.md). A candidate where the
   inter-op pool has 2 threads or more and the batch (or its stand-in) holds 2 rows
-  per group.
+  per group; called eagerly, where the groups would run one after another, a layer that
+  kept it runs the groups' loop on the whole batch.
 
 Every loop runs a masked input as compacted sequences where that is exact
 (`RecurrentLayer._can_compact_mask`): each sequence's unmasked steps moved to its
@@ -154,8 +154,17 @@ def forced_variant():
 
 def inter_op_threads():
     """The threads of TensorFlow's inter-op pool, which runs independent operations side by
-    side (its setting; 0, TensorFlow's default, is about one per core)."""
-    return tf.config.threading.get_inter_op_parallelism_threads() or os.cpu_count() or 1
+    side: its setting, else `TF_NUM_INTEROP_THREADS`, else (TensorFlow's default) one per
+    CPU this process may run on (its affinity: `taskset`, a container's CPU set)."""
+    threads = tf.config.threading.get_inter_op_parallelism_threads()
+    if threads > 0:
+        return threads
+    setting = os.environ.get("TF_NUM_INTEROP_THREADS", "").strip()
+    if setting.isdigit() and int(setting) > 0:
+        return int(setting)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 # How far up the calls in progress `runs_beside_another` looks for a `Bidirectional`: from
@@ -260,7 +269,8 @@ def loop_key(layer, sequences, mask, training):
         mask is not None,
         bool(layer.return_sequences),
         _thread_settings(),
-        loop_threads(layer),  # fewer inside a Bidirectional (`runs_beside_another`)
+        inter_op_threads(),
+        bool(getattr(layer, "_beside_another", False)),  # a direction of a Bidirectional
         steps is not None,  # a static time axis, which an XLA-compiled loop needs
     )
 
@@ -285,13 +295,13 @@ def choose(layer, sequences, mask, training):
         return "keras"
     key = loop_key(layer, sequences, mask, training)
     if key in _choices:
-        return _choices[key]
+        return _eager_or(_choices[key], cell, training)
     if forward_flops(key) < MIN_MEASURED_FLOPS or tf.distribute.has_strategy():
         return default_variant(cell, training, "fully_unrolled" in allowed)
     remembered = _recall(key)
     if remembered in allowed:
         _choices[key] = remembered
-        return remembered
+        return _eager_or(remembered, cell, training)
     try:
         times = measure(layer, key, allowed)
     except Exception:  # noqa: BLE001 - a loop that cannot be timed here is no reason to fail
@@ -303,7 +313,16 @@ def choose(layer, sequences, mask, training):
                      if times is None else fastest(times))
     if times is not None:
         _remember(key, _choices[key], times)
-    return _choices[key]
+    return _eager_or(_choices[key], cell, training)
+
+
+def _eager_or(variant, cell, training):
+    """`variant`, but for `grouped` run eagerly (`run_eagerly=True`, a model called outside a
+    `tf.function`) the loop of each group: eagerly the groups run one after another, never
+    side by side, so the measured choice does not hold (a forced `grouped` runs as forced)."""
+    if variant != "grouped" or not tf.executing_eagerly():
+        return variant
+    return "hand_bptt" if training and cell.separable else "unrolled"
 
 
 def memory_path():

@@ -663,6 +663,22 @@ def test_grouped_runs_any_batch_traced_without_its_size(batch, layer, monkeypatc
     for got, expected in zip(traced(x), reference(x)):
         np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=checks.ATOL)
 
+    # Training too (`hand_bptt` in each group), as `fit` traces it: its last batch may be of
+    # one row. Tolerance: `recurrent_checks`' for gradients.
+    def gradients(layer):
+        @tf.function(input_signature=[tf.TensorSpec([None, 6, 4])])
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = sum(tf.reduce_sum(y ** 2) for y in layer(x, training=True))
+            return tape.gradient(loss, [x] + layer.trainable_weights)
+
+        return step(x)
+
+    for got, expected in zip(gradients(ours), gradients(reference)):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=checks.ATOL,
+                                   rtol=1e-4)
+
 
 def test_grouped_runs_each_group_in_a_loop_of_its_own(monkeypatch):
     """The groups' loops are independent (nothing of one reads another's), one per group,
@@ -729,3 +745,48 @@ def test_a_direction_of_a_bidirectional_is_timed_beside_a_second_loop(monkeypatc
         _loop_choice._measure_eagerly(layer, key, ["unrolled"])
         assert len(traced) == loops  # each loop traced once
         assert all(tuple(sequences.shape) == (2, 5, 4) for sequences in traced)
+
+
+def test_a_measured_grouped_loop_runs_its_groups_loop_eagerly(monkeypatch):
+    """Eagerly (`run_eagerly=True`) the groups would run one after another: where the
+    measurement kept `grouped`, an eager call runs the loop of each group on the whole batch;
+    a trace runs `grouped`, and a forced `grouped` runs as forced."""
+    monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda: 2)
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
+    monkeypatch.setattr(_loop_choice, "MIN_MEASURED_FLOPS", 0)
+    times = {variant: 2.0 for variant in _loop_choice.VARIANTS}
+    _measure_once(monkeypatch, {**times, "grouped": 1.0})
+    layer = _layer()
+    x = tf.zeros([8, 80, 4])
+    for training, eager in ((False, "unrolled"), (True, "hand_bptt")):
+        assert _loop_choice.choose(layer, x, None, training) == eager
+        traced = tf.function(lambda x, training=training: tf.constant(
+            _loop_choice.choose(layer, x, None, training)))
+        assert traced(x).numpy().decode() == "grouped"
+    monkeypatch.setenv(_loop_choice.ENV_VAR, "grouped")
+    assert _loop_choice.choose(layer, x, None, training=True) == "grouped"
+
+
+def test_inter_op_threads_follow_tensorflow_s_setting_and_the_cpus_of_this_process(
+        monkeypatch):
+    monkeypatch.setattr(tf.config.threading, "get_inter_op_parallelism_threads", lambda: 0)
+    monkeypatch.setenv("TF_NUM_INTEROP_THREADS", "3")
+    assert _loop_choice.inter_op_threads() == 3
+    monkeypatch.delenv("TF_NUM_INTEROP_THREADS")
+    if hasattr(os, "sched_getaffinity"):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+        monkeypatch.setattr(os, "cpu_count", lambda: 64)
+        assert _loop_choice.inter_op_threads() == 1
+    monkeypatch.setattr(tf.config.threading, "get_inter_op_parallelism_threads", lambda: 5)
+    assert _loop_choice.inter_op_threads() == 5
+
+
+def test_a_direction_of_a_bidirectional_has_a_key_of_its_own_on_one_thread(monkeypatch):
+    """On one thread no loop is grouped, but a direction is still timed beside a second loop,
+    so its choice is not the one of the same layer alone."""
+    monkeypatch.setattr(_loop_choice, "inter_op_threads", lambda: 1)
+    layer = _layer()
+    x = tf.zeros([4, 80, 4])
+    alone = _loop_choice.loop_key(layer, x, None, True)
+    layer._beside_another = True
+    assert _loop_choice.loop_key(layer, x, None, True) != alone
