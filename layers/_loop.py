@@ -393,11 +393,6 @@ def run_separable_recurrence(
 
         if unroll == ALL_STEPS:
             d_outputs = tf.unstack(d_outputs, num=steps)
-            d_outputs[-1] = d_outputs[-1] + d_last_output
-        else:
-            # Not `tensor_scatter_nd_add`, which refuses a batch of no rows (a group of the
-            # `grouped` loop may have none).
-            d_outputs = tf.concat([d_outputs[:-1], d_outputs[-1:] + d_last_output[None]], 0)
         step_inputs = _by_step(inputs, unroll, steps)
         step_mask = None if time_mask is None else _by_step(time_mask, unroll, steps)
         step_states = [_by_step(s, unroll, steps) for s in saved_states]
@@ -449,7 +444,11 @@ def run_separable_recurrence(
             backward_step,
             steps,
             (new_array(), () if shared_gradient else (new_array(),),
-             tf.zeros_like(d_last_output), tuple(d_final_states)),
+             # The last output is the last step's: its gradient joins that step's output's
+             # through the carry the first backward step adds (a tensor_scatter_nd_add into
+             # d_outputs copied them, and refused a batch of no rows, as a group of the
+             # `grouped` loop may have).
+             d_last_output, tuple(d_final_states)),
             unroll=unroll,
             reverse=True,
         )
