@@ -322,7 +322,13 @@ def _eager_or(variant, cell, training):
     side by side, so the measured choice does not hold (a forced `grouped` runs as forced)."""
     if variant != "grouped" or not tf.executing_eagerly():
         return variant
-    return "hand_bptt" if training and cell.separable else "unrolled"
+    return group_loop(cell, training)
+
+
+def group_loop(cell, backward):
+    """The loop each group of the `grouped` loop runs: the hand-scheduled BPTT where the loop
+    is differentiated and the cell separable, else `unrolled`."""
+    return "hand_bptt" if backward and cell.separable else "unrolled"
 
 
 def memory_path():

@@ -648,7 +648,7 @@ class RecurrentLayer(keras.layers.RNN):
         and each group's loop reads its rows of them from the cell's cache (the masks of
         one sequence)."""
         cell = self.cell
-        inner = "hand_bptt" if backward and cell.separable else "unrolled"
+        inner = _loop_choice.group_loop(cell, backward)
         groups = _loop_choice.loop_groups(self)
         rows = sequences.shape[0]
         if rows is not None:
