@@ -61,6 +61,7 @@ from seqlab.pipelines.common import (
     format_duration,
     format_table,
     free_column_name,
+    plural,
     pyplot,
     read_json,
     save_figure,
@@ -1044,7 +1045,8 @@ class TimeseriesPipeline(Pipeline):
         schema, series, members = prepared.schema, prepared.series, prepared.members
         auto = metrics.get("auto")
         return [
-            f"{TASK_NAME}: {prepared.source}, test split, {metrics['windows']} forecast origins, "
+            f"{TASK_NAME}: {prepared.source}, test split, "
+            f"{plural(metrics['windows'], 'forecast origin')}, "
             f"horizon {config.horizon}, target {', '.join(schema.targets)}",
             forecast_table(metrics, metrics["model_kind"]),
             *(describe_members(members, auto["members"]) if auto else []),
@@ -1157,8 +1159,8 @@ class TimeseriesPipeline(Pipeline):
         )
         metrics.update(split=split, source=series.source, notes=series.notes)
         summary = [
-            f"{TASK_NAME}: {series.source}, {split}, {metrics['windows']} forecast origins, "
-            f"horizon {config.horizon}",
+            f"{TASK_NAME}: {series.source}, {split}, "
+            f"{plural(metrics['windows'], 'forecast origin')}, horizon {config.horizon}",
             forecast_table(metrics, model_label(config, loaded.model, members)),
             *series.notes,
         ]

@@ -32,6 +32,7 @@ from seqlab.models.forecasting.selection import (
     combine,
     select,
 )
+from seqlab.pipelines.common import plural
 
 # Classical members of --model auto, and the ones scored as baselines in every run. The
 # log-scale ones are left out of a series with a value at or below 0, with a note.
@@ -255,8 +256,9 @@ class BacktestPlan:
         return np.concatenate([fold.origins for fold in self.folds])
 
     def describe(self):
-        return (f"{len(self.folds)} folds over rows {self.region_start}..{self.region_end - 1}"
-                f" ({len(self.origins)} origins)")
+        rows = f"rows {self.region_start}..{self.region_end - 1}"
+        return (f"{plural(len(self.folds), 'fold')} over {rows}"
+                f" ({plural(len(self.origins), 'origin')})")
 
 
 def plan_backtest(pre_test_rows, test_rows, lookback, horizon, season, folds):

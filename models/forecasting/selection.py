@@ -201,7 +201,7 @@ class Selection:
                     "members that need none")
         ranked = sorted(self.candidate_rmse.items(), key=lambda item: item[1])
         best, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
-        over = f"over {self.origins} origins"
+        over = f"over {self.origins} origin{'s' * (self.origins != 1)}"
         if self.default is None or self.switch is None:
             lead = (f"{self._default_text}, " if self.default is not None
                     and len(self.default) > 1 and best[0] == candidate_name(self.default)

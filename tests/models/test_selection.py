@@ -290,7 +290,7 @@ def test_with_one_origin_the_lowest_candidate_is_kept_and_the_reason_says_why():
     selection = select(forecasts, actual)
     assert selection.default == ("a",) and selection.switch is None
     assert selection.kept == ("a", "b")  # the mean: 0.3 off
-    assert selection.reason().startswith("lowest backtest RMSE (0.3 over 1 origins)")
+    assert selection.reason().startswith("lowest backtest RMSE (0.3 over 1 origin)")
     assert "(one origin: too few to test it against the pool)" in selection.reason()
 
 
@@ -309,5 +309,5 @@ def test_an_old_selection_with_one_origin_explains_itself_as_it_did():
            "member_backtest_rmse": {"a": 1.0, "b": 1.6},
            "candidate_backtest_rmse": {"a": 1.0, "b": 1.6, "mean of a + b": 0.3},
            "default": ["a", "b", "c"], "switch_test": None,
-           "why": "lowest backtest RMSE (0.3 over 1 origins) of 3 candidates; next: a 1"}
+           "why": "lowest backtest RMSE (0.3 over 1 origin) of 3 candidates; next: a 1"}
     assert Selection.from_dict(old).reason() == old["why"]

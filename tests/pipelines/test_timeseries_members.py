@@ -31,6 +31,9 @@ def test_the_plan_keeps_two_seasons_and_a_window_before_the_first_fold():
     assert [fold.fit_end for fold in plan.folds] == [68, 79, 91]
     assert plan.origins.min() == 67 and plan.origins.max() == 100 - 1  # targets up to row 101
     assert plan_backtest(26, 4, 8, 1, 12, 3) is None  # two seasons leave one origin
+    assert plan.describe() == "3 folds over rows 68..101 (33 origins)"
+    one_fold = plan_backtest(102, 18, 24, 2, 12, folds=1)
+    assert one_fold.describe() == "1 fold over rows 68..101 (33 origins)"
 
 
 def test_classical_members_are_refitted_on_the_rows_before_each_fold():
