@@ -1567,11 +1567,13 @@ SEASON_PEAK_LEVEL = 0.05
 @dataclasses.dataclass(frozen=True)
 class SeasonPeak:
     """The highest autocorrelation peak of a series: its lag, autocorrelation, the noise bound
-    at that lag (`SEASON_PEAK_LEVEL`) and whether it clears the bound."""
+    at that lag (`SEASON_PEAK_LEVEL`) and whether it clears the bound. `multiple`: the longer
+    lag the highest peak was at, where that peak is a multiple of this one (`season_peak`)."""
 
     lag: int
     correlation: float
     bound: float
+    multiple: int | None = None
 
     @property
     def significant(self):
@@ -1604,7 +1606,30 @@ def season_peak(values, max_lag=None):
     significant = peaks[acf[peaks] > bound[peaks]]
     candidates = significant if len(significant) else peaks
     lag = int(candidates[np.argmax(acf[candidates])])
-    return SeasonPeak(lag, float(acf[lag]), float(bound[lag]))
+    period = _shortest_period(acf, is_peak, lag)
+    return SeasonPeak(period, float(acf[period]), float(bound[period]),
+                      multiple=lag if period != lag else None)
+
+
+def _shortest_period(acf, is_peak, lag):
+    """The shortest period `d` of which the peak at `lag` is a multiple: every multiple of `d`
+    up to `lag` a peak (`is_peak[k - 2]` for lag k), and the autocorrelation at `d` at least
+    that at `lag`; else `lag`.
+
+    The highest peak after the autocorrelation first turns negative may be a multiple of the
+    season, whose own peak came before that: a daily series without dates with a weekly cycle
+    and days that persist (each day's value is much like the last, so the autocorrelation first
+    turns negative only after the week) peaks at 7, 14 and 21, and the peak kept was 21, not 7;
+    a quarterly one 4 and 8 (8 kept). Its peaks at every multiple are what a noise bump before
+    the first negative value lacks, and a season's autocorrelation is the highest at one
+    season: where the multiple's is higher (a monthly series whose peak at 6 is half a year's
+    swing, at 12 all of it), the multiple is kept.
+    """
+    for period in range(2, lag // 2 + 1):
+        if (lag % period == 0 and acf[period] >= acf[lag]
+                and all(is_peak[k - 2] for k in range(period, lag, period))):
+            return period
+    return lag
 
 
 def estimate_season(values, max_lag=None):
@@ -1615,7 +1640,8 @@ def estimate_season(values, max_lag=None):
     autocorrelation decay slowly and hide the peaks). Peaks after the autocorrelation first drops
     below zero are preferred: before that the curve is still decaying from lag 0, and its bumps
     are short-term noise (daily temperatures have bumps at 12 and 18 days that are higher than the
-    yearly peak). A peak counts only when it clears the noise (`SEASON_PEAK_LEVEL`): in 100 rows of
+    yearly peak), unless the peak kept is a multiple of one of them (`_shortest_period`: a weekly
+    cycle in days that persist peaks at 7, 14 and 21, and its season is 7). A peak counts only when it clears the noise (`SEASON_PEAK_LEVEL`): in 100 rows of
     white noise some lag always has the highest positive autocorrelation (the yearly counts of
     great inventions had a "season" of 7 years, Lake Huron's levels one of 23). Only periods up
     to a third of the rows are searched by default: a longer one repeats fewer than three times,
@@ -1751,7 +1777,12 @@ def choose_season(values, time=None, name=None):
     peak = season_peak(values)
     what = f"the autocorrelation of {name}" if name else "the autocorrelation"
     if peak is not None and peak.significant:
-        return peak.lag, f"estimated from {what} (train split){aside}"
+        multiple = ""
+        if peak.multiple is not None:
+            lags = [str(lag) for lag in range(peak.lag, peak.multiple + 1, peak.lag)]
+            multiple = (f"; peaks at {', '.join(lags[:-1])} and {lags[-1]}: a period of "
+                        f"{peak.lag}")
+        return peak.lag, f"estimated from {what} (train split{multiple}){aside}"
     why = "no peak" if peak is None else (
         f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is within the noise "
         f"(bound {peak.bound:.2f})")

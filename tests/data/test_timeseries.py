@@ -321,6 +321,35 @@ def test_a_peak_of_noise_is_no_season_and_its_bound_is_bartletts_as_statsmodels_
     assert season_peak(seasonal).significant and estimate_season(seasonal) == 12
 
 
+def test_a_weekly_cycle_in_days_that_persist_is_a_season_of_7_not_a_multiple():
+    # Days that persist (AR(1), 0.9) keep the autocorrelation positive past the week, so the
+    # peaks after it first turns negative are multiples of 7; the season is their period.
+    steps = np.arange(260)
+    week = np.array([3.0, 2, 2, 2, 1, -5, -5])[steps % 7]
+    multiples = []
+    for seed in (0, 3, 4, 5):
+        shocks = 2.0 * np.random.default_rng(seed).normal(size=260)
+        persistent = np.zeros(260)
+        for t in range(1, 260):
+            persistent[t] = 0.9 * persistent[t - 1] + shocks[t]
+        peak = season_peak(100 + week + persistent)
+        assert peak.lag == 7 and peak.significant and estimate_season(100 + week + persistent) == 7
+        multiples.append(peak.multiple)
+    assert multiples == [49, 77, 14, 14]  # the highest peaks, kept before
+    season, source = choose_season(100 + week + persistent, None, "visits")
+    assert (season, source) == (7, "estimated from the autocorrelation of visits (train split; "
+                                   "peaks at 7 and 14: a period of 7)")
+
+
+def test_a_season_with_a_strong_half_season_stays_whole():
+    # Half a year's swing (a peak at 6 of 0.42) is part of the year's (0.83 at 12): 12 is kept.
+    steps = np.arange(144)
+    noise = 0.3 * np.random.default_rng(1).normal(size=144)
+    values = 0.6 * np.sin(2 * np.pi * steps / 12) + np.sin(2 * np.pi * steps / 6) + noise
+    peak = season_peak(values)
+    assert peak.lag == 12 and peak.multiple is None and estimate_season(values) == 12
+
+
 def test_embedded_sunspots_have_an_eleven_year_cycle():
     sunspots = load_sunspots()
     assert list(sunspots.columns) == ["YEAR", "SUNACTIVITY"] and len(sunspots) == 309
