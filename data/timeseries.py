@@ -1641,9 +1641,10 @@ def estimate_season(values, max_lag=None):
     below zero are preferred: before that the curve is still decaying from lag 0, and its bumps
     are short-term noise (daily temperatures have bumps at 12 and 18 days that are higher than the
     yearly peak), unless the peak kept is a multiple of one of them (`_shortest_period`: a weekly
-    cycle in days that persist peaks at 7, 14 and 21, and its season is 7). A peak counts only when it clears the noise (`SEASON_PEAK_LEVEL`): in 100 rows of
-    white noise some lag always has the highest positive autocorrelation (the yearly counts of
-    great inventions had a "season" of 7 years, Lake Huron's levels one of 23). Only periods up
+    cycle in days that persist peaks at 7, 14 and 21, and its season is 7). A peak counts only
+    when it clears the noise (`SEASON_PEAK_LEVEL`): in 100 rows of white noise some lag always
+    has the highest positive autocorrelation (the yearly counts of great inventions had a
+    "season" of 7 years, Lake Huron's levels one of 23). Only periods up
     to a third of the rows are searched by default: a longer one repeats fewer than three times,
     and its autocorrelation rests on too few pairs of rows (an hourly series of 43,800 rows once
     gave a "season" of 10,152 rows).
