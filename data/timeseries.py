@@ -63,6 +63,10 @@ MAX_LINE_BYTES = 2**20
 _ROWS_SHOWN = 5
 # The most memory `WindowGenerator.arrays` takes for the windows of one split, all at once.
 MAX_WINDOW_BYTES = 4 * 2**30
+# The most windows `WindowGenerator.chunks` (and the forecaster's least-squares fit and
+# forecasts, pipelines/timeseries_members.py) hold at once: 65,536 windows of 48 rows of one
+# value are 12 MB as float32, and their index and float64 copies 50 MB.
+CHUNK_WINDOWS = 65_536
 
 
 def load_sunspots():
@@ -1436,6 +1440,19 @@ class WindowGenerator:
                 f"at once (at most {_size_text(MAX_WINDOW_BYTES)}); expected a shorter "
                 "--lookback, a larger --stride or fewer rows (or --model gru, lstm, rnn or "
                 "transformer, which read them batch by batch)")
+        return self._gather(starts)
+
+    def chunks(self, split, size=None):
+        """`arrays(split)` in chunks of at most `size` windows (default `CHUNK_WINDOWS`), in
+        time order: what a sum over the windows (the least-squares fit's normal equations)
+        reads, without every window of a long series in memory at once."""
+        starts = self.window_starts(split)
+        size = size or CHUNK_WINDOWS
+        for begin in range(0, len(starts), size):
+            yield self._gather(starts[begin:begin + size])
+
+    def _gather(self, starts):
+        """`(inputs, targets)` float32 arrays of the windows starting at the rows `starts`."""
         input_rows = starts[:, None] + np.arange(self.lookback)
         target_rows = starts[:, None] + self.lookback + np.arange(self.horizon)
         inputs = self._inputs[input_rows].reshape(len(starts), self.lookback, len(self.features))

@@ -361,15 +361,11 @@ def fit_linear_member(model, windows):
         return None
     try:
         model.linear.check_least_squares_width()  # before the windows are built
-        model.fit_linear(windows.arrays("train"))
+        model.fit_linear(windows.chunks("train"))
     except LeastSquaresTooWide as error:
         return (f"--model auto: no linear member, as its window holds {model.lookback} rows x "
                 f"{model.n_features} inputs = {error.weights - 1} values, more than the "
                 f"least-squares fit takes ({error.limit - 1}): left out")
-    except DataError as error:  # every training window at once would not fit in memory
-        too_much = error.message.split(";")[0]
-        return (f"--model auto: no linear member, as its least-squares fit reads every "
-                f"training window at once, and {too_much}: left out")
     return None
 
 
@@ -472,11 +468,11 @@ def prepare_members(config, schema, values, pre_test_rows, season):
     return members, plan, forecasts
 
 
-def pre_test_arrays(windows):
-    """`(inputs, targets)` of every window whose targets lie before the test split."""
-    parts = [windows.arrays(split) for split in ("train", "val")
-             if len(windows.window_starts(split))]
-    return tuple(np.concatenate([part[i] for part in parts]) for i in range(2))
+def pre_test_chunks(windows):
+    """`(inputs, targets)` chunks of every window whose targets lie before the test split
+    (`WindowGenerator.chunks`: a long series' windows are never in memory all at once)."""
+    for split in ("train", "val"):
+        yield from windows.chunks(split)
 
 
 def model_forecast(model, members, scaler, schema, values, last_rows, lookback, horizon):
@@ -872,7 +868,7 @@ class TimeseriesPipeline(Pipeline):
         schema, windows, values = prepared.schema, prepared.windows, prepared.series.values
         members, plan = prepared.members, prepared.plan
         if not prepared.linear_left_out:
-            model.fit_linear(pre_test_arrays(windows))
+            model.fit_linear(pre_test_chunks(windows))
         # Without a backtest: the mean of the classical members, the log-scale ones left out
         # (they are ETS and ARIMA again; nothing would say they deserve a double weight).
         servable = prepared.classical_backtest if plan is not None else {

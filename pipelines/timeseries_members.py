@@ -22,7 +22,7 @@ import sys
 import keras
 import numpy as np
 
-from seqlab.data.timeseries import WindowGenerator
+from seqlab.data.timeseries import CHUNK_WINDOWS, WindowGenerator
 from seqlab.models.forecaster import Forecaster, LeastSquaresTooWide
 from seqlab.models.forecasting.classical import ClassicalSpec, fit_classical, forecast_at_origins
 from seqlab.models.forecasting.selection import (
@@ -199,14 +199,28 @@ def forecast_windows(model, scaler, schema, values, starts, lookback, direct=Fal
         float64 array `[len(starts), horizon, n_targets]`.
     """
     inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
-    windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
+    offsets = np.arange(lookback)
     if direct:
-        chunk = 4096
-        scaled = np.concatenate([np.asarray(model(windows[i:i + chunk]))
-                                 for i in range(0, len(windows), chunk)])
+        scaled = [np.asarray(model(windows))
+                  for windows in gathered(inputs, starts, offsets, DIRECT_CHUNK)]
     else:
-        scaled = model.predict(windows, verbose=0, batch_size=256)
-    return scaler.inverse_transform(scaled, schema.targets).astype("float64")
+        scaled = [model.predict(windows, verbose=0, batch_size=256)
+                  for windows in gathered(inputs, starts, offsets)]
+    return scaler.inverse_transform(np.concatenate(scaled), schema.targets).astype("float64")
+
+
+# The windows a member's model is called on at once (`forecast_windows(direct=True)`).
+DIRECT_CHUNK = 4096
+
+
+def gathered(rows, starts, offsets, size=None):
+    """float32 `rows[start + offsets]` for each of `starts` (windows, or their targets), at
+    most `size` (default `CHUNK_WINDOWS`) starts at a time, in order (at least one chunk,
+    empty without starts): a window repeats `lookback` rows, so a long series' windows all at
+    once would take `lookback` times its memory."""
+    size = size or CHUNK_WINDOWS
+    for begin in range(0, max(len(starts), 1), size):
+        yield rows[starts[begin:begin + size, None] + offsets].astype("float32")
 
 
 def member_forecasts(names, model, members, scaler, schema, values, last_rows, lookback,
@@ -314,9 +328,9 @@ def linear_backtest(plan, scaler, schema, values, lookback, horizon):
     forecasts = []
     for fold in plan.folds:
         starts = np.arange(0, fold.fit_end - lookback - horizon + 1)
-        windows = inputs[starts[:, None] + np.arange(lookback)].astype("float32")
-        goals = scaled_targets[starts[:, None] + lookback + np.arange(horizon)].astype("float32")
-        linear.fit_least_squares((windows, goals))
+        linear.fit_least_squares(zip(gathered(inputs, starts, np.arange(lookback)),
+                                     gathered(scaled_targets, starts,
+                                              lookback + np.arange(horizon))))
         forecasts.append(forecast_windows(linear, scaler, schema, values,
                                           fold.origins - lookback + 1, lookback, direct=True))
     return np.concatenate(forecasts)

@@ -133,6 +133,14 @@ def test_the_datasets_gather_the_windows_arrays_holds_batch_by_batch(monkeypatch
                                         r"expected a shorter --lookback"):
         windows.arrays("train")
     assert len(list(windows.train)) == 8  # the dataset needs no such copy
+    # Nor do its chunks, which hold the same windows in the same order.
+    monkeypatch.setattr(timeseries_module, "MAX_WINDOW_BYTES", 4 * 2**30)
+    for split in ("train", "val", "test"):
+        inputs, targets = windows.arrays(split)
+        chunks = list(windows.chunks(split, size=10))
+        assert [len(chunk_inputs) for chunk_inputs, _ in chunks][:-1] == [10] * (len(chunks) - 1)
+        np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), inputs)
+        np.testing.assert_array_equal(np.concatenate([c[1] for c in chunks]), targets)
 
 
 @pytest.mark.parametrize("lookback,horizon", [(9, 1), (9, 4), (30, 1)])
