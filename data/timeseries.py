@@ -63,10 +63,17 @@ MAX_LINE_BYTES = 2**20
 _ROWS_SHOWN = 5
 # The most memory `WindowGenerator.arrays` takes for the windows of one split, all at once.
 MAX_WINDOW_BYTES = 4 * 2**30
-# The most windows `WindowGenerator.chunks` (and the forecaster's least-squares fit and
-# forecasts, pipelines/timeseries_members.py) hold at once: 65,536 windows of 48 rows of one
-# value are 12 MB as float32, and their index and float64 copies 50 MB.
-CHUNK_WINDOWS = 65_536
+# The most values (windows x rows x columns) `WindowGenerator.chunks` and the forecaster's
+# least-squares fit and forecasts (pipelines/timeseries_members.py) gather at once
+# (`chunk_windows`): 2**22 values are 17 MB as float32 and 84 MB with their index and float64
+# copies; 85,598 windows of 48 rows of one value and a target.
+CHUNK_VALUES = 2**22
+
+
+def chunk_windows(values_per_window):
+    """How many windows of `values_per_window` values one chunk holds (`CHUNK_VALUES`; at
+    least one)."""
+    return max(1, CHUNK_VALUES // max(int(values_per_window), 1))
 
 
 def load_sunspots():
@@ -1443,11 +1450,13 @@ class WindowGenerator:
         return self._gather(starts)
 
     def chunks(self, split, size=None):
-        """`arrays(split)` in chunks of at most `size` windows (default `CHUNK_WINDOWS`), in
-        time order: what a sum over the windows (the least-squares fit's normal equations)
-        reads, without every window of a long series in memory at once."""
+        """`arrays(split)` in chunks of at most `size` windows (default: `chunk_windows`, about
+        `CHUNK_VALUES` values a chunk), in time order: what a sum over the windows (the
+        least-squares fit's normal equations) reads, without every window of a long series in
+        memory at once."""
         starts = self.window_starts(split)
-        size = size or CHUNK_WINDOWS
+        size = size or chunk_windows(self.lookback * len(self.features)
+                                     + self.horizon * len(self.targets))
         for begin in range(0, len(starts), size):
             yield self._gather(starts[begin:begin + size])
 
@@ -1600,7 +1609,8 @@ class SeasonPeak:
 def season_peak(values, max_lag=None):
     """The `SeasonPeak` `estimate_season` chooses from, or None when there is no peak at all.
 
-    The highest peak that clears its noise bound; when none does, the highest peak (not
+    The highest peak that clears its noise bound, or the season it is a multiple of
+    (`_season_period`) where that clears it; when none does, the highest peak (not
     significant: `estimate_season` then answers 1).
     """
     values = np.asarray(values, dtype="float64")
@@ -1623,15 +1633,18 @@ def season_peak(values, max_lag=None):
     significant = peaks[acf[peaks] > bound[peaks]]
     candidates = significant if len(significant) else peaks
     lag = int(candidates[np.argmax(acf[candidates])])
-    period = _shortest_period(acf, is_peak, lag)
+    period = _season_period(acf, is_peak, lag)
+    if not acf[period] > bound[period]:  # nothing clears the noise: the highest peak, as found
+        period = lag
     return SeasonPeak(period, float(acf[period]), float(bound[period]),
                       multiple=lag if period != lag else None)
 
 
-def _shortest_period(acf, is_peak, lag):
-    """The shortest period `d` of which the peak at `lag` is a multiple: every multiple of `d`
-    up to `lag` a peak (`is_peak[k - 2]` for lag k), and the autocorrelation at `d` at least
-    that at `lag`; else `lag`.
+def _season_period(acf, is_peak, lag):
+    """The period of which the peak at `lag` is a multiple: of the divisors `d`
+    of `lag` whose every multiple up to `lag` is a peak (`is_peak[k - 2]` for lag k) and whose
+    autocorrelation is at least `lag`'s, the one with the highest (the shortest of equals);
+    `lag` itself where none is.
 
     The highest peak after the autocorrelation first turns negative may be a multiple of the
     season, whose own peak came before that: a daily series without dates with a weekly cycle
@@ -1639,14 +1652,15 @@ def _shortest_period(acf, is_peak, lag):
     turns negative only after the week) peaks at 7, 14 and 21, and the peak kept was 21, not 7;
     a quarterly one 4 and 8 (8 kept). Its peaks at every multiple are what a noise bump before
     the first negative value lacks, and a season's autocorrelation is the highest at one
-    season: where the multiple's is higher (a monthly series whose peak at 6 is half a year's
-    swing, at 12 all of it), the multiple is kept.
+    season: where a multiple's is higher (a monthly series whose peak at 6 is half a year's
+    swing, at 12 all of it: 12, whether the peak found was at 12 or at 84), the multiple is
+    kept. A season whose peaks drift off its exact multiples (half-hourly data peaking at 47,
+    not 48) keeps the peak found.
     """
-    for period in range(2, lag // 2 + 1):
-        if (lag % period == 0 and acf[period] >= acf[lag]
-                and all(is_peak[k - 2] for k in range(period, lag, period))):
-            return period
-    return lag
+    periods = [period for period in range(2, lag // 2 + 1)
+               if lag % period == 0 and acf[period] >= acf[lag]
+               and all(is_peak[k - 2] for k in range(period, lag, period))]
+    return max(periods, key=lambda period: (acf[period], -period), default=lag)
 
 
 def estimate_season(values, max_lag=None):
@@ -1657,7 +1671,7 @@ def estimate_season(values, max_lag=None):
     autocorrelation decay slowly and hide the peaks). Peaks after the autocorrelation first drops
     below zero are preferred: before that the curve is still decaying from lag 0, and its bumps
     are short-term noise (daily temperatures have bumps at 12 and 18 days that are higher than the
-    yearly peak), unless the peak kept is a multiple of one of them (`_shortest_period`: a weekly
+    yearly peak), unless the peak kept is a multiple of one of them (`_season_period`: a weekly
     cycle in days that persist peaks at 7, 14 and 21, and its season is 7). A peak counts only
     when it clears the noise (`SEASON_PEAK_LEVEL`): in 100 rows of white noise some lag always
     has the highest positive autocorrelation (the yearly counts of great inventions had a
@@ -1798,8 +1812,9 @@ def choose_season(values, time=None, name=None):
         multiple = ""
         if peak.multiple is not None:
             lags = [str(lag) for lag in range(peak.lag, peak.multiple + 1, peak.lag)]
-            multiple = (f"; peaks at {', '.join(lags[:-1])} and {lags[-1]}: a period of "
-                        f"{peak.lag}")
+            listed = (f"{', '.join(lags[:-1])} and {lags[-1]}" if len(lags) <= 4
+                      else f"every multiple of {peak.lag} up to {peak.multiple}")
+            multiple = f"; peaks at {listed}: a period of {peak.lag}"
         return peak.lag, f"estimated from {what} (train split{multiple}){aside}"
     why = "no peak" if peak is None else (
         f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is within the noise "

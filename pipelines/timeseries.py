@@ -381,7 +381,7 @@ def choose_member(model, windows, left_out=None):
         model.choice = "neural"
         return "only member (no linear member)"
     split = "val" if has_validation(windows) else "train"
-    model.choose(windows.arrays(split))
+    model.choose(windows.chunks(split))
     if split == "val":
         return "validation split"
     return "training split, as there is no validation split"

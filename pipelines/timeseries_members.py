@@ -22,7 +22,7 @@ import sys
 import keras
 import numpy as np
 
-from seqlab.data.timeseries import CHUNK_WINDOWS, WindowGenerator
+from seqlab.data.timeseries import WindowGenerator, chunk_windows
 from seqlab.models.forecaster import Forecaster, LeastSquaresTooWide
 from seqlab.models.forecasting.classical import ClassicalSpec, fit_classical, forecast_at_origins
 from seqlab.models.forecasting.selection import (
@@ -199,13 +199,13 @@ def forecast_windows(model, scaler, schema, values, starts, lookback, direct=Fal
         float64 array `[len(starts), horizon, n_targets]`.
     """
     inputs = scaler.transform(values[schema.input_columns].to_numpy(), schema.input_columns)
-    offsets = np.arange(lookback)
+    offsets, size = np.arange(lookback), chunk_windows(lookback * inputs.shape[1])
     if direct:
         scaled = [np.asarray(model(windows))
-                  for windows in gathered(inputs, starts, offsets, DIRECT_CHUNK)]
+                  for windows in gathered(inputs, starts, offsets, min(size, DIRECT_CHUNK))]
     else:
         scaled = [model.predict(windows, verbose=0, batch_size=256)
-                  for windows in gathered(inputs, starts, offsets)]
+                  for windows in gathered(inputs, starts, offsets, size)]
     return scaler.inverse_transform(np.concatenate(scaled), schema.targets).astype("float64")
 
 
@@ -213,12 +213,11 @@ def forecast_windows(model, scaler, schema, values, starts, lookback, direct=Fal
 DIRECT_CHUNK = 4096
 
 
-def gathered(rows, starts, offsets, size=None):
-    """float32 `rows[start + offsets]` for each of `starts` (windows, or their targets), at
-    most `size` (default `CHUNK_WINDOWS`) starts at a time, in order (at least one chunk,
-    empty without starts): a window repeats `lookback` rows, so a long series' windows all at
-    once would take `lookback` times its memory."""
-    size = size or CHUNK_WINDOWS
+def gathered(rows, starts, offsets, size):
+    """float32 `rows[start + offsets]` for each of `starts` (windows, or their targets), `size`
+    starts at a time (`chunk_windows`), in order (at least one chunk, empty without starts): a
+    window repeats `lookback` rows, so a long series' windows all at once would take `lookback`
+    times its memory."""
     for begin in range(0, max(len(starts), 1), size):
         yield rows[starts[begin:begin + size, None] + offsets].astype("float32")
 
@@ -328,9 +327,11 @@ def linear_backtest(plan, scaler, schema, values, lookback, horizon):
     forecasts = []
     for fold in plan.folds:
         starts = np.arange(0, fold.fit_end - lookback - horizon + 1)
-        linear.fit_least_squares(zip(gathered(inputs, starts, np.arange(lookback)),
+        # One size for both, so that each chunk of windows meets its targets' chunk.
+        size = chunk_windows(lookback * inputs.shape[1] + horizon * scaled_targets.shape[1])
+        linear.fit_least_squares(zip(gathered(inputs, starts, np.arange(lookback), size),
                                      gathered(scaled_targets, starts,
-                                              lookback + np.arange(horizon))))
+                                              lookback + np.arange(horizon), size)))
         forecasts.append(forecast_windows(linear, scaler, schema, values,
                                           fold.origins - lookback + 1, lookback, direct=True))
     return np.concatenate(forecasts)

@@ -137,10 +137,16 @@ def test_the_datasets_gather_the_windows_arrays_holds_batch_by_batch(monkeypatch
     monkeypatch.setattr(timeseries_module, "MAX_WINDOW_BYTES", 4 * 2**30)
     for split in ("train", "val", "test"):
         inputs, targets = windows.arrays(split)
-        chunks = list(windows.chunks(split, size=10))
-        assert [len(chunk_inputs) for chunk_inputs, _ in chunks][:-1] == [10] * (len(chunks) - 1)
+        chunks = list(windows.chunks(split, size=5))
+        assert [len(chunk_inputs) for chunk_inputs, _ in chunks][:-1] == [5] * (len(chunks) - 1)
+        assert 0 < len(chunks[-1][0]) < 5  # a partial last chunk in every split
         np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), inputs)
         np.testing.assert_array_equal(np.concatenate([c[1] for c in chunks]), targets)
+    # By default a chunk holds about CHUNK_VALUES values.
+    per_window = (windows.lookback * len(windows.features)
+                  + windows.horizon * len(windows.targets))
+    monkeypatch.setattr(timeseries_module, "CHUNK_VALUES", per_window * 4 + 1)
+    assert [len(inputs) for inputs, _ in windows.chunks("val")] == [4, 4, 4, 2]
 
 
 @pytest.mark.parametrize("lookback,horizon", [(9, 1), (9, 4), (30, 1)])
@@ -347,6 +353,21 @@ def test_a_weekly_cycle_in_days_that_persist_is_a_season_of_7_not_a_multiple():
     season, source = choose_season(100 + week + persistent, None, "visits")
     assert (season, source) == (7, "estimated from the autocorrelation of visits (train split; "
                                    "peaks at 7 and 14: a period of 7)")
+
+
+def test_of_the_periods_a_peak_is_a_multiple_of_the_season_is_the_most_correlated():
+    # Months that persist (AR(1), 0.9) with a yearly cycle and a strong half-year: the peak
+    # found is at 24, and 6 and 12 both divide it with peaks at every multiple; 12, whose
+    # autocorrelation (0.55) is above 6's (0.40), is the season, not the shortest, 6.
+    steps = np.arange(240)
+    shocks = np.random.default_rng(6).normal(size=240)
+    persistent = np.zeros(240)
+    for t in range(1, 240):
+        persistent[t] = 0.9 * persistent[t - 1] + shocks[t]
+    values = (np.sin(2 * np.pi * steps / 12) + 0.9 * np.sin(2 * np.pi * steps / 6 + 1)
+              + 0.5 * persistent)
+    peak = season_peak(values)
+    assert (peak.lag, peak.multiple) == (12, 24) and peak.significant
 
 
 def test_a_season_with_a_strong_half_season_stays_whole():

@@ -1029,8 +1029,7 @@ def test_auto_fits_and_forecasts_the_linear_member_a_chunk_of_windows_at_a_time(
     whole = train(tiny_config(data, tmp_path / "whole", epochs=1, lookback=6, horizon=1,
                               model="auto"))
     monkeypatch.setattr("seqlab.data.timeseries.MAX_WINDOW_BYTES", 10_000)
-    monkeypatch.setattr("seqlab.data.timeseries.CHUNK_WINDOWS", 7)
-    monkeypatch.setattr("seqlab.pipelines.timeseries_members.CHUNK_WINDOWS", 7)
+    monkeypatch.setattr("seqlab.data.timeseries.CHUNK_VALUES", 7 * 13)  # 13 values a window
     chunked = train(tiny_config(data, tmp_path / "chunked", epochs=1, lookback=6, horizon=1,
                                 model="auto"))
     figures = [run.metrics["auto"]["members"]["linear"] for run in (whole, chunked)]
