@@ -76,6 +76,13 @@ def chunk_windows(values_per_window):
     return max(1, CHUNK_VALUES // max(int(values_per_window), 1))
 
 
+def window_rows(rows, starts, offsets):
+    """float32 `rows[start + offsets]` for each of `starts`, `[len(starts), len(offsets),
+    columns]` of 2-D `rows`: the windows starting there (`offsets` 0..lookback-1), or their
+    targets (lookback..lookback+horizon-1)."""
+    return rows[starts[:, None] + offsets].astype("float32")
+
+
 def load_sunspots():
     """The yearly sunspot numbers 1700-2008 that ship inside statsmodels.
 
@@ -1462,11 +1469,8 @@ class WindowGenerator:
 
     def _gather(self, starts):
         """`(inputs, targets)` float32 arrays of the windows starting at the rows `starts`."""
-        input_rows = starts[:, None] + np.arange(self.lookback)
-        target_rows = starts[:, None] + self.lookback + np.arange(self.horizon)
-        inputs = self._inputs[input_rows].reshape(len(starts), self.lookback, len(self.features))
-        targets = self._targets[target_rows].reshape(len(starts), self.horizon, len(self.targets))
-        return inputs.astype("float32"), targets.astype("float32")
+        return (window_rows(self._inputs, starts, np.arange(self.lookback)),
+                window_rows(self._targets, starts, self.lookback + np.arange(self.horizon)))
 
     def dataset(self, split, shuffle=None, limit=None):
         """A batched `tf.data.Dataset` of `(window, target)` for `split`.

@@ -22,7 +22,7 @@ import sys
 import keras
 import numpy as np
 
-from seqlab.data.timeseries import WindowGenerator, chunk_windows
+from seqlab.data.timeseries import WindowGenerator, chunk_windows, window_rows
 from seqlab.models.forecaster import Forecaster, LeastSquaresTooWide
 from seqlab.models.forecasting.classical import ClassicalSpec, fit_classical, forecast_at_origins
 from seqlab.models.forecasting.selection import (
@@ -214,12 +214,12 @@ DIRECT_CHUNK = 4096
 
 
 def gathered(rows, starts, offsets, size):
-    """float32 `rows[start + offsets]` for each of `starts` (windows, or their targets), `size`
-    starts at a time (`chunk_windows`), in order (at least one chunk, empty without starts): a
-    window repeats `lookback` rows, so a long series' windows all at once would take `lookback`
-    times its memory."""
+    """`window_rows(rows, starts, offsets)` (windows, or their targets), `size` starts at a
+    time (`chunk_windows`), in order (at least one chunk, empty without starts): a window
+    repeats `lookback` rows, so a long series' windows all at once would take `lookback` times
+    its memory."""
     for begin in range(0, max(len(starts), 1), size):
-        yield rows[starts[begin:begin + size, None] + offsets].astype("float32")
+        yield window_rows(rows, starts[begin:begin + size], offsets)
 
 
 def member_forecasts(names, model, members, scaler, schema, values, last_rows, lookback,
