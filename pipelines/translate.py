@@ -88,16 +88,19 @@ MIN_DEFAULT_LENGTH, MAX_DEFAULT_LENGTH = 64, 256
 
 def default_max_length(train):
     """`(max_length, why)` from the training pairs: the most tokens of a source, or of a target
-    with its [END], so that no training pair is left out, within `MIN_DEFAULT_LENGTH` and
-    `MAX_DEFAULT_LENGTH`."""
+    with its [START] and [END], within `MIN_DEFAULT_LENGTH` and `MAX_DEFAULT_LENGTH`. So no
+    training pair is left out, and `generate` (at most `max_length - 2` tokens, as the decoder
+    reads [START] and each token it chose, the last [END] included) can produce every
+    training target."""
     longest = max([len(tokens) for tokens in tokenize(train.sources)]
-                  + [len(tokens) + 1 for tokens in tokenize(train.targets)], default=0)
+                  + [len(tokens) + 2 for tokens in tokenize(train.targets)], default=0)
     chosen = min(max(longest, MIN_DEFAULT_LENGTH), MAX_DEFAULT_LENGTH)
     if longest > MAX_DEFAULT_LENGTH:
-        why = (f"the longest training pair has {longest} tokens (with [END]); capped at "
-               f"{MAX_DEFAULT_LENGTH}: longer pairs are left out, --max-length keeps them")
+        why = (f"the longest training pair has {longest} tokens (with [START] and [END]); "
+               f"capped at {MAX_DEFAULT_LENGTH}: longer pairs are left out, --max-length "
+               "keeps them")
     else:
-        why = (f"the longest training pair has {longest} tokens (with [END])"
+        why = (f"the longest training pair has {longest} tokens (with [START] and [END])"
                + (f", at least {MIN_DEFAULT_LENGTH}" if longest < MIN_DEFAULT_LENGTH else ""))
     return chosen, why
 

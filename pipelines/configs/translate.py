@@ -81,7 +81,7 @@ class TranslateConfig(TrainConfig):
     max_length: int | None = option(
         None, "most tokens of a training sentence (longer pairs are skipped and counted); an "
               "output ends at max_length - 2 tokens and [END]; default: the longest training "
-              "pair's, at least 64 and at most 256")
+              "pair's (a target with [START] and [END]), at least 64 and at most 256")
     min_count: int = option(1, "tokens seen fewer times in the training split become [UNK]")
     max_vocabulary: int = option(32000, "most ids per language (most frequent tokens kept)")
     learning_rate: float = option(1e-3, "peak Adam learning rate (then cosine decay to a tenth "

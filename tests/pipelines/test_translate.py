@@ -302,11 +302,21 @@ def test_the_default_max_length_holds_the_longest_training_pair():
         return types.SimpleNamespace(sources=sources, targets=targets)
 
     short = SentencePairs(["A dog runs ."], ["Ein Hund rennt ."])
-    assert default_max_length(short) == (64, "the longest training pair has 5 tokens (with "
-                                             "[END]), at least 64")
+    assert default_max_length(short) == (64, "the longest training pair has 6 tokens (with "
+                                             "[START] and [END]), at least 64")
     words = " ".join(["word"] * 99)
     long = SentencePairs(["A dog runs .", words], ["Ein Hund .", words + " !"])
-    assert default_max_length(long)[0] == 101  # 100 target tokens and [END]
+    value = default_max_length(long)[0]
+    assert value == 102  # 100 target tokens, [START] and [END]
+    # It had been 101, from which `generate` chooses at most 99 tokens (the decoder reads
+    # [START] and every chosen token, [END] included): the longest target could not come out.
+    model = Translator(6, 6, max_length=value, embedding_dim=4, num_heads=1, ff_dim=4,
+                       layers=1)
+    model.generate(np.full([1, 3], 5), max_length=1)  # builds it
+    bias = model.output_projection.bias
+    bias.assign(tf.tensor_scatter_nd_update(bias, [[END_ID]], [-1e4]))  # [END] only at the end
+    tokens = model.generate(np.full([1, 3], 5), max_length=10**6)
+    assert tokens.shape == (1, 100 + 1)  # 100 tokens at most, then [END]
     longest = SentencePairs([" ".join(["w"] * 300)], ["x"])
     value, why = default_max_length(longest)
     assert value == 256 and "capped at 256: longer pairs are left out" in why
