@@ -247,6 +247,9 @@ def learning_notes(metrics, predicted_entities, train_sentences, sample):
         if missed:
             notes.append(f"never found correctly on the test split (F1 0): {', '.join(missed)}; "
                          "more examples of these types, or more epochs, may help")
+    if metrics.get("validation", {}).get("support") == 0:
+        notes.append("the validation split holds no entity, so it has no F1 (history.csv has "
+                     "no val_f1): the epoch with the lowest validation loss was kept")
     if sample:
         notes.append("the shipped sample is a smoke test that the pipeline runs: its template "
                      "sentences are too few and too alike to measure a model; train on a real "
@@ -261,7 +264,8 @@ def learning_notes(metrics, predicted_entities, train_sentences, sample):
 class EntityF1EarlyStopping(keras.callbacks.Callback):
     """Scores the validation entity F1 every epoch, stops when learning stalls, keeps the best.
 
-    Adds `val_f1` (strict IOB2) to every epoch's logs (callbacks after it see it). Training
+    Adds `val_f1` (strict IOB2) to every epoch's logs (callbacks after it see it; none where
+    the validation split has no entity, whose F1 is undefined: the loss alone decides). Training
     stops when for `patience` epochs neither the F1 nor the validation loss has improved, and
     the weights of the epoch with the best F1 (`best_epoch`) are restored. The F1 chooses the
     epoch because it is the figure the run reports, and the loss does not track it well (with
@@ -300,10 +304,12 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         predicted = predict_tags(self.model, self.vocabulary, self.sentences,
                                  decode_function=self.decode_function_of(self.model))
         f1 = entity_scores(self.gold, predicted)["f1"]
-        # A validation split without entities has no F1 (0 / 0, logged as 0): the loss alone
-        # decides, which epoch's weights are kept too (the first epoch's were, always).
+        # A validation split without entities has no F1 (0 / 0): none is logged (a 0 read as
+        # a model that found nothing), and the loss alone decides, which epoch's weights are
+        # kept too (the first epoch's were, always).
         undefined = math.isnan(f1)
-        f1 = logs["val_f1"] = 0.0 if undefined else f1
+        if not undefined:
+            logs["val_f1"] = f1
         loss = logs.get("val_loss", np.inf)
         self.wait += 1
         lower_loss = loss < self.best_loss
