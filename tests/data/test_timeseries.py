@@ -16,6 +16,7 @@ from seqlab.data.timeseries import (
     SeriesSchema,
     WindowGenerator,
     _autocorrelation,
+    _detrended_autocorrelation,
     calendar_season,
     choose_season,
     estimate_season,
@@ -368,6 +369,21 @@ def test_of_the_periods_a_peak_is_a_multiple_of_the_season_is_the_most_correlate
               + 0.5 * persistent)
     peak = season_peak(values)
     assert (peak.lag, peak.multiple) == (12, 24) and peak.significant
+
+
+def test_a_multiple_more_correlated_than_the_season_only_by_noise_is_not_the_season():
+    # A sine of period 12 in noise peaks at 12, 24 and 36 about equally; which is highest is
+    # the noise's choice. In these series a multiple was higher (by 0.02 to 0.05: under one
+    # standard error of an autocorrelation, about 0.1 here) and had been kept as the season.
+    steps = np.arange(300)
+    for seed, multiple in ((0, 24), (4, 24), (18, 24), (22, 36)):
+        values = np.sin(2 * np.pi * steps / 12) + 0.7 * np.random.default_rng(seed).normal(
+            size=300)
+        peak = season_peak(values)
+        assert (peak.lag, peak.multiple) == (12, multiple) and peak.significant, seed
+        acf = _detrended_autocorrelation(values, 101)
+        assert acf[multiple] - acf[12] > 0.02  # the multiple's is higher
+        assert estimate_season(values) == 12
 
 
 def test_a_season_with_a_strong_half_season_stays_whole():
