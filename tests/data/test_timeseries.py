@@ -395,6 +395,22 @@ def test_a_season_with_a_strong_half_season_stays_whole():
     assert peak.lag == 12 and peak.multiple is None and estimate_season(values) == 12
 
 
+@pytest.mark.parametrize("stamps,expected", [
+    # A gap hides the frequency from pandas; the gap-free stretches give it.
+    (pd.date_range("2020-01-01", periods=500, freq="h").delete([100, 300]), "h"),
+    (pd.date_range("1990-01-01", periods=120, freq="MS").delete([50]), "MS"),
+    (pd.bdate_range("2024-01-01", periods=300).delete([10, 200]), "B"),
+    # A month start at a time of day of its own is still a month start.
+    (pd.date_range("2000-01-01", periods=60, freq="MS").delete([20]).insert(
+        40, pd.Timestamp("2003-06-01 06:00")).delete([41]), "MS"),
+    # Month starts but one: no frequency.
+    (pd.DatetimeIndex(list(pd.date_range("2000-01-01", periods=40, freq="MS").delete([20]))
+                      + [pd.Timestamp("2003-06-15")]), None),
+])
+def test_calendar_frequency_of_stamps_with_gaps(stamps, expected):
+    assert timeseries_module.calendar_frequency(stamps) == expected
+
+
 def test_embedded_sunspots_have_an_eleven_year_cycle():
     sunspots = load_sunspots()
     assert list(sunspots.columns) == ["YEAR", "SUNACTIVITY"] and len(sunspots) == 309
