@@ -1594,20 +1594,46 @@ def _detrended_autocorrelation(values, max_lag):
 SEASON_PEAK_LEVEL = 0.05
 
 
+# Bartlett's bound assumes light tails. A few outlying values (spikes of a sensor, the rare
+# non-zero counts of intermittent demand) make peaks wherever two of them lie a lag apart: of
+# 300 rows of noise with 2 % spikes, 65 % had a "season" by that bound alone. So a peak must
+# also rise above the highest autocorrelation (at any lag) that the same values reach when
+# shuffled, which keeps their distribution and loses their order: above its
+# 1 - SEASON_PEAK_LEVEL quantile over `SEASON_SHUFFLES` shuffles (fewer above
+# `SEASON_SHUFFLE_ROWS` rows, where each costs an FFT of the series; 19 shuffles are the fewest
+# whose highest stands for a 5 % level).
+SEASON_SHUFFLES, SEASON_SHUFFLES_LONG, SEASON_SHUFFLE_ROWS = 99, 19, 65536
+
+
 @dataclasses.dataclass(frozen=True)
 class SeasonPeak:
     """The highest autocorrelation peak of a series: its lag, autocorrelation, the noise bound
-    at that lag (`SEASON_PEAK_LEVEL`) and whether it clears the bound. `multiple`: the longer
-    lag the highest peak was at, where that peak is a multiple of this one (`season_peak`)."""
+    at that lag (`SEASON_PEAK_LEVEL`), what the same values shuffled reach (`shuffled`, where
+    the peak clears the bound: `SEASON_SHUFFLES`) and whether it clears both. `multiple`: the
+    longer lag the highest peak was at, where that peak is a multiple of this one
+    (`season_peak`)."""
 
     lag: int
     correlation: float
     bound: float
     multiple: int | None = None
+    shuffled: float | None = None
 
     @property
     def significant(self):
-        return self.correlation > self.bound
+        return self.correlation > self.bound and (self.shuffled is None
+                                                  or self.correlation > self.shuffled)
+
+
+def _shuffled_bound(detrended, max_lag, level):
+    """The `1 - SEASON_PEAK_LEVEL` quantile of the highest autocorrelation at lags 2..`max_lag`
+    of `detrended` shuffled (a fixed seed: the same series gets the same answer)."""
+    shuffles = (SEASON_SHUFFLES if len(detrended) <= SEASON_SHUFFLE_ROWS
+                else SEASON_SHUFFLES_LONG)
+    generator = np.random.default_rng(0)
+    highest = [np.max(_autocorrelation(generator.permutation(detrended), max_lag, level)[2:])
+               for _ in range(shuffles)]
+    return float(np.quantile(highest, 1 - SEASON_PEAK_LEVEL))
 
 
 def season_peak(values, max_lag=None):
@@ -1615,13 +1641,17 @@ def season_peak(values, max_lag=None):
 
     The highest peak that clears its noise bound, or the season it is a multiple of
     (`_season_period`) where that clears it; when none does, the highest peak (not
-    significant: `estimate_season` then answers 1).
+    significant: `estimate_season` then answers 1). A peak that clears the bound is compared
+    with what the values shuffled reach too (`_shuffled_bound`).
     """
     values = np.asarray(values, dtype="float64")
     max_lag = min(max_lag or len(values) // 3, len(values) - 2)
     if max_lag < 3:
         return None
-    acf = _detrended_autocorrelation(values, max_lag + 1)
+    # `_detrended_autocorrelation`, with the detrended values kept for the shuffles.
+    detrended = _detrended(values)
+    level = np.max(np.abs(values))
+    acf = _autocorrelation(detrended, max_lag + 1, level)
     lags = np.arange(2, max_lag + 1)
     is_peak = (acf[lags] > 0) & (acf[lags] >= acf[lags - 1]) & (acf[lags] >= acf[lags + 1])
     peaks = lags[is_peak]
@@ -1641,8 +1671,10 @@ def season_peak(values, max_lag=None):
     period = _season_period(acf, is_peak, lag, standard_error[lag])
     if not acf[period] > bound[period]:  # nothing clears the noise: the highest peak, as found
         period = lag
+    shuffled = (_shuffled_bound(detrended, max_lag + 1, level)
+                if acf[period] > bound[period] else None)
     return SeasonPeak(period, float(acf[period]), float(bound[period]),
-                      multiple=lag if period != lag else None)
+                      multiple=lag if period != lag else None, shuffled=shuffled)
 
 
 def _season_period(acf, is_peak, lag, tolerance=0.0):
@@ -1824,9 +1856,15 @@ def choose_season(values, time=None, name=None):
                       else f"every multiple of {peak.lag} up to {peak.multiple}")
             multiple = f"; peaks at {listed}: a period of {peak.lag}"
         return peak.lag, f"estimated from {what} (train split{multiple}){aside}"
-    why = "no peak" if peak is None else (
-        f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is within the noise "
-        f"(bound {peak.bound:.2f})")
+    if peak is None:
+        why = "no peak"
+    elif peak.correlation > peak.bound:  # clear of Bartlett's bound, not of the shuffles'
+        why = (f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is no higher than "
+               f"the same values shuffled reach ({peak.shuffled:.2f}; a few outlying values "
+               "make such peaks)")
+    else:
+        why = (f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is within the "
+               f"noise (bound {peak.bound:.2f})")
     return 1, (f"estimated from {what} (train split): {why}, so the seasonal naive is the naive "
                f"forecast{aside}")
 

@@ -386,6 +386,26 @@ def test_a_multiple_more_correlated_than_the_season_only_by_noise_is_not_the_sea
         assert estimate_season(values) == 12
 
 
+def test_a_few_outlying_values_make_no_season_but_a_yearly_spike_does():
+    # Noise with 2 % spikes: two spikes a lag apart made a peak above Bartlett's bound (which
+    # assumes light tails) and had been the season; the same values shuffled reach twice it.
+    for seed, lag in ((2, 81), (3, 76), (8, 52), (9, 49)):
+        generator = np.random.default_rng(seed)
+        values = generator.normal(size=300) + np.where(generator.random(300) < 0.02, 1000.0, 0)
+        peak = season_peak(values)
+        assert peak.lag == lag and peak.correlation > peak.bound  # the bound alone: a season
+        assert peak.shuffled > 1.5 * peak.correlation and not peak.significant
+        season, source = choose_season(values, None, "load")
+        assert season == 1 and (f"its highest peak, {peak.correlation:.2f} at lag {lag}, is no "
+                                f"higher than the same values shuffled reach ({peak.shuffled:.2f}"
+                                "; a few outlying values make such peaks)") in source
+    # Spikes every twelfth row are a season: far above the shuffles' (0.89 against 0.28).
+    steps = np.arange(120)
+    values = 1 + 8.0 * (steps % 12 == 11) + 0.2 * np.random.default_rng(1).normal(size=120)
+    peak = season_peak(values)
+    assert peak.lag == 12 and peak.correlation > 2 * peak.shuffled and peak.significant
+
+
 def test_a_season_with_a_strong_half_season_stays_whole():
     # Half a year's swing (a peak at 6 of 0.42) is part of the year's (0.83 at 12): 12 is kept.
     steps = np.arange(144)
