@@ -1596,12 +1596,12 @@ SEASON_PEAK_LEVEL = 0.05
 
 # Bartlett's bound assumes light tails. A few outlying values (spikes of a sensor, the rare
 # non-zero counts of intermittent demand) make peaks wherever two of them lie a lag apart: of
-# 300 rows of noise with 2 % spikes, 65 % had a "season" by that bound alone. So a peak must
+# 300 rows of noise with 2 % spikes, 69 % had a "season" by that bound alone. So a peak must
 # also rise above the highest autocorrelation (at any lag) that the same values reach when
-# shuffled, which keeps their distribution and loses their order: above its
-# 1 - SEASON_PEAK_LEVEL quantile over `SEASON_SHUFFLES` shuffles (fewer above
-# `SEASON_SHUFFLE_ROWS` rows, where each costs an FFT of the series; 19 shuffles are the fewest
-# whose highest stands for a 5 % level).
+# shuffled, which keeps their distribution and loses their order: above the shuffles' value
+# of rank ceil((k + 1)(1 - SEASON_PEAK_LEVEL)) from the lowest of k (`SEASON_SHUFFLES`: of 99,
+# the fifth highest; fewer above `SEASON_SHUFFLE_ROWS` rows, where each costs an FFT of the
+# series: of 19, the highest), a test at SEASON_PEAK_LEVEL whatever the values' distribution.
 SEASON_SHUFFLES, SEASON_SHUFFLES_LONG, SEASON_SHUFFLE_ROWS = 99, 19, 65536
 
 
@@ -1626,14 +1626,15 @@ class SeasonPeak:
 
 
 def _shuffled_bound(detrended, max_lag, level):
-    """The `1 - SEASON_PEAK_LEVEL` quantile of the highest autocorrelation at lags 2..`max_lag`
-    of `detrended` shuffled (a fixed seed: the same series gets the same answer)."""
+    """The highest autocorrelation at lags 2..`max_lag` of `detrended` shuffled that a peak must
+    exceed (see `SEASON_SHUFFLES`; a fixed seed: the same series gets the same answer)."""
     shuffles = (SEASON_SHUFFLES if len(detrended) <= SEASON_SHUFFLE_ROWS
                 else SEASON_SHUFFLES_LONG)
     generator = np.random.default_rng(0)
-    highest = [np.max(_autocorrelation(generator.permutation(detrended), max_lag, level)[2:])
-               for _ in range(shuffles)]
-    return float(np.quantile(highest, 1 - SEASON_PEAK_LEVEL))
+    highest = sorted(
+        np.max(_autocorrelation(generator.permutation(detrended), max_lag, level)[2:])
+        for _ in range(shuffles))
+    return float(highest[math.ceil((shuffles + 1) * (1 - SEASON_PEAK_LEVEL)) - 1])
 
 
 def season_peak(values, max_lag=None):
@@ -1663,25 +1664,24 @@ def season_peak(values, max_lag=None):
     # bound[k] for k = 0..max_lag: Bartlett's standard error of r_k from r_1..r_{k-1}.
     squares = np.concatenate([[0.0, 0.0], np.cumsum(acf[1:max_lag] ** 2)])
     z = statistics.NormalDist().inv_cdf(1 - SEASON_PEAK_LEVEL / len(peaks))
-    standard_error = np.sqrt((1 + 2 * squares) / len(values))
-    bound = z * standard_error
+    bound = z * np.sqrt((1 + 2 * squares) / len(values))
     significant = peaks[acf[peaks] > bound[peaks]]
     candidates = significant if len(significant) else peaks
     lag = int(candidates[np.argmax(acf[candidates])])
-    period = _season_period(acf, is_peak, lag, standard_error[lag])
+    period = _season_period(acf, is_peak, lag)
     if not acf[period] > bound[period]:  # nothing clears the noise: the highest peak, as found
         period = lag
-    shuffled = (_shuffled_bound(detrended, max_lag + 1, level)
+    shuffled = (_shuffled_bound(detrended, max_lag, level)
                 if acf[period] > bound[period] else None)
     return SeasonPeak(period, float(acf[period]), float(bound[period]),
                       multiple=lag if period != lag else None, shuffled=shuffled)
 
 
-def _season_period(acf, is_peak, lag, tolerance=0.0):
+def _season_period(acf, is_peak, lag):
     """The period of which the peak at `lag` is a multiple: of the divisors `d`
     of `lag` whose every multiple up to `lag` is a peak (`is_peak[k - 2]` for lag k) and whose
-    autocorrelation is at least `lag`'s less `tolerance` (its standard error), the one with the
-    highest (the shortest of equals); `lag` itself where none is.
+    autocorrelation is at least `lag`'s, the one with the highest (the shortest of equals);
+    `lag` itself where none is.
 
     The highest peak after the autocorrelation first turns negative may be a multiple of the
     season, whose own peak came before that: a daily series without dates with a weekly cycle
@@ -1691,14 +1691,11 @@ def _season_period(acf, is_peak, lag, tolerance=0.0):
     the first negative value lacks, and a season's autocorrelation is the highest at one
     season: where a multiple's is higher (a monthly series whose peak at 6 is half a year's
     swing, at 12 all of it: 12, whether the peak found was at 12 or at 84), the multiple is
-    kept. Within `tolerance`, the noise of an estimated autocorrelation decides nothing: a
-    sine of period 12 in noise (300 rows, noise sd 0.7) peaks at 12 and 24 about equally, and
-    without the tolerance 33 % of such series kept 24 or 36 as their season. A season whose
-    peaks drift off its exact multiples (half-hourly data peaking at 47, not 48) keeps the peak
-    found.
+    kept. A season whose peaks drift off its exact multiples (half-hourly data peaking at 47,
+    not 48) keeps the peak found.
     """
     periods = [period for period in range(2, lag // 2 + 1)
-               if lag % period == 0 and acf[period] >= acf[lag] - tolerance
+               if lag % period == 0 and acf[period] >= acf[lag]
                and all(is_peak[k - 2] for k in range(period, lag, period))]
     return max(periods, key=lambda period: (acf[period], -period), default=lag)
 
@@ -1860,8 +1857,8 @@ def choose_season(values, time=None, name=None):
         why = "no peak"
     elif peak.correlation > peak.bound:  # clear of Bartlett's bound, not of the shuffles'
         why = (f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is no higher than "
-               f"the same values shuffled reach ({peak.shuffled:.2f}; a few outlying values "
-               "make such peaks)")
+               f"the same values shuffled reach ({peak.shuffled:.2f}: chance, or a few "
+               "outlying values, can make such a peak)")
     else:
         why = (f"its highest peak, {peak.correlation:.2f} at lag {peak.lag}, is within the "
                f"noise (bound {peak.bound:.2f})")
