@@ -408,6 +408,11 @@ def test_a_season_with_a_strong_half_season_stays_whole():
     # A month start at a time of day of its own is still a month start.
     (pd.date_range("2000-01-01", periods=60, freq="MS").delete([20]).insert(
         40, pd.Timestamp("2003-06-01 06:00")).delete([41]), "MS"),
+    # Month starts in a time zone whose clocks change at midnight, and in seconds far ahead.
+    (pd.date_range("2015-01-01", periods=60, freq="MS", tz="America/Asuncion",
+                   nonexistent="shift_forward").delete([3]), "MS"),
+    (pd.DatetimeIndex(np.array([f"{2300 + k // 12}-{k % 12 + 1:02d}-01" for k in range(40)
+                                if k != 7], dtype="datetime64[s]")), "MS"),
     # Month starts but one: no frequency.
     (pd.DatetimeIndex(list(pd.date_range("2000-01-01", periods=40, freq="MS").delete([20]))
                       + [pd.Timestamp("2003-06-15")]), None),
