@@ -514,14 +514,16 @@ def encode_pairs(pairs, source_lookup, target_lookup, max_length=None):
         pairs: `SentencePairs`.
         source_lookup, target_lookup: `StringLookup` layers (`Vocabulary.lookup_layer()`).
         max_length: leave out pairs whose source has more tokens, or whose target has more
-            than `max_length - 1` (room for [START] / [END]); None keeps every pair.
+            than `max_length - 2`, the most a model of that `max_length` can choose (its
+            decoder reads [START] and every token it chose, [END] included); None keeps every
+            pair.
     """
     source_ids = tf.cast(source_lookup(tokenize(pairs.sources)), tf.int32)
     target_ids = tf.cast(target_lookup(tokenize(pairs.targets)), tf.int32)
     keep = np.ones(len(pairs), bool)
     if max_length is not None:
         keep = (source_ids.row_lengths().numpy() <= max_length) & (
-            target_ids.row_lengths().numpy() < max_length
+            target_ids.row_lengths().numpy() <= max_length - 2
         )
     kept = np.flatnonzero(keep)
     if not keep.all():

@@ -368,7 +368,7 @@ def test_long_pairs_are_left_out_and_counted_and_buckets_keep_every_pair():
                            max_length=12)
     source_lengths = np.array([len(s.split()) for s in sources])
     target_lengths = np.array([len(t.split()) for t in targets])
-    keep = (source_lengths <= 12) & (target_lengths <= 11)
+    keep = (source_lengths <= 12) & (target_lengths <= 10)  # 10 tokens, [START], [END]
     assert encoded.skipped == int((~keep).sum()) > 0
     np.testing.assert_array_equal(encoded.kept, np.flatnonzero(keep))
     dataset = make_dataset(encoded.source_ids, encoded.target_ids, batch_size=8,

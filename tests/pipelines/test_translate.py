@@ -332,7 +332,7 @@ def test_the_first_line_says_how_many_training_pairs_were_trained_on(trained, tm
     assert cli.main([
         "translate", "train", "--data", str(tmp_path / "pairs.tsv"), "--out", str(tmp_path / "r"),
         "--epochs", "1", "--batch-size", "8", "--embedding-dim", "8", "--layers", "1",
-        "--num-heads", "2", "--ff-dim", "8", "--max-length", "6", "--attention-plots", "0",
+        "--num-heads", "2", "--ff-dim", "8", "--max-length", "8", "--attention-plots", "0",
         "--val-fraction", "0.15", "--test-fraction", "0.15"]) == 0
     metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())["data"]
     skipped = metrics["skipped_longer_than_max_length"]["train"]
