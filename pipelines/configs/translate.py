@@ -79,10 +79,10 @@ class TranslateConfig(TrainConfig):
     ff_dim: int = option(256, "transformer: feed-forward width")
     dropout: float = option(0.1, "dropout rate")
     max_length: int | None = option(
-        None, "most tokens of a source sentence, and 2 more than of a target: an output ends "
-              "at max_length - 2 tokens and [END] (longer training pairs are skipped and "
-              "counted); default: the longest training "
-              "pair's (a target with [START] and [END]), at least 64 and at most 256")
+        None, "most tokens of a source sentence; of a target max_length - 2, as an output "
+              "ends at that many tokens and [END] (longer training pairs are skipped and "
+              "counted); default: the longest training pair's (a target with [START] and "
+              "[END]), at least 64 and at most 256")
     min_count: int = option(1, "tokens seen fewer times in the training split become [UNK]")
     max_vocabulary: int = option(32000, "most ids per language (most frequent tokens kept)")
     learning_rate: float = option(1e-3, "peak Adam learning rate (then cosine decay to a tenth "
