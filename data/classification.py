@@ -168,6 +168,9 @@ def read_table(path, text_column="text", label_column="label", classes=None):
             path=path,
             line=1,
         )
+    if text_column == label_column:
+        raise DataError(f"the text and the label are both the column {text_column!r}; expected "
+                        "two columns (--text-column and --label-column)", path=path)
     positions = {}
     for name, flag in ((text_column, "--text-column"), (label_column, "--label-column")):
         if name not in header:
@@ -177,6 +180,11 @@ def read_table(path, text_column="text", label_column="label", classes=None):
                 path=path,
                 line=1,
             )
+        fields = [k + 1 for k, h in enumerate(header) if h == name]
+        if len(fields) > 1:
+            raise DataError(f"the header names the column {name!r} twice (fields "
+                            f"{fields[0]} and {fields[1]}); expected distinct column names",
+                            path=path, line=1)
         positions[name] = header.index(name)
     needed = max(positions.values()) + 1
     texts, labels, origins = [], [], []

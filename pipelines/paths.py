@@ -394,6 +394,13 @@ def check_output(output, run, settings, reads=()):
     folder = Path(run).resolve()
     # This run, or any other run or export the path is in (another run's model.keras, a
     # served SavedModel's saved_model.pb were overwritten before).
+    # An unfinished run's folder is deleted by the train that finishes it over again.
+    unfinished = next((path for path in (target, *target.parents)
+                       if path.name.endswith(PARTIAL_SUFFIX) and has_marker(path, RUN_MARKER,
+                                                                             "run")), None)
+    if unfinished is not None:
+        raise UsageError(f"--output {output} is inside {unfinished}, an unfinished run that "
+                         "train replaces or deletes; write it elsewhere")
     holders = [(folder, run)] if target == folder or folder in target.parents else []
     holders += [(path, path) for path in (target, *target.parents)
                 if path != folder and has_marker(path, RUN_MARKER, "run")][:1]
@@ -483,7 +490,9 @@ def check_export_path(path, overwrite=False, run=None):
                 "SavedModel, and seqlab never deletes what it did not write: move them out "
                 "first, or choose another --out"
             )
-    elif path.is_file() or any(path.iterdir()):
+    elif not path.is_dir():  # a file, a device (/dev/null) or a named pipe
+        raise UsageError(f"{path} exists and is not a folder; choose another --out")
+    elif any(path.iterdir()):
         raise UsageError(
             f"{path} exists and is not a SavedModel written by seqlab (no {EXPORT_MARKER}); "
             "seqlab never deletes what it did not write: choose another --out"

@@ -301,6 +301,20 @@ def test_missing_column_names_the_file_the_header_line_and_the_columns(tmp_path)
         read_table(path, text_column="review", label_column="sentiment")
 
 
+def test_one_column_for_text_and_label_or_a_column_named_twice_is_refused(tmp_path):
+    # Both had trained: on the labels themselves (accuracy 1.0), or on the first of two
+    # columns of one name without a word.
+    path = write(tmp_path / "reviews.csv", "text,label\ngood,pos\nbad,neg\n")
+    with pytest.raises(DataError, match=re.escape(
+            f"{path}: the text and the label are both the column 'label'; expected two columns "
+            "(--text-column and --label-column)")):
+        read_table(path, text_column="label", label_column="label")
+    twice = write(tmp_path / "twice.csv", "text,label,text\ngood,pos,x\nbad,neg,y\n")
+    with pytest.raises(DataError, match=re.escape(
+            f"{twice}, line 1: the header names the column 'text' twice (fields 1 and 3)")):
+        read_table(twice)
+
+
 def test_label_column_with_one_class(tmp_path):
     path = write(tmp_path / "one.csv", "text,label\na,pos\nb,pos\nc,pos\n")
     with pytest.raises(DataError, match=re.escape(

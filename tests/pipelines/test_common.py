@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import keras
 import pytest
@@ -321,7 +322,11 @@ def test_output_may_not_overwrite_another_runs_files_nor_an_export(tmp_path):
         other: "would overwrite the run directory .*b",
         served / "saved_model.pb": "would write into the SavedModel .*served",
         served / "variables" / "x": "would write into the SavedModel .*served",
-        unfinished.work / "config.json": "would overwrite config.json, a file of the run",
+        # An unfinished run's folder, a new name too: the train that finishes it over again
+        # replaces the folder (a predict's file written there was deleted so).
+        unfinished.work / "config.json": "is inside .*c.partial, an unfinished run that train "
+                                         "replaces or deletes",
+        unfinished.work / "mine.csv": "is inside .*c.partial, an unfinished run",
     }
     settings = open_run(run, "toy").settings
     for output, message in refused.items():
@@ -555,6 +560,12 @@ def test_export_paths_seqlab_did_not_write_are_refused(tmp_path):
     (fake / "thesis.txt").write_text("draft")
     with pytest.raises(UsageError, match=r"is not a SavedModel written by seqlab"):
         check_export_path(fake, overwrite=True)
+    # A device or a named pipe: refused in one line (a NotADirectoryError traceback before).
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for path in (pipe, Path("/dev/null")):
+        with pytest.raises(UsageError, match=f"{path} exists and is not a folder"):
+            check_export_path(path)
     old = tmp_path / "old"  # an export written before the marker: SavedModel files only
     (old / "variables").mkdir(parents=True)
     (old / "saved_model.pb").write_bytes(b"graph")
