@@ -625,6 +625,15 @@ class PreparedPairs:
             Vocabulary.build(tokenize(texts), min_count, max_vocabulary)
             for texts in (self.train.sources, self.train.targets)
         )
+        for side, texts, vocabulary in (("source", self.train.sources, self.source_vocabulary),
+                                        ("target", self.train.targets, self.target_vocabulary)):
+            if len(vocabulary.tokens) == len(Vocabulary.RESERVED):  # every token [UNK]
+                counts = collections.Counter(tokenize(texts).flat_values.numpy())
+                token, count = counts.most_common(1)[0]
+                raise DataError(
+                    f"--min-count {min_count} leaves no {side} token in the vocabulary: the most "
+                    f"frequent, {token.decode('utf-8')!r}, occurs {count:,} times in the "
+                    f"training split; expected --min-count at most {count:,}", path=self.source)
         lookups = (self.source_vocabulary.lookup_layer(), self.target_vocabulary.lookup_layer())
         self.train_ids = encode_pairs(self.train, *lookups, max_length)
         self.val_ids = encode_pairs(self.val, *lookups, max_length)

@@ -346,6 +346,11 @@ def test_encode_builds_vocabularies_ids_and_the_planned_batches_of_the_training_
     with pytest.raises(DataError, match="long.tsv: every training pair is longer than "
                                         "max_length=3 tokens"):
         load_data(long_pairs, seed=0).encode(max_length=3)
+    # A --min-count above every token's count left only [UNK]: it trained, and translated
+    # everything to [UNK].
+    with pytest.raises(DataError, match=r"pairs.tsv: --min-count 1000 leaves no source token in "
+                                        r"the vocabulary: the most frequent, '▁w', occurs "):
+        load_data(tsv, seed=0).encode(min_count=1000)
     with pytest.raises(DataError, match="no validation pairs: set --val-fraction above 0"):
         load_data(tsv, val_fraction=0.0, seed=0).encode()
 
