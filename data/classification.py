@@ -444,8 +444,9 @@ def check_chosen_classes(classes, parts):
     )
 
 
-def check_several_classes(examples, label_column=None):
-    """Raises `DataError` unless `examples` hold at least two classes."""
+def check_several_classes(examples, label_column=None, classes=None):
+    """Raises `DataError` unless `examples` hold at least two classes (`classes`: the ones
+    chosen, which the message then blames)."""
     counts = examples.class_counts()
     if len(counts) >= 2:
         return
@@ -453,6 +454,9 @@ def check_several_classes(examples, label_column=None):
         raise DataError("no examples of the chosen classes", path=examples.source)
     (only,) = counts
     lines = [line for _, line in examples.origins]
+    if classes:
+        raise DataError(f"--classes {' '.join(classes)} leaves one class ({only!r}); expected "
+                        "at least two", path=examples.source)
     if label_column is not None:
         raise DataError(
             f"the label column {label_column!r} has one class ({only!r}) on every row (lines "
@@ -496,12 +500,13 @@ def load_training_data(path=None, text_column="text", label_column="label", clas
             sample = sample.subset(keep)
             sample.excluded_labels = excluded
             check_chosen_classes(classes, [sample])
-        check_several_classes(sample, "label")
+        check_several_classes(sample, "label", classes)
         return LabelledData(train=sample, test=None, layout="table")
     data = read_labelled(path, text_column, label_column, classes)
     if classes is not None:
         check_chosen_classes(classes, [data.train] + ([data.test] if data.test else []))
-    check_several_classes(data.train, label_column if data.layout == "table" else None)
+    check_several_classes(data.train, label_column if data.layout == "table" else None,
+                          classes)
     return data
 
 

@@ -617,6 +617,12 @@ class NerPipeline(Pipeline):
                 source_file, input_format, loaded.config.token_column
             ).sentences
         else:
+            # As a file's sentence is (data/conll.py): a longer one ran unbounded.
+            if len(tokens) > MAX_SENTENCE_TOKENS:
+                raise UsageError(
+                    f"the sentence has {len(tokens):,} words, more than MAX_SENTENCE_TOKENS="
+                    f"{MAX_SENTENCE_TOKENS}; split it, or give a file (--input) with one "
+                    "sentence per line")
             sentences = [Sentence(tokens, None, [1] * len(tokens))]
         tags = [repair_bio(row) for row in
                 predict_tags(loaded.model, loaded.artifacts["vocabulary"], sentences)]

@@ -89,7 +89,8 @@ def test_training_data_is_the_sample_without_a_path_and_needs_two_classes(tmp_pa
     data = load_training_data()
     assert data.layout == "table" and data.test is None
     assert data.train.class_counts() == {"negative": 75, "positive": 75}
-    with pytest.raises(DataError, match=r"the label column 'label' has one class \('positive'\)"):
+    # The sample holds two classes: --classes left one.
+    with pytest.raises(DataError, match=r"--classes positive leaves one class \('positive'\)"):
         load_training_data(classes=["positive"])
     path = write(tmp_path / "one.csv", "review,stars\na,5\nb,5\n")
     with pytest.raises(DataError, match=r"the label column 'stars' has one class \('5'\)"):
@@ -313,6 +314,13 @@ def test_one_column_for_text_and_label_or_a_column_named_twice_is_refused(tmp_pa
     with pytest.raises(DataError, match=re.escape(
             f"{twice}, line 1: the header names the column 'text' twice (fields 1 and 3)")):
         read_table(twice)
+
+
+def test_classes_that_leave_one_class_are_blamed_not_the_label_column(tmp_path):
+    path = write(tmp_path / "two.csv", "text,label\na,pos\nb,neg\nc,pos\n")
+    with pytest.raises(DataError, match=re.escape(
+            f"{path}: --classes pos leaves one class ('pos'); expected at least two")):
+        load_training_data(path, classes=["pos"])
 
 
 def test_label_column_with_one_class(tmp_path):

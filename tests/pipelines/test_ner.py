@@ -286,6 +286,10 @@ def test_cli_predict_prints_token_tag_pairs(crf_run, tmp_path):
 
     status, _, stderr = run_cli(["ner", "predict", "--run", str(out)])
     assert status == 2 and "give either a sentence" in stderr
+    # A sentence on the command line is bounded as a file's is (it was not: 60,000 words ran).
+    status, _, stderr = run_cli(["ner", "predict", "--run", str(out), " ".join(["w"] * 1001)])
+    assert status == 2 and "the sentence has 1,001 words, more than MAX_SENTENCE_TOKENS=1000" \
+        in stderr
 
 
 def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
