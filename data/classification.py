@@ -185,7 +185,7 @@ def read_table(path, text_column="text", label_column="label", classes=None):
             raise DataError(f"the header names the column {name!r} twice (fields "
                             f"{fields[0]} and {fields[1]}); expected distinct column names",
                             path=path, line=1)
-        positions[name] = header.index(name)
+        positions[name] = fields[0] - 1
     needed = max(positions.values()) + 1
     texts, labels, origins = [], [], []
     skipped = {}

@@ -392,18 +392,16 @@ def check_output(output, run, settings, reads=()):
                          "links nor replaces them: give the real file, or another name")
     target = Path(output).expanduser().resolve()
     folder = Path(run).resolve()
-    # This run, or any other run or export the path is in (another run's model.keras, a
-    # served SavedModel's saved_model.pb were overwritten before).
+    runs = [path for path in (target, *target.parents) if has_marker(path, RUN_MARKER, "run")]
     # An unfinished run's folder is deleted by the train that finishes it over again.
-    unfinished = next((path for path in (target, *target.parents)
-                       if path.name.endswith(PARTIAL_SUFFIX) and has_marker(path, RUN_MARKER,
-                                                                             "run")), None)
+    unfinished = next((path for path in runs if path.name.endswith(PARTIAL_SUFFIX)), None)
     if unfinished is not None:
         raise UsageError(f"--output {output} is inside {unfinished}, an unfinished run that "
                          "train replaces or deletes; write it elsewhere")
+    # This run, or any other run or export the path is in (another run's model.keras, a
+    # served SavedModel's saved_model.pb were overwritten before).
     holders = [(folder, run)] if target == folder or folder in target.parents else []
-    holders += [(path, path) for path in (target, *target.parents)
-                if path != folder and has_marker(path, RUN_MARKER, "run")][:1]
+    holders += [(path, path) for path in runs if path != folder][:1]
     for holder, name in holders:
         inside = target.relative_to(holder).parts
         if not inside or inside[0] in run_entries(holder):
