@@ -135,6 +135,8 @@ def settle_length_and_pooling(config, splits):
     Raises:
         UsageError: the config refuses a chosen value.
     """
+    if config.model == "ngrams":  # no length or pooling to settle (`READ_ONLY_WITH`)
+        return None
     counts = {name: count_tokens(examples.texts, _standardize(config))
               for name, examples in splits.items()}
     percentile_tokens = int(np.ceil(np.percentile(counts["train"], LENGTH_PERCENTILE)))
@@ -165,8 +167,6 @@ def settle_length_and_pooling(config, splits):
                              f"{'above' if long_texts else 'at most'} "
                              f"{MIN_DEFAULT_SEQUENCE_LENGTH}")
         fill_in_setting(config, "pooling", "max" if long_texts else "mean", pooling_chosen_by)
-    if config.model == "ngrams":
-        return None
     return {
         "sequence_length": config.sequence_length,
         "chosen_by": chosen_by,
@@ -207,6 +207,9 @@ def make_model(config, vocabulary, n_classes, ngram_vocabulary=None):
         num_heads=config.num_heads, ff_dim=config.ff_dim, dropout=config.dropout,
         token_dropout=config.token_dropout, seed=config.seed, name=f"sentiment_{config.model}",
     )
+    if config.model == "ngrams":  # settings it does not read stay unset: the model's defaults
+        hyperparameters = {name: value for name, value in hyperparameters.items()
+                           if value is not None}
     if config.model == "auto":
         return AutoTextClassifier(ngram_vocabulary=ngram_vocabulary, **hyperparameters)
     if config.ensemble > 1:

@@ -307,8 +307,13 @@ def refuse_unread_settings(config):
         value, ruling = getattr(config, name), getattr(config, other)
         if value != defaults[name] and ruling not in values:
             needs = " or ".join(typed_flag(other, v) for v in values)
+            choose = needs
+            if len(values) > 2:  # "--model auto, gru, lstm or cnn" rather than four flags
+                needs = (f"{flag_name(other)} {', '.join(map(str, values[:-1]))} or "
+                         f"{values[-1]}")
+                choose = "one of those"
             raise UsageError(f"{typed_flag(name, value)} is read only with {needs}, not with "
-                             f"{typed_flag(other, ruling)}: leave it out, or choose {needs}")
+                             f"{typed_flag(other, ruling)}: leave it out, or choose {choose}")
 
 
 def add_config_arguments(parser, config_class):

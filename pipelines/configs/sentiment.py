@@ -39,6 +39,8 @@ AUTO_NEURAL_KIND = "cnn"
 # The choices of models/text_classifier.py (it imports TensorFlow); the tests check that they
 # agree.
 MODEL_KINDS = ("gru", "lstm", "bilstm", "transformer", "cnn", "ngrams")
+# The models that read token sequences (auto: its cnn), not only which n-grams occur.
+WORD_SEQUENCE_MODELS = tuple(kind for kind in ("auto", *MODEL_KINDS) if kind != "ngrams")
 POOLINGS = ("mean", "max", "last")
 TRUNCATIONS = ("end", "start")
 
@@ -52,6 +54,10 @@ class SentimentConfig(TrainConfig):
         "ngrams": ("model", ("ngrams", "auto")),
         "num_heads": ("model", ("transformer",)),
         "ff_dim": ("model", ("transformer",)),
+        # The ngrams model reads whole texts into one softmax layer from zero weights.
+        **{name: ("model", WORD_SEQUENCE_MODELS)
+           for name in ("sequence_length", "truncate", "pooling", "embedding_dim", "units",
+                        "layers", "dropout", "token_dropout")},
     }
 
     data: str | None = option(
@@ -143,7 +149,9 @@ class SentimentConfig(TrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_embedding_settings(self, "embedding_dim", DEFAULT_EMBEDDING_DIM)
+        # The ngrams model has no embedding: its size stays unset (`READ_ONLY_WITH`).
+        check_embedding_settings(self, "embedding_dim",
+                                 None if self.model == "ngrams" else DEFAULT_EMBEDDING_DIM)
         check_at_least(self, 1, "sequence_length", "embedding_dim", "units", "layers",
                        "num_heads", "ff_dim", "patience", "ensemble", "ngrams")
         check_at_least(self, 3, "vocabulary_size")  # padding, [UNK] and one token

@@ -55,6 +55,9 @@ def tiny_config(data, out, **overrides):
         embedding_dim=8, units=8, dropout=0.0, token_dropout=0.0, epochs=3, batch_size=16,
         learning_rate=0.03, test_fraction=0.2, sequence_length=12,
     )
+    if overrides.get("model") == "ngrams":  # it refuses the settings it does not read
+        for name in ("embedding_dim", "units", "dropout", "token_dropout", "sequence_length"):
+            del settings[name]
     settings.update(overrides)
     return SentimentConfig(**settings)
 

@@ -195,6 +195,14 @@ def test_the_limits_table_of_the_cli_reference_is_maximums():
      "it out, or choose --model ngrams or --model auto"),
     ("sentiment", ["--model", "cnn", "--num-heads", "2"],
      "--num-heads 2 is read only with --model transformer, not with --model cnn"),
+    # The ngrams model has no embedding, sequence layers, length, pooling or dropout.
+    *[("sentiment", ["--model", "ngrams", flag, value],
+       f"{flag} {value} is read only with --model auto, gru, lstm, bilstm, transformer or cnn, "
+       "not with --model ngrams: leave it out, or choose one of those")
+      for flag, value in [("--units", "8"), ("--layers", "2"), ("--embedding-dim", "64"),
+                          ("--sequence-length", "40"), ("--truncate", "end"),
+                          ("--pooling", "mean"), ("--dropout", "0.1"),
+                          ("--token-dropout", "0.0")]],
     ("ner", ["--char-kernel", "5"], "--char-kernel 5 is read only with --char-encoder cnn, not "
                                     "with --char-encoder lstm"),
     ("ner", ["--no-crf-constraints"], "--no-crf-constraints is read only with --crf, not with "
@@ -218,6 +226,10 @@ def test_a_setting_the_runs_other_settings_leave_unread_is_refused(tmp_path, cap
 def test_a_setting_read_with_the_runs_choice_is_taken():
     # The same settings where they are read: no refusal (auto trains the ngrams model too).
     for task, values in [("sentiment", {"model": "auto", "ngrams": 3}),
+                         ("sentiment", {"model": "auto", "units": 8, "sequence_length": 40,
+                                        "pooling": "max", "truncate": "end", "dropout": 0.1}),
+                         ("sentiment", {"model": "gru", "layers": 2, "embedding_dim": 16,
+                                        "token_dropout": 0.0}),
                          ("ner", {"crf": True, "crf_constraints": False}),
                          ("translate", {"model": "gru-attention", "units": 8}),
                          ("timeseries", {"model": "transformer", "num_heads": 2})]:
