@@ -224,12 +224,13 @@ def check_positive(config, *names):
             raise ValueError(f"{name} must be positive. Received: {name}={value}")
 
 
-def check_rate(config, *names):
-    """Each named rate lies in [0, 1)."""
+def check_rate(config, *names, zero_allowed=True):
+    """Each named rate lies in [0, 1), or in (0, 1) without `zero_allowed`. NaN is refused."""
     for name in names:
         value = getattr(config, name)
-        if not 0 <= value < 1:
-            raise ValueError(f"{name} must lie in [0, 1). Received: {name}={value}")
+        if not (0 <= value < 1 if zero_allowed else 0 < value < 1):
+            interval = "[0, 1)" if zero_allowed else "(0, 1)"
+            raise ValueError(f"{name} must lie in {interval}. Received: {name}={value}")
 
 
 def check_embedding_settings(config, size_name, default_size):

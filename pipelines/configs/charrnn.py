@@ -6,7 +6,6 @@ from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
     check_at_least,
-    check_positive,
     check_rate,
     data_help,
     option,
@@ -63,8 +62,8 @@ class CharRNNConfig(TrainConfig):
         check_at_least(self, 1, "window", "units", "layers", "patience")
         check_at_least(self, 0, "embedding_dim", "sample_chars")
         check_at_least(self, 2, "max_train_chars")
-        check_rate(self, "dropout", "val_fraction")
-        check_positive(self, "val_fraction")
+        check_rate(self, "dropout")
+        check_rate(self, "val_fraction", zero_allowed=False)
         if self.stateful and self.distribute != "none":
             raise ValueError(
                 "stateful training runs on one device: each state row belongs to one stream of "

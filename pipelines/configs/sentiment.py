@@ -8,7 +8,6 @@ from seqlab.pipelines.settings import (
     TrainConfig,
     check_at_least,
     check_embedding_settings,
-    check_positive,
     check_rate,
     data_help,
     option,
@@ -155,8 +154,8 @@ class SentimentConfig(TrainConfig):
         check_at_least(self, 1, "sequence_length", "embedding_dim", "units", "layers",
                        "num_heads", "ff_dim", "patience", "ensemble", "ngrams")
         check_at_least(self, 3, "vocabulary_size")  # padding, [UNK] and one token
-        check_rate(self, "dropout", "token_dropout", "test_fraction", "val_fraction")
-        check_positive(self, "test_fraction")
+        check_rate(self, "dropout", "token_dropout", "val_fraction")
+        check_rate(self, "test_fraction", zero_allowed=False)
         if self.model in ("transformer", "cnn", "auto") and self.pooling == "last":
             raise ValueError(
                 f"the {self.model} model has no last state; pool with the masked mean or max. "

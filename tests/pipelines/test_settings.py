@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 
@@ -150,6 +151,22 @@ def test_out_of_bounds_settings_are_refused_in_one_line(task, values, message):
 def test_out_of_bounds_action_options_are_refused(task, action, values, message):
     with pytest.raises(UsageError, match=message):
         make_config(load_card(task).options[action], flag_values=values)
+
+
+@pytest.mark.parametrize("task, name, interval", [
+    ("sentiment", "test_fraction", "(0, 1)"), ("sentiment", "val_fraction", "[0, 1)"),
+    ("charrnn", "val_fraction", "(0, 1)"),
+])
+def test_a_fraction_out_of_range_names_one_interval_for_every_value(task, name, interval):
+    # -0.1 was told "[0, 1)" and then 0 "must be positive".
+    config_class = load_card(task).config_class
+    for value in (-0.1, 0.0, 1.0):  # NaN: "must be a finite number", before these checks
+        if value == 0.0 and interval.startswith("["):
+            make_config(config_class, flag_values={name: value})
+            continue
+        with pytest.raises(UsageError, match=rf"{name} must lie in {re.escape(interval)}\. "
+                                             rf"Received: {name}={value}"):
+            make_config(config_class, flag_values={name: value})
 
 
 def test_a_config_file_of_the_wrong_types_is_refused():
