@@ -41,6 +41,7 @@ from seqlab.data.errors import (
     listed,
     normalize_line_endings,
     not_a_file,
+    read_utf8,
 )
 
 DEFAULT_TEXT_PACKAGE = "email"
@@ -276,7 +277,7 @@ class CharVocabulary:
         """The vocabulary saved by `to_text` in `path`."""
         path = Path(path)
         chars, lines = [], {}
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(read_utf8(path).splitlines(), start=1):
             try:
                 char = json.loads(line)
             except json.JSONDecodeError:

@@ -173,7 +173,7 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path):
-        return cls(Path(path).read_text(encoding="utf-8").splitlines())
+        return cls(read_utf8(path).splitlines())
 
     def lookup_layer(self, invert=False):
         """A `keras.layers.StringLookup` from tokens to ids (or back, with `invert`).

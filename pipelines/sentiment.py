@@ -40,7 +40,7 @@ from seqlab.data.classification import (
     read_scored_examples,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
-from seqlab.data.errors import DataError
+from seqlab.data.errors import DataError, read_utf8
 from seqlab.models.serving import checked_rank
 from seqlab.models.text_classifier import (
     AUTO_CHOICES,
@@ -505,7 +505,7 @@ class SentimentPipeline(Pipeline):
 
     def read_artifacts(self, path, config):
         def lines(name):
-            return (path / name).read_text(encoding="utf-8").split("\n")[:-1]
+            return read_utf8(path / name).split("\n")[:-1]
 
         return {"vocabulary": lines("vocabulary.txt"),
                 "classes": checked_classes(read_json(path / "classes.json"), path / "classes.json"),

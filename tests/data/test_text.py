@@ -161,6 +161,9 @@ def test_vocabulary_file_round_trip_keeps_line_breaks_and_spaces(tmp_path):
         path.write_text(text, encoding="utf-8")
         with pytest.raises(DataError, match=message):
             CharVocabulary.from_file(path)
+    path.write_bytes(b'"a"\n"\xff"\n')  # not UTF-8: a UnicodeDecodeError without the file
+    with pytest.raises(DataError, match=r"vocabulary\.txt, line 2: undecodable bytes"):
+        CharVocabulary.from_file(path)
 
 
 # ---------------------------------------------------------------------------------------------

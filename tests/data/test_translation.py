@@ -90,6 +90,9 @@ def test_vocabulary_reserves_four_ids_and_orders_by_frequency_then_alphabet(tmp_
     vocabulary.save(tmp_path / "vocabulary.txt")
     assert (tmp_path / "vocabulary.txt").read_text(encoding="utf-8").splitlines()[0] == "."
     assert Vocabulary.load(tmp_path / "vocabulary.txt").tokens == vocabulary.tokens
+    (tmp_path / "vocabulary.txt").write_bytes(b".\nA\n\xe9t\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(DataError, match=r"vocabulary\.txt, line 3: undecodable bytes"):
+        Vocabulary.load(tmp_path / "vocabulary.txt")
 
 
 def test_lookup_maps_unknown_tokens_to_unk_and_inverts_padding_to_empty():

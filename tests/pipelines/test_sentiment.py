@@ -736,6 +736,20 @@ def test_a_model_no_better_than_the_majority_class_is_called_so():
                                         "majority_class": {"accuracy": 1.0}})
 
 
+def test_a_vocabulary_file_of_other_bytes_is_named_with_its_line(tmp_path, capsys):
+    # The error was the whole file's bytes in a UnicodeDecodeError, without the file's name.
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "sentiment", run)
+    with open(run / "vocabulary.txt", "ab") as vocabulary:
+        vocabulary.write(b"caf\xe9\n")  # Latin-1, not UTF-8
+    lines = (run / "vocabulary.txt").read_bytes().count(b"\n")
+    assert cli.main(["sentiment", "predict", "--run", str(run), "a fine film"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and len(error) < 300, error
+    assert (f"{run / 'vocabulary.txt'}, line {lines}: undecodable bytes at byte offset" in error
+            and "expected UTF-8 text" in error), error
+
+
 @pytest.mark.parametrize("classes", ['[[]]', '[null, "positive"]', '["negative", "negative"]',
                                      '["positive"]', '{"0": "negative"}', '"negative"'])
 def test_a_hand_edited_classes_file_is_named_in_one_line(tmp_path, capsys, classes):
