@@ -453,9 +453,9 @@ def check_export_path(path, overwrite=False, run=None):
 
     Raises:
         UsageError: `path` is a symlink, a file, a non-empty folder that is not an export of
-            seqlab's, or one while `overwrite` is False, or inside a run directory but in its
-            `export/` (its `saved_model/` is that run's: only the exported `run` itself may
-            write it again).
+            seqlab's, or one while `overwrite` is False, or inside a run directory other than
+            the exported `run`'s `saved_model/` and `export/` (another run's `saved_model/` and
+            `export/` versions serve that run's model).
     """
     path = Path(path)
     if path.is_symlink():
@@ -463,12 +463,14 @@ def check_export_path(path, overwrite=False, run=None):
                          "give the real folder, or another --out")
     resolved = path.resolve()
     holder = next((p for p in resolved.parents if (p / RUN_MARKER).is_file()), None)
-    own = run is not None and resolved == Path(run).resolve() / "saved_model"
-    if holder is not None and not own and (holder / EXPORT_DIR) not in (resolved,
-                                                                          *resolved.parents):
+    own_run = run is not None and holder == Path(run).resolve()
+    own = own_run and (resolved == holder / "saved_model"
+                       or holder / EXPORT_DIR in (resolved, *resolved.parents))
+    if holder is not None and not own:
+        where = (f"export into {holder / EXPORT_DIR}/ (the default) or outside the run"
+                 if own_run else "export outside it, or into the exported run's export/")
         raise UsageError(f"{path} is inside the run {holder}, whose files its train wrote (its "
-                         f"saved_model/ serves that run); export into {holder / EXPORT_DIR}/ "
-                         "(the default) or outside the run")
+                         f"saved_model/ and export/ versions serve that run's model); {where}")
     if not path.exists():
         blocking = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
         if blocking is not None and not blocking.is_dir():

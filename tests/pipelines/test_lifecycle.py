@@ -114,13 +114,18 @@ def test_export_refuses_a_place_inside_a_run_but_its_export_folder(finished, tmp
     other = tmp_path / "other"
     shutil.copytree(run, other)
     before = {path: path.read_bytes() for path in other.rglob("*") if path.is_file()}
-    for out in (other / "saved_model", other / "plots" / "model", other / "new"):
+    # Nor into its export/: TensorFlow Serving would serve this run's model as that run's
+    # latest version.
+    for out in (other / "saved_model", other / "plots" / "model", other / "new",
+                other / "export" / "7", other / "export"):
         assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(out),
                          "--overwrite"]) == 2
         assert f"is inside the run {other}" in capsys.readouterr().err
     assert {path: path.read_bytes() for path in other.rglob("*") if path.is_file()} == before
-    assert cli.main(["timeseries", "export", "--run", str(run), "--out",
-                     str(other / "export" / "7")]) == 0
+    mine = tmp_path / "mine"  # the exported run's own export/ takes it
+    shutil.copytree(run, mine)
+    assert cli.main(["timeseries", "export", "--run", str(mine), "--out",
+                     str(mine / "export" / "7")]) == 0
 
 
 def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished, tmp_path,
