@@ -56,7 +56,7 @@ from seqlab.pipelines.common import (
 from seqlab.pipelines.configs.charrnn import CARD, TASK_NAME, CharRNNConfig, GenerateOptions
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import char_counts, char_loss_table, score_char_model
-from seqlab.pipelines.settings import make_config
+from seqlab.pipelines.settings import make_config, recurrent_parameters
 
 SAMPLE_TEMPERATURES = (0.5, 1.0, 1.5)
 
@@ -217,6 +217,11 @@ class CharRNNPipeline(Pipeline):
             )
         )
         return Prepared(corpus, datasets)
+
+    def least_parameters(self, config):
+        return (recurrent_parameters(config.model, max(config.embedding_dim, 1), config.units,
+                                     config.layers),
+                f"--model {config.model} --units {config.units} --layers {config.layers}")
 
     def build_model(self, config, prepared):
         return build_model(config, prepared.corpus.vocabulary.size)

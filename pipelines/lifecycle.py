@@ -71,7 +71,11 @@ from seqlab.pipelines.paths import (
     missing_train_files,
     refuse_changed_data,
 )
-from seqlab.pipelines.settings import refuse_unread_settings
+from seqlab.pipelines.settings import (
+    LARGE_MODEL_PARAMETERS,
+    refuse_oversized_model,
+    refuse_unread_settings,
+)
 
 
 @dataclasses.dataclass
@@ -467,6 +471,13 @@ class Pipeline:
         """
         raise NotImplementedError
 
+    def least_parameters(self, config):
+        """`(count, flags)`: a lower bound on the model's parameters from the settings alone
+        (before any data is read: the recurrent layers, without vocabulary-sized tables) and
+        the flags that set it, such as "--units 512 --layers 2"; None where the task's
+        settings cannot make a model too large to build (`refuse_oversized_model`)."""
+        return None
+
     def build_model(self, config, prepared):
         """The compiled and built model (called inside the distribution strategy's scope).
 
@@ -576,6 +587,9 @@ class Pipeline:
             raise UsageError("--tensorboard needs the tensorboard package: pip install "
                              "tensorboard (or pip install 'seqlab[tensorboard]')")
         refuse_unread_settings(config)
+        size = self.least_parameters(config)
+        if size is not None:
+            refuse_oversized_model(*size)
         config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
         run.claim()
         try:
@@ -590,6 +604,10 @@ class Pipeline:
             run.release()
             raise
 
+        if size is not None and size[0] >= LARGE_MODEL_PARAMETERS:
+            print(f"building the model: at least {size[0] / 1e6:,.0f} million parameters "
+                  f"({size[1]}); initialising its recurrent kernels (orthogonal: a QR "
+                  "factorisation each) may take minutes on a CPU")
         with distribution.scope():
             model = self.build_model(config, prepared)
         train_data, val_data = self.datasets(

@@ -62,7 +62,7 @@ from seqlab.pipelines.common import (
 from seqlab.pipelines.configs.ner import CARD, TASK_NAME, NerConfig, PredictOptions
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
 from seqlab.pipelines.metrics import entity_scores, entity_scores_table
-from seqlab.pipelines.settings import fill_in_setting, make_config
+from seqlab.pipelines.settings import fill_in_setting, make_config, recurrent_parameters
 
 SPLITS = ("train", "validation", "test")
 # Sentences, and at most how many of their lines (one a token), shown on the terminal when
@@ -453,6 +453,14 @@ class NerPipeline(Pipeline):
         return PreparedTagging(splits, vocabulary, encoded,
                                embeddings=read_embeddings(config, vocabulary, encoded["train"]),
                                max_word_chars_source=chars_source, words_cut=cut)
+
+    def least_parameters(self, config):
+        characters = (2 * recurrent_parameters("lstm", config.char_dim, config.char_units, 1)
+                      if config.char_encoder == "lstm" else 0)
+        words_in = (config.word_dim or 1) + config.char_units * (
+            2 if config.char_encoder == "lstm" else 1)
+        return (characters + recurrent_parameters("lstm", words_in, config.units, 1, True),
+                f"--units {config.units} --char-units {config.char_units}")
 
     def build_model(self, config, prepared):
         model = build_model(config, prepared.vocabulary)

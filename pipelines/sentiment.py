@@ -81,7 +81,7 @@ from seqlab.pipelines.metrics import (
     save_confusion_plot,
     score_classification,
 )
-from seqlab.pipelines.settings import fill_in_setting, make_config
+from seqlab.pipelines.settings import fill_in_setting, make_config, recurrent_parameters
 
 # How many predictions `predict` prints; all of them go to its output file.
 PRINTED_PREDICTIONS = 50
@@ -420,6 +420,14 @@ class SentimentPipeline(Pipeline):
                              embeddings=embeddings, truncation=truncation,
                              ngram_vocabulary=ngram_vocabulary,
                              vocabulary_left_out=distinct - len(vocabulary))
+
+    def least_parameters(self, config):
+        kind = neural_kind(config)
+        if kind not in ("gru", "lstm", "bilstm"):
+            return None
+        return (recurrent_parameters(kind.removeprefix("bi"), config.embedding_dim or 1,
+                                     config.units, config.layers, kind == "bilstm"),
+                f"--model {kind} --units {config.units} --layers {config.layers}")
 
     def build_model(self, config, prepared):
         model = make_model(config, prepared.vocabulary, len(prepared.classes),

@@ -317,6 +317,60 @@ def refuse_unread_settings(config):
                              f"{typed_flag(other, ruling)}: leave it out, or choose {choose}")
 
 
+# Training holds each float32 parameter four times: the weight, its gradient and Adam's two
+# moments (activations come on top).
+TRAINING_BYTES_PER_PARAMETER = 16
+# From here `train` says that it is building the model before it does: Keras's orthogonal
+# initialiser factors each recurrent kernel, about 40 s for 4,096 GRU units on a 2-core CPU.
+LARGE_MODEL_PARAMETERS = 50_000_000
+_GATES = {"simple_rnn": 1, "rnn": 1, "gru": 3, "lstm": 4}
+
+
+def recurrent_parameters(kind, input_dim, units, layers, bidirectional=False):
+    """The weights of `layers` stacked recurrent layers of `kind` (simple_rnn, gru, lstm)
+    over `input_dim` features, as Keras lays them out (GRU: two biases, `reset_after`)."""
+    gates, count = _GATES[kind], 0
+    directions = 2 if bidirectional else 1
+    for _ in range(layers):
+        biases = (2 if kind == "gru" else 1) * gates * units
+        count += directions * (gates * units * (input_dim + units) + biases)
+        input_dim = directions * units
+    return count
+
+
+def physical_memory():
+    """Bytes of memory this machine (or its container's limit) has; None where unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(int(limit), total or int(limit))
+    except OSError:
+        pass
+    return total
+
+
+def refuse_oversized_model(parameters, flags):
+    """Refuses settings whose model cannot be trained in this machine's memory: `parameters`
+    (a lower bound) times `TRAINING_BYTES_PER_PARAMETER` above `physical_memory()`. Such a
+    run was silent for hours while Keras initialised its kernels, then ran out of memory.
+
+    Raises:
+        UsageError: naming `flags`, the parameters and the memory both need.
+    """
+    memory = physical_memory()
+    needed = parameters * TRAINING_BYTES_PER_PARAMETER
+    if memory is not None and needed > memory:
+        raise UsageError(
+            f"{flags}: the model has at least {parameters:,} parameters, whose training needs "
+            f"at least {needed / 2**30:,.1f} GiB (weights, gradients and Adam's two moments, "
+            f"{TRAINING_BYTES_PER_PARAMETER} bytes each), and this machine has "
+            f"{memory / 2**30:,.1f} GiB: choose smaller sizes")
+
+
 def add_config_arguments(parser, config_class):
     """Adds one flag per field of `config_class` to `parser`.
 

@@ -301,3 +301,18 @@ def test_the_sample_prompt_is_the_first_line_of_the_validation_text_that_is_not_
     assert sample_prompt(None, "x" * 100 + "\n") == "x" * 40
     assert sample_prompt(None, "\n\n") == "\n" and sample_prompt("", "a line") == "\n"
     assert sample_prompt("To be", "a line") == "To be"
+
+
+def test_a_large_model_is_announced_before_it_is_built(stateless, tmp_path, monkeypatch):
+    # Keras's orthogonal initialiser took minutes over --units 8192 without a word. The
+    # threshold lowered to this tiny model: the line comes before fit's first epoch.
+    monkeypatch.setattr("seqlab.pipelines.lifecycle.LARGE_MODEL_PARAMETERS", 1)
+    data, _, quiet = stateless
+    assert "building the model" not in quiet
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["charrnn", "train", "--data", str(data), "--out",
+                         str(tmp_path / "run"), *TINY]) == 0
+    parameters = 3 * 16 * (8 + 16) + 2 * 3 * 16  # one GRU layer, as recurrent_parameters
+    assert (f"building the model: at least {parameters / 1e6:,.0f} million parameters (--model "
+            "gru --units 16 --layers 1); initialising its recurrent kernels") in out.getvalue()

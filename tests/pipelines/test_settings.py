@@ -16,6 +16,8 @@ from seqlab.pipelines.settings import (
     make_config,
     option,
     read_config_file,
+    recurrent_parameters,
+    refuse_oversized_model,
     refuse_unread_settings,
 )
 
@@ -251,3 +253,51 @@ def test_a_setting_read_with_the_runs_choice_is_taken():
                          ("translate", {"model": "gru-attention", "units": 8}),
                          ("timeseries", {"model": "transformer", "num_heads": 2})]:
         refuse_unread_settings(make_config(load_card(task).config_class, flag_values=values))
+
+
+# --- a model too large for the machine ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, layer, bidirectional", [
+    ("simple_rnn", "SimpleRNN", False), ("gru", "GRU", False), ("lstm", "LSTM", False),
+    ("lstm", "LSTM", True), ("gru", "GRU", True),
+])
+def test_recurrent_parameters_count_what_keras_builds(kind, layer, bidirectional):
+    import keras
+
+    stack = [keras.Input((None, 7))]
+    for _ in range(3):
+        recurrent = getattr(keras.layers, layer)(5, return_sequences=True)
+        stack.append(keras.layers.Bidirectional(recurrent) if bidirectional else recurrent)
+    assert recurrent_parameters(kind, 7, 5, 3, bidirectional) == (
+        keras.Sequential(stack).count_params())
+
+
+@pytest.mark.parametrize("task, flags, named", [
+    ("charrnn", ["--units", "8192", "--layers", "64"], "--model gru --units 8192 --layers 64"),
+    ("sentiment", ["--model", "bilstm", "--units", "4096", "--layers", "8"],
+     "--model bilstm --units 4096 --layers 8"),
+    ("ner", ["--units", "8192", "--char-units", "4096"], "--units 8192 --char-units 4096"),
+])
+def test_a_model_too_large_for_the_machine_is_refused_before_anything_is_read(
+        tmp_path, capsys, monkeypatch, task, flags, named):
+    # charrnn --units 8192 --layers 64 was silent for hours while Keras initialised its
+    # kernels, then ran out of memory. 8 GiB stands in for the machine: every case needs more.
+    from seqlab.cli import main
+
+    monkeypatch.setattr("seqlab.pipelines.settings.physical_memory", lambda: 8 * 2**30)
+    assert main([task, "train", *flags, "--data", str(tmp_path / "missing"),
+                 "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert f"error: {named}: the model has at least " in error and "this machine has 8.0 GiB" \
+        in error, error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sizes_that_fit_are_not_refused(monkeypatch):
+    monkeypatch.setattr("seqlab.pipelines.settings.physical_memory", lambda: 8 * 2**30)
+    refuse_oversized_model(8 * 2**30 // 16, "--units 8")
+    with pytest.raises(UsageError, match=r"--units 9: the model has at least 536,870,913 "):
+        refuse_oversized_model(8 * 2**30 // 16 + 1, "--units 9")
+    monkeypatch.setattr("seqlab.pipelines.settings.physical_memory", lambda: None)
+    refuse_oversized_model(10**15, "--units 8192")  # unknown memory: nothing refused
