@@ -425,9 +425,11 @@ class SentimentPipeline(Pipeline):
         kind = neural_kind(config)
         if kind not in ("gru", "lstm", "bilstm"):
             return None
-        return (recurrent_parameters(kind.removeprefix("bi"), config.embedding_dim or 1,
-                                     config.units, config.layers, kind == "bilstm"),
-                f"--model {kind} --units {config.units} --layers {config.layers}")
+        members = f" --ensemble {config.ensemble}" if config.ensemble > 1 else ""
+        return (config.ensemble * recurrent_parameters(
+                    kind.removeprefix("bi"), config.embedding_dim or 1, config.units,
+                    config.layers, kind == "bilstm"),
+                f"--model {kind} --units {config.units} --layers {config.layers}{members}")
 
     def build_model(self, config, prepared):
         model = make_model(config, prepared.vocabulary, len(prepared.classes),

@@ -323,7 +323,7 @@ TRAINING_BYTES_PER_PARAMETER = 16
 # From here `train` says that it is building the model before it does: Keras's orthogonal
 # initialiser factors each recurrent kernel, about 40 s for 4,096 GRU units on a 2-core CPU.
 LARGE_MODEL_PARAMETERS = 50_000_000
-_GATES = {"simple_rnn": 1, "rnn": 1, "gru": 3, "lstm": 4}
+_GATES = {"simple_rnn": 1, "gru": 3, "lstm": 4}
 
 
 def recurrent_parameters(kind, input_dim, units, layers, bidirectional=False):

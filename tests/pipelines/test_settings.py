@@ -277,6 +277,8 @@ def test_recurrent_parameters_count_what_keras_builds(kind, layer, bidirectional
     ("charrnn", ["--units", "8192", "--layers", "64"], "--model gru --units 8192 --layers 64"),
     ("sentiment", ["--model", "bilstm", "--units", "4096", "--layers", "8"],
      "--model bilstm --units 4096 --layers 8"),
+    ("sentiment", ["--model", "gru", "--units", "2048", "--ensemble", "60"],
+     "--model gru --units 2048 --layers 1 --ensemble 60"),
     ("ner", ["--units", "8192", "--char-units", "4096"], "--units 8192 --char-units 4096"),
 ])
 def test_a_model_too_large_for_the_machine_is_refused_before_anything_is_read(
