@@ -70,7 +70,7 @@ from seqlab.pipelines.common import (
 )
 from seqlab.pipelines.configs.timeseries import CARD, MODEL_KINDS, TASK_NAME, TimeseriesConfig
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
-from seqlab.pipelines.settings import fill_in_setting
+from seqlab.pipelines.settings import fill_in_setting, recurrent_parameters
 from seqlab.pipelines.metrics import backtest_table, fold_summary, forecast_scores, forecast_table
 from seqlab.pipelines.timeseries_classical_panel import PROGRESS_EVERY
 from seqlab.pipelines.timeseries_panel import PANEL_PIPELINE, is_panel, is_panel_run
@@ -849,6 +849,14 @@ class TimeseriesPipeline(Pipeline):
                          "spaced over the validation split (the same ones every epoch)")
         return PreparedSeries(source, schema, series, windows, season, season_source, lookback,
                               lookback_source, members, notes, folds, plan, classical)
+
+    def least_parameters(self, config):
+        kind = AUTO_NEURAL_KIND if config.model == "auto" else config.model
+        if kind not in ("gru", "lstm", "rnn"):
+            return None
+        return (recurrent_parameters("simple_rnn" if kind == "rnn" else kind, 1, config.units,
+                                     config.layers),
+                f"--model {config.model} --units {config.units} --layers {config.layers}")
 
     def build_model(self, config, prepared):
         model = build_model(config, prepared.schema)

@@ -81,7 +81,12 @@ from seqlab.pipelines.configs.timeseries import (
     is_many_series,
 )
 from seqlab.pipelines.lifecycle import Pipeline, evaluation_result
-from seqlab.pipelines.settings import MAXIMUMS, fill_in_setting, typed_flag
+from seqlab.pipelines.settings import (
+    MAXIMUMS,
+    fill_in_setting,
+    recurrent_parameters,
+    typed_flag,
+)
 from seqlab.pipelines.timeseries_classical_panel import (
     ETS_MAX_SEASON,
     PANEL_BASELINES,
@@ -796,6 +801,14 @@ class PanelPipeline(Pipeline):
     config_class = TimeseriesConfig
     model_class = GlobalForecaster
     monitor_metric = "loss"
+
+    def least_parameters(self, config):
+        # Unset sizes come from the data in `prepare`; the ones given bound the network.
+        if config.model not in ("gru", "lstm") or config.units is None:
+            return None
+        layers = f" --layers {config.layers}" if config.layers else ""
+        return (recurrent_parameters(config.model, 1, config.units, config.layers or 1),
+                f"--model {config.model} --units {config.units}{layers}")
 
     def prepare(self, config, distribution):
         if config.model not in PANEL_MODEL_KINDS:

@@ -280,6 +280,9 @@ def test_recurrent_parameters_count_what_keras_builds(kind, layer, bidirectional
     ("sentiment", ["--model", "gru", "--units", "2048", "--ensemble", "60"],
      "--model gru --units 2048 --layers 1 --ensemble 60"),
     ("ner", ["--units", "8192", "--char-units", "4096"], "--units 8192 --char-units 4096"),
+    ("timeseries", ["--units", "8192", "--layers", "64"], "--model auto --units 8192 --layers 64"),
+    ("timeseries", ["--model", "lstm", "--units", "8192", "--layers", "32", "--holdout", "4"],
+     "--model lstm --units 8192 --layers 32"),
 ])
 def test_a_model_too_large_for_the_machine_is_refused_before_anything_is_read(
         tmp_path, capsys, monkeypatch, task, flags, named):
