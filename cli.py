@@ -29,6 +29,7 @@ from seqlab.pipelines import TASKS, load_card, load_task
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.settings import (
     add_config_arguments,
+    checked_file_values,
     default_out,
     make_config,
     read_config_file,
@@ -325,6 +326,9 @@ def _prepare_action(card, action, values):
         overwrite = values.pop("overwrite", False)
         file_values = read_config_file(config_file) if config_file else {}
         _refuse_empty_paths(file_values, origin=config_file)
+        # Typed before the data settings read them (`{"time_column": 5}` was a TypeError).
+        file_values = checked_file_values(card.config_class, file_values,
+                                          origin=config_file or "config")
         if card.data_settings is not None:
             found, notes = card.data_settings({**file_values, **values})
             values.update(found)

@@ -479,6 +479,23 @@ def _coerce(field, value, origin):
     raise UsageError(f"{origin}: {field.name} must be {expected}. Received: {value!r}")
 
 
+def checked_file_values(config_class, file_values, origin="config"):
+    """The settings of a config file (`read_config_file`) as the config's fields type them.
+
+    Raises:
+        UsageError: an unknown key or a value of the wrong type, naming `origin`.
+    """
+    fields = {f.name: f for f in dataclasses.fields(config_class)}
+    values = {}
+    for key, value in (file_values or {}).items():
+        if key not in fields:
+            raise UsageError(
+                f"{origin}: unknown setting {key!r}; the settings are: {', '.join(fields)}"
+            )
+        values[key] = _coerce(fields[key], value, origin)
+    return values
+
+
 def make_config(config_class, file_values=None, flag_values=None, origin="config"):
     """Builds a config: dataclass defaults, then the config file's values, then the flags.
 
@@ -493,13 +510,7 @@ def make_config(config_class, file_values=None, flag_values=None, origin="config
         UsageError: an unknown key, a value of the wrong type or one the config refuses.
     """
     fields = {f.name: f for f in dataclasses.fields(config_class)}
-    values = {}
-    for key, value in (file_values or {}).items():
-        if key not in fields:
-            raise UsageError(
-                f"{origin}: unknown setting {key!r}; the settings are: {', '.join(fields)}"
-            )
-        values[key] = _coerce(fields[key], value, origin)
+    values = checked_file_values(config_class, file_values, origin)
     for key, value in (flag_values or {}).items():
         values[key] = value
     for key, value in values.items():

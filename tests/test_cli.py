@@ -154,6 +154,19 @@ def test_usage_errors_exit_with_status_2(tmp_path, capsys):
     config.write_text('{"lookbak": 3}')
     assert cli.main(["timeseries", "train", "--config", str(config)]) == 2
     assert "unknown setting 'lookbak'" in capsys.readouterr().err
+    # The data settings (a long table's columns) read the file's values: typed first, they
+    # were a TypeError, AttributeError or KeyError traceback.
+    data = tmp_path / "y.csv"
+    data.write_text("y\n" + "1\n" * 30)
+    for wrong, expected in [("5", "a list of str"), ("[5]", "a list of str"),
+                            ("true", "a list of str"), ('{"a": 1}', "a list of str"),
+                            ("3.5", "a list of str")]:
+        config.write_text(f'{{"time_column": {wrong}, "data": "{data}"}}')
+        assert cli.main(["timeseries", "train", "--config", str(config),
+                         "--out", str(tmp_path / "run")]) == 2
+        error = capsys.readouterr().err
+        assert f"c.json: time_column must be {expected}. Received: " in error, error
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("argv, flag", [
