@@ -41,7 +41,6 @@ from seqlab.data.errors import (
     listed,
     normalize_line_endings,
     not_a_file,
-    read_utf8,
 )
 
 DEFAULT_TEXT_PACKAGE = "email"
@@ -277,7 +276,8 @@ class CharVocabulary:
         """The vocabulary saved by `to_text` in `path`."""
         path = Path(path)
         chars, lines = [], {}
-        for number, line in enumerate(read_utf8(path).splitlines(), start=1):
+        lines_of_file = decode_utf8(path.read_bytes(), path).splitlines()
+        for number, line in enumerate(lines_of_file, start=1):
             try:
                 char = json.loads(line)
             except json.JSONDecodeError:

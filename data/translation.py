@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from seqlab.data.classification import texts_also_in
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, normalize_line_endings, read_utf8
+from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings, read_utf8
 
 SPACE_MARK = "\u2581"
 PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"
@@ -173,7 +173,7 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path):
-        return cls(read_utf8(path).splitlines())
+        return cls(decode_utf8(Path(path).read_bytes(), path).splitlines())
 
     def lookup_layer(self, invert=False):
         """A `keras.layers.StringLookup` from tokens to ids (or back, with `invert`).

@@ -40,7 +40,7 @@ from seqlab.data.classification import (
     read_scored_examples,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
-from seqlab.data.errors import DataError, read_utf8
+from seqlab.data.errors import DataError, decode_utf8
 from seqlab.models.serving import checked_rank
 from seqlab.models.text_classifier import (
     AUTO_CHOICES,
@@ -515,7 +515,7 @@ class SentimentPipeline(Pipeline):
 
     def read_artifacts(self, path, config):
         def lines(name):
-            return read_utf8(path / name).split("\n")[:-1]
+            return decode_utf8((path / name).read_bytes(), path / name).split("\n")[:-1]
 
         return {"vocabulary": lines("vocabulary.txt"),
                 "classes": checked_classes(read_json(path / "classes.json"), path / "classes.json"),
