@@ -661,6 +661,21 @@ def history_rows(members, lookback):
     return fewest, max(MAX_HISTORY_ROWS, 4 * fewest)
 
 
+def _first_row_not_as_trained(inputs, members):
+    """The first row (0-based) among the first `HISTORY_START_ROWS` of `inputs` (a frame of
+    the input columns) that differs from the training data's (`members.history_start`), to a
+    millionth of their magnitude as the SavedModel compares them; None where they agree or
+    the run kept no start (no classical members, or saved before)."""
+    if members is None or members.history_start is None:
+        return None
+    start = np.asarray(members.history_start, dtype="float64")
+    rows = min(len(start), len(inputs))
+    given = inputs.iloc[:rows].to_numpy(dtype="float64")
+    tolerance = 1e-6 * np.maximum(np.max(np.abs(start), axis=0), 1e-30)
+    same = (np.abs(given - start[:rows]) <= tolerance).all(axis=1)  # NaN: not the same
+    return None if same.all() else int(np.argmin(same))
+
+
 def _starting_as_trained(history, start, expected):
     """`history` behind a check, in the graph, that each of its rows starts with the training
     data's first rows `start` ([rows][features]), to float32's precision and a millionth of
@@ -1120,6 +1135,18 @@ class TimeseriesPipeline(Pipeline):
                 f"the series has {len(series.values)} rows, and this run's classical members "
                 f"were fitted from row {first} of its training data on: they read the series "
                 f"from its first row, so it needs more than {first} rows", path=series.source)
+        differs = None if data is None else _first_row_not_as_trained(
+            series.values[loaded.artifacts["schema"].input_columns], members)
+        kept_classical = [name for name in (members.kept or ()) if name in members.classical] \
+            if members is not None else []
+        if differs is not None and kept_classical:
+            raise DataError(
+                f"its row {differs + 1} (after the header, in time order) is not row "
+                f"{differs + 1} of the training data: this "
+                f"run forecasts with {' + '.join(kept_classical)}, which roll their fitted "
+                "state over the series from the training data's first row, so the file must "
+                "hold every row since then (the training data with the new rows after it), "
+                "as the exported SavedModel's history does", path=series.source)
         return series
 
     def _evaluate_one(self, run, data=None, output=None):
@@ -1154,19 +1181,28 @@ class TimeseriesPipeline(Pipeline):
                         f"{config.horizon} rows ends after row {first}, where this run's "
                         f"classical members were fitted from: the series has "
                         f"{len(series.values)} rows", path=series.source)
+        ets_specs, notes = loaded.artifacts["ets"], list(series.notes)
+        if data is not None and members is not None and members.classical and \
+                _first_row_not_as_trained(series.values[schema.input_columns], members) is not None:
+            # The classical baselines would run from a state their fit never had.
+            members = dataclasses.replace(members, classical={})
+            ets_specs = None
+            notes.append("the classical baselines (ETS, ARIMA, Theta) are left out: the file "
+                         "does not start with the training data's rows, from which they roll "
+                         "their fitted state")
         metrics, _, _ = score_windows(
             loaded.model, scaler, schema, series.values, starts, config.lookback,
             config.horizon,
             loaded.figure("season", kind=int, check=lambda season: season >= 1,
                           expected="a whole number of rows, at least 1"),
-            loaded.artifacts["ets"], members,
+            ets_specs, members,
         )
-        metrics.update(split=split, source=series.source, notes=series.notes)
+        metrics.update(split=split, source=series.source, notes=notes)
         summary = [
             f"{TASK_NAME}: {series.source}, {split}, "
             f"{plural(metrics['windows'], 'forecast origin')}, horizon {config.horizon}",
             forecast_table(metrics, model_label(config, loaded.model, members)),
-            *series.notes,
+            *notes,
         ]
         return evaluation_result(summary, metrics, output)
 

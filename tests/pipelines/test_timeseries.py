@@ -1176,3 +1176,38 @@ def test_a_target_that_is_not_an_input_leaves_the_classical_members_out_of_the_b
     # Only the fits before the test split are made, and counted: none at the backtest folds.
     fits = len(members.classical)
     assert f", {fits}/{fits} fits, " in _progress_lines(capsys.readouterr().err)[-1]
+
+
+def test_data_not_starting_as_the_training_data_is_refused_where_classical_members_read_it(
+        trained_auto, tmp_path):
+    # A file without the training data's first row (or only its last rows) was forecast by
+    # the classical members from a state their fit never had, the season out of phase, without
+    # a word; the SavedModel refused the same history.
+    data, result = trained_auto
+    frame = pd.read_csv(data)
+    later = tmp_path / "later.csv"
+    frame.iloc[1:].to_csv(later, index=False)
+    run = tmp_path / "run"
+    shutil.copytree(result.path, run)
+    members = json.loads((run / "members.json").read_text())
+    members["selection"]["kept"] = ["arima"]
+    (run / "members.json").write_text(json.dumps(members))
+    for action in (predict, evaluate):
+        with pytest.raises(DataError, match=r"later\.csv: its row 1 \(after the header, in time "
+                                            r"order\) is not row 1 of the training data: this "
+                                            r"run forecasts with arima, which roll"):
+            action(run, data=str(later), output=str(tmp_path / "out"))
+    # The training data with a new row after it: forecast (the classical state rolls on).
+    extended = tmp_path / "extended.csv"
+    new_row = frame.iloc[-1:].assign(date=(pd.Timestamp(frame["date"].iloc[-1])
+                                           + pd.Timedelta(days=1)).strftime("%Y-%m-%d"))
+    pd.concat([frame, new_row]).to_csv(extended, index=False)
+    predict(run, data=str(extended), output=str(tmp_path / "f.csv"))
+    # A network kept: the file is forecast and scored, without the classical baselines.
+    members["selection"]["kept"] = ["gru"]
+    (run / "members.json").write_text(json.dumps(members))
+    predict(run, data=str(later), output=str(tmp_path / "g.csv"))
+    scored = evaluate(run, data=str(later))
+    assert not {"ets", "arima", "theta"} & set(scored.metrics) and "naive" in scored.metrics
+    assert "the classical baselines (ETS, ARIMA, Theta) are left out" in scored.summary
+    assert {"ets", "arima", "theta"} <= set(evaluate(run, data=str(extended)).metrics)
