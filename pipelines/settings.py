@@ -303,10 +303,17 @@ def refuse_unread_settings(config):
     Raises:
         UsageError: naming the first such setting and the one that rules it out.
     """
-    defaults = {field.name: field.default for field in dataclasses.fields(config)}
     for name, (other, values) in config.read_only_with().items():
         value, ruling = getattr(config, name), getattr(config, other)
-        if value != defaults[name] and ruling not in values:
+        if ruling in values:
+            continue
+        # The default as the config fills it in beside the ruling choice (timeseries: one
+        # series' --units 32 for a linear model too), else the field's.
+        try:
+            default = getattr(type(config)(**{other: ruling}), name)
+        except (TypeError, ValueError):
+            default = next(f.default for f in dataclasses.fields(config) if f.name == name)
+        if value != default:
             needs = " or ".join(typed_flag(other, v) for v in values)
             choose = needs
             if len(values) > 2:  # "--model auto, gru, lstm or cnn" rather than four flags

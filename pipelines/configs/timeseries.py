@@ -81,6 +81,10 @@ class TimeseriesConfig(TrainConfig):
     READ_ONLY_WITH: typing.ClassVar[dict] = {
         "num_heads": ("model", ("transformer",)),
         "ff_dim": ("model", ("transformer",)),
+        # The linear model is one dense layer over the window; auto's network is a GRU.
+        **{name: ("model", ("auto", "lstm", "gru", "rnn", "transformer"))
+           for name in ("units", "layers", "dropout")},
+        "auto_folds": ("model", ("auto",)),
     }
 
     data: str | None = option(

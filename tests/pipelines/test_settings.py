@@ -232,6 +232,13 @@ def test_the_limits_table_of_the_cli_reference_is_maximums():
      "--ff-dim 8 is read only with --model transformer, not with --model gru-attention"),
     ("timeseries", ["--model", "linear", "--num-heads", "2"],
      "--num-heads 2 is read only with --model transformer, not with --model linear"),
+    # The linear model is one dense layer; the backtest folds are auto's.
+    *[("timeseries", ["--model", "linear", flag, value],
+       f"{flag} {value} is read only with --model auto, lstm, gru, rnn or transformer, not "
+       "with --model linear: leave it out, or choose one of those")
+      for flag, value in [("--units", "64"), ("--layers", "2"), ("--dropout", "0.5")]],
+    ("timeseries", ["--model", "gru", "--auto-folds", "5"],
+     "--auto-folds 5 is read only with --model auto, not with --model gru"),
 ])
 def test_a_setting_the_runs_other_settings_leave_unread_is_refused(tmp_path, capsys, task, flags,
                                                                     message):
@@ -251,7 +258,11 @@ def test_a_setting_read_with_the_runs_choice_is_taken():
                                         "token_dropout": 0.0}),
                          ("ner", {"crf": True, "crf_constraints": False}),
                          ("translate", {"model": "gru-attention", "units": 8}),
-                         ("timeseries", {"model": "transformer", "num_heads": 2})]:
+                         ("timeseries", {"model": "transformer", "num_heads": 2}),
+                         # One series' filled-in --units 32 and --layers 1: no refusal.
+                         ("timeseries", {"model": "linear"}),
+                         ("timeseries", {"model": "auto", "auto_folds": 5, "units": 16}),
+                         ("timeseries", {"model": "gru", "dropout": 0.2, "layers": 2})]:
         refuse_unread_settings(make_config(load_card(task).config_class, flag_values=values))
 
 

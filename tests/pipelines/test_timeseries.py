@@ -57,6 +57,8 @@ def tiny_config(data, out, **overrides):
         data=str(data), out=str(out), target=["demand"], lookback=12, horizon=2, units=8,
         epochs=3, batch_size=32, learning_rate=0.01, model="gru",
     )
+    if overrides.get("model") == "linear":  # one dense layer: it refuses --units
+        del settings["units"]
     settings.update(overrides)
     return TimeseriesConfig(**settings)
 
