@@ -387,6 +387,9 @@ def check_output(output, run, settings, reads=()):
     Raises:
         UsageError: naming `output` and what it would overwrite.
     """
+    if str(output).endswith(("/", os.sep)):  # Path() drops it: "out/" became a file "out"
+        raise UsageError(f"--output {output} ends in a separator, so names a folder; give "
+                         "the name of a file to write to")
     if Path(output).expanduser().is_symlink():  # replaced by a file, as --out is refused
         raise UsageError(f"--output {output} is a symbolic link; seqlab neither writes through "
                          "links nor replaces them: give the real file, or another name")

@@ -583,6 +583,17 @@ def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, 
     assert re.search(message, error), error
 
 
+def test_an_output_ending_in_a_separator_is_refused_as_a_folder(finished, tmp_path, capsys):
+    # `--output newdir/` wrote a file named newdir, and said so.
+    _, run = finished
+    for action in ("predict", "evaluate"):
+        output = f"{tmp_path / 'newdir'}/"
+        assert cli.main(["timeseries", action, "--run", str(run), "--output", output]) == 2
+        assert (f"--output {output} ends in a separator, so names a folder; give the name of a "
+                "file to write to") in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_command_started_with_its_output_closed_runs(finished, tmp_path):
     # `seqlab ... >&-`: Python starts with sys.stdout None, and the first print or isatty()
     # was an AttributeError traceback (train left `<out>.partial` behind).
