@@ -1399,16 +1399,21 @@ class WindowGenerator:
             for name, share in shares.items() if share > 0))
         while short_splits(split_bounds(needed, val_fraction, test_fraction)):
             needed += 1
+        whole_window = self._rows_needed(split) == self.window_size
         what = (f"one window needs lookback + horizon = {self.lookback} + {self.horizon} = "
-                f"{self.window_size} rows" if self._rows_needed(split) == self.window_size
+                f"{self.window_size} rows" if whole_window
                 else f"it must hold one horizon = {self.horizon} of forecast targets")
-        shorter = " or ".join(f"--{name}" for name, value in (("lookback", self.lookback),
-                                                               ("horizon", self.horizon))
-                              if value > 1)
+        # A split of targets only is longer with a larger share, not a shorter lookback.
+        sizes = (("lookback", self.lookback), ("horizon", self.horizon)) if whole_window \
+            else (("horizon", self.horizon),)
+        shorter = " or ".join(f"--{name}" for name, value in sizes if value > 1)
+        remedies = [f"a shorter {shorter}"] if shorter else []
+        if split != "train":
+            remedies.append(f"a larger --{split}-fraction")
         raise DataError(
             f"the series is too short: the {split} split has {rows} rows, but {what}; with "
             f"these split fractions the series needs at least {needed} rows (it has "
-            f"{len(self.frame)})" + (f", or use a shorter {shorter}" if shorter else ""),
+            f"{len(self.frame)})" + (f", or use {' or '.join(remedies)}" if remedies else ""),
             path=source,
         )
 

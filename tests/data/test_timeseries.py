@@ -248,12 +248,20 @@ def test_too_short_series_says_how_many_rows_a_window_needs():
     # The figure it gives is enough.
     WindowGenerator(counting_frame(39), lookback=10, horizon=6, targets=["y"])
     # Validation and test splits need one horizon of targets, not a whole window.
+    # ... which a shorter horizon or a larger share gives; the lookback is not theirs.
     with pytest.raises(DataError, match=r"the val split has 3 rows, but it must hold one "
-                                        r"horizon = 4 of forecast targets"):
+                                        r"horizon = 4 of forecast targets; .*, or use a shorter "
+                                        r"--horizon or a larger --val-fraction$"):
         WindowGenerator(counting_frame(20), lookback=4, horizon=4, targets=["y"])
+    with pytest.raises(DataError, match=r"the test split has 0 rows, but it must hold one "
+                                        r"horizon = 1 of forecast targets; .*, or use a larger "
+                                        r"--test-fraction$"):
+        WindowGenerator(counting_frame(100), lookback=4, horizon=1, targets=["y"],
+                        test_fraction=0.001)
     with pytest.raises(DataError, match=r"the val split has 3 rows, but one window needs "
                                         r"lookback \+ horizon = 10 \+ 2 = 12 rows; .* needs at "
-                                        r"least 79 rows \(it has 20\)"):
+                                        r"least 79 rows \(it has 20\), or use a shorter "
+                                        r"--lookback or --horizon or a larger --val-fraction$"):
         WindowGenerator(counting_frame(20), lookback=10, horizon=2, targets=["y"],
                         split_targets=False)
     WindowGenerator(counting_frame(79), lookback=10, horizon=2, targets=["y"],
