@@ -366,6 +366,17 @@ def test_a_lookback_longer_than_every_series_is_refused_naming_the_longest(tmp_p
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
 
 
+def test_a_season_longer_than_every_series_is_refused_naming_the_longest(tmp_path, capsys):
+    # It trained, with every MASE and OWA "-" and the network kept without a choice.
+    write_long_table(tmp_path / "long.csv", short=False)
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
+                 str(34 - HOLDOUT + 1), "--out", str(tmp_path / "run"), *TINY]) == 2
+    assert (f"--season {34 - HOLDOUT + 1} is longer than every series' values before its "
+            f"holdout of {HOLDOUT} (the longest has {34 - HOLDOUT})") in capsys.readouterr().err
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
+
+
 def test_a_forecast_missing_for_a_series_is_figured_with_naive2_over_the_others():
     rng = np.random.default_rng(0)
     train = [rng.uniform(5, 10, n) for n in (12, 9, 15)]
