@@ -243,7 +243,12 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
                 path=path,
             )
         parts = [series for table in tables for series in table["series"]]
-        notes = [note for table in tables for note in table["notes"]]
+        # The time column found: said once for the folder (it was a line per file).
+        found = sorted({table["time_column"] for table in tables if table["time_note"]})
+        notes = ([f"{path}: time column {', '.join(map(repr, found))}: its values are dates, "
+                  f"in {sum(bool(table['time_note']) for table in tables)} of the "
+                  f"{len(tables)} files (--time-column names another)"] if found else [])
+        notes += [note for table in tables for note in table["notes"]]
         if others:  # said, not skipped silently
             notes.append(f"{path}: read the {len(files)} .csv files only, not "
                          f"{', '.join(others[:_SHOWN])}"
@@ -257,7 +262,8 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         time_found = tables[0]["time_column"]
     else:
         table = _read_table(path, id_column, time_column, target, find_time)
-        parts, notes = table["series"], table["notes"]
+        parts = table["series"]
+        notes = [*([table["time_note"]] if table["time_note"] else []), *table["notes"]]
         kind, target_name = table["kind"], table["target"]
         time_found = table["time_column"]
     gaps, gap_notes = _find_gaps(parts, kind)
@@ -334,8 +340,8 @@ def _read_table(path, id_column, time_column, target, find_time=False):
                             "expected one time column: name it with --time-column", path=path)
         if dated:
             time_column, found = dated[0], True
-            notes.append(f"{path}: time column {time_column!r}: its values are dates "
-                         "(--time-column names another)")
+    time_note = (f"{path}: time column {time_column!r}: its values are dates (--time-column "
+                 "names another)") if found else None
     if target is None:
         others = [c for c in frame.columns if c not in (id_column, time_column)]
         # Mostly numbers counts as numeric, so that a typo is reported at its line (by
@@ -393,7 +399,8 @@ def _read_table(path, id_column, time_column, target, find_time=False):
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
     return {"series": series, "notes": notes, "kind": kind, "target": str(target),
-            "time_column": None if time_column is None else str(time_column)}
+            "time_column": None if time_column is None else str(time_column),
+            "time_note": time_note}
 
 
 def _ids(column, name, lines, path):

@@ -302,6 +302,11 @@ def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_pat
     with pytest.raises(DataError, match=r"a folder holds one series per file, named by the "
                                         r"file; expected no id column \(got 'store'\)"):
         read_panel(folder, "store", "date")
+    # The time column found: one note for the folder (a folder of M4's 359 files printed 359).
+    found = read_panel(folder, find_time=True)
+    assert [n for n in found.notes if "its values are dates" in n] == [
+        f"{folder}: time column 'date': its values are dates, in 2 of the 2 files "
+        "(--time-column names another)"]
 
 
 def test_two_files_of_one_stem_in_a_folder_are_refused(tmp_path):
