@@ -522,24 +522,41 @@ def _find_gaps(parts, kind):
         if not step.size:
             continue
         usual = _most_common(step) if step.size >= _OWN_STEPS else panel_usual
-        if business_days and usual == np.timedelta64(1, "D"):
-            days = part["time"].astype("datetime64[D]")
-            ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
-        else:
-            ratio = step / usual
-        whole = np.round(ratio)
-        missing = int(np.sum(np.maximum(whole - 1, 0)))
-        irregular = np.flatnonzero(np.abs(ratio - whole) > _STEP_TOLERANCE)
+        missing, part_notes = stamp_gaps(part["time"], usual, business_days)
         if missing:
             gaps[part["id"]] = missing
-            at = int(np.flatnonzero(whole > 1)[0])
-            notes.append(f"series {part['id']!r}: {missing} missing time stamps (gaps; the "
-                         f"first after {_stamp(part['time'][at])}); not filled")
-        if irregular.size:
-            notes.append(f"series {part['id']!r}: {irregular.size} steps are not a whole "
-                         f"number of the usual step {_duration(usual)} (the first after "
-                         f"{_stamp(part['time'][int(irregular[0])])})")
+        notes += [f"series {part['id']!r}: {note}" for note in part_notes]
     return gaps, notes
+
+
+def stamp_gaps(time, usual=None, business_days=None):
+    """`(missing stamps, notes)` of one series' increasing time stamps `time` (datetime64 or
+    numbers): a step of k `usual` steps (default: the series' most common) leaves k - 1
+    stamps missing; a step not close to a whole number of them is irregular. Business days
+    (default: every stamp a weekday's midnight, a day apart as a rule): a weekend is no gap."""
+    step = np.diff(time)
+    if not step.size:
+        return 0, []
+    usual = _most_common(step) if usual is None else usual
+    if business_days is None:
+        business_days = np.issubdtype(time.dtype, np.datetime64) and _weekdays_only([time])
+    if business_days and usual == np.timedelta64(1, "D"):
+        days = time.astype("datetime64[D]")
+        ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
+    else:
+        ratio = step / usual
+    whole = np.round(ratio)
+    missing = int(np.sum(np.maximum(whole - 1, 0)))
+    irregular = np.flatnonzero(np.abs(ratio - whole) > _STEP_TOLERANCE)
+    notes = []
+    if missing:
+        at = int(np.flatnonzero(whole > 1)[0])
+        notes.append(f"{missing} missing time stamps (gaps; the first after "
+                     f"{_stamp(time[at])}); not filled")
+    if irregular.size:
+        notes.append(f"{irregular.size} steps are not a whole number of the usual step "
+                     f"{_duration(usual)} (the first after {_stamp(time[int(irregular[0])])})")
+    return missing, notes
 
 
 # The fewest steps from which a series' own most common step is its usual step (`_find_gaps`).

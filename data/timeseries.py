@@ -920,6 +920,8 @@ class SeriesSchema:
             )
             first, last = _time_texts(time.iloc[[0, -1]])
             notes.append(f"time stamps from the columns {parts}: {first} to {last}")
+        if time is not None:
+            notes += _gap_notes(time)
 
         columns = {}
         for name in dict.fromkeys(self.features + self.targets):
@@ -1869,6 +1871,21 @@ def choose_season(values, time=None, name=None):
                f"noise (bound {peak.bound:.2f})")
     return 1, (f"estimated from {what} (train split): {why}, so the seasonal naive is the naive "
                f"forecast{aside}")
+
+
+def _gap_notes(time):
+    """What `data.panel.stamp_gaps` finds in one series' increasing time stamps (a pandas
+    Series of dates, in UTC where they have a zone, or of numbers), as summary lines: rows are
+    read one step apart, so a missing stamp shifts the season's phase after it."""
+    from seqlab.data.panel import stamp_gaps
+
+    if isinstance(time.dtype, pd.DatetimeTZDtype):
+        time = time.dt.tz_convert("UTC").dt.tz_localize(None)
+    stamps = time.to_numpy()
+    if not (np.issubdtype(stamps.dtype, np.datetime64) or np.issubdtype(stamps.dtype, np.number)):
+        return []
+    return [f"{note} (rows are read one step apart)"
+            for note in stamp_gaps(stamps)[1]]
 
 
 # `calendar_frequency`: the stretches of this many stamps in which it looks for a frequency

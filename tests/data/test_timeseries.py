@@ -496,6 +496,29 @@ def test_stamps_across_a_daylight_saving_change_are_read_as_utc_and_stay_hourly(
                             "read as UTC times"]
 
 
+def test_missing_time_stamps_of_one_series_are_noted_as_many_series_note_them(tmp_path):
+    # Two months missing shifted a season's phase after them without a word (the reader of
+    # many series said it).
+    months = [str(d.date()) for d in pd.date_range("2020-01-01", periods=30, freq="MS")]
+    gapped = months[:10] + months[12:]
+    _, series = prepared(tmp_path, _dated(gapped))
+    assert series.notes == ["2 missing time stamps (gaps; the first after 2020-10-01); not "
+                            "filled (rows are read one step apart)"]
+    _, whole = prepared(tmp_path, _dated(months))
+    assert whole.notes == []
+    # Business days: a weekend is no gap, a holiday is one.
+    days = [str(d.date()) for d in pd.bdate_range("2024-01-01", periods=20)]
+    assert prepared(tmp_path, _dated(days))[1].notes == []
+    assert prepared(tmp_path, _dated(days[:5] + days[6:]))[1].notes == [
+        "1 missing time stamps (gaps; the first after 2024-01-05); not filled (rows are read "
+        "one step apart)"]
+    # Numbers: a step of 2 where the rest are 1.
+    text = "t,y\n" + "".join(f"{t},{t % 5}\n" for t in [*range(10), *range(11, 20)])
+    assert prepared(tmp_path, text, time_column=["t"])[1].notes == [
+        "1 missing time stamps (gaps; the first after 9); not filled (rows are read one step "
+        "apart)"]
+
+
 def test_stamps_with_and_without_an_offset_are_refused_naming_the_line(tmp_path):
     text = _dated(["2020-01-01T00:00:00+01:00", "2020-01-02T00:00:00", "2020-01-03T00:00:00Z"])
     with pytest.raises(DataError, match=r"series\.csv: time column 'date' has stamps with a UTC "
