@@ -342,20 +342,20 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
                     "as no season was found")
     held = chosen_h if hold_out else 0
-    longest = int(max(lengths)) - held
-    if season_source == "--season" and chosen_season > longest:
-        # As one series refuses it: no series has a season of values before its holdout,
-        # so no seasonal baseline, MASE or choice of member could be computed.
-        raise DataError(
-            f"--season {chosen_season} is longer than every series' values before its "
-            f"holdout of {held} (the longest has {longest}): the seasonal baselines, MASE and "
-            f"the choice of member need a season before it; expected --season of at most "
-            f"{longest}", path=panel.source)
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
         raise DataError(f"the longest series has {max(lengths)} values; the holdout of "
                         f"{chosen_h} ({h_source}) needs at least {chosen_h + 2} in a series",
                         path=panel.source)
+    longest = int(max(lengths)) - held
+    if season_source == "--season" and chosen_season > 1 and chosen_season >= longest:
+        # As one series refuses it: no series has a season of values before its holdout,
+        # so no seasonal baseline, MASE or choice of member could be computed.
+        raise DataError(
+            f"--season {chosen_season} is not shorter than every series' values before its "
+            f"holdout of {held} (the longest has {longest}): the seasonal baselines, MASE and "
+            f"the choice of member need more values than a season before it; expected "
+            f"--season of at most {longest - 1}", path=panel.source)
     if short:
         notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "
                      f"for a holdout of {chosen_h} ({_named(panel.ids[i] for i in short)})")

@@ -369,11 +369,15 @@ def test_a_lookback_longer_than_every_series_is_refused_naming_the_longest(tmp_p
 def test_a_season_longer_than_every_series_is_refused_naming_the_longest(tmp_path, capsys):
     # It trained, with every MASE and OWA "-" and the network kept without a choice.
     write_long_table(tmp_path / "long.csv", short=False)
-    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
-                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
-                 str(34 - HOLDOUT + 1), "--out", str(tmp_path / "run"), *TINY]) == 2
-    assert (f"--season {34 - HOLDOUT + 1} is longer than every series' values before its "
-            f"holdout of {HOLDOUT} (the longest has {34 - HOLDOUT})") in capsys.readouterr().err
+    for season in (34 - HOLDOUT + 1, 34 - HOLDOUT):  # MASE needs more values than a season
+        assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                     "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
+                     str(season), "--out", str(tmp_path / "run"), *TINY]) == 2
+        assert (f"--season {season} is not shorter than every series' values before its "
+                f"holdout of {HOLDOUT} (the longest has {34 - HOLDOUT}): the seasonal "
+                "baselines, MASE and the choice of member need more values than a season "
+                f"before it; expected --season of at most {34 - HOLDOUT - 1}"
+                ) in capsys.readouterr().err
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
 
 
