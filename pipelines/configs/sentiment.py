@@ -55,8 +55,11 @@ class SentimentConfig(TrainConfig):
         "ff_dim": ("model", ("transformer",)),
         # The ngrams model reads whole texts into one softmax layer from zero weights.
         **{name: ("model", WORD_SEQUENCE_MODELS)
-           for name in ("sequence_length", "truncate", "pooling", "embedding_dim", "units",
-                        "layers", "dropout", "token_dropout")},
+           for name in ("sequence_length", "truncate", "pooling", "embedding_dim", "layers",
+                        "dropout", "token_dropout")},
+        # The transformer's width is --embedding-dim, its feed-forward size --ff-dim.
+        "units": ("model", tuple(kind for kind in WORD_SEQUENCE_MODELS
+                                 if kind != "transformer")),
     }
 
     data: str | None = option(

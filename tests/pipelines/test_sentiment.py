@@ -58,6 +58,8 @@ def tiny_config(data, out, **overrides):
     if overrides.get("model") == "ngrams":  # it refuses the settings it does not read
         for name in ("embedding_dim", "units", "dropout", "token_dropout", "sequence_length"):
             del settings[name]
+    if overrides.get("model") == "transformer":  # its width is embedding_dim
+        del settings["units"]
     settings.update(overrides)
     return SentimentConfig(**settings)
 

@@ -214,11 +214,17 @@ def test_the_limits_table_of_the_cli_reference_is_maximums():
      "it out, or choose --model ngrams or --model auto"),
     ("sentiment", ["--model", "cnn", "--num-heads", "2"],
      "--num-heads 2 is read only with --model transformer, not with --model cnn"),
+    ("sentiment", ["--model", "transformer", "--units", "512"],
+     "--units 512 is read only with --model auto, gru, lstm, bilstm or cnn, not with --model "
+     "transformer"),
     # The ngrams model has no embedding, sequence layers, length, pooling or dropout.
+    ("sentiment", ["--model", "ngrams", "--units", "8"],
+     "--units 8 is read only with --model auto, gru, lstm, bilstm or cnn, not with --model "
+     "ngrams: leave it out, or choose one of those"),
     *[("sentiment", ["--model", "ngrams", flag, value],
        f"{flag} {value} is read only with --model auto, gru, lstm, bilstm, transformer or cnn, "
        "not with --model ngrams: leave it out, or choose one of those")
-      for flag, value in [("--units", "8"), ("--layers", "2"), ("--embedding-dim", "64"),
+      for flag, value in [("--layers", "2"), ("--embedding-dim", "64"),
                           ("--sequence-length", "40"), ("--truncate", "end"),
                           ("--pooling", "mean"), ("--dropout", "0.1"),
                           ("--token-dropout", "0.0")]],
