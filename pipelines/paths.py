@@ -387,9 +387,11 @@ def check_output(output, run, settings, reads=()):
     Raises:
         UsageError: naming `output` and what it would overwrite.
     """
-    if str(output).endswith(("/", os.sep)):  # Path() drops it: "out/" became a file "out"
-        raise UsageError(f"--output {output} ends in a separator, so names a folder; give "
-                         "the name of a file to write to")
+    last = str(output).replace(os.sep, "/").rsplit("/", 1)[-1]
+    if last in ("", ".", ".."):  # Path() drops them: "out/" and "out/." became a file "out"
+        end = repr(last) if last else "a separator"
+        raise UsageError(f"--output {output} ends in {end}, so names a folder; give the name "
+                         "of a file to write to")
     if Path(output).expanduser().is_symlink():  # replaced by a file, as --out is refused
         raise UsageError(f"--output {output} is a symbolic link; seqlab neither writes through "
                          "links nor replaces them: give the real file, or another name")
@@ -467,11 +469,12 @@ def check_export_path(path, overwrite=False, run=None):
     resolved = path.resolve()
     holder = next((p for p in resolved.parents if (p / RUN_MARKER).is_file()), None)
     own_run = run is not None and holder == Path(run).resolve()
-    own = own_run and (resolved == holder / "saved_model"
-                       or holder / EXPORT_DIR in (resolved, *resolved.parents))
+    # A version of its export/ (TensorFlow Serving serves export/<n>), or its saved_model/.
+    own = own_run and resolved in (holder / "saved_model", holder / EXPORT_DIR / resolved.name)
     if holder is not None and not own:
-        where = (f"export into {holder / EXPORT_DIR}/ (the default) or outside the run"
-                 if own_run else "export outside it, or into the exported run's export/")
+        where = (f"export into a version folder {holder / EXPORT_DIR}/<n> (the default) or "
+                 "outside the run" if own_run
+                 else "export outside it, or into a version folder of the exported run's export/")
         raise UsageError(f"{path} is inside the run {holder}, whose files its train wrote (its "
                          f"saved_model/ and export/ versions serve that run's model); {where}")
     if not path.exists():

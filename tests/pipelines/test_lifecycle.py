@@ -122,8 +122,11 @@ def test_export_refuses_a_place_inside_a_run_but_its_export_folder(finished, tmp
                          "--overwrite"]) == 2
         assert f"is inside the run {other}" in capsys.readouterr().err
     assert {path: path.read_bytes() for path in other.rglob("*") if path.is_file()} == before
-    mine = tmp_path / "mine"  # the exported run's own export/ takes it
+    mine = tmp_path / "mine"  # the exported run's own export/ takes it, as a version
     shutil.copytree(run, mine)
+    for out in (mine / "export", mine / "export" / "7" / "variables"):
+        assert cli.main(["timeseries", "export", "--run", str(mine), "--out", str(out)]) == 2
+        assert f"export into a version folder {mine / 'export'}/<n>" in capsys.readouterr().err
     assert cli.main(["timeseries", "export", "--run", str(mine), "--out",
                      str(mine / "export" / "7")]) == 0
 
@@ -586,10 +589,11 @@ def test_a_damaged_run_is_named_in_one_line(finished, tmp_path, capsys, damage, 
 def test_an_output_ending_in_a_separator_is_refused_as_a_folder(finished, tmp_path, capsys):
     # `--output newdir/` wrote a file named newdir, and said so.
     _, run = finished
-    for action in ("predict", "evaluate"):
-        output = f"{tmp_path / 'newdir'}/"
+    for action, end, said in [("predict", "/", "a separator"), ("evaluate", "/", "a separator"),
+                              ("predict", "/.", "'.'"), ("evaluate", "/..", "'..'")]:
+        output = f"{tmp_path / 'newdir'}{end}"
         assert cli.main(["timeseries", action, "--run", str(run), "--output", output]) == 2
-        assert (f"--output {output} ends in a separator, so names a folder; give the name of a "
+        assert (f"--output {output} ends in {said}, so names a folder; give the name of a "
                 "file to write to") in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
