@@ -1137,16 +1137,18 @@ class TimeseriesPipeline(Pipeline):
                 f"from its first row, so it needs more than {first} rows", path=series.source)
         differs = None if data is None else _first_row_not_as_trained(
             series.values[loaded.artifacts["schema"].input_columns], members)
-        kept_classical = [name for name in (members.kept or ()) if name in members.classical] \
-            if members is not None else []
-        if differs is not None and kept_classical:
+        # Seasonal naive reads the last season only: any file serves it.
+        stateful = [name for name in (members.kept or ()) if name in members.classical
+                    and name != "seasonal_naive"] if members is not None else []
+        if differs is not None and stateful:
+            they = "which rolls its" if len(stateful) == 1 else "which roll their"
             raise DataError(
                 f"its row {differs + 1} (after the header, in time order) is not row "
-                f"{differs + 1} of the training data: this "
-                f"run forecasts with {' + '.join(kept_classical)}, which roll their fitted "
-                "state over the series from the training data's first row, so the file must "
-                "hold every row since then (the training data with the new rows after it), "
-                "as the exported SavedModel's history does", path=series.source)
+                f"{differs + 1} of the training data: this run forecasts with "
+                f"{' + '.join(stateful)}, {they} fitted state over the series from the "
+                "training data's first row, so the file must hold every row since then (the "
+                "training data with the new rows after it), as the exported SavedModel's "
+                "history does", path=series.source)
         return series
 
     def _evaluate_one(self, run, data=None, output=None):

@@ -1197,7 +1197,7 @@ def test_data_not_starting_as_the_training_data_is_refused_where_classical_membe
     for action in (predict, evaluate):
         with pytest.raises(DataError, match=r"later\.csv: its row 1 \(after the header, in time "
                                             r"order\) is not row 1 of the training data: this "
-                                            r"run forecasts with arima, which roll"):
+                                            r"run forecasts with arima, which rolls its"):
             action(run, data=str(later), output=str(tmp_path / "out"))
     # The training data with a new row after it: forecast (the classical state rolls on).
     extended = tmp_path / "extended.csv"
@@ -1205,7 +1205,11 @@ def test_data_not_starting_as_the_training_data_is_refused_where_classical_membe
                                            + pd.Timedelta(days=1)).strftime("%Y-%m-%d"))
     pd.concat([frame, new_row]).to_csv(extended, index=False)
     predict(run, data=str(extended), output=str(tmp_path / "f.csv"))
-    # A network kept: the file is forecast and scored, without the classical baselines.
+    # Seasonal naive reads the last season only, and a network its window: the file is
+    # forecast and scored, without the classical baselines.
+    members["selection"]["kept"] = ["seasonal_naive"]
+    (run / "members.json").write_text(json.dumps(members))
+    predict(run, data=str(later), output=str(tmp_path / "s.csv"))
     members["selection"]["kept"] = ["gru"]
     (run / "members.json").write_text(json.dumps(members))
     predict(run, data=str(later), output=str(tmp_path / "g.csv"))
