@@ -529,6 +529,10 @@ def _find_gaps(parts, kind):
     return gaps, notes
 
 
+# The most a day's stamps lie off midnight and still count as business days (UTC offsets).
+_MIDNIGHT_OFFSET = np.timedelta64(3, "h")
+
+
 def stamp_gaps(time, usual=None, business_days=None):
     """`(missing stamps, notes)` of one series' increasing time stamps `time` (datetime64 or
     numbers): a step of k `usual` steps (default: the series' most common) leaves k - 1
@@ -537,11 +541,21 @@ def stamp_gaps(time, usual=None, business_days=None):
     step = np.diff(time)
     if not step.size:
         return 0, []
-    usual = _most_common(step) if usual is None else usual
+    if usual is None:
+        values, counts = np.unique(step, return_counts=True)
+        usual = values[np.argmax(counts)]
+        if 2 * counts.max() < step.size:  # no usual step to count missing ones in
+            return 0, [f"irregular time stamps: the most common step, {_duration(usual)}, is "
+                       f"{counts.max()} of the {step.size}"]
+    dated = np.issubdtype(time.dtype, np.datetime64)
+    # Days as the nearest midnight: local midnights read as UTC times lie hours off one.
+    days = (time + np.timedelta64(12, "h")).astype("datetime64[D]") if dated else None
     if business_days is None:
-        business_days = np.issubdtype(time.dtype, np.datetime64) and _weekdays_only([time])
+        business_days = dated and bool(
+            np.all(np.abs(time - days.astype(time.dtype)) <= _MIDNIGHT_OFFSET)
+            and np.all(np.is_busday(days)))
     if business_days and usual == np.timedelta64(1, "D"):
-        days = time.astype("datetime64[D]")
+        days = time.astype("datetime64[D]") if days is None else days
         ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
     else:
         ratio = step / usual

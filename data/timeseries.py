@@ -1875,17 +1875,14 @@ def choose_season(values, time=None, name=None):
 
 def _gap_notes(time):
     """What `data.panel.stamp_gaps` finds in one series' increasing time stamps (a pandas
-    Series of dates, in UTC where they have a zone, or of numbers), as summary lines: rows are
+    Series of dates, as `_parse_time` reads them, or of numbers), as summary lines: rows are
     read one step apart, so a missing stamp shifts the season's phase after it."""
     from seqlab.data.panel import stamp_gaps
 
-    if isinstance(time.dtype, pd.DatetimeTZDtype):
-        time = time.dt.tz_convert("UTC").dt.tz_localize(None)
-    stamps = time.to_numpy()
-    if not (np.issubdtype(stamps.dtype, np.datetime64) or np.issubdtype(stamps.dtype, np.number)):
+    time = time.to_numpy()
+    if not (np.issubdtype(time.dtype, np.datetime64) or np.issubdtype(time.dtype, np.number)):
         return []
-    return [f"{note} (rows are read one step apart)"
-            for note in stamp_gaps(stamps)[1]]
+    return [f"{note} (rows are read one step apart)" for note in stamp_gaps(time)[1]]
 
 
 # `calendar_frequency`: the stretches of this many stamps in which it looks for a frequency

@@ -512,6 +512,16 @@ def test_missing_time_stamps_of_one_series_are_noted_as_many_series_note_them(tm
     assert prepared(tmp_path, _dated(days[:5] + days[6:]))[1].notes == [
         "1 missing time stamps (gaps; the first after 2024-01-05); not filled (rows are read "
         "one step apart)"]
+    # Weekdays at local midnight across a clock change (23:00 or 22:00 UTC): business days.
+    berlin = pd.bdate_range("2024-03-18", periods=20, tz="Europe/Berlin")
+    assert prepared(tmp_path, _dated([d.isoformat() for d in berlin]))[1].notes[-1:] == [
+        "time column 'date': stamps at several UTC offsets (+01:00, +02:00), read as UTC times"]
+    # Stamps without a usual step: irregular, no count of missing ones.
+    odd = pd.Timestamp("2024-01-01") + pd.to_timedelta(
+        np.cumsum([0, *(i * i + 1 for i in range(29))]), unit="h")  # every step another
+    assert prepared(tmp_path, _dated([str(d) for d in odd]))[1].notes == [
+        "irregular time stamps: the most common step, 0 days 01:00:00, is 1 of the 29 (rows "
+        "are read one step apart)"]
     # Numbers: a step of 2 where the rest are 1.
     text = "t,y\n" + "".join(f"{t},{t % 5}\n" for t in [*range(10), *range(11, 20)])
     assert prepared(tmp_path, text, time_column=["t"])[1].notes == [
