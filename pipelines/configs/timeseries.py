@@ -244,11 +244,13 @@ CARD = TaskCard(
         ],
         "evaluate": [
             "seqlab timeseries evaluate --run runs/temps",
-            "seqlab timeseries evaluate --run runs/temps --data temps-1991.csv --output eval.json",
+            "seqlab timeseries evaluate --run runs/temps --data temps-to-1991.csv --output "
+            "eval.json",
         ],
         "predict": [
             "seqlab timeseries predict --run runs/temps",
-            "seqlab timeseries predict --run runs/temps --data latest.csv --output forecast.csv",
+            "seqlab timeseries predict --run runs/temps --data temps-with-new-days.csv "
+            "--output forecast.csv",
         ],
         "export": [
             "seqlab timeseries export --run runs/temps --out serving/temps/1",
