@@ -554,8 +554,7 @@ def stamp_gaps(time, usual=None, business_days=None):
         business_days = dated and bool(
             np.all(np.abs(time - days.astype(time.dtype)) <= _MIDNIGHT_OFFSET)
             and np.all(np.is_busday(days)))
-    if business_days and usual == np.timedelta64(1, "D"):
-        days = time.astype("datetime64[D]") if days is None else days
+    if business_days and usual == np.timedelta64(1, "D"):  # dated: days is set
         ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
     else:
         ratio = step / usual

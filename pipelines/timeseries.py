@@ -661,6 +661,12 @@ def history_rows(members, lookback):
     return fewest, max(MAX_HISTORY_ROWS, 4 * fewest)
 
 
+def _start_tolerance(start):
+    """How far a history's first rows may lie from the training data's `start` ([rows]
+    [features]) and still be them: a millionth of each feature's largest magnitude."""
+    return 1e-6 * np.maximum(np.max(np.abs(start), axis=0), 1e-30)
+
+
 def _first_row_not_as_trained(inputs, members):
     """The first row (0-based) among the first `HISTORY_START_ROWS` of `inputs` (a frame of
     the input columns) that differs from the training data's (`members.history_start`), to a
@@ -671,8 +677,8 @@ def _first_row_not_as_trained(inputs, members):
     start = np.asarray(members.history_start, dtype="float64")
     rows = min(len(start), len(inputs))
     given = inputs.iloc[:rows].to_numpy(dtype="float64")
-    tolerance = 1e-6 * np.maximum(np.max(np.abs(start), axis=0), 1e-30)
-    same = (np.abs(given - start[:rows]) <= tolerance).all(axis=1)  # NaN: not the same
+    # A NaN is not the same.
+    same = (np.abs(given - start[:rows]) <= _start_tolerance(start)).all(axis=1)
     return None if same.all() else int(np.argmin(same))
 
 
@@ -683,8 +689,7 @@ def _starting_as_trained(history, start, expected):
     another series, was forecast without a word from a state the members never had."""
     start = np.asarray(start, dtype="float64")
     first = tf.constant(start, tf.float32)
-    tolerance = tf.constant(1e-6 * np.maximum(np.max(np.abs(start), axis=0), 1e-30),
-                            tf.float32)
+    tolerance = tf.constant(_start_tolerance(start), tf.float32)
     # A history may hold fewer rows than were kept (at least the fitting rows, which on a
     # short series are under 24): those it holds are compared.
     rows = tf.minimum(tf.shape(history)[1], len(start))
@@ -1109,7 +1114,9 @@ class TimeseriesPipeline(Pipeline):
                 f"{len(schema.input_columns)}]) -> {shape} {columns}")
 
     def _read_series(self, loaded, data, kept_only=False):
-        """The series of `data` (default: the training data) as the run reads it.
+        """`(series, starts_as_trained)`: the series of `data` (default: the training data) as
+        the run reads it, and whether its first rows are the training data's (which the
+        classical members' state rolls from; `_first_row_not_as_trained`).
 
         Raises:
             DataError: a target value at or below 0 where the run's log-scale members would
@@ -1149,7 +1156,7 @@ class TimeseriesPipeline(Pipeline):
                 "training data's first row, so the file must hold every row since then (the "
                 "training data with the new rows after it), as the exported SavedModel's "
                 "history does", path=series.source)
-        return series
+        return series, differs is None
 
     def _evaluate_one(self, run, data=None, output=None):
         """Scores a trained run: on its test split, or on every window of another CSV.
@@ -1164,7 +1171,7 @@ class TimeseriesPipeline(Pipeline):
         loaded = self.load_run(run)
         config, schema = loaded.config, loaded.artifacts["schema"]
         scaler, members = loaded.artifacts["scaler"], loaded.artifacts.get("members")
-        series = self._read_series(loaded, data)
+        series, starts_as_trained = self._read_series(loaded, data)
         if data is None:
             windows = make_windows(config, series, schema, scaler=scaler)
             starts, split = windows.window_starts("test"), "test split"
@@ -1184,8 +1191,7 @@ class TimeseriesPipeline(Pipeline):
                         f"classical members were fitted from: the series has "
                         f"{len(series.values)} rows", path=series.source)
         ets_specs, notes = loaded.artifacts["ets"], list(series.notes)
-        if data is not None and members is not None and members.classical and \
-                _first_row_not_as_trained(series.values[schema.input_columns], members) is not None:
+        if not starts_as_trained and members.classical:
             # The classical baselines would run from a state their fit never had.
             members = dataclasses.replace(members, classical={})
             ets_specs = None
@@ -1213,7 +1219,7 @@ class TimeseriesPipeline(Pipeline):
         into a CSV (default: `<run>/forecast.csv`)."""
         loaded = self.load_run(run)
         config, schema = loaded.config, loaded.artifacts["schema"]
-        series = self._read_series(loaded, data, kept_only=True)
+        series, _ = self._read_series(loaded, data, kept_only=True)
         start = every_window_start(len(series.values), config.lookback, 0, series.source)[-1:]
         forecast = model_forecast(
             loaded.model, loaded.artifacts.get("members"), loaded.artifacts["scaler"], schema,
