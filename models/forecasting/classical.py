@@ -36,14 +36,19 @@ The recursions:
   the forecast T^h a. The same equations give the same numbers from every origin, first rows
   included (a conditional-sum-of-squares recursion would not: with a seasonal MA near -1 its
   start-up error does not die out).
-- Theta (Fiorucci et al. 2016, statsforecast's STM / OTM / DSTM / DOTM): the history is first
-  divided by (or has subtracted) the seasonal indices of the classical decomposition of the
-  FITTING rows, one index per phase (row index mod m from the first fitting row), which stay
-  fixed; the theta state (level, running mean, A_n, B_n) runs over the deseasonalised rows with
-  the fitted initial level, alpha and theta (the standard models' A_n, B_n being the
-  least-squares line through the rows up to the origin, as statsforecast computes them on the
-  rows it is given); the forecast is re-seasonalised by phase. statsforecast's own
-  `forward` would re-estimate the decomposition on each history; ours keeps the fitted one.
+- Theta (Fiorucci et al. 2016, statsforecast's STM / OTM / DSTM / DOTM), as statsforecast's
+  `forward` runs it: each history (the rows from the first fitting row up to the origin) is
+  tested for a season again (the autocorrelation at lag m against its 90 % bound, with at
+  least 2 m rows and m >= 4) and, where it has one, divided by (or has subtracted) the
+  seasonal indices of ITS classical decomposition (statsmodels' `seasonal_decompose`: the
+  centred moving average, the mean of each phase's ratios or differences, normalised;
+  multiplicative unless a value is at or below 0 or an index below 0.01), one index per phase
+  (row index mod m from the first fitting row); the theta state (level, running mean, A_n,
+  B_n) runs over the deseasonalised rows with the fitted initial level, alpha and theta (the
+  standard models' A_n, B_n being the least-squares line through the rows up to the origin);
+  the forecast is re-seasonalised by phase. A history's decomposition reads its own rows only,
+  so the origins differ in it (`_theta_decompositions` computes all of them from running sums
+  in one pass). Specs saved before this keep the fitting rows' indices at every origin.
 - Seasonal naive: the forecast i steps ahead is the last observed value of the same phase; with
   season 1 it is the naive (last value) forecast. Phases not yet observed (an origin inside the
   first season) forecast NaN, as statsforecast's SeasonalNaive does for a partial season.
@@ -94,6 +99,9 @@ _PARAM_TYPES = {
     "seasonal_naive": {},
 }
 _PARAM_TYPES.update({method: _PARAM_TYPES[model] for method, model in LOG_METHODS.items()})
+# Keys a spec may hold, absent from specs saved before them (the default in parentheses):
+# theta's `decomposition_each_origin` (False: the fitting rows' indices at every origin).
+_OPTIONAL_PARAM_TYPES = {"theta": {"decomposition_each_origin": bool}}
 
 
 def base_method(method):
@@ -119,8 +127,11 @@ class ClassicalSpec:
             and differencing polynomials, lag 1 first), `intercept`, `drift`,
             `initial_covariance` (the Kalman filter's prior, [rd][rd]);
             theta `model`, `initial_smoothed`, `alpha`, `theta`, `decomposition`,
-            `season_indices` (one per phase, phase 0 = the first fitting row); seasonal naive
-            nothing (it uses `season`).
+            `season_indices` (the fitting rows' decomposition, one index per phase, phase 0 =
+            the first fitting row), `decomposition_each_origin` (True: every history is
+            decomposed again, as statsforecast's `forward` does, and the two before describe
+            the fit only; False or absent, in runs saved before it: the fitting rows' indices
+            at every origin); seasonal naive nothing (it uses `season`).
         description: the form in words, e.g. "ETS(M,Ad,M)" or
             "ARIMA(1,1,0)(0,1,1)[12] with drift".
         fit_rows: the number of rows it was fitted on.
@@ -188,7 +199,13 @@ class ClassicalSpec:
                 raise ValueError(
                     f"ClassicalSpec field 'params.{key}' has the wrong type for {method}. "
                     f"Received: {key}={value!r}")
-        unexpected = sorted(set(params) - set(_PARAM_TYPES[method]))
+        for key, types in _OPTIONAL_PARAM_TYPES.get(method, {}).items():
+            if key in params and not isinstance(params[key], types):
+                raise ValueError(
+                    f"ClassicalSpec field 'params.{key}' has the wrong type for {method}. "
+                    f"Received: {key}={params[key]!r}")
+        known = set(_PARAM_TYPES[method]) | set(_OPTIONAL_PARAM_TYPES.get(method, {}))
+        unexpected = sorted(set(params) - known)
         if unexpected:
             raise ValueError(f"ClassicalSpec field 'params' has an unexpected key "
                              f"{unexpected[0]!r} for {method}.")
@@ -580,6 +597,7 @@ def _fit_theta(values, season, model):
         "initial_smoothed": float(par["initial_smoothed"]),
         "alpha": float(par["alpha"]), "theta": float(par["theta"]),
         "decomposition": decomposition, "season_indices": season_indices,
+        "decomposition_each_origin": True,
     }
     description = f"Theta ({params['model']})"
     if decomposition is not None:
@@ -751,6 +769,10 @@ class _ThetaRecursion:
     The standard models (STM, OTM) take A_n and B_n from the least-squares line through all
     rows so far (statsforecast's `initstate` fits it on the rows it is given), kept as running
     sums of y and t y; the dynamic ones (DSTM, DOTM) update them row by row.
+
+    A spec with `decomposition_each_origin` (static `decomposition` EACH_ORIGIN) is run by
+    `forecast_each`, which decomposes every history again; the others by `step` and
+    `forecast` with the fitting rows' indices.
     """
 
     batch_free = ()
@@ -758,15 +780,19 @@ class _ThetaRecursion:
     @staticmethod
     def parts(spec):
         p = spec.params
-        static = (p["model"] in ("DSTM", "DOTM"), p["decomposition"], spec.season)
+        each_origin = p.get("decomposition_each_origin", False)
+        static = (p["model"] in ("DSTM", "DOTM"),
+                  EACH_ORIGIN if each_origin else p["decomposition"], spec.season)
         numeric = {
             "initial_smoothed": p["initial_smoothed"], "alpha": p["alpha"],
-            "theta": p["theta"], "season_indices": p["season_indices"] or [0.0],
+            "theta": p["theta"],
+            "season_indices": [0.0] if each_origin else p["season_indices"] or [0.0],
         }
         return static, numeric
 
     def __init__(self, static, numeric):
         self.dynamic, self.decomposition, self.m = static
+        self.each_origin = self.decomposition == EACH_ORIGIN
         self.initial_smoothed = numeric["initial_smoothed"]
         self.alpha, self.theta = numeric["alpha"], numeric["theta"]
         self.indices = numeric["season_indices"]
@@ -779,6 +805,14 @@ class _ThetaRecursion:
             return y
         index = self._phase_index(row)
         return y / index if self.decomposition == "multiplicative" else y - index
+
+    def reseasonalise(self, mean, rows_seen):
+        """`mean` [batch, horizon], the deseasonalised forecast from `rows_seen` rows."""
+        if self.decomposition is None:
+            return mean
+        phases = tf.cast(rows_seen, tf.int64)[:, None] + np.arange(mean.shape[1])[None, :]
+        index = self._phase_index(phases)
+        return mean * index if self.decomposition == "multiplicative" else mean + index
 
     def initial_state(self, batch):
         zeros = tf.zeros(tf.reshape(batch, [1]), tf.float64)
@@ -799,8 +833,10 @@ class _ThetaRecursion:
         return new_level, new_mean, a, b, sum_y, sum_ty
 
     def step(self, state, y, row):
+        return self._step_deseasonalised(state, self.deseasonalise(y, row), row)
+
+    def _step_deseasonalised(self, state, y, row):
         i = tf.cast(row, tf.float64)
-        y = self.deseasonalise(y, row)
         level, mean, a, b, sum_y, sum_ty = self._update(state, y, i)
         sum_y, sum_ty = sum_y + y, sum_ty + (i + 1.0) * y
         if not self.dynamic:
@@ -811,7 +847,7 @@ class _ThetaRecursion:
             a = sum_y / n - (n + 1.0) * b / 2.0
         return level, mean, a, b, sum_y, sum_ty
 
-    def forecast(self, state, rows_seen, horizon):
+    def _forecast_deseasonalised(self, state, rows_seen, horizon):
         i = tf.cast(rows_seen, tf.float64)
         decay = 1.0 - self.alpha
         weight = 1.0 - 1.0 / self.theta
@@ -823,12 +859,169 @@ class _ThetaRecursion:
             out.append(mu)
             # statsforecast feeds each step's forecast back in as the next row's value.
             state = self._update(state, mu, i + k)
-        mean = tf.stack(out, axis=1)
-        if self.decomposition is None:
-            return mean
-        phases = tf.cast(rows_seen, tf.int64)[:, None] + np.arange(horizon)[None, :]
-        index = self._phase_index(phases)
-        return mean * index if self.decomposition == "multiplicative" else mean + index
+        return tf.stack(out, axis=1)
+
+    def forecast(self, state, rows_seen, horizon):
+        return self.reseasonalise(self._forecast_deseasonalised(state, rows_seen, horizon),
+                                  rows_seen)
+
+    def forecast_each(self, values, lengths, horizon):
+        """The forecast after each history `values[s, :lengths[s, k]]`, each decomposed again.
+
+        Args:
+            values: float64 [series, rows] from the first fitting row.
+            lengths: int64 [series, origins], 1 <= length <= rows.
+            horizon: a Python int.
+
+        Returns:
+            float64 [series * origins, horizon], series-major.
+        """
+        series, origins = tf.shape(lengths)[0], tf.shape(lengths)[1]
+        indices, kind = _theta_decompositions(values, lengths, self.m)
+        indices = tf.reshape(indices, [-1, tf.shape(indices)[2]])
+        kind, lengths = tf.reshape(kind, [-1]), tf.reshape(lengths, [-1])
+        multiplicative, additive = kind == _MULTIPLICATIVE, kind == _ADDITIVE
+
+        def deseasonalise(y, row):
+            index = indices[:, tf.math.floormod(row, self.m)]
+            return tf.where(multiplicative, y / index, tf.where(additive, y - index, y))
+
+        def step(state, x):
+            y, row = x
+            y = deseasonalise(tf.repeat(y, origins), row)
+            new = self._step_deseasonalised(state, y, row)
+            # A history's state stops at its last row: the rows after it are another's.
+            return tuple(tf.where(row < lengths, after, before)
+                         for after, before in zip(new, state))
+
+        rows = tf.reduce_max(lengths)
+        state = tf.foldl(step, (tf.transpose(values[:, :rows]),
+                                tf.range(rows, dtype=tf.int64)),
+                         initializer=self.initial_state(series * origins))
+        mean = self._forecast_deseasonalised(state, lengths, horizon)
+        phases = tf.math.floormod(lengths[:, None] + np.arange(horizon)[None, :], self.m)
+        index = tf.gather(indices, phases, batch_dims=1)
+        return tf.where(multiplicative[:, None], mean * index,
+                        tf.where(additive[:, None], mean + index, mean))
+
+
+# What `_theta_decompositions` found for a history: no season, or a season of either form.
+_NO_SEASON, _MULTIPLICATIVE, _ADDITIVE = 0, 1, 2
+EACH_ORIGIN = "each origin"
+# statsforecast's seasonal test: the lag-m autocorrelation beyond the one-sided 95 % point of
+# its standard error (norm.ppf(0.95)), with at least 2 m rows and m >= 4.
+_SEASON_TEST_Z = 1.6448536269514722
+# A multiplicative index below this makes statsforecast take the additive decomposition.
+_SMALLEST_MULTIPLICATIVE_INDEX = 0.01
+
+
+def _theta_decompositions(values, lengths, m):
+    """statsforecast's `auto_theta` decomposition of every history `values[s, :L]`.
+
+    For each history: the seasonal test (statsmodels' `acf` up to lag m), then statsmodels'
+    `seasonal_decompose` (period m, centred moving average) of the form statsforecast picks.
+    Everything comes from running sums over the series, so that all origins cost one pass
+    per lag and O(m) each: the autocovariance at lag k of the first L rows from running sums
+    of z_t z_{t+k} and of z_t (z the series minus its mean, so that the sums do not cancel a
+    level), and
+    each phase's mean ratio (or difference) to the moving average from a running sum along
+    the phase. The moving average at a row reads m // 2 rows either side, so a history's
+    ratios are those of the whole series up to its row L - 1 - m // 2.
+
+    Args:
+        values: float64 [series, rows].
+        lengths: int64 [series, origins], each 1..rows.
+        m: the season (a Python int).
+
+    Returns:
+        (indices float64 [series, origins, m], kind int32 [series, origins]: `_NO_SEASON`,
+        `_MULTIPLICATIVE` or `_ADDITIVE`; indices are 0 where there is no season).
+    """
+    shape = tf.shape(lengths)
+    if m < 4:
+        return tf.zeros(tf.concat([shape, [max(m, 1)]], 0), tf.float64), tf.zeros(shape, tf.int32)
+    rows = tf.shape(values, out_type=tf.int64)[1]
+    lengths_f = tf.cast(lengths, tf.float64)
+
+    def prefix(x):
+        """Running sums along the last axis with a 0 in front: prefix(x)[..., j] = sum x[:j]."""
+        return tf.pad(tf.cumsum(x, axis=-1), [[0, 0]] * (len(x.shape) - 1) + [[1, 0]])
+
+    # The seasonal test. statsforecast's is_constant (every value the first) means no test.
+    constant = tf.gather(prefix(tf.cast(tf.equal(values, values[:, :1]), tf.float64)),
+                         lengths, batch_dims=1) == lengths_f
+    z = values - tf.reduce_mean(values, axis=1, keepdims=True)
+    padded = tf.pad(z, [[0, 0], [0, m]])
+    sums = prefix(z)
+    mean = tf.gather(sums, lengths, batch_dims=1) / lengths_f            # [series, origins]
+
+    def autocovariance(k):
+        """Each history's sum over t < L - k of (z_t - mean)(z_{t+k} - mean): [series,
+        origins]. One lag at a time, so that memory stays that of the series whatever m."""
+        products = prefix(z * padded[:, k: k + rows])                  # 0 past the end
+        end = tf.maximum(lengths - k, 0)
+        head = tf.gather(sums, end, batch_dims=1)                        # sum z[:L - k]
+        # sum z[k:L] (a lag beyond the series, in a history too short for the test, reads 0)
+        tail = (tf.gather(sums, lengths, batch_dims=1)
+                - tf.gather(sums, tf.minimum(k, rows), axis=1)[:, None])
+        return (tf.gather(products, end, batch_dims=1) - mean * (head + tail)
+                + (lengths_f - tf.cast(k, tf.float64)) * mean ** 2)
+
+    variance = autocovariance(tf.constant(0, tf.int64))
+    squares = tf.foldl(lambda total, k: total + (autocovariance(k) / variance) ** 2,
+                       tf.range(1, m, dtype=tf.int64), initializer=tf.zeros_like(variance))
+    r_m = autocovariance(tf.constant(m, tf.int64)) / variance
+    bound = tf.sqrt((1.0 + 2.0 * squares) / lengths_f)
+    seasonal = (lengths >= 2 * m) & ~constant & (tf.abs(r_m) / bound > _SEASON_TEST_Z)
+
+    # The centred moving average (statsmodels' filter: weights 1/m, or for an even m the two
+    # ends 1/(2m)), defined at rows half..rows-1-half.
+    half = m // 2
+    total = prefix(values)
+    centre = tf.range(half, tf.maximum(rows - half, half))  # none in a history under m rows
+    if m % 2:
+        trend = (tf.gather(total, centre + half + 1, axis=1)
+                 - tf.gather(total, centre - half, axis=1)) / m
+    else:
+        trend = (tf.gather(total, centre + half, axis=1)
+                 - tf.gather(total, centre - half + 1, axis=1)
+                 + 0.5 * tf.gather(values, centre - half, axis=1)
+                 + 0.5 * tf.gather(values, centre + half, axis=1)) / m
+    inner = tf.gather(values, centre, axis=1)
+    positive = tf.gather(prefix(tf.cast(values <= 0.0, tf.float64)), lengths,
+                         batch_dims=1) == 0.0
+
+    def along_phases(x):
+        """Running sums of `x` (rows half..rows-1-half) down each phase (row index mod m):
+        [series, rows'], entry t the sum over rows t, t - m, ... (rows before half hold 0)."""
+        full = tf.pad(x, [[0, 0], [half, 0]])
+        length = tf.shape(full, out_type=tf.int64)[1]
+        seasons = (length + m - 1) // m
+        full = tf.pad(full, [[0, 0], [0, seasons * m - length]])
+        return tf.reshape(tf.cumsum(tf.reshape(full, [-1, seasons, m]), axis=1),
+                          [-1, seasons * m])
+
+    # Each phase's last row with a ratio in the history: at or before row L - 1 - half.
+    last = lengths[..., None] - 1 - half                                 # [series, origins, 1]
+    last_of_phase = tf.maximum(last - tf.math.floormod(last - np.arange(m), m), 0)
+    counts = tf.gather(along_phases(tf.ones_like(inner)), last_of_phase, batch_dims=1)
+
+    def phase_means(detrended):
+        """statsmodels' `seasonal_mean` of each history: [series, origins, m]."""
+        return tf.gather(along_phases(detrended), last_of_phase, batch_dims=1) / counts
+
+    multiplicative = phase_means(inner / trend)
+    multiplicative = multiplicative / tf.reduce_mean(multiplicative, axis=-1, keepdims=True)
+    additive = phase_means(inner - trend)
+    additive = additive - tf.reduce_mean(additive, axis=-1, keepdims=True)
+    use_multiplicative = positive & tf.reduce_all(
+        multiplicative >= _SMALLEST_MULTIPLICATIVE_INDEX, axis=-1)
+    kind = tf.where(seasonal, tf.where(use_multiplicative, _MULTIPLICATIVE, _ADDITIVE),
+                    _NO_SEASON)
+    indices = tf.where(kind[..., None] == _MULTIPLICATIVE, multiplicative,
+                       tf.where(kind[..., None] == _ADDITIVE, additive,
+                                tf.zeros_like(additive)))
+    return indices, tf.cast(kind, tf.int32)
 
 
 class _SeasonalNaiveRecursion:
@@ -895,6 +1088,8 @@ def _origins_function(method, static, numeric, horizon):
         @tf.function(input_signature=signature, autograph=False)
         def forecast(values, last_rows, numeric):
             recursion = _RECURSIONS[method](static, numeric)
+            if getattr(recursion, "each_origin", False):
+                return recursion.forecast_each(values[None, :], last_rows[None, :] + 1, horizon)
             states = _run_states(recursion, values[None, :], fold=False)
             # [rows, 1, ...] -> the states after the origins' rows, [origins, ...]. Entries
             # without a batch dimension (ARIMA's covariance) do not enter the point forecast.
@@ -1035,7 +1230,10 @@ def forecast_from_history(spec, history, horizon):
     static, numeric = _parts(spec)
     recursion = _RECURSIONS[base_method(spec.method)](
         static, {name: tf.constant(value) for name, value in numeric.items()})
-    state = _run_states(recursion, history, fold=True)
     rows_seen = tf.fill(tf.shape(history)[:1], tf.shape(history, out_type=tf.int64)[1])
-    forecast = recursion.forecast(state, rows_seen, horizon)
+    if getattr(recursion, "each_origin", False):
+        forecast = recursion.forecast_each(history, rows_seen[:, None], horizon)
+    else:
+        state = _run_states(recursion, history, fold=True)
+        forecast = recursion.forecast(state, rows_seen, horizon)
     return tf.cast(tf.exp(forecast) if log_scale else forecast, tf.float32)

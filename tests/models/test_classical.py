@@ -16,7 +16,7 @@ import tensorflow as tf
 from statsforecast.arima import forecast_arima, forward_arima
 from statsforecast.ets import forecast_ets, forward_ets
 from statsforecast.models import ARIMA, AutoARIMA, AutoETS, AutoTheta, SeasonalNaive
-from statsforecast.theta import auto_theta, forecast_theta
+from statsforecast.theta import auto_theta, forecast_theta, forward_theta
 
 from seqlab.models.forecasting import classical
 from seqlab.models.forecasting import metrics as forecasting_metrics
@@ -93,10 +93,18 @@ def arima_reference(values, origin, model):
 
 
 def theta_reference(values, origin, spec):
-    """statsforecast's theta engine with the fitted parameters fixed, on the rows
-    deseasonalised by the FIXED seasonal indices, re-seasonalised by phase. (statsforecast's
-    own forward_theta would re-estimate the decomposition on values[:origin + 1]; our member
-    keeps the fitting rows' indices, so the reference does too.)"""
+    """statsforecast's forward_theta: the fitted initial level, alpha and theta fixed, the
+    seasonal test and decomposition made again on values[:origin + 1], as our member does."""
+    p = spec.params
+    fitted = {"m": spec.season, "modeltype": p["model"],
+              "par": {name: p[name] for name in ("initial_smoothed", "alpha", "theta")}}
+    return forecast_theta(forward_theta(fitted, values[: origin + 1]), HORIZON)["mean"]
+
+
+def fixed_theta_reference(values, origin, spec):
+    """A spec saved before `decomposition_each_origin` (a run of an earlier version):
+    statsforecast's theta engine with the fitted parameters fixed, on the rows deseasonalised
+    by the fitting rows' seasonal indices, re-seasonalised by phase."""
     p = spec.params
     indices = np.asarray(p["season_indices"]) if p["decomposition"] else np.zeros(1)
     past = np.arange(origin + 1) % spec.season
@@ -452,6 +460,99 @@ def test_theta_without_a_multiplicative_season(positive, season, decomposition):
         model.predict(HORIZON)["mean"], rtol=RTOL)
     np.testing.assert_allclose(forecast_at_origins(spec, values, [ORIGINS[1]], HORIZON)[0],
                                theta_reference(values, ORIGINS[1], spec), rtol=RTOL)
+
+
+def theta_case(case):
+    """(values, season, fitting rows) of a series that takes statsforecast's theta
+    decomposition down one of its branches at some origins."""
+    rng = np.random.default_rng(5)
+    if case == "multiplicative":
+        return seasonal_series(seed=4), SEASON, FIT_ROWS
+    if case == "additive":  # values below 0: the multiplicative form is not tried
+        return seasonal_series(seed=4, positive=False), SEASON, FIT_ROWS
+    if case == "odd season":
+        steps = np.arange(90)
+        return (50 + 0.2 * steps + 8 * np.sin(2 * np.pi * steps / 7)
+                + rng.normal(0, 1, 90)), 7, 50
+    if case == "an index below 0.01":
+        # Positive, but one phase near 0: its multiplicative index falls below 0.01, so
+        # statsforecast takes the additive decomposition instead.
+        shape = np.where(np.arange(96) % 6 == 0, 0.002, 1.0 + 0.3 * (np.arange(96) % 6 == 3))
+        return (100 + np.cumsum(rng.normal(0, 1, 96))) * shape + 0.01, 6, 60
+    if case == "a spike each season":
+        # A season so sharp that the test finds it in fewer than 2 seasons of rows (21 to 23
+        # of them), where statsforecast still decomposes nothing.
+        steps = np.arange(72)
+        return 1.0 + 10.0 * (steps % SEASON == 0) + rng.uniform(0, 0.1, 72), SEASON, 40
+    # "a season appearing": noise first, where the test finds no season (the fit decomposes
+    # nothing), then a strong season, which later histories' tests find.
+    steps = np.arange(120)
+    values = 30 + rng.normal(0, 1, 120) + np.where(steps >= 60, 6 * np.sin(2 * np.pi * steps
+                                                                            / SEASON), 0.0)
+    return values, SEASON, 55
+
+
+def statsforecast_decomposition(values, origin, spec):
+    p = spec.params
+    fitted = {"m": spec.season, "modeltype": p["model"],
+              "par": {name: p[name] for name in ("initial_smoothed", "alpha", "theta")}}
+    model = forward_theta(fitted, values[: origin + 1])
+    return model["decomposition_type"] if model.get("decompose", False) else None
+
+
+@pytest.mark.parametrize("case", ["multiplicative", "additive", "odd season",
+                                  "an index below 0.01", "a season appearing",
+                                  "a spike each season"])
+def test_theta_decomposes_each_history_again_as_statsforecasts_forward(case):
+    values, season, fit_rows = theta_case(case)
+    spec, _ = fit_pair("theta", values=values[:fit_rows], season=season)
+    origins = np.arange(3, len(values) - 1)
+    ours = forecast_at_origins(spec, values, origins, HORIZON)
+    for row, origin in zip(ours, origins):
+        # float64 round-off: running sums against statsmodels' direct sums (measured 1e-14)
+        np.testing.assert_allclose(row, theta_reference(values, origin, spec), rtol=RTOL,
+                                   err_msg=f"origin {origin}")
+    # The case takes the branch it is named for (and no season before 2 seasons of rows).
+    forms = {statsforecast_decomposition(values, origin, spec) for origin in origins}
+    expected = {"multiplicative": {None, "multiplicative"}, "odd season": {None, "multiplicative"},
+                "additive": {None, "additive"}, "an index below 0.01": {None, "additive"},
+                "a season appearing": {None, "multiplicative"},
+                "a spike each season": {None, "multiplicative"}}[case]
+    assert forms == expected
+    if case == "a season appearing":
+        assert spec.params["decomposition"] is None
+    # The graph decomposes each history of a batch on its own: two series of one length.
+    serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON))
+    histories = np.stack([values[: len(values) - 20], values[20:]])
+    np.testing.assert_allclose(
+        serve(tf.constant(histories)).numpy(),
+        [theta_reference(history, len(history) - 1, spec) for history in histories],
+        rtol=1e-6)  # the graph's float32 output
+
+
+@pytest.mark.parametrize("rows", [4, SEASON - 1, SEASON + 1, 2 * SEASON - 1, 2 * SEASON])
+def test_theta_serves_a_history_shorter_than_two_seasons(fitted, rows):
+    # A SavedModel's request may be that short: no seasonal test below 2 seasons of rows, and
+    # the running sums of lags beyond the history read nothing.
+    spec = fitted["theta"][0]
+    served = forecast_from_history(spec, tf.constant(SERIES[None, :rows]), HORIZON).numpy()[0]
+    np.testing.assert_allclose(served, theta_reference(SERIES, rows - 1, spec),
+                               rtol=1e-6)  # the graph's float32 output
+
+
+def test_a_theta_spec_saved_before_each_origins_decomposition_keeps_the_fitted_one(fitted):
+    values = json.loads(json.dumps(fitted["theta"][0].to_dict()))
+    assert values["params"].pop("decomposition_each_origin") is True
+    old = ClassicalSpec.from_dict(values)
+    ours = forecast_at_origins(old, SERIES, ORIGINS, HORIZON)
+    for row, origin in zip(ours, ORIGINS):
+        np.testing.assert_allclose(row, fixed_theta_reference(SERIES, origin, old), rtol=RTOL)
+        # ... which is not statsforecast's forward here: the decomposition moved.
+        assert not np.allclose(row, theta_reference(SERIES, origin, old), rtol=1e-4)
+    served_as_forecast(old)
+    with pytest.raises(ValueError, match="'params.decomposition_each_origin' has the wrong"):
+        ClassicalSpec.from_dict({**values, "params": {**values["params"],
+                                                      "decomposition_each_origin": "yes"}})
 
 
 # ---------------------------------------------------------------------------------------------
