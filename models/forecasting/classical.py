@@ -11,13 +11,15 @@ The protocol, for every member (ETS, ARIMA, Theta, seasonal naive):
    `metrics.FIT_ROWS` the first of its last rows, `metrics.fitting_start`), so the initial
    states, the seasonal phases and the drift's time index mean the same thing. One pass over
    the series computes the state after every row; the forecast from origin `r` reads the state
-   after row `r` and nothing later. No parameter is refitted per origin.
+   after row `r` and nothing later (Theta, whose deseasonalised rows differ per origin, runs
+   one state per origin in the same pass, each stopping at its own row). No parameter is
+   refitted per origin.
 3. **One implementation in TensorFlow** (float64 inside), called from NumPy by
    `forecast_at_origins` (the pipeline's scoring and predict; it runs a graph traced once per
    form, the fitted numbers being its inputs) and from any graph by `forecast_from_history` (the
    exported SavedModel, which receives the history in the request; the numbers become
-   constants). Both call the same per-row `step` and the same `forecast` of each recursion, so
-   they agree by construction.
+   constants). Both call the same per-row `step` and the same `forecast` of each recursion
+   (Theta's `forecast_each` in both), so they agree by construction.
 
 The recursions:
 
@@ -597,11 +599,16 @@ def _fit_theta(values, season, model):
         "initial_smoothed": float(par["initial_smoothed"]),
         "alpha": float(par["alpha"]), "theta": float(par["theta"]),
         "decomposition": decomposition, "season_indices": season_indices,
-        "decomposition_each_origin": True,
+        # statsforecast tests for a season only where m >= 4: below it nothing could change.
+        "decomposition_each_origin": season >= _SHORTEST_TESTED_SEASON,
     }
     description = f"Theta ({params['model']})"
     if decomposition is not None:
         description += f", {decomposition} season {season}"
+    if params["decomposition_each_origin"]:
+        description += (", decomposed again at each origin" if decomposition is not None else
+                        f", no season in the fitting rows (season {season} tested again at "
+                        "each origin)")
     return ClassicalSpec("theta", season, params, description, len(values))
 
 
@@ -798,6 +805,9 @@ class _ThetaRecursion:
         self.indices = numeric["season_indices"]
 
     def _phase_index(self, rows):
+        if self.each_origin:
+            raise ValueError("A Theta member decomposed at each origin runs by `forecast_each`, "
+                             "not row by row with fixed indices.")
         return tf.gather(self.indices, tf.math.floormod(rows, self.m))
 
     def deseasonalise(self, y, row):
@@ -911,6 +921,7 @@ EACH_ORIGIN = "each origin"
 # statsforecast's seasonal test: the lag-m autocorrelation beyond the one-sided 95 % point of
 # its standard error (norm.ppf(0.95)), with at least 2 m rows and m >= 4.
 _SEASON_TEST_Z = 1.6448536269514722
+_SHORTEST_TESTED_SEASON = 4
 # A multiplicative index below this makes statsforecast take the additive decomposition.
 _SMALLEST_MULTIPLICATIVE_INDEX = 0.01
 
@@ -922,11 +933,11 @@ def _theta_decompositions(values, lengths, m):
     `seasonal_decompose` (period m, centred moving average) of the form statsforecast picks.
     Everything comes from running sums over the series, so that all origins cost one pass
     per lag and O(m) each: the autocovariance at lag k of the first L rows from running sums
-    of z_t z_{t+k} and of z_t (z the series minus its mean, so that the sums do not cancel a
-    level), and
-    each phase's mean ratio (or difference) to the moving average from a running sum along
-    the phase. The moving average at a row reads m // 2 rows either side, so a history's
-    ratios are those of the whole series up to its row L - 1 - m // 2.
+    of z_t z_{t+k} and of z_t (z the series minus its first value, which every history
+    holds, so that the sums stay within a history's own range), and each phase's mean ratio
+    (or difference) to the moving average from a running sum along the phase. The moving
+    average at a row reads m // 2 rows either side, so a history's ratios are those of the
+    whole series up to its row L - 1 - m // 2.
 
     Args:
         values: float64 [series, rows].
@@ -938,7 +949,7 @@ def _theta_decompositions(values, lengths, m):
         `_MULTIPLICATIVE` or `_ADDITIVE`; indices are 0 where there is no season).
     """
     shape = tf.shape(lengths)
-    if m < 4:
+    if m < _SHORTEST_TESTED_SEASON:
         return tf.zeros(tf.concat([shape, [max(m, 1)]], 0), tf.float64), tf.zeros(shape, tf.int32)
     rows = tf.shape(values, out_type=tf.int64)[1]
     lengths_f = tf.cast(lengths, tf.float64)
@@ -947,10 +958,14 @@ def _theta_decompositions(values, lengths, m):
         """Running sums along the last axis with a 0 in front: prefix(x)[..., j] = sum x[:j]."""
         return tf.pad(tf.cumsum(x, axis=-1), [[0, 0]] * (len(x.shape) - 1) + [[1, 0]])
 
-    # The seasonal test. statsforecast's is_constant (every value the first) means no test.
+    # The seasonal test. A constant history has none here; statsforecast tests its round-off
+    # and may decompose it, but a constant's indices are all 1 (or 0), so the forecasts agree.
     constant = tf.gather(prefix(tf.cast(tf.equal(values, values[:, :1]), tf.float64)),
                          lengths, batch_dims=1) == lengths_f
-    z = values - tf.reduce_mean(values, axis=1, keepdims=True)
+    # Centred on the first row, which every history holds: a history's sums of z then stay
+    # within its own range, so round-off cannot swamp a small autocovariance (centred on the
+    # whole series' mean, early histories far from it lost theirs to rows after them).
+    z = values - values[:, :1]
     padded = tf.pad(z, [[0, 0], [0, m]])
     sums = prefix(z)
     mean = tf.gather(sums, lengths, batch_dims=1) / lengths_f            # [series, origins]
@@ -1109,7 +1124,8 @@ def forecast_at_origins(spec, values, last_rows, horizon):
     """Forecasts `horizon` steps from each origin with the parameters fixed.
 
     One pass over the series computes the state after every row (`tf.scan` of the method's
-    recursion); the forecasts from all origins are then computed at once from the chosen
+    recursion; for Theta, which decomposes each origin's history again, one state per origin
+    in a `tf.foldl`); the forecasts from all origins are then computed at once from the chosen
     states. The forecast from origin r reads values[:r + 1] only; rows after the last origin
     are not read at all. The graph is traced once per form and horizon (0.2-0.4 s; without
     autograph, as the recursions hold no Python control flow on tensors) and reused for every

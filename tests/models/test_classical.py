@@ -455,6 +455,8 @@ def test_theta_without_a_multiplicative_season(positive, season, decomposition):
     values = seasonal_series(seed=2, positive=positive)
     spec, model = fit_pair("theta", values=values[:FIT_ROWS], season=season, model="DOTM")
     assert spec.params["decomposition"] == decomposition
+    # statsforecast tests for a season from m = 4 on: below, no history could have one.
+    assert spec.params["decomposition_each_origin"] == (season >= 4)
     np.testing.assert_allclose(
         forecast_at_origins(spec, values[:FIT_ROWS], [FIT_ROWS - 1], HORIZON)[0],
         model.predict(HORIZON)["mean"], rtol=RTOL)
@@ -521,6 +523,10 @@ def test_theta_decomposes_each_history_again_as_statsforecasts_forward(case):
     assert forms == expected
     if case == "a season appearing":
         assert spec.params["decomposition"] is None
+        assert spec.description.endswith(
+            "no season in the fitting rows (season 12 tested again at each origin)")
+    else:
+        assert spec.description.endswith(f"season {season}, decomposed again at each origin")
     # The graph decomposes each history of a batch on its own: two series of one length.
     serve = tf.function(lambda history: forecast_from_history(spec, history, HORIZON))
     histories = np.stack([values[: len(values) - 20], values[20:]])
@@ -528,6 +534,23 @@ def test_theta_decomposes_each_history_again_as_statsforecasts_forward(case):
         serve(tf.constant(histories)).numpy(),
         [theta_reference(history, len(history) - 1, spec) for history in histories],
         rtol=1e-6)  # the graph's float32 output
+
+
+def test_theta_decomposition_at_an_origin_ignores_later_rows_however_far_they_lie():
+    # Noise of 0.01 around 10, then a jump by 1e7: the origins before the jump, scored in one
+    # call with those after it, must get the numbers they get alone (the running sums are
+    # centred on the first row, which every history holds; centred on the whole series' mean,
+    # round-off of 1e7 swamped the early histories' autocorrelations and flipped their test).
+    rng = np.random.default_rng(3)
+    steps = np.arange(400)
+    values = 10 + 0.01 * np.sin(2 * np.pi * steps / SEASON) + rng.normal(0, 0.01, 400)
+    values[300:] += 1e7
+    spec, _ = fit_pair("theta", values=values[:200], season=SEASON)
+    together = forecast_at_origins(spec, values, np.arange(200, 399), HORIZON)[:100]
+    alone = forecast_at_origins(spec, values[:300], np.arange(200, 300), HORIZON)
+    np.testing.assert_allclose(together, alone, rtol=RTOL)
+    for row, origin in zip(together[::9], range(200, 300, 9)):
+        np.testing.assert_allclose(row, theta_reference(values, origin, spec), rtol=RTOL)
 
 
 @pytest.mark.parametrize("rows", [4, SEASON - 1, SEASON + 1, 2 * SEASON - 1, 2 * SEASON])
