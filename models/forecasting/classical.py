@@ -904,9 +904,9 @@ class _ThetaRecursion:
             return tuple(tf.where(row < lengths, after, before)
                          for after, before in zip(new, state))
 
-        rows = tf.reduce_max(lengths)
-        state = tf.foldl(step, (tf.transpose(values[:, :rows]),
-                                tf.range(rows, dtype=tf.int64)),
+        # Every row (the callers pass none past the longest history); an empty batch too.
+        rows = tf.shape(values, out_type=tf.int64)[1]
+        state = tf.foldl(step, (tf.transpose(values), tf.range(rows, dtype=tf.int64)),
                          initializer=self.initial_state(series * origins))
         mean = self._forecast_deseasonalised(state, lengths, horizon)
         phases = tf.math.floormod(lengths[:, None] + np.arange(horizon)[None, :], self.m)

@@ -536,6 +536,17 @@ def test_theta_decomposes_each_history_again_as_statsforecasts_forward(case):
         rtol=1e-6)  # the graph's float32 output
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_an_empty_batch_of_histories_gets_an_empty_forecast(fitted, method):
+    # A SavedModel's empty request (docs/cli.md: "an empty batch gets an empty result"); Theta's
+    # pass over the rows once took the longest history of none, the smallest int64.
+    serve = tf.function(lambda history: forecast_from_history(fitted[method][0], history,
+                                                              HORIZON),
+                        input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    for rows in (0, FIT_ROWS + 10):
+        assert serve(tf.zeros([0, rows])).shape == (0, HORIZON)
+
+
 def test_theta_decomposition_at_an_origin_ignores_later_rows_however_far_they_lie():
     # Noise of 0.01 around 10, then a jump by 1e7: the origins before the jump, scored in one
     # call with those after it, must get the numbers they get alone (the running sums are
