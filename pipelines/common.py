@@ -219,6 +219,10 @@ def write_export_archive(archive, path):
                      tree=written_tree(temporary, EXPORT_MARKER))
         os.replace(temporary, path)
     except (OSError, tf.errors.OpError) as error:  # TensorFlow's file errors are OpErrors
+        if path.is_dir() and any(path.iterdir()):
+            # Another export (the same command twice at once) got there first.
+            raise UsageError(f"{path} was written by another export while this one ran; pass "
+                             "--overwrite to replace it, or choose another --out") from None
         reason = (error.strerror if isinstance(error, OSError) else error.message) or error
         raise UsageError(f"{path}: cannot write the SavedModel there ("
                          f"{str(reason).splitlines()[0]})") from None

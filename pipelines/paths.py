@@ -459,8 +459,9 @@ def check_export_path(path, overwrite=False, run=None):
     Raises:
         UsageError: `path` is a symlink, a file, a non-empty folder that is not an export of
             seqlab's, or one while `overwrite` is False, or inside a run directory other than
-            the exported `run`'s `saved_model/` and `export/` (another run's `saved_model/` and
-            `export/` versions serve that run's model).
+            the exported `run`'s `saved_model/` and `export/<n>` (another run's `saved_model/`
+            and `export/` versions serve that run's model), or inside an export, or the `--out`
+            of an unfinished run (`<path>.partial`).
     """
     path = Path(path)
     if path.is_symlink():
@@ -469,14 +470,26 @@ def check_export_path(path, overwrite=False, run=None):
     resolved = path.resolve()
     holder = next((p for p in resolved.parents if (p / RUN_MARKER).is_file()), None)
     own_run = run is not None and holder == Path(run).resolve()
-    # A version of its export/ (TensorFlow Serving serves export/<n>), or its saved_model/.
-    own = own_run and resolved in (holder / "saved_model", holder / EXPORT_DIR / resolved.name)
+    # A version of its export/ (TensorFlow Serving serves export/<n>, n a whole number above
+    # 0: it reads "01" as a second version 1 and ignores "abc"), or its saved_model/.
+    version = (resolved.parent == holder / EXPORT_DIR
+               and re.fullmatch(r"[1-9][0-9]*", resolved.name) is not None) if own_run else False
+    own = own_run and (resolved == holder / "saved_model" or version)
     if holder is not None and not own:
-        where = (f"export into a version folder {holder / EXPORT_DIR}/<n> (the default) or "
-                 "outside the run" if own_run
+        where = (f"export into a version folder {holder / EXPORT_DIR}/<n> (n = 1, 2, ...; the "
+                 "default is the next) or outside the run" if own_run
                  else "export outside it, or into a version folder of the exported run's export/")
         raise UsageError(f"{path} is inside the run {holder}, whose files its train wrote (its "
                          f"saved_model/ and export/ versions serve that run's model); {where}")
+    export = next((p for p in resolved.parents if _holds_export(p)), None)
+    if export is not None:
+        raise UsageError(f"{path} is inside the SavedModel {export}, which its export wrote "
+                         "(a folder added there is served with it, and blocks its --overwrite); "
+                         "export outside it")
+    unfinished = resolved.with_name(resolved.name + PARTIAL_SUFFIX)
+    if (unfinished / RUN_MARKER).is_file():
+        raise UsageError(f"{path} is where the unfinished run {unfinished} goes when its train "
+                         "finishes (or is resumed and finishes); export elsewhere")
     if not path.exists():
         blocking = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
         if blocking is not None and not blocking.is_dir():

@@ -129,6 +129,34 @@ def test_export_refuses_a_place_inside_a_run_but_its_export_folder(finished, tmp
         assert f"export into a version folder {mine / 'export'}/<n>" in capsys.readouterr().err
     assert cli.main(["timeseries", "export", "--run", str(mine), "--out",
                      str(mine / "export" / "7")]) == 0
+    # Only whole numbers from 1 are versions: TensorFlow Serving reads "01" as a second
+    # version 1 and ignores "abc" and "-1".
+    for name in ("01", "abc", "-1", "0"):
+        assert cli.main(["timeseries", "export", "--run", str(mine), "--out",
+                         str(mine / "export" / name)]) == 2
+        assert "(n = 1, 2, ...; the default is the next)" in capsys.readouterr().err
+
+
+def test_export_refuses_a_place_inside_an_export_or_an_unfinished_runs_out(finished, tmp_path,
+                                                                          capsys):
+    _, run = finished
+    served = tmp_path / "served"
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(served)]) == 0
+    before = _files(served)
+    # A SavedModel inside another's variables/ or assets/ was written, then served with it and
+    # blocking its --overwrite ("holds what its export did not write").
+    for out in (served / "variables" / "x", served / "assets" / "y"):
+        assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(out)]) == 2
+        assert f"is inside the SavedModel {served}" in capsys.readouterr().err
+    assert _files(served) == before
+    # The --out of a run still training (or interrupted): its train would find a SavedModel
+    # there when it finishes, and end in an error.
+    unfinished = tmp_path / "live.partial"
+    shutil.copytree(run, unfinished)
+    assert cli.main(["timeseries", "export", "--run", str(run), "--out",
+                     str(tmp_path / "live")]) == 2
+    assert f"is where the unfinished run {unfinished} goes" in capsys.readouterr().err
+    assert not (tmp_path / "live").exists()
 
 
 def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished, tmp_path,
@@ -299,6 +327,23 @@ def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
                                          r"left on device\)"):
         write_export_archive(FailingArchive(), tmp_path / "model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["half.txt"]
+
+
+def test_an_export_that_another_export_beat_to_the_same_path_says_so(tmp_path):
+    # The same export command twice at once: the later rename meets the earlier's SavedModel
+    # (ENOTEMPTY); the message was the bare "cannot write the SavedModel there (Directory not
+    # empty)".
+    class RacedArchive:
+        def write_out(self, path, verbose=False):
+            os.makedirs(path)
+            (tmp_path / "model").mkdir()
+            (tmp_path / "model" / "saved_model.pb").write_bytes(b"the other export's")
+
+    with pytest.raises(UsageError, match=r"model was written by another export while this one "
+                                         r"ran; pass --overwrite"):
+        write_export_archive(RacedArchive(), tmp_path / "model")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert (tmp_path / "model" / "saved_model.pb").read_bytes() == b"the other export's"
 
 
 # --- one process per run directory ---------------------------------------------------------------
