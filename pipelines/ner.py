@@ -378,11 +378,14 @@ def export_saved_model(model, vocabulary, path):
         tokens = checked_rank(tokens, "tokens", "a matrix [batch, words] of strings", 2)
         # Bounded before any lookup: the work and memory of a request grow with rows x words.
         shape = dynamic_shape(tokens)
+        # A row's words are its strings but the padding "" (an empty batch has none).
+        words = tf.reduce_sum(tf.cast(tf.not_equal(tokens, ""), tf.int32), axis=1)
         bounded = [
             tf.debugging.assert_less_equal(
-                shape[1], MAX_SENTENCE_TOKENS,
+                tf.reduce_max(tf.concat([words, [0]], axis=0)), MAX_SENTENCE_TOKENS,
                 message=f"tokens must have at most MAX_SENTENCE_TOKENS={MAX_SENTENCE_TOKENS} "
-                        "words per row (split the text into sentences)"),
+                        "words per row, padding \"\" not counted (split the text into "
+                        "sentences)"),
             tf.debugging.assert_less_equal(
                 tf.cast(shape[0], tf.int64) * tf.cast(shape[1], tf.int64),
                 tf.constant(MAX_REQUEST_TOKENS, tf.int64),

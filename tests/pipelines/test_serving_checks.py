@@ -223,6 +223,13 @@ def test_ner_request_words_are_capped_per_row_and_in_all(tmp_path):
         1, MAX_SENTENCE_TOKENS)
     per_row = f"tokens must have at most MAX_SENTENCE_TOKENS={MAX_SENTENCE_TOKENS} words per row"
     refused_at_once(lambda: serve(tokens=tf.fill([1, MAX_SENTENCE_TOKENS + 1], "a")), per_row)
+    # The padding "" is no word: a short row padded past the limit beside a long one, and an
+    # empty batch of many columns, are served (both were refused as rows too long).
+    padded = tf.concat([tf.fill([1, 10], "a"), tf.fill([1, MAX_SENTENCE_TOKENS - 9], "")], 1)
+    answer = serve(tokens=padded)["tags"].numpy()
+    assert answer.shape == (1, MAX_SENTENCE_TOKENS + 1) and set(answer[0, 10:]) == {b""}
+    assert serve(tokens=tf.zeros([0, 2 * MAX_SENTENCE_TOKENS], tf.string))["tags"].shape == (
+        0, 2 * MAX_SENTENCE_TOKENS)
     # 100 rows of 10,000 words ran out of memory in the character encoder.
     huge = tf.fill([100, 10_000], "a")
     refused_at_once(lambda: serve(tokens=huge), per_row)
