@@ -486,8 +486,8 @@ def check_export_path(path, overwrite=False, run=None):
         raise UsageError(f"{path} is inside the SavedModel {export}, which its export wrote "
                          "(a folder added there is served with it, and blocks its --overwrite); "
                          "export outside it")
-    unfinished = resolved.with_name(resolved.name + PARTIAL_SUFFIX)
-    if (unfinished / RUN_MARKER).is_file():
+    unfinished = resolved.with_name(resolved.name + PARTIAL_SUFFIX) if resolved.name else None
+    if unfinished is not None and (unfinished / RUN_MARKER).is_file():
         raise UsageError(f"{path} is where the unfinished run {unfinished} goes when its train "
                          "finishes (or is resumed and finishes); export elsewhere")
     if not path.exists():

@@ -578,6 +578,8 @@ def test_export_paths_seqlab_did_not_write_are_refused(tmp_path):
     link.symlink_to(old)
     with pytest.raises(UsageError, match=r"is a symbolic link"):
         check_export_path(link, overwrite=True)
+    with pytest.raises(UsageError, match=r"/ exists and is not a SavedModel"):
+        check_export_path(Path("/"))  # no name to look for an unfinished run's '/.partial' by
     under_a_file = tmp_path / "thesis.txt" / "export"
     (tmp_path / "thesis.txt").write_text("draft")
     with pytest.raises(UsageError, match=r"thesis\.txt is a file, not a folder"):
