@@ -472,9 +472,9 @@ def check_export_path(path, overwrite=False, run=None):
     own_run = run is not None and holder == Path(run).resolve()
     # A version of its export/ (TensorFlow Serving serves export/<n>, n a whole number above
     # 0: it reads "01" as a second version 1 and ignores "abc"), or its saved_model/.
-    version = (resolved.parent == holder / EXPORT_DIR
-               and re.fullmatch(r"[1-9][0-9]*", resolved.name) is not None) if own_run else False
-    own = own_run and (resolved == holder / "saved_model" or version)
+    own = own_run and (resolved == holder / "saved_model"
+                       or (resolved.parent == holder / EXPORT_DIR
+                           and re.fullmatch(r"[1-9][0-9]*", resolved.name) is not None))
     if holder is not None and not own:
         where = (f"export into a version folder {holder / EXPORT_DIR}/<n> (n = 1, 2, ...; the "
                  "default is the next) or outside the run" if own_run

@@ -968,7 +968,8 @@ def _theta_decompositions(values, lengths, m):
     z = values - values[:, :1]
     padded = tf.pad(z, [[0, 0], [0, m]])
     sums = prefix(z)
-    mean = tf.gather(sums, lengths, batch_dims=1) / lengths_f            # [series, origins]
+    history_sums = tf.gather(sums, lengths, batch_dims=1)                # sum z[:L]
+    mean = history_sums / lengths_f                                      # [series, origins]
 
     def autocovariance(k):
         """Each history's sum over t < L - k of (z_t - mean)(z_{t+k} - mean): [series,
@@ -977,8 +978,7 @@ def _theta_decompositions(values, lengths, m):
         end = tf.maximum(lengths - k, 0)
         head = tf.gather(sums, end, batch_dims=1)                        # sum z[:L - k]
         # sum z[k:L] (a lag beyond the series, in a history too short for the test, reads 0)
-        tail = (tf.gather(sums, lengths, batch_dims=1)
-                - tf.gather(sums, tf.minimum(k, rows), axis=1)[:, None])
+        tail = history_sums - tf.gather(sums, tf.minimum(k, rows), axis=1)[:, None]
         return (tf.gather(products, end, batch_dims=1) - mean * (head + tail)
                 + (lengths_f - tf.cast(k, tf.float64)) * mean ** 2)
 

@@ -92,13 +92,17 @@ def arima_reference(values, origin, model):
                           HORIZON)["mean"]
 
 
-def theta_reference(values, origin, spec):
-    """statsforecast's forward_theta: the fitted initial level, alpha and theta fixed, the
-    seasonal test and decomposition made again on values[:origin + 1], as our member does."""
+def theta_forward(values, origin, spec):
+    """statsforecast's forward_theta on values[:origin + 1]: the fitted initial level, alpha
+    and theta fixed, the seasonal test and decomposition made again, as our member does."""
     p = spec.params
     fitted = {"m": spec.season, "modeltype": p["model"],
               "par": {name: p[name] for name in ("initial_smoothed", "alpha", "theta")}}
-    return forecast_theta(forward_theta(fitted, values[: origin + 1]), HORIZON)["mean"]
+    return forward_theta(fitted, values[: origin + 1])
+
+
+def theta_reference(values, origin, spec):
+    return forecast_theta(theta_forward(values, origin, spec), HORIZON)["mean"]
 
 
 def fixed_theta_reference(values, origin, spec):
@@ -495,10 +499,7 @@ def theta_case(case):
 
 
 def statsforecast_decomposition(values, origin, spec):
-    p = spec.params
-    fitted = {"m": spec.season, "modeltype": p["model"],
-              "par": {name: p[name] for name in ("initial_smoothed", "alpha", "theta")}}
-    model = forward_theta(fitted, values[: origin + 1])
+    model = theta_forward(values, origin, spec)
     return model["decomposition_type"] if model.get("decompose", False) else None
 
 
