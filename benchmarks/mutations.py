@@ -89,8 +89,8 @@ MUTATIONS = [
     ),
     Mutation(
         "simple_rnn_step_gradient_drops_the_state", "layers/simple_rnn.py",
-        "    return tf.raw_ops.TanhGrad(y=output, dy=d_output + d_states[0]), [None]",
-        "    return tf.raw_ops.TanhGrad(y=output, dy=d_output), [None]",
+        "    d_h = d_states[0] if d_output is None else d_output + d_states[0]",
+        "    d_h = d_states[0] if d_output is None else d_output",
         ("tests/layers/test_loop_choice.py",),
         "the written-out SimpleRNN step gradient forgets the gradient carried by the state",
         select="written_out",
@@ -136,11 +136,19 @@ MUTATIONS = [
     ),
     Mutation(
         "bptt_last_output_gradient_dropped", "layers/_loop.py",
-        "             d_last_output, tuple(d_final_states)),",
-        "             0 * d_last_output, tuple(d_final_states)),",
+        "            d_final_states = [d_final_states[0] + d_last_output, *d_final_states[1:]]",
+        "            d_final_states = list(d_final_states)",
         ("tests/layers/test_loop_choice.py",),
         "the hand-scheduled BPTT (as it is, written out or compiled) drops the last output's "
-        "gradient (issue 28)",
+        "gradient on unmasked sequences (issue 28)",
+    ),
+    Mutation(
+        "bptt_masked_last_output_gradient_dropped", "layers/_loop.py",
+        "             *((d_last_output,) if carries_output else ()), tuple(d_final_states)),",
+        "             *((0 * d_last_output,) if carries_output else ()), tuple(d_final_states)),",
+        ("tests/layers/test_loop_choice.py",),
+        "the hand-scheduled BPTT drops the last output's gradient on masked sequences, where "
+        "it is carried back to the last unmasked step (issue 28)",
     ),
     Mutation(
         "compiled_bptt_second_order_dropped", "layers/_loop.py",

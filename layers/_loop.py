@@ -50,7 +50,9 @@ class StepBackward(typing.NamedTuple):
             `finish` also handing back the `n_saved` tensors its backward reads.
         backward: `(saved, states, d_output, d_new_states) -> (d_z, d_states)`: the gradient
             of z = x_t + inner_t (or, with `shared_gradient` False, the pair `(d x_t,
-            d inner_t)`) and of each state before the step (None: not read).
+            d inner_t)`) and of each state before the step (None: not read). `d_output`
+            is None where the step's output has no gradient of its own: the output is
+            the first new state, whose gradient `d_new_states[0]` then holds all of it.
         n_saved: how many tensors `forward` saves per step.
         shared_gradient: whether the step reads `x_t + inner_t` only, so that both have one
             gradient (LSTM, SimpleRNN); the GRU's candidate reads `x_t + r_t (.) inner_t`.
@@ -359,7 +361,8 @@ def run_separable_recurrence(
                     step_mask[t], output, new_states, previous_output, states, zero_output,
                     zero_output_for_mask,
                 )
-            outputs_ta = outputs_ta.write(t, output)
+            if return_all_outputs:
+                outputs_ta = outputs_ta.write(t, output)
             saved_states_ta = tuple(ta.write(t, s) for ta, s in zip(saved_states_ta, states))
             inners_ta = tuple(ta.write(t, s) for ta, s in zip(inners_ta, saved))
             return outputs_ta, saved_states_ta, inners_ta, output, tuple(new_states)
@@ -377,7 +380,9 @@ def run_separable_recurrence(
             ),
             unroll=unroll,
         )
-        outputs = outputs_ta.stack()
+        # Where only the last output leaves the function, no array of every step's: the
+        # last output stands in for them.
+        outputs = outputs_ta.stack() if return_all_outputs else last_output[None]
         saved_states = [ta.stack() for ta in saved_states_ta]  # states before each step
         saved = [ta.stack() for ta in saved_ta]  # inner_t, or what step_backward saved
         return outputs, last_output, list(final_states), saved_states, saved
@@ -391,27 +396,43 @@ def run_separable_recurrence(
         def new_array():
             return _step_array(inputs, steps, unroll)
 
-        if unroll == ALL_STEPS:
+        if unroll == ALL_STEPS and return_all_outputs:
             d_outputs = tf.unstack(d_outputs, num=steps)
         step_inputs = _by_step(inputs, unroll, steps)
         step_mask = None if time_mask is None else _by_step(time_mask, unroll, steps)
         step_states = [_by_step(s, unroll, steps) for s in saved_states]
         step_saved = [_by_step(s, unroll, steps) for s in saved]
         kernel_t = tf.transpose(kernel)
+        # Unmasked, the last output is the last step's output, which is its first new state
+        # (h_t, for every cell here): its gradient joins the final state's before the loop,
+        # and where no sequence of outputs left the function a step's output has no
+        # gradient of its own (no zeros added at every step). Masked, the last output is
+        # the last unmasked step's: its gradient is carried back through the masked steps
+        # after it, as the loop's first carry (a tensor_scatter_nd_add into d_outputs
+        # copied them, and refused a batch of no rows, as a group of `grouped` may have).
+        carries_output = step_mask is not None
+        if not carries_output:
+            d_final_states = [d_final_states[0] + d_last_output, *d_final_states[1:]]
+        zeros_for_output = step_backward is None or carries_output
 
-        def backward_step(t, d_inputs_ta, d_inners_ta, d_previous_output, d_states):
-            d_output = d_outputs[t] + d_previous_output
+        def backward_step(t, d_inputs_ta, d_inners_ta, *carry):
+            *d_carried_output, d_states = carry
+            d_output = d_outputs[t] if return_all_outputs else None
+            if carries_output:
+                d_output = d_carried_output[0] if d_output is None else (
+                    d_output + d_carried_output[0])
+            elif d_output is None and zeros_for_output:
+                d_output = tf.zeros_like(d_states[0])
             states = [s[t] for s in step_states]
-            if step_mask is not None:
+            passed_states = None
+            if carries_output:
                 keep = step_mask[t]
                 zeros = tf.zeros_like(d_output)
-                carried_output = zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)
+                d_carried_output = [
+                    zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)]
                 d_output = tf.where(keep, d_output, zeros)
                 passed_states = [tf.where(keep, tf.zeros_like(d), d) for d in d_states]
                 d_states = [tf.where(keep, d, tf.zeros_like(d)) for d in d_states]
-            else:
-                carried_output = tf.zeros_like(d_output)
-                passed_states = None
             if step_backward is None:
                 x_t, inner = step_inputs[t], step_saved[0][t]
                 with tf.GradientTape() as tape:
@@ -438,17 +459,13 @@ def run_separable_recurrence(
                 d_previous = [d + p for d, p in zip(d_previous, passed_states)]
             d_arrays = (d_inputs_ta.write(t, d_x),) + (
                 () if shared_gradient else (d_inners_ta[0].write(t, d_inner),))
-            return (d_arrays[0], d_arrays[1:], carried_output, tuple(d_previous))
+            return (d_arrays[0], d_arrays[1:], *d_carried_output, tuple(d_previous))
 
-        d_inputs_ta, d_inners_ta, _, d_initial_states = _for_each_step(
+        d_inputs_ta, d_inners_ta, *_, d_initial_states = _for_each_step(
             backward_step,
             steps,
             (new_array(), () if shared_gradient else (new_array(),),
-             # The last output is the last step's: its gradient joins that step's output's
-             # through the carry the first backward step adds (a tensor_scatter_nd_add into
-             # d_outputs copied them, and refused a batch of no rows, as a group of the
-             # `grouped` loop may have).
-             d_last_output, tuple(d_final_states)),
+             *((d_last_output,) if carries_output else ()), tuple(d_final_states)),
             unroll=unroll,
             reverse=True,
         )
@@ -479,9 +496,11 @@ def run_separable_recurrence(
         def grad(d_outputs, d_last_output, *d_final_states):
             d_last_output = _zeros_if_none(d_last_output, last_output)
             d_final_states = [_zeros_if_none(d, s) for d, s in zip(d_final_states, final_states)]
-            if not return_all_outputs or d_outputs is None:
-                # Only the last output left the function; its gradient enters at
-                # the last step.
+            if not return_all_outputs:
+                # Only the last output left the function; its gradient enters at the last
+                # step (`outputs` held it alone).
+                d_outputs = ()
+            elif d_outputs is None:
                 d_outputs = tf.zeros_like(outputs)
             return backward_loop(d_outputs, d_last_output, d_final_states, inputs, kernel,
                                  bias, saved_states, saved)

@@ -212,7 +212,7 @@ def _gru_step_backward(saved, states, d_output, d_states):
     gradients, and the candidate's part of inner_t gets r (.) that of x_t. SigmoidGrad(y, dy) =
     dy y (1 - y), TanhGrad(y, dy) = dy (1 - y^2): the derivatives from the saved activations."""
     z, r, candidate, u_h = saved
-    d_h = d_output + d_states[0]
+    d_h = d_states[0] if d_output is None else d_output + d_states[0]
     d_candidate = tf.raw_ops.TanhGrad(y=candidate, dy=d_h * (1.0 - z))
     d_z = tf.raw_ops.SigmoidGrad(y=z, dy=d_h * (states[0] - candidate))
     d_r = tf.raw_ops.SigmoidGrad(y=r, dy=d_candidate * u_h)

@@ -177,7 +177,7 @@ def _lstm_step_backward(saved, states, d_output, d_states):
     read by the step (its gradient comes through U alone). SigmoidGrad(y, dy) = dy y (1 - y),
     TanhGrad(y, dy) = dy (1 - y^2): the derivatives from the saved activations."""
     i, f, candidate, o, tanh_c = saved
-    d_h = d_output + d_states[0]
+    d_h = d_states[0] if d_output is None else d_output + d_states[0]
     d_c = d_states[1] + tf.raw_ops.TanhGrad(y=tanh_c, dy=d_h * o)
     d_z = tf.concat([
         tf.raw_ops.SigmoidGrad(y=i, dy=d_c * candidate),

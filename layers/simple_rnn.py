@@ -84,7 +84,8 @@ def _tanh_step_backward(saved, states, d_output, d_states):
     """d z_t = (d h_t from the output and the state) (1 - h_t^2); h_{t-1} is not read by the
     step (its gradient comes through W_h alone)."""
     (output,) = saved
-    return tf.raw_ops.TanhGrad(y=output, dy=d_output + d_states[0]), [None]
+    d_h = d_states[0] if d_output is None else d_output + d_states[0]
+    return tf.raw_ops.TanhGrad(y=output, dy=d_h), [None]
 
 
 @serializable

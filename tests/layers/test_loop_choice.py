@@ -92,11 +92,14 @@ def test_hand_bptt_with_other_activations_matches_keras(layer, scenario, monkeyp
 @pytest.mark.parametrize("cell_cls, n_states, gates",
                          [(LSTMCell, 2, 4), (GRUCell, 1, 3), (SimpleRNNCell, 1, 1)])
 @pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("sequences", [True, False])
 def test_written_out_step_gradient_equals_the_differentiated_step(
-        cell_cls, n_states, gates, masked):
+        cell_cls, n_states, gates, masked, sequences):
     """The loop with the cell's `StepBackward` gives every gradient (projected inputs, U, b,
-    initial states) and output that it gives when it differentiates `finish_step` itself.
-    The same equations: the tolerance only allows for float32 kernels that fuse differently."""
+    initial states) and output that it gives when it differentiates `finish_step` itself,
+    with every step's output returned or the last alone (then, unmasked, a step's output has
+    no gradient of its own: `StepBackward.backward` gets None for it). The same equations:
+    the tolerance only allows for float32 kernels that fuse differently."""
     cell = cell_cls(5)
     cell.build((None, 3))
     assert cell.step_backward is not None
@@ -108,7 +111,8 @@ def test_written_out_step_gradient_equals_the_differentiated_step(
     states = [tf.constant(rng.normal(size=(batch, 5)), tf.float32) for _ in range(n_states)]
     mask = tf.constant(rng.random((batch, steps)) > 0.3) if masked else None
     weights = [tf.constant(rng.normal(size=shape), tf.float32)
-               for shape in [(batch, 5), (batch, steps, 5)] + [(batch, 5)] * n_states]
+               for shape in [(batch, 5), (batch, steps if sequences else 1, 5)]
+               + [(batch, 5)] * n_states]
 
     def run(step_backward):
         sources = [inputs, kernel, bias, *states]
@@ -116,7 +120,7 @@ def test_written_out_step_gradient_equals_the_differentiated_step(
             tape.watch(sources)
             last, outputs, final = run_separable_recurrence(
                 cell.finish_step, kernel, bias, inputs, states, 5, mask=mask,
-                step_backward=step_backward)
+                return_all_outputs=sequences, step_backward=step_backward)
             results = [last, outputs, *final]
             loss = sum(tf.reduce_sum(r * w) for r, w in zip(results, weights))
         return results + tape.gradient(loss, sources)
