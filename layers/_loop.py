@@ -301,7 +301,9 @@ def run_separable_recurrence(
 
     Args:
         finish_fn: `(x_t, inner_t, states) -> (output_t, new_states)`, the
-            element-wise rest of the step; it must not read variables.
+            element-wise rest of the step; it must not read variables, and its output
+            must be its first new state (the same tensor: h_t), which the backward loop
+            relies on (checked where the step is traced).
         step_backward: optional `StepBackward`, the step's vector-Jacobian
             product written out: the forward loop saves what it needs instead of
             recomputing `finish` (where the step reads `x_t + inner_t` only, the
@@ -356,13 +358,19 @@ def run_separable_recurrence(
             else:
                 output, new_states, saved = step_backward.forward(
                     step_inputs[t], inner, list(states))
+            if output is not new_states[0]:
+                raise ValueError(
+                    "run_separable_recurrence needs a step whose output is its first new "
+                    "state (the same tensor), as the backward loop gives the last output's "
+                    f"gradient to the final state. Received: output {output!r}, new states "
+                    f"{new_states!r}")
             if step_mask is not None:
                 output, new_states = _hold_masked_step(
                     step_mask[t], output, new_states, previous_output, states, zero_output,
                     zero_output_for_mask,
                 )
-            if return_all_outputs:
-                outputs_ta = outputs_ta.write(t, output)
+            if outputs_ta:
+                outputs_ta = (outputs_ta[0].write(t, output),)
             saved_states_ta = tuple(ta.write(t, s) for ta, s in zip(saved_states_ta, states))
             inners_ta = tuple(ta.write(t, s) for ta, s in zip(inners_ta, saved))
             return outputs_ta, saved_states_ta, inners_ta, output, tuple(new_states)
@@ -372,7 +380,7 @@ def run_separable_recurrence(
             step,
             steps,
             (
-                new_array(),
+                (new_array(),) if return_all_outputs else (),
                 tuple(new_array() for _ in range(n_states)),
                 tuple(new_array() for _ in range(n_saved)),
                 zero_output,
@@ -382,7 +390,7 @@ def run_separable_recurrence(
         )
         # Where only the last output leaves the function, no array of every step's: the
         # last output stands in for them.
-        outputs = outputs_ta.stack() if return_all_outputs else last_output[None]
+        outputs = outputs_ta[0].stack() if outputs_ta else last_output[None]
         saved_states = [ta.stack() for ta in saved_states_ta]  # states before each step
         saved = [ta.stack() for ta in saved_ta]  # inner_t, or what step_backward saved
         return outputs, last_output, list(final_states), saved_states, saved
@@ -413,7 +421,6 @@ def run_separable_recurrence(
         carries_output = step_mask is not None
         if not carries_output:
             d_final_states = [d_final_states[0] + d_last_output, *d_final_states[1:]]
-        zeros_for_output = step_backward is None or carries_output
 
         def backward_step(t, d_inputs_ta, d_inners_ta, *carry):
             *d_carried_output, d_states = carry
@@ -421,7 +428,7 @@ def run_separable_recurrence(
             if carries_output:
                 d_output = d_carried_output[0] if d_output is None else (
                     d_output + d_carried_output[0])
-            elif d_output is None and zeros_for_output:
+            elif d_output is None and step_backward is None:
                 d_output = tf.zeros_like(d_states[0])
             states = [s[t] for s in step_states]
             passed_states = None
@@ -497,8 +504,8 @@ def run_separable_recurrence(
             d_last_output = _zeros_if_none(d_last_output, last_output)
             d_final_states = [_zeros_if_none(d, s) for d, s in zip(d_final_states, final_states)]
             if not return_all_outputs:
-                # Only the last output left the function; its gradient enters at the last
-                # step (`outputs` held it alone).
+                # Only the last output left the function (`outputs` is a copy of it, whose
+                # gradient, if any, is not read): see `backward_loop`.
                 d_outputs = ()
             elif d_outputs is None:
                 d_outputs = tf.zeros_like(outputs)

@@ -185,7 +185,9 @@ class RecurrentCell(keras.layers.Layer):
         return self.recurrent_kernel, None
 
     def finish_step(self, projected_inputs, inner, states, axis=-1):
-        """The element-wise rest of a separable step. Returns `(output, new_states)`.
+        """The element-wise rest of a separable step. Returns `(output, new_states)`, the
+        output being the first new state itself (the same tensor, h_t), as the
+        hand-scheduled BPTT needs (`layers._loop.run_separable_recurrence`).
 
         `axis` is the one of the units (and gates): -1, or 0 in the feature-major loop.
         """

@@ -43,6 +43,8 @@ SCENARIOS = {
     "go_backwards_masked": ({"go_backwards": True}, "right"),
     "return_state": ({"return_state": True}, False),
     "return_state_masked": ({"return_state": True, "return_sequences": True}, "right"),
+    # The last output's gradient carried back to the last unmasked step, beside the states'.
+    "return_state_masked_last": ({"return_state": True}, "right"),
 }
 
 

@@ -134,3 +134,17 @@ def test_reset_before_gru_has_no_separable_step():
     cell.build((BATCH, FEATURES))
     with pytest.raises(NotImplementedError, match="not separable"):
         cell.recurrent_step(tf.zeros([BATCH, 3 * UNITS]), [tf.zeros([BATCH, UNITS])])
+
+
+def test_separable_loop_refuses_a_step_whose_output_is_not_its_first_state():
+    """The backward loop gives the last output's gradient to the final state (the same h_t
+    in every cell here): a step whose output is another tensor would get a wrong gradient
+    without a word, so the trace refuses it."""
+    inputs = tf.ones([3, 2, 4])
+
+    def finish(x_t, inner, states):
+        h = tf.tanh(x_t + inner)
+        return 2.0 * h, [h]
+
+    with pytest.raises(ValueError, match="output is its first new state"):
+        run_separable_recurrence(finish, tf.ones([4, 4]), None, inputs, [tf.zeros([2, 4])], 4)

@@ -38,7 +38,7 @@ LAYERS = {
     "gru_reset_before": (GRU, keras.layers.GRU, {"reset_after": False}),
 }
 SCENARIOS = ["plain", "masked_sequences", "go_backwards_masked", "return_state_masked",
-             "masked_empty_zero_output", "masked_last_zero_output", "go_backwards_masked_empty",
+             "return_state_masked_last", "masked_empty_zero_output", "masked_last_zero_output", "go_backwards_masked_empty",
              "go_backwards_masked_holes"]
 
 
@@ -58,7 +58,8 @@ def variant_cases(scenarios, compiled_scenarios):
 
 
 @pytest.mark.parametrize("variant, layer, scenario", variant_cases(
-    SCENARIOS, ["plain", "masked_sequences", "return_state_masked", "go_backwards_masked_holes"]))
+    SCENARIOS, ["plain", "masked_sequences", "return_state_masked", "return_state_masked_last",
+                "go_backwards_masked_holes"]))
 def test_every_variant_matches_keras(variant, layer, scenario, monkeypatch):
     monkeypatch.setenv(_loop_choice.ENV_VAR, variant)
     ours_cls, keras_cls, kwargs = LAYERS[layer]
