@@ -424,15 +424,12 @@ def run_separable_recurrence(
 
         def backward_step(t, d_inputs_ta, d_inners_ta, *carry):
             *d_carried_output, d_states = carry
+            states = [s[t] for s in step_states]
             d_output = d_outputs[t] if return_all_outputs else None
+            passed_states = None
             if carries_output:
                 d_output = d_carried_output[0] if d_output is None else (
                     d_output + d_carried_output[0])
-            elif d_output is None and step_backward is None:
-                d_output = tf.zeros_like(d_states[0])
-            states = [s[t] for s in step_states]
-            passed_states = None
-            if carries_output:
                 keep = step_mask[t]
                 zeros = tf.zeros_like(d_output)
                 d_carried_output = [
@@ -440,6 +437,8 @@ def run_separable_recurrence(
                 d_output = tf.where(keep, d_output, zeros)
                 passed_states = [tf.where(keep, tf.zeros_like(d), d) for d in d_states]
                 d_states = [tf.where(keep, d, tf.zeros_like(d)) for d in d_states]
+            elif d_output is None and step_backward is None:
+                d_output = tf.zeros_like(d_states[0])
             if step_backward is None:
                 x_t, inner = step_inputs[t], step_saved[0][t]
                 with tf.GradientTape() as tape:
