@@ -892,7 +892,8 @@ class TimeseriesPipeline(Pipeline):
     def select_members(self, config, prepared, model):
         """--model auto: refits the linear member on every window before the test split,
         backtests the network and the linear member beside the classical ones and keeps the
-        candidate with the lowest backtest RMSE (`prepared.members.selection`)."""
+        backtest's choice (`selection.select`: the mean of the pool unless a candidate is
+        clearly better; `prepared.members.selection`)."""
         schema, windows, values = prepared.schema, prepared.windows, prepared.series.values
         members, plan = prepared.members, prepared.plan
         if not prepared.linear_left_out:

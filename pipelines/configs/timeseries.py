@@ -226,12 +226,13 @@ CARD = TaskCard(
     description=(
         "Forecast the next --horizon rows of one or more numeric columns from the last "
         "--lookback rows, with a GRU, LSTM, SimpleRNN, Transformer or linear model built from "
-        "seqlab's layers (by default the member or combination with the lowest rolling-origin "
-        "backtest error among statsforecast's automatic ETS, ARIMA and Theta, seasonal naive, "
-        "a GRU and a least-squares linear autoregression). Every row of the test split (the "
-        "last rows) is forecast and scored in original units beside the naive (last value), "
-        "seasonal-naive and statsforecast's automatic ETS, ARIMA and Theta forecasts. Without --data it uses the yearly sunspot numbers "
-        "1700-2008 shipped with statsmodels."
+        "seqlab's layers (by default, of one series, the mean of the members closest to the "
+        "best on a rolling-origin backtest, unless one member or mean beats it clearly: "
+        "statsforecast's automatic ETS, ARIMA and Theta, ETS and ARIMA on the logs, seasonal "
+        "naive, a GRU and a least-squares linear autoregression). Every row of the test split "
+        "(the last rows) is forecast and scored in original units beside the naive (last "
+        "value), seasonal-naive and statsforecast's automatic ETS, ARIMA and Theta forecasts. "
+        "Without --data it uses the yearly sunspot numbers 1700-2008 shipped with statsmodels."
     ),
     examples={
         "train": [
