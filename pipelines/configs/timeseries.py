@@ -155,12 +155,12 @@ class TimeseriesConfig(TrainConfig):
         "series; auto adds statsforecast's models per series and keeps the member or mean of "
         "the best k with the lowest error on each series' last --holdout values before the "
         "test part); one series: auto: statsforecast's automatic ETS, ARIMA and Theta (ETS and "
-        "ARIMA also on the logs of a positive series), seasonal naive, a GRU and a linear autoregression fitted by least squares, all scored by a "
-        "rolling-origin backtest before the test split; the mean of the pool (the members "
-        "within 1.5 times the best one's backtest RMSE, never seasonal naive) is kept unless a "
-        "member or mean of the best k beats it clearly there (a Diebold-Mariano test; every "
-        "figure reported); linear: one dense layer "
-        "over the normalised window, trained like the others", (*MODEL_KINDS, "nbeats")
+        "ARIMA also on the logs of a positive series), seasonal naive, a GRU and a linear "
+        "autoregression fitted by least squares, all scored by a rolling-origin backtest "
+        "before the test split; the mean of the pool (the members within 1.5 times the best "
+        "one's backtest RMSE, never seasonal naive) is kept unless a member or mean of the "
+        "best k beats it clearly there (a Diebold-Mariano test; every figure reported); "
+        "linear: one dense layer over the normalised window, trained like the others", (*MODEL_KINDS, "nbeats")
     )
     auto_folds: int = option(
         3, "--model auto: backtest folds over the last third of the rows before the test "
