@@ -160,7 +160,8 @@ class TimeseriesConfig(TrainConfig):
         "before the test split; the mean of the pool (the members within 1.5 times the best "
         "one's backtest RMSE, never seasonal naive) is kept unless a member or mean of the "
         "best k beats it clearly there (a Diebold-Mariano test; every figure reported); "
-        "linear: one dense layer over the normalised window, trained like the others", (*MODEL_KINDS, "nbeats")
+        "linear: one dense layer over the normalised window, trained like the others",
+        (*MODEL_KINDS, "nbeats"),
     )
     auto_folds: int = option(
         3, "--model auto: backtest folds over the last third of the rows before the test "
