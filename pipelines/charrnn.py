@@ -353,11 +353,13 @@ class CharRNNPipeline(Pipeline):
         prompt = options.prompt
         if prompt is not None and data is not None:
             raise UsageError("give the prompt either with --prompt or in a --data file, not both")
-        loaded = self.load_run(run)
-        vocabulary = loaded.artifacts["vocabulary"]
         if data is not None:
             prompt, _ = read_text(data)
-        elif prompt is None:
+        if prompt is not None:
+            check_prompt_length(prompt, "--prompt" if data is None else str(data))
+        loaded = self.load_run(run)
+        vocabulary = loaded.artifacts["vocabulary"]
+        if prompt is None:
             prompt = loaded.figure("sample_prompt", kind=str)
         _, unseen = vocabulary.encode(prompt)
         text = text_generator(loaded.model, vocabulary).generate(
@@ -372,6 +374,21 @@ class CharRNNPipeline(Pipeline):
             write_text_atomic(Path(output), text)
             lines.append(f"(written to {output})")
         return ActionResult(summary="\n".join(lines), path=output and Path(output))
+
+
+def check_prompt_length(prompt, source):
+    """The network reads a prompt one character per step before it samples (a million
+    characters took about 50 s and 1.6 GB on 2 cores): as the SavedModel's `generate`, at most
+    `MAX_PROMPT_CHARS`.
+
+    Raises:
+        UsageError: a longer prompt, naming `source` and its length.
+    """
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise UsageError(
+            f"{source}: the prompt has {len(prompt):,} characters; at most "
+            f"MAX_PROMPT_CHARS={MAX_PROMPT_CHARS:,} are read, one network step each (give the "
+            f"end of the text: the characters just before where generation should go on)")
 
 
 PIPELINE = CharRNNPipeline()

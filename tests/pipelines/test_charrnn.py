@@ -13,7 +13,7 @@ import tensorflow as tf
 from seqlab import cli
 from seqlab.data.errors import DataError
 from seqlab.layers import reset_states
-from seqlab.models.char_lm import NEVER, suppress_ids
+from seqlab.models.char_lm import MAX_PROMPT_CHARS, NEVER, suppress_ids
 from seqlab.pipelines.charrnn import (
     PIPELINE,
     CharRNNConfig,
@@ -227,6 +227,18 @@ def test_generate_and_predict_on_the_command_line(stateless, loaded, tmp_path, c
     assert cli.main(["charrnn", "generate", "--run", str(run), "--prompt", "a",
                      "--data", str(prompt_file)]) == 2
     assert "give the prompt either with --prompt or in a --data file" in capsys.readouterr().err
+
+    # A prompt is read one network step per character: a file of a million characters took
+    # 50 s and 1.6 GB. The command refuses more than the SavedModel's generate takes, before
+    # the run is loaded.
+    long_prompt = tmp_path / "long.txt"
+    long_prompt.write_text("b" * (MAX_PROMPT_CHARS + 1))
+    assert cli.main(["charrnn", "generate", "--run", str(run), "--data", str(long_prompt),
+                     "--num-chars", "1"]) == 2
+    assert (f"long.txt: the prompt has 100,001 characters; at most MAX_PROMPT_CHARS=100,000 "
+            f"are read") in capsys.readouterr().err
+    with pytest.raises(UsageError, match=r"--prompt: the prompt has 100,001 characters"):
+        predict(run, prompt="b" * (MAX_PROMPT_CHARS + 1), num_chars=1)
 
 
 def test_prompt_and_evaluation_characters_outside_the_vocabulary(stateless, tmp_path):
