@@ -240,6 +240,35 @@ def read_lines(path):
     return lines
 
 
+def read_sources(path, column=1):
+    """The sentences to translate in a UTF-8 file: one per line; or, where a line holds a tab,
+    the file read as a TSV of pairs (`read_tsv_pairs`' format) and its source `column` taken,
+    as training and evaluation read it (a file of pairs was translated whole, its reference
+    included).
+
+    Raises:
+        DataError: as `read_lines`, or, in a TSV, a line without the source column.
+    """
+    lines = read_lines(path)
+    first_tab = next((number for number, line in enumerate(lines, start=1) if "\t" in line),
+                     None)
+    if first_tab is None:
+        return lines
+    sources = []
+    for number, line in enumerate(lines, start=1):
+        fields = line.split("\t")
+        if len(fields) < column:
+            raise DataError(
+                f"the line has {len(fields)} tab-separated column(s); expected at least "
+                f"{column}: the file is read as a TSV (line {first_tab} holds a tab) whose "
+                f"source sentences are in column {column} (the run's tsv_columns)",
+                path=path,
+                line=number,
+            )
+        sources.append(fields[column - 1])
+    return sources
+
+
 def read_aligned(source_path, target_path):
     """Reads two aligned files: line n of `target_path` translates line n of `source_path`.
 

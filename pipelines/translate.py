@@ -25,7 +25,7 @@ import numpy as np
 from seqlab.data.datasets import resolve_path
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.data.translation import (
-    END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, load_data, read_lines,
+    END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, load_data, read_sources,
     read_test_pairs, token_text, tokenize, within_max_length,
 )
 from seqlab.models import Translator
@@ -61,6 +61,29 @@ def _reading(config, data):
             "training, or score aligned files with --src and --tgt"
         )
     return {"languages": (config.src_lang, config.tgt_lang), "columns": config.tsv_columns}
+
+
+def _check_tsv_columns(config):
+    """`--tsv-columns` name the columns of a TSV `--data`: refused (not ignored) where the
+    training data has no columns.
+
+    Raises:
+        UsageError: columns other than the default with aligned files, a folder or the sample.
+    """
+    if list(config.tsv_columns) == [1, 2]:
+        return
+    if config.src is not None:
+        where = "aligned --src/--tgt files (each holds one language)"
+    elif config.data is None:
+        where = "the embedded sample"
+    elif resolve_path(config.data).is_dir():
+        where = f"the folder {config.data} (its files train.<src-lang>, ... hold one language)"
+    else:
+        return
+    columns = " ".join(map(str, config.tsv_columns))
+    raise UsageError(f"--tsv-columns {columns} is read only with a TSV --data (the columns of "
+                     f"its source and target sentences), not with {where}: to swap the "
+                     "direction, swap --src and --tgt (or --src-lang and --tgt-lang)")
 
 
 def _load_data(config):
@@ -175,6 +198,7 @@ class TranslatePipeline(Pipeline):
     predict_options = PredictOptions
 
     def prepare(self, config, distribution):
+        _check_tsv_columns(config)
         data = _load_data(config)
         if config.max_length is None:
             value, length_source = default_max_length(data.train)
@@ -331,7 +355,7 @@ class TranslatePipeline(Pipeline):
 
     def predict(self, run, data=None, output=None, **options):
         """Translates `texts` and the lines of the UTF-8 file `input` (or `data`, every task's
-        flag), with beam search (`PredictOptions`; default: the run's settings); `n_best` > 1
+        flag; a TSV of pairs: its source column, the run's `tsv_columns`), with beam search (`PredictOptions`; default: the run's settings); `n_best` > 1
         prints that many hypotheses per sentence with their scores. `output`: also write them
         there."""
         options = make_config(PredictOptions, flag_values=options)
@@ -343,7 +367,8 @@ class TranslatePipeline(Pipeline):
             raise UsageError(f"--n-best must lie between 1 and --beam-width={beam_width}. "
                              f"Received: {n_best}")
         input = input if input is not None else data
-        sentences = list(texts or []) + (read_lines(input) if input is not None else [])
+        sentences = list(texts or []) + (
+            [] if input is None else read_sources(input, loaded.config.tsv_columns[0]))
         if not sentences:
             raise UsageError('nothing to translate: give sentences ("A man is riding a bike.") '
                              "or --input FILE")

@@ -24,6 +24,7 @@ from seqlab.data.translation import (
     planned_batches,
     read_aligned,
     read_pairs,
+    read_sources,
     read_test_pairs,
     read_tsv_pairs,
     split_pairs,
@@ -167,6 +168,23 @@ def test_tsv_pairs_ignore_extra_columns_and_can_swap_the_direction(tmp_path):
     pairs = read_tsv_pairs(path)
     assert pairs.sources == ["Go.", "Hi."] and pairs.targets == ["Geh.", "Hallo!"]
     assert read_tsv_pairs(path, columns=(2, 1)).sources == ["Geh.", "Hallo!"]
+
+
+def test_sentences_to_translate_are_lines_or_a_tsv_source_column(tmp_path):
+    # predict's input: a file of pairs was translated whole, the reference after its tab
+    # included; its source column is what training and evaluation read.
+    lines = write(tmp_path / "lines.txt", "Go.\n\nHi there.\n")
+    assert read_sources(lines) == ["Go.", "", "Hi there."]
+    assert read_sources(lines, column=2) == ["Go.", "", "Hi there."]
+    tsv = write(tmp_path / "pairs.tsv", "Go.\tGeh.\tCC-BY\nHi.\tHallo!\tCC-BY\n")
+    assert read_sources(tsv) == ["Go.", "Hi."]
+    assert read_sources(tsv, column=2) == ["Geh.", "Hallo!"]
+    short = write(tmp_path / "short.tsv", "Go.\tGeh.\nHi.\n")
+    assert read_sources(short) == ["Go.", "Hi."]
+    with pytest.raises(DataError, match=r"short.tsv, line 2: the line has 1 tab-separated "
+                                        r"column\(s\); expected at least 2: the file is read "
+                                        r"as a TSV \(line 1 holds a tab\) whose source"):
+        read_sources(short, column=2)
 
 
 def test_bad_tsv_lines_are_errors_with_file_and_line(tmp_path):

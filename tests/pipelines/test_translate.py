@@ -182,6 +182,17 @@ def test_predict_evaluate_and_export_from_the_command_line(trained, capsys):
     ]
     assert len((folder / "out.txt").read_text(encoding="utf-8").splitlines()) == 8
 
+    # A TSV of pairs (the training file's format) is translated by its source column, not
+    # whole (the reference after the tab was read as part of the sentence).
+    tsv = folder / "three.tsv"
+    tsv.write_text("".join(f"{en}\t{de}\n" for en, de in pairs[:3]), encoding="utf-8")
+    assert cli.main(["translate", "predict", "--run", str(run), "--data", str(tsv),
+                     "--beam-width", "1"]) == 0
+    from_tsv = capsys.readouterr().out
+    assert cli.main(["translate", "predict", "--run", str(run), *(en for en, _ in pairs[:3]),
+                     "--beam-width", "1"]) == 0
+    assert from_tsv == capsys.readouterr().out and len(from_tsv.splitlines()) == 3
+
     (folder / "test.en").write_text("".join(en + "\n" for en, _ in pairs[:4]), encoding="utf-8")
     (folder / "test.de").write_text("".join(de + "\n" for _, de in pairs[:4]), encoding="utf-8")
     assert cli.main(["translate", "evaluate", "--run", str(run), "--src",
@@ -208,6 +219,24 @@ def test_misaligned_files_are_reported_by_the_command_line(tmp_path, capsys):
                        str(tmp_path / "run")])
     assert status == 2
     assert "is a folder: name the languages" in capsys.readouterr().err
+
+
+def test_tsv_columns_without_a_tsv_are_refused(tmp_path, capsys):
+    # They were ignored: --src/--tgt with --tsv-columns 2 1 trained en -> de all the same.
+    (tmp_path / "a.en").write_text("One.\nTwo.\n", encoding="utf-8")
+    (tmp_path / "a.de").write_text("Eins.\nZwei.\n", encoding="utf-8")
+    run = tmp_path / "run"
+    status = cli.main(["translate", "train", "--src", str(tmp_path / "a.en"), "--tgt",
+                       str(tmp_path / "a.de"), "--tsv-columns", "2", "1", "--out", str(run)])
+    assert status == 2
+    assert ("--tsv-columns 2 1 is read only with a TSV --data (the columns of its source and "
+            "target sentences), not with aligned --src/--tgt files") in capsys.readouterr().err
+    assert not run.exists() and not (tmp_path / "run.partial").exists()
+    status = cli.main(["translate", "train", "--data", str(tmp_path), "--src-lang", "en",
+                       "--tgt-lang", "de", "--tsv-columns", "2", "1", "--out", str(run)])
+    assert status == 2
+    assert f"not with the folder {tmp_path}" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.de", "a.en"]
 
 
 def test_decoding_options_are_checked_and_default_to_the_run():
