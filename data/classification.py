@@ -41,7 +41,9 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, listed, normalize_line_endings, read_utf8
+from seqlab.data.errors import (
+    DataError, listed, normalize_line_endings, quoted, read_utf8,
+)
 
 TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/sentiment_sample.tsv)"
@@ -234,7 +236,7 @@ def read_table(path, text_column="text", label_column="label", classes=None):
     if skipped.get("blank"):
         notes.append(f"{skipped['blank']} blank rows")
     for label, count in skipped.get("labels", {}).items():
-        notes.append(f"{count} rows labelled {label!r} (not among the chosen classes)")
+        notes.append(f"{count} rows labelled {quoted(label)} (not among the chosen classes)")
     return Examples(texts, labels, origins, source=str(path), skipped=notes,
                     excluded_labels=sorted(skipped.get("labels", {})))
 
@@ -306,7 +308,7 @@ def read_line_files(paths, classes=None):
     texts, labels, origins, notes, excluded = [], [], [], [], []
     for path, label in line_file_classes(paths).items():
         if classes is not None and label not in classes:
-            notes.append(f"{path.name} (class {label!r} is not among the chosen classes)")
+            notes.append(f"{path.name} (class {quoted(label)} is not among the chosen classes)")
             excluded.append(label)
             continue
         lines = split_lines(read_text(path))
@@ -455,16 +457,16 @@ def check_several_classes(examples, label_column=None, classes=None):
     (only,) = counts
     lines = [line for _, line in examples.origins]
     if classes:
-        raise DataError(f"--classes {' '.join(classes)} leaves one class ({only!r}); expected "
-                        "at least two", path=examples.source)
+        raise DataError(f"--classes {' '.join(classes)} leaves one class ({quoted(only)}); "
+                        "expected at least two", path=examples.source)
     if label_column is not None:
         raise DataError(
-            f"the label column {label_column!r} has one class ({only!r}) on every row (lines "
+            f"the label column {label_column!r} has one class ({quoted(only)}) on every row (lines "
             f"{lines[0]}-{lines[-1]}); expected at least two classes",
             path=examples.source,
         )
     raise DataError(
-        f"found one class ({only!r}); expected at least two classes (one file or sub-folder "
+        f"found one class ({quoted(only)}); expected at least two classes (one file or sub-folder "
         "per class)",
         path=examples.source,
     )
@@ -538,7 +540,7 @@ def label_ids(examples, classes):
         path, line = examples.origins[first]
         others = sorted({examples.labels[i] for i in unknown})
         raise DataError(
-            f"unknown label {examples.labels[first]!r}; the model's classes are: "
+            f"unknown label {quoted(examples.labels[first])}; the model's classes are: "
             f"{', '.join(classes)} (unknown labels: {_listing(repr(o) for o in others)}, on "
             f"{len(unknown)} of {len(examples)} examples)",
             path=path,

@@ -39,7 +39,9 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, listed, normalize_line_endings, read_utf8
+from seqlab.data.errors import (
+    DataError, listed, normalize_line_endings, quoted, read_utf8,
+)
 
 SCHEMES = ("bio", "iob1", "iobes")
 # The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
@@ -189,7 +191,7 @@ def _parse_tag(tag, path, line):
     match = _TAG_PATTERN.match(tag)
     if match is None:
         raise DataError(
-            f"{tag!r} is not a tag; expected O or a prefix B-, I-, E- or S- and an entity "
+            f"{quoted(tag)} is not a tag; expected O or a prefix B-, I-, E- or S- and an entity "
             "type, as in B-PER",
             path=path, line=line,
         )
@@ -248,7 +250,7 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
             raise DataError(
                 f"expected at least {needed} columns (token column {_column_name(token_column)}"
                 + (f", tag column {_column_name(tag_column)}" if tag_column is not None else "")
-                + f"), found {len(fields)}: {line!r}",
+                + f"), found {len(fields)}: {quoted(line)}",
                 path=path, line=number,
             )
         if first_columns is None:
@@ -256,13 +258,13 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
         elif len(fields) != first_columns[0]:
             raise DataError(
                 f"found {len(fields)} columns, but the first token line (line "
-                f"{first_columns[1]}) has {first_columns[0]}: {line!r}",
+                f"{first_columns[1]}) has {first_columns[0]}: {quoted(line)}",
                 path=path, line=number,
             )
         token = fields[token_column]
         if not token:
             raise DataError(
-                f"the token is empty (or only invisible characters): {line!r}",
+                f"the token is empty (or only invisible characters): {quoted(line)}",
                 path=path, line=number,
             )
         tokens.append(token)
@@ -774,8 +776,8 @@ class TaggingVocabulary:
                 # Every known type has both tags, so an unknown one is an unknown type; the tag
                 # is quoted as read in BIO (a file's I- tag that starts an entity is B- here).
                 kind = tag.partition("-")[2]
-                what = (f"unknown entity type {kind!r} (tag {tag!r} as read in BIO)"
-                        if tag[:2] in ("B-", "I-") and kind else f"unknown tag {tag!r}")
+                what = (f"unknown entity type {quoted(kind)} (tag {quoted(tag)} as read in BIO)"
+                        if tag[:2] in ("B-", "I-") and kind else f"unknown tag {quoted(tag)}")
                 raise DataError(f"{what}: the model knows {listed(self.tags, _TAGS_SHOWN)}",
                                 path=path, line=line)
             ids.append(self._tag_ids[tag])

@@ -43,6 +43,19 @@ class DataError(ValueError):
         return f"{where}: {self.message}" if where else self.message
 
 
+# The most characters of a bad line, cell or name that an error message quotes.
+QUOTED_CHARS = 80
+
+
+def quoted(value, limit=QUOTED_CHARS):
+    """`repr(value)`; of a string longer than `limit` characters, that of its first `limit`
+    and its length: a message quotes the input it refuses without repeating a line of
+    megabytes."""
+    if not isinstance(value, str) or len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
 def listed(items, shown):
     """The first `shown` of `items`, comma-separated, then "and N more" for the rest: a
     message's list, bounded however many there are."""

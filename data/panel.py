@@ -34,6 +34,7 @@ from seqlab.data.errors import (
     DataError,
     listed,
     normalize_line_endings,
+    quoted,
     read_utf8,
     refuse_values_lost_in_float32,
 )
@@ -134,7 +135,7 @@ class Panel:
         if self.holdout is not None:
             raise DataError(f"the panel has a holdout of {self.horizon} values already",
                             path=self.source)
-        short = [f"{i!r} ({v.size})" for i, v in zip(self.ids, self.values)
+        short = [f"{quoted(i)} ({v.size})" for i, v in zip(self.ids, self.values)
                  if v.size <= horizon]
         if short:
             raise DataError(
@@ -276,7 +277,7 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
                 f"has {max(p['values'].size for p in parts)})",
                 path=path,
             )
-        listed = ", ".join(f"{p['id']!r} ({p['values'].size})" for p in short[:_SHOWN])
+        listed = ", ".join(f"{quoted(p['id'])} ({p['values'].size})" for p in short[:_SHOWN])
         more = f" and {len(short) - _SHOWN} more" if len(short) > _SHOWN else ""
         notes.append(f"left out {len(short)} series shorter than {min_length} values: "
                      f"{listed}{more}")
@@ -388,13 +389,13 @@ def _read_table(path, id_column, time_column, target, find_time=False):
         if unsorted.size:
             earlier, later = order[unsorted[0] + 1], order[unsorted[0]]
             notes.append(f"{path}: rows were not in time order within their series (series "
-                         f"{ids[earlier]!r}: line {lines[later]} is earlier than line "
+                         f"{quoted(ids[earlier])}: line {lines[later]} is earlier than line "
                          f"{lines[earlier]}); sorted by time")
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(unique_ids)))]
     series = []
     for code, series_id in enumerate(unique_ids):
         rows = order[bounds[code]: bounds[code + 1]]
-        refuse_values_lost_in_float32(values[rows], f"series {series_id!r}", path,
+        refuse_values_lost_in_float32(values[rows], f"series {quoted(series_id)}", path,
                                       f" (lines {_lines(np.sort(lines[rows]))})")
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
@@ -471,7 +472,7 @@ def _parse_times(column, name, lines, path):
     dates, _, note = parse_dates(column, name, path)
     bad = np.flatnonzero(dates.isna().to_numpy())
     if bad.size:
-        shown = ", ".join(f"{lines[r]} ({column.iloc[r]!r})" for r in bad[:_SHOWN])
+        shown = ", ".join(f"{lines[r]} ({quoted(column.iloc[r])})" for r in bad[:_SHOWN])
         more = f" and {bad.size - _SHOWN} more" if bad.size > _SHOWN else ""
         if pd.to_numeric(column.iloc[bad], errors="coerce").notna().all():
             raise DataError(f"time column {name!r} mixes dates and numbers: lines {shown}{more} "
@@ -493,7 +494,7 @@ def _refuse_repeats(ids, time, time_column, lines, path):
             else time[row]
         more = f" ({repeated.size} repeated rows in all)" if repeated.size > 1 else ""
         raise DataError(
-            f"series {ids[row]!r} has {time_column} {stamp} twice: line {lines[row]} repeats "
+            f"series {quoted(ids[row])} has {time_column} {stamp} twice: line {lines[row]} repeats "
             f"line {lines[first]}{more}; expected one row per series and time",
             path=path,
             line=int(lines[row]),
@@ -525,7 +526,7 @@ def _find_gaps(parts, kind):
         missing, part_notes = stamp_gaps(part["time"], usual, business_days)
         if missing:
             gaps[part["id"]] = missing
-        notes += [f"series {part['id']!r}: {note}" for note in part_notes]
+        notes += [f"series {quoted(part['id'])}: {note}" for note in part_notes]
     return gaps, notes
 
 

@@ -38,6 +38,7 @@ from seqlab.data.errors import (
     decode_utf8,
     normalize_line_endings,
     not_a_file,
+    quoted,
     refuse_values_lost_in_float32,
 )
 from seqlab.data.long_table import DATE_SHARE
@@ -205,7 +206,7 @@ def _check_field_counts(text, delimiter, path):
         repeated = next((k for k, name in enumerate(header)
                          if name and first.setdefault(name, k) != k), None)
         if repeated is not None:
-            raise DataError(f"the header names the column {header[repeated]!r} twice (fields "
+            raise DataError(f"the header names the column {quoted(header[repeated])} twice (fields "
                             f"{first[header[repeated]] + 1} and {repeated + 1}); "
                             "expected distinct column names", path=path, line=1)
         start = reader.line_num + 1
@@ -233,7 +234,7 @@ def _line(row):
 
 def _rows_text(rows, values=None):
     shown = [
-        f"{_line(r)} ({values[i]!r})" if values is not None else str(_line(r))
+        f"{_line(r)} ({quoted(values[i])})" if values is not None else str(_line(r))
         for i, r in enumerate(rows[:_ROWS_SHOWN])
     ]
     more = f" and {len(rows) - _ROWS_SHOWN} more" if len(rows) > _ROWS_SHOWN else ""
@@ -404,7 +405,7 @@ def _to_dates(column, name, source, *, dayfirst):
         row = int(np.flatnonzero(known & ~aware)[0])
         raise DataError(
             f"time column {name!r} has stamps with a UTC offset and stamps without one (line "
-            f"{_line(row)}: {column.iloc[row]!r}); expected one kind throughout",
+            f"{_line(row)}: {quoted(column.iloc[row])}); expected one kind throughout",
             path=source,
         )
     offsets = sorted({str(stamp.strftime("%z")) for stamp in dates[known]})
@@ -612,7 +613,7 @@ def _not_a_number(column):
     words = present[parse_numbers(present).isna()]
     value = words.iloc[0] if len(words) else None
     comma = _DECIMAL_COMMA.fullmatch(str(value))
-    return f"e.g. {value!r}" + (": a comma inside a number (decimal or thousands) is not read"
+    return f"e.g. {quoted(value)}" + (": a comma inside a number (decimal or thousands) is not read"
                                 if comma else "")
 
 

@@ -348,6 +348,20 @@ def test_too_few_columns(tmp_path):
         read_conll(path)
 
 
+def test_a_long_bad_line_is_quoted_in_part(tmp_path):
+    # A file of one 10 MB line without a tab put all of it into the message, and on stderr.
+    path = write(tmp_path, "x" * 100_000)
+    with pytest.raises(DataError) as raised:
+        read_conll(path)
+    message = str(raised.value)
+    assert message.endswith("found 1: " + repr("x" * 80) + "... (100,000 characters)")
+    assert len(message) < 300 + len(str(path))
+    path = write(tmp_path, "Ada\t" + "B" * 500 + "\n", name="tag.conll")
+    with pytest.raises(DataError, match=where(path, 1) + re.escape(
+            repr("B" * 80) + "... (500 characters) is not a tag")):
+        read_conll(path)
+
+
 def test_a_different_number_of_columns(tmp_path):
     path = write(tmp_path, "New York B-LOC\nis O\n", name="spaces.txt")
     with pytest.raises(DataError, match=where(path, 2) + re.escape(
