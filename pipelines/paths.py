@@ -136,6 +136,15 @@ def open_run(path, task):
     """
     path = Path(path)
     config_path = path / "config.json"
+    if not path.exists():
+        hint = ""
+        if path.name.endswith(PARTIAL_SUFFIX) and path.name != PARTIAL_SUFFIX:
+            final = path.with_name(path.name[:-len(PARTIAL_SUFFIX)])
+            hint = f" ({final} is the finished run)" if (final / "config.json").is_file() else ""
+        elif path.name and path.with_name(path.name + PARTIAL_SUFFIX).is_dir():
+            hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
+        raise UsageError(f"{path} does not exist; expected a run directory that train "
+                         f"wrote{hint}")
     if path.name.endswith(".partial"):
         raise UsageError(
             f"{path} is an unfinished run: rerun train with the same settings and "

@@ -312,7 +312,8 @@ def test_certain_export_refusals_come_before_tensorflow_loads(finished, tmp_path
     assert len(errors) == 6
     assert "exists and is not a SavedModel" in errors[0]
     assert "already holds a SavedModel; pass --overwrite" in errors[1]
-    assert "is not a finished seqlab run" in errors[3] and "is a run of task" in errors[5]
+    assert "nothing does not exist; expected a run directory" in errors[3]
+    assert "is a run of task" in errors[5]
     assert (mine / "thesis.txt").read_text() == "draft"
 
 
@@ -681,8 +682,19 @@ def test_settings_that_cannot_train_are_refused(tmp_path, capsys):
 
 def test_wrong_paths_are_named_before_any_work(finished, tmp_path, capsys):
     folder, run = finished
+    # A run's unfinished form that is not there is named so (it was called an unfinished
+    # run); one that is there is.
     assert cli.main(["timeseries", "evaluate", "--run", f"{run}.partial"]) == 2
-    assert "is an unfinished run: rerun train" in capsys.readouterr().err
+    assert (f"{run}.partial does not exist; expected a run directory that train wrote ({run} "
+            "is the finished run)") in capsys.readouterr().err
+    (tmp_path / "other.partial").mkdir()
+    assert cli.main(["timeseries", "evaluate", "--run", str(tmp_path / "other.partial")]) == 2
+    assert "other.partial is an unfinished run: rerun train" in capsys.readouterr().err
+    assert cli.main(["timeseries", "evaluate", "--run", str(tmp_path / "other")]) == 2
+    assert (f"other does not exist; expected a run directory that train wrote ({tmp_path}"
+            "/other.partial holds an unfinished run: rerun train to finish it)"
+            ) in capsys.readouterr().err
+    (tmp_path / "other.partial").rmdir()
     # --output naming a folder: refused, nothing left behind.
     assert cli.main(["timeseries", "evaluate", "--run", str(run), "--output", str(tmp_path)]) == 2
     assert "is a folder; give a file name" in capsys.readouterr().err
