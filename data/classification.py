@@ -34,6 +34,7 @@ the raw strings, because the models vectorise text with a `TextVectorization` la
 import csv
 import dataclasses
 import io
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -575,7 +576,7 @@ def stratified_split(examples, fraction, seed, name="test"):
         # Bounded: 100,000 classes made a line of a megabyte (scikit-learn lists them too).
         counts = listed((f"{k}: {v}" for k, v in examples.class_counts().items()),
                         _CLASSES_SHOWN)
-        reason = str(error)
+        reason = _split_refusal(examples, fraction, name) or str(error)
         reason = reason if len(reason) <= 300 else reason[:297] + "..."
         raise DataError(
             f"cannot make a stratified {name} split of {len(examples)} examples ({counts}) "
@@ -587,6 +588,25 @@ def stratified_split(examples, fraction, seed, name="test"):
 
 # Classes a message lists before "and N more".
 _CLASSES_SHOWN = 10
+
+
+def _split_refusal(examples, fraction, name):
+    """Why scikit-learn's stratified split refuses, in this toolkit's words (its own say
+    "test_size" of a validation split), or None for another reason. It holds out
+    ceil(fraction x examples) and needs every class twice and each part to hold a class each."""
+    counts = examples.class_counts()
+    classes, total = len(counts), len(examples)
+    held = math.ceil(fraction * total)
+    rarest = min(counts, key=counts.get)
+    if counts[rarest] < 2:
+        return (f"the class {quoted(rarest)} has {counts[rarest]} example; a stratified split "
+                "needs at least 2 of every class")
+    for part, size in ((f"the {name} split", held), ("the rest", total - held)):
+        if size < classes:
+            return (f"{part} would hold {size} of them, fewer than the {classes} classes; a "
+                    f"stratified split puts at least one of every class in each part (change "
+                    f"the fraction or give more examples)")
+    return None
 
 
 def make_splits(data, test_fraction, val_fraction, seed):

@@ -439,8 +439,20 @@ def test_unknown_label_at_evaluation_names_file_and_line(tmp_path):
 def test_split_with_too_few_examples_per_class(tmp_path):
     path = write(tmp_path / "tiny.csv", "text,label\na,pos\nb,pos\nc,neg\n")
     with pytest.raises(DataError, match=r"tiny\.csv: cannot make a stratified test split of 3 "
-                                        r"examples \(neg: 1, pos: 2\)"):
+                                        r"examples \(neg: 1, pos: 2\) with fraction 0\.5: the "
+                                        r"class 'neg' has 1 example; a stratified split needs "
+                                        r"at least 2 of every class$"):
         stratified_split(read_table(path), 0.5, seed=0)
+    # In this toolkit's words (scikit-learn's spoke of a validation split's "test_size").
+    path = write(tmp_path / "four.csv", "text,label\na,pos\nb,pos\nc,neg\nd,neg\n")
+    with pytest.raises(DataError, match=r"validation split of 4 examples \(neg: 2, pos: 2\) "
+                                        r"with fraction 0\.1: the validation split would hold "
+                                        r"1 of them, fewer than the 2 classes"):
+        stratified_split(read_table(path), 0.1, seed=0, name="validation")
+    with pytest.raises(DataError, match=r"with fraction 0\.9: the rest would hold 0 of them"):
+        stratified_split(read_table(path), 0.9, seed=0)
+    kept, held = stratified_split(read_table(path), 0.5, seed=0)
+    assert sorted(kept.labels) == sorted(held.labels) == ["neg", "pos"]
     # 100,000 classes made a line of a megabyte: the message lists 10 and counts the rest.
     rows = "".join(f"t{k},c{k:03d}\n" for k in range(200))
     path = write(tmp_path / "many.csv", "text,label\n" + rows)
