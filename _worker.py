@@ -7,12 +7,16 @@ and 0.76 GB of memory each here, against 2.4 s and 0.22 GB without). A worker in
 parent's `TF_CPP_MIN_LOG_LEVEL`, which `seqlab._tf_log.quiet_on_import` would take for the
 user's, and it does not end with its parent: a killed command would leave its workers running.
 `start` keeps TensorFlow's load notices off the terminal as the parent does, should anything
-load it, and ends the worker when its parent is gone.
+load it, and ends the worker when its parent is gone. A Ctrl-C reaches the terminal's whole
+process group, workers included: they ignore it, and the parent, which decides, ends them
+(`pipelines.timeseries_classical_panel`); a worker that caught it in a task went on to the
+next one, and the parent's pool waited for them all.
 
 Imports nothing heavy: it runs before the worker imports the function it is given.
 """
 
 import os
+import signal
 import threading
 import time
 
@@ -34,6 +38,7 @@ def start(quiet, parent):
     `parent` the parent's process id."""
     global _started
     _started = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _tf_log.quiet_worker(quiet)
     threading.Thread(target=_end_with, args=(parent,), name="seqlab-parent-watch",
                      daemon=True).start()
