@@ -403,7 +403,11 @@ def claim_export_version(run):
     export names a dead process: the next export takes its number over.
     """
     path = next_export_version(run)
-    path.parent.mkdir(exist_ok=True)
+    try:
+        path.parent.mkdir(exist_ok=True)
+    except OSError as error:  # made a file or unwritable since `check_export_folder`
+        raise UsageError(f"{path.parent}: cannot write the SavedModel there "
+                         f"({error.strerror}); write it elsewhere with --out") from None
     while True:
         claim = path.with_name(f".{path.name}.claim")
         if not path.exists():
@@ -411,6 +415,9 @@ def claim_export_version(run):
                 take_lock(claim)
             except UsageError:  # another export, still running, holds this number
                 pass
+            except OSError as error:
+                raise UsageError(f"{path.parent}: cannot write the SavedModel there "
+                                 f"({error.strerror}); write it elsewhere with --out") from None
             else:
                 if not path.exists():  # written and released between the check and the claim
                     return path, claim

@@ -536,6 +536,24 @@ def next_export_version(run):
     return folder / str(max(versions, default=0) + 1)
 
 
+def check_export_folder(run):
+    """Refuses, before any work, a run whose versions cannot be written: `<run>/export` a file
+    or a link, or it (or the run, where it is not there yet) not writable. Both ended in a
+    traceback after the model had loaded.
+
+    Raises:
+        UsageError: naming the path and `--out` as the way out.
+    """
+    folder = Path(run) / EXPORT_DIR
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UsageError(f"{folder} is not seqlab's export folder (it is a file or a link): "
+                         "move it away, or write the SavedModel elsewhere with --out")
+    target = folder if folder.exists() else Path(run)
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise UsageError(f"{target}: cannot write the SavedModel there (permission denied); "
+                         "write it elsewhere with --out")
+
+
 def export_path(run, out=None, overwrite=False):
     """Where `export` writes, checked: `out` (a new path, an empty folder, or a previous
     export replaced with `overwrite`), else the run's next version folder `<run>/export/<n>`.
@@ -551,6 +569,7 @@ def export_path(run, out=None, overwrite=False):
                 f"version under {Path(run) / EXPORT_DIR} and nothing is replaced: drop "
                 "--overwrite, or give --out"
             )
+        check_export_folder(run)
         return next_export_version(run)
     check_export_path(out, overwrite, run)
     return Path(out)

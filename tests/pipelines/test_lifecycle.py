@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.models import AutoForecaster
+from seqlab.pipelines import paths as paths_module
 from seqlab.pipelines import timeseries
 from seqlab.pipelines.common import (
     EpochProgress, RunDirectory, StopAfterMinutes, UsageError, claim_export_version,
@@ -315,6 +316,26 @@ def test_certain_export_refusals_come_before_tensorflow_loads(finished, tmp_path
     assert "nothing does not exist; expected a run directory" in errors[3]
     assert "is a run of task" in errors[5]
     assert (mine / "thesis.txt").read_text() == "draft"
+
+
+def test_export_refuses_a_run_whose_export_folder_cannot_be_written(finished, tmp_path,
+                                                                  capsys, monkeypatch):
+    # Both ended in a traceback (FileExistsError, PermissionError) after the model loaded.
+    _, run = finished
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    (copy / "export").write_text("mine")
+    assert cli.main(["timeseries", "export", "--run", str(copy)]) == 2
+    assert (f"{copy / 'export'} is not seqlab's export folder (it is a file or a link): move it "
+            "away, or write the SavedModel elsewhere with --out") in capsys.readouterr().err
+    assert (copy / "export").read_text() == "mine"
+    (copy / "export").unlink()
+    # A read-only run (as a user without root's override sees it).
+    monkeypatch.setattr(paths_module.os, "access", lambda path, mode: Path(path) != copy)
+    assert cli.main(["timeseries", "export", "--run", str(copy)]) == 2
+    assert (f"{copy}: cannot write the SavedModel there (permission denied); write it "
+            "elsewhere with --out") in capsys.readouterr().err
+    assert not (copy / "export").exists()
 
 
 def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
