@@ -88,7 +88,8 @@ def find_id_column(frame, time_column=None):
     else each column of dates (in at least `DATE_SHARE` of its cells), else each column of
     whole numbers that increase within the rows of every value of the id column (years; steps
     1, 2, ...) where another column of numbers is left to forecast; a time column of dates or
-    named is taken before those. An id column holds text or whole numbers, in every row, with
+    named is taken before those. An id column holds text (empty in at most 1 - `DATE_SHARE`
+    of the rows, which its reader then refuses, naming them) or whole numbers, with
     at least 2 and at most half as many values as the table has rows, and is no calendar part
     (`CALENDAR_PARTS` by name, month or day names by value: the months of one series repeat
     its years once a month). Two columns of whole numbers that could each be the other's time
@@ -134,12 +135,13 @@ def find_id_column(frame, time_column=None):
                 and not columns.repeated(parts)):
             return None  # one series: the stamps a reader takes are distinct in every row
         times = dated + [name for name in columns.complete if columns.is_whole(name)]
-    ids = [name for name in columns.complete
+    ids = [name for name in columns.complete + columns.gappy_text
            if 2 <= columns.count(name) <= rows // 2
            and (columns.is_whole(name) or not columns.is_numeric(name))
            and name.lower().removesuffix("s") not in CALENDAR_PARTS
            and not columns.calendar_words(name)]
-    found = [IdColumn(name, time, columns.count(name)) for time in times for name in ids
+    found = [IdColumn(name, time, columns.count(name) - (name in columns.gappy_text))
+             for time in times for name in ids
              if _names_series(columns, name, time, time_column is None)]
     if not found:
         return None
@@ -178,8 +180,17 @@ class _Columns:
     def __init__(self, frame):
         self.frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
         self._text, self._codes, self._numbers = {}, {}, {}
-        self.complete = [name for name in self.frame.columns
-                         if self.frame[name].notna().all() and not (self.text(name) == "").any()]
+        missing = {name: int((self.frame[name].isna() | (self.text(name) == "")).sum())
+                   for name in self.frame.columns}
+        self.complete = [name for name, count in missing.items() if not count]
+        # Text columns with a few empty cells (as `DATE_SHARE` allows a time column's): an id
+        # column with an empty cell is still the id column, and its reader then names the
+        # cell; left out, the table was read as one series, its series end to end.
+        few = max(1, int((1 - DATE_SHARE) * len(self.frame)))
+        self.gappy_text = [
+            name for name, count in missing.items() if 0 < count <= few
+            and not pd.to_numeric(self.frame[name].dropna().astype(str).str.strip()
+                                  .replace("", np.nan).dropna(), errors="coerce").notna().all()]
 
     def text(self, name):
         if name not in self._text:

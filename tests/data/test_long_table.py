@@ -4,12 +4,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seqlab.data.errors import DataError
 from seqlab.data.long_table import (
     IdColumn,
     find_id_column,
     find_id_column_in_file,
     runs_of_series,
 )
+from seqlab.data.panel import read_panel
 
 
 def long_table(series=3, first=20, shuffle=True, years=False):
@@ -171,10 +173,31 @@ def test_the_file_is_read_with_its_delimiter_and_an_unreadable_one_is_left_to_it
     assert find_id_column_in_file(tmp_path / "empty.csv") is None
 
 
-@pytest.mark.parametrize("cells", [["", "a"], ["a", None]])
-def test_a_column_with_empty_cells_names_no_series(cells):
+@pytest.mark.parametrize("cells", [["", "a"], ["a", None], [" ", "M1"]])
+def test_an_id_column_with_a_few_empty_cells_still_names_the_series(cells):
+    # Left out, the table was read as one series, its series end to end; found, its reader
+    # names the empty cells (tests/data/test_panel.py). The empty cells are no series.
     frame = long_table(series=2, shuffle=False)
     frame.loc[frame.index[:2], "unique_id"] = cells
+    found = find_id_column(frame)
+    assert (found.name, found.time_column) == ("unique_id", "ds")
+    assert found.series == len({"M0", "M1", *cells} - {"", " ", None})
+
+
+def test_the_empty_id_cell_of_a_file_is_then_named_by_its_reader(tmp_path):
+    frame = long_table(series=3, shuffle=False)
+    frame.loc[frame.index[5], "unique_id"] = ""
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    found = find_id_column_in_file(path)
+    with pytest.raises(DataError, match=r"long\.csv: id column 'unique_id' is empty at lines 7; "
+                                        r"expected a series id on every row"):
+        read_panel(path, id_column=found.name, time_column=found.time_column)
+
+
+def test_a_column_mostly_empty_names_no_series():
+    frame = long_table(series=2, shuffle=False)
+    frame.loc[frame.index[:10], "unique_id"] = ""  # 10 of 44 rows
     assert find_id_column(frame) is None
 
 
