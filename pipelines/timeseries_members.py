@@ -258,11 +258,14 @@ class BacktestPlan:
         region_start: the first target row of the backtest region.
         region_end: the first row of the test split.
         folds: the `Fold`s (fit end and origins), earliest first.
+        requested: the folds asked for (`--auto-folds`); more than `folds` where the region
+            has too few origins for them (None: not known).
     """
 
     region_start: int
     region_end: int
     folds: list
+    requested: int | None = None
 
     @property
     def origins(self):
@@ -270,8 +273,12 @@ class BacktestPlan:
 
     def describe(self):
         rows = f"rows {self.region_start}..{self.region_end - 1}"
+        fewer = ""
+        if self.requested and self.requested > len(self.folds):
+            fewer = (f"; --auto-folds {self.requested} asked for more, but a fold needs an "
+                     "origin of its own")
         return (f"{plural(len(self.folds), 'fold')} over {rows}"
-                f" ({plural(len(self.origins), 'origin')})")
+                f" ({plural(len(self.origins), 'origin')}{fewer})")
 
 
 def plan_backtest(pre_test_rows, test_rows, lookback, horizon, season, folds):
@@ -286,7 +293,7 @@ def plan_backtest(pre_test_rows, test_rows, lookback, horizon, season, folds):
         return None
     plan = BacktestPlan(region_start, pre_test_rows,
                         backtest_folds(region_start, pre_test_rows, horizon, folds,
-                                       first_origin=lookback - 1))
+                                       first_origin=lookback - 1), requested=folds)
     if not plan.folds or len(plan.origins) < MIN_BACKTEST_ORIGINS:
         return None
     return plan

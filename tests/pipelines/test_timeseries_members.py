@@ -34,6 +34,11 @@ def test_the_plan_keeps_two_seasons_and_a_window_before_the_first_fold():
     assert plan.describe() == "3 folds over rows 68..101 (33 origins)"
     one_fold = plan_backtest(102, 18, 24, 2, 12, folds=1)
     assert one_fold.describe() == "1 fold over rows 68..101 (33 origins)"
+    # More folds than origins: one per origin, and the summary says so (it was silent).
+    many = plan_backtest(102, 18, 24, 2, 12, folds=100)
+    assert len(many.folds) == 33 and many.describe() == (
+        "33 folds over rows 68..101 (33 origins; --auto-folds 100 asked for more, but a fold "
+        "needs an origin of its own)")
 
 
 def test_classical_members_are_refitted_on_the_rows_before_each_fold():
