@@ -193,7 +193,8 @@ def classical_forecasts(histories, horizon, season, methods=PANEL_CLASSICAL, wha
                 if rolled is not None:
                     rolled[method][i] = second
     notes += [f"{method}: statsforecast failed on {failures} of {count} series {what}; they "
-              "got the seasonal naive forecast" for method, failures in failed.items()
+              "got the seasonal naive forecast (the naive one, the last value repeated, where a "
+              "series is shorter than its season)" for method, failures in failed.items()
               if failures]
     return forecasts, rolled, seconds, notes
 
