@@ -453,10 +453,7 @@ def prepare_members(config, schema, values, pre_test_rows, season):
                               history_start=start.tolist())
     if not auto:
         return members, None, {}
-    if plan is None:
-        members.notes.append(
-            f"model auto: {pre_test_rows} rows before the test split are too few for a "
-            "backtest; ETS, ARIMA, Theta and seasonal naive are combined without one")
+    if plan is None:  # the kept candidate's line says why (`Selection.reason`)
         return members, None, {}
     if not backtested:
         members.notes.append("model auto: the classical members are left out, as a target is "
