@@ -635,10 +635,12 @@ def float32_precision_note(values, rmse):
     rounding = float(np.spacing(np.float32(min(largest, np.finfo(np.float32).max)))) / 2
     if rounding <= FLOAT32_NOTE_SHARE * rmse:
         return None
+    against = ("while the model's test forecasts are exact (RMSE 0)" if rmse == 0 else
+               f"more than a tenth of the model's test RMSE ({rmse:.4g})")
     return (f"saved_model/ reads and returns float32, which rounds values of {largest:.4g} by "
-            f"up to {rounding:.3g}, more than a tenth of the model's test RMSE ({rmse:.4g}): its "
-            "forecasts are coarser than `seqlab timeseries predict`'s (float64); subtract a "
-            "constant offset from the series to serve it at full precision")
+            f"up to {rounding:.3g}, {against}: its forecasts are coarser than `seqlab "
+            "timeseries predict`'s (float64); subtract a constant offset from the series to "
+            "serve it at full precision")
 
 
 # The history signature's rows a request: at most this many, or 4 times the rows it must hold

@@ -588,8 +588,10 @@ def test_the_summary_says_where_the_savedmodels_float32_is_coarser_than_the_mode
     # Values that float32 holds exactly lose nothing, whatever the RMSE (0 on a constant
     # series of 5, or on zeros with a spike of 1000: the note said they rounded by 2.4e-7).
     assert float32_precision_note(np.array([[5.0], [0.0], [1000.0], [0.5]]), 0.0) is None
+    # Exact test forecasts: said so, not "more than a tenth of ... (0)".
     assert float32_precision_note(np.array([[5.1]]), 0.0).startswith(
-        "saved_model/ reads and returns float32, which rounds values of 5.1 by up to 2.38e-07")
+        "saved_model/ reads and returns float32, which rounds values of 5.1 by up to 2.38e-07, "
+        "while the model's test forecasts are exact (RMSE 0): its forecasts are coarser")
     assert float32_precision_note(np.array([[5.0]]), float("nan")) is None
 
 
