@@ -355,9 +355,9 @@ class TranslatePipeline(Pipeline):
 
     def predict(self, run, data=None, output=None, **options):
         """Translates `texts` and the lines of the UTF-8 file `input` (or `data`, every task's
-        flag; a TSV of pairs: its source column, the run's `tsv_columns`), with beam search (`PredictOptions`; default: the run's settings); `n_best` > 1
-        prints that many hypotheses per sentence with their scores. `output`: also write them
-        there."""
+        flag; a TSV of pairs: its source column, the run's `tsv_columns`), with beam search
+        (`PredictOptions`; default: the run's settings); `n_best` > 1 prints that many
+        hypotheses per sentence with their scores. `output`: also write them there."""
         options = make_config(PredictOptions, flag_values=options)
         texts, input, n_best = options.texts, options.input, options.n_best
         loaded, translator, (beam_width, length_penalty) = self._load(run, options)
