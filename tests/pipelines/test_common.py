@@ -114,7 +114,8 @@ def test_unfinished_run_is_resumed_only_with_the_same_settings(tmp_path):
 
 def test_open_run_refuses_unfinished_runs_and_other_tasks(tmp_path):
     RunDirectory(tmp_path / "run", "toy").start({})
-    with pytest.raises(UsageError, match=r"not a finished seqlab run.*holds an unfinished run"):
+    with pytest.raises(UsageError, match=r"run does not exist; expected a run directory that "
+                                         r"train wrote \(.*run\.partial holds an unfinished run"):
         open_run(tmp_path / "run", "toy")
     out = finished_run(tmp_path / "other", {})
     with pytest.raises(UsageError, match=r"is a run of task 'toy', not 'timeseries'"):

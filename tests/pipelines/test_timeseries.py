@@ -1006,7 +1006,10 @@ def test_auto_on_a_series_too_short_for_a_backtest_combines_the_classical_member
                                     season=12))
     auto = result.metrics["auto"]
     assert auto["kept"] == ["ets", "arima", "theta", "seasonal_naive"]
-    assert "too few for a backtest" in result.summary
+    # Said once, on the kept candidate's line (a note said it again).
+    assert result.summary.count("too few") == 1
+    assert ("kept mean of ets + arima + theta + seasonal_naive: too few rows before the test "
+            "split for a backtest") in result.summary
     assert np.isfinite(result.metrics["model"]["rmse"])
 
 
