@@ -405,24 +405,21 @@ def claim_export_version(run):
     path = next_export_version(run)
     try:
         path.parent.mkdir(exist_ok=True)
+        while True:
+            claim = path.with_name(f".{path.name}.claim")
+            if not path.exists():
+                try:
+                    take_lock(claim)
+                except UsageError:  # another export, still running, holds this number
+                    pass
+                else:
+                    if not path.exists():  # written and released between check and claim
+                        return path, claim
+                    claim.unlink(missing_ok=True)
+            path = path.with_name(str(int(path.name) + 1))
     except OSError as error:  # made a file or unwritable since `check_export_folder`
         raise UsageError(f"{path.parent}: cannot write the SavedModel there "
                          f"({error.strerror}); write it elsewhere with --out") from None
-    while True:
-        claim = path.with_name(f".{path.name}.claim")
-        if not path.exists():
-            try:
-                take_lock(claim)
-            except UsageError:  # another export, still running, holds this number
-                pass
-            except OSError as error:
-                raise UsageError(f"{path.parent}: cannot write the SavedModel there "
-                                 f"({error.strerror}); write it elsewhere with --out") from None
-            else:
-                if not path.exists():  # written and released between the check and the claim
-                    return path, claim
-                claim.unlink(missing_ok=True)
-        path = path.with_name(str(int(path.name) + 1))
 
 
 def _not_written_by_train(run):
