@@ -180,17 +180,15 @@ class _Columns:
     def __init__(self, frame):
         self.frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
         self._text, self._codes, self._numbers = {}, {}, {}
-        missing = {name: int((self.frame[name].isna() | (self.text(name) == "")).sum())
-                   for name in self.frame.columns}
-        self.complete = [name for name, count in missing.items() if not count]
+        empty = {name: (self.frame[name].isna() | (self.text(name) == "")).to_numpy()
+                 for name in self.frame.columns}
+        self.complete = [name for name, cells in empty.items() if not cells.any()]
         # Text columns with a few empty cells (as `DATE_SHARE` allows a time column's): an id
         # column with an empty cell is still the id column, and its reader then names the
         # cell; left out, the table was read as one series, its series end to end.
         few = max(1, int((1 - DATE_SHARE) * len(self.frame)))
-        self.gappy_text = [
-            name for name, count in missing.items() if 0 < count <= few
-            and not pd.to_numeric(self.frame[name].dropna().astype(str).str.strip()
-                                  .replace("", np.nan).dropna(), errors="coerce").notna().all()]
+        self.gappy_text = [name for name, cells in empty.items()
+                           if 0 < cells.sum() <= few and np.isnan(self.numbers(name)[~cells]).any()]
 
     def text(self, name):
         if name not in self._text:
