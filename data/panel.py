@@ -254,6 +254,11 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
             notes.append(f"{path}: read the {len(files)} .csv files only, not "
                          f"{', '.join(others[:_SHOWN])}"
                          + (f" and {len(others) - _SHOWN} more" if len(others) > _SHOWN else ""))
+        unread = sorted({name for table in tables for name in table["unread"]})
+        if unread:  # said, not dropped silently
+            in_files = sum(bool(table["unread"]) for table in tables)
+            notes.append(f"{path}: columns left out (not the time or value column), in "
+                         f"{in_files} of the {len(tables)} files: {_listed(unread)}")
         if len(targets) > 1:
             notes.append(f"{path}: the files' value columns are named {', '.join(targets)}; read "
                          "as one value per file")
@@ -265,6 +270,9 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         table = _read_table(path, id_column, time_column, target, find_time)
         parts = table["series"]
         notes = [*([table["time_note"]] if table["time_note"] else []), *table["notes"]]
+        if table["unread"]:  # said, not dropped silently
+            notes.append(f"{path}: columns left out (not the id, time or value column): "
+                         f"{_listed(table['unread'])}")
         kind, target_name = table["kind"], table["target"]
         time_found = table["time_column"]
     gaps, gap_notes = _find_gaps(parts, kind)
@@ -399,7 +407,9 @@ def _read_table(path, id_column, time_column, target, find_time=False):
                                       f" (lines {_lines(np.sort(lines[rows]))})")
         steps = np.arange(rows.size, dtype="int64") if time is None else time[rows]
         series.append({"id": series_id, "values": values[rows], "time": steps})
+    unread = [str(c) for c in frame.columns if c not in (id_column, time_column, target)]
     return {"series": series, "notes": notes, "kind": kind, "target": str(target),
+            "unread": unread,
             "time_column": None if time_column is None else str(time_column),
             "time_note": time_note}
 

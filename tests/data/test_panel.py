@@ -276,6 +276,29 @@ def test_one_file_without_an_id_column_is_one_series_named_by_its_stem(tmp_path)
     assert panel.values[0].tolist() == [112, 118, 132]
 
 
+def test_columns_besides_the_id_time_and_value_columns_are_named_as_left_out(tmp_path):
+    # A text column holds no series' values: left out, but said (it was dropped silently).
+    table = write(tmp_path, "long.csv", "store,day,sales,remark\na,1,3,x\na,2,4,\nb,1,5,y\n")
+    panel = read_panel(table, "store", "day")
+    assert panel.values[0].tolist() == [3, 4]
+    assert (f"{table}: columns left out (not the id, time or value column): remark"
+            in panel.notes)
+    plain = write(tmp_path, "plain.csv", "store,day,sales\na,1,3\na,2,4\nb,1,5\n")
+    assert not any("left out" in note for note in read_panel(plain, "store", "day").notes)
+    folder = tmp_path / "series"
+    folder.mkdir()
+    write(folder, "a.csv", "date,y,remark\n2024-01-01,1,x\n2024-01-02,2,x\n")
+    write(folder, "b.csv", "date,y\n2024-01-01,3\n2024-01-02,4\n")
+    write(folder, "c.csv", "date,y,note\n2024-01-01,3,z\n2024-01-02,4,z\n")
+    notes = read_panel(folder, time_column="date").notes
+    assert (f"{folder}: columns left out (not the time or value column), in 2 of the 3 files: "
+            "note, remark") in notes
+    (folder / "a.csv").unlink()
+    (folder / "c.csv").unlink()
+    assert not any("columns left out" in note
+                   for note in read_panel(folder, time_column="date").notes)
+
+
 def test_a_folder_is_one_series_per_file_of_different_lengths_and_starts(tmp_path):
     folder = tmp_path / "series"
     folder.mkdir()
