@@ -3,6 +3,7 @@
 import contextlib
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from seqlab.layers._checks import check_positive_int
@@ -369,9 +370,17 @@ class TransformerDecoderLayer(_TransformerLayer):
 
         Returns:
             `(outputs [B, L, d_model], new_cache)`.
+
+        Raises:
+            ValueError: the positions do not fit in the cache (`index < 0` or
+                `index + L > max_length`), where `index` is known when traced (a
+                Python int, or an eager tensor); a symbolic index is the caller's to
+                keep in range (`Translator` stops at the cache's length).
         """
+        inputs = self._in_compute_dtype(inputs)
+        _check_cache_positions(index, inputs.shape[1], cache["self_key"].shape[2])
         with self._autocast_scope():
-            return self._decode_step(self._in_compute_dtype(inputs), cache, index, encoder_mask)
+            return self._decode_step(inputs, cache, index, encoder_mask)
 
     def _in_compute_dtype(self, inputs):
         """Floating `inputs` in the layer's compute dtype, as Keras casts `call`'s."""
@@ -410,3 +419,18 @@ class TransformerDecoderLayer(_TransformerLayer):
         )
         outputs = self._feedforward(x, False)
         return outputs, {**cache, "self_key": self_key, "self_value": self_value}
+
+
+def _check_cache_positions(index, length, max_length):
+    """Refuses decoder positions `index .. index + length - 1` outside a cache of
+    `max_length` where all three are known when traced: the cache's write would be clamped
+    to its last slots, and the outputs silently wrong."""
+    index = tf.get_static_value(index) if tf.is_tensor(index) else index
+    if index is None or length is None or max_length is None:
+        return
+    if index < 0 or index + length > max_length:
+        raise ValueError(
+            f"decode_step: positions {int(index)}..{int(index) + length - 1} do not fit in "
+            f"the cache of max_length {max_length} (from init_cache); expected 0 <= index "
+            f"and index + {length} <= {max_length}"
+        )

@@ -291,6 +291,12 @@ def test_build_and_cache_errors():
     layer(normal(1, 2, 8), z)
     with pytest.raises(ValueError, match="Received: max_length=0"):
         layer.init_cache(z, 0)
+    # Positions past the cache were written onto its last slot (outputs silently wrong).
+    cache = layer.init_cache(z, 4)
+    for index, length in ((4, 1), (3, 2), (-1, 1), (tf.constant(4), 1)):
+        with pytest.raises(ValueError, match=r"do not fit in the cache of max_length 4"):
+            layer.decode_step(normal(1, length, 8), cache, index)
+    assert layer.decode_step(normal(1, 2, 8), cache, tf.constant(2))[0].shape == (1, 2, 8)
 
 
 # --- a tiny encoder-decoder learns, and round-trips through .keras and SavedModel --------
