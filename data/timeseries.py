@@ -1199,13 +1199,30 @@ class Scaler:
 
     def transform(self, values, columns=None):
         """Scales `values` (last axis = `columns`, default all columns)."""
-        offset, scale = self._parameters(columns or self.columns)
-        return (np.asarray(values, dtype="float64") - offset) / scale
+        values, offset, scale = self._matched(values, columns)
+        return (values - offset) / scale
 
     def inverse_transform(self, values, columns=None):
-        """Maps scaled `values` (last axis = `columns`) back to original units."""
-        offset, scale = self._parameters(columns or self.columns)
-        return np.asarray(values, dtype="float64") * scale + offset
+        """Maps scaled `values` (last axis = `columns`, default all columns) back to original
+        units."""
+        values, offset, scale = self._matched(values, columns)
+        return values * scale + offset
+
+    def _matched(self, values, columns):
+        """`values` as float64 with the parameters of `columns`, one per entry of the last
+        axis: a last axis of another length was broadcast against them (a one-target array
+        came back with a column per fitted column, the target scaled by each)."""
+        if isinstance(columns, str):
+            columns = [columns]
+        columns = list(self.columns if columns is None else columns)
+        offset, scale = self._parameters(columns)
+        values = np.asarray(values, dtype="float64")
+        if values.ndim == 0 or values.shape[-1] != len(columns):
+            raise ValueError(
+                f"values of shape {values.shape} for the {len(columns)} columns "
+                f"{columns}: expected a last axis of {len(columns)}, one entry per column "
+                "(name the columns the values hold with `columns=`)")
+        return values, offset, scale
 
     def parameters(self, columns):
         """`(offset, scale)` float32 arrays for `columns`, for scaling inside a graph."""
@@ -1247,6 +1264,29 @@ class Scaler:
             raise ValueError(f"{where}: the field 'offset' must hold numbers of at most "
                              f"{MAX_ABS_VALUE:g} in magnitude. Received: {config['offset']!r}")
         return cls(**config)
+
+
+def _is_whole_number(value):
+    """A Python or numpy integer, or a float of a whole value (not a bool, None or NaN)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, np.integer)):
+        return True
+    return isinstance(value, (float, np.floating)) and math.isfinite(value) \
+        and value == int(value)
+
+
+def _refuse_scaled_beyond_float32(names, scaled, source):
+    """Refuses scaled values that float32 windows would hold as inf: the training rows'
+    scale far below a later value's (numpy only warned of the overflow in its cast)."""
+    beyond = np.argwhere(np.abs(scaled) > np.finfo("float32").max)
+    if beyond.size:
+        row, column = (int(k) for k in beyond[0])
+        raise DataError(
+            f"column {names[column]!r} at row {row} scales to {scaled[row, column]:.3g} (its "
+            "value less the training rows' offset, over their scale), beyond float32's range: "
+            "the windows would hold inf; expected scaled values within about 3.4e38 (rescale "
+            "the column, or fit the scaler on rows that span its range)", path=source)
 
 
 def split_bounds(n_rows, val_fraction, test_fraction):
@@ -1324,16 +1364,21 @@ class WindowGenerator:
     ):
         for name, value in (("lookback", lookback), ("horizon", horizon), ("stride", stride),
                             ("batch_size", batch_size)):
-            if int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer. Received: {name}={value}")
+            if not _is_whole_number(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame must be a pandas DataFrame of named columns. Received: "
+                            f"{type(frame).__name__} (pd.DataFrame({{'y': values}}) makes one)")
         self.lookback = int(lookback)
         self.horizon = int(horizon)
         self.stride = int(stride)
         self.batch_size = int(batch_size)
         self.shuffle_seed = shuffle_seed
         self.split_targets = bool(split_targets)
-        self.targets = list(targets)
-        self.features = list(frame.columns) if features is None else list(features)
+        # One name is one column (a string was read as a list of its letters).
+        self.targets = [targets] if isinstance(targets, str) else list(targets)
+        self.features = (list(frame.columns) if features is None
+                         else [features] if isinstance(features, str) else list(features))
         if not self.targets:
             raise ValueError("targets must name at least one column to forecast. Received: "
                              "targets=[]")
@@ -1371,6 +1416,8 @@ class WindowGenerator:
             self.scaler = Scaler.fit(scaler, self.frame[used].iloc[train_start:train_end])
         self._inputs = self.scaler.transform(self.frame[self.features].to_numpy(), self.features)
         self._targets = self.scaler.transform(self.frame[self.targets].to_numpy(), self.targets)
+        for names, scaled in ((self.features, self._inputs), (self.targets, self._targets)):
+            _refuse_scaled_beyond_float32(names, scaled, source)
 
     @property
     def window_size(self):
@@ -1423,6 +1470,9 @@ class WindowGenerator:
     def window_starts(self, split, stride=None):
         """Row indices (into the whole series) where the windows of `split` start, one every
         `stride` rows (default: the generator's `stride` for "train", else 1)."""
+        if split not in self.bounds:
+            raise ValueError(f"split must be one of {', '.join(map(repr, self.bounds))}. "
+                             f"Received: split={split!r}")
         start, stop = self.bounds[split]
         if stride is None:
             stride = self.stride if split == "train" else 1

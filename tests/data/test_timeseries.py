@@ -82,6 +82,40 @@ def test_a_missing_or_infinite_value_or_no_target_is_refused_naming_it():
         WindowGenerator(counting_frame(), lookback=4, horizon=2, targets=[])
 
 
+def test_arguments_a_careless_caller_gets_wrong_are_refused_or_read_as_meant():
+    frame = counting_frame()  # columns y, x; 100 rows
+    for bad in (None, float("nan"), True, 2.5, "4"):
+        with pytest.raises(ValueError, match=r"lookback must be a positive integer"):
+            WindowGenerator(frame, lookback=bad, horizon=1, targets=["y"])
+    assert WindowGenerator(frame, lookback=np.int64(4), horizon=2.0, targets=["y"]).horizon == 2
+    with pytest.raises(TypeError, match=r"frame must be a pandas DataFrame.*Received: Series"):
+        WindowGenerator(frame["y"], lookback=4, horizon=1, targets=["y"])
+    # One name is one column: "yx" was read as the columns "y" and "x".
+    both = frame.assign(yx=frame["y"] * 3)
+    windows = WindowGenerator(both, lookback=4, horizon=1, targets="yx", features="y")
+    assert (windows.targets, windows.features) == (["yx"], ["y"])
+    with pytest.raises(ValueError, match=r"split must be one of 'train', 'val', 'test'\. "
+                                         r"Received: split='validation'"):
+        windows.dataset("validation")
+    # The scaler's inverse refuses values whose last axis is not the columns named: a target
+    # array came back with a column per fitted column, the target rescaled by each.
+    _, targets = windows.arrays("test")
+    with pytest.raises(ValueError, match=r"values of shape \(\d+, 1, 1\) for the 2 columns "
+                                         r"\['y', 'yx'\]: expected a last axis of 2"):
+        windows.scaler.inverse_transform(targets)
+    np.testing.assert_allclose(windows.scaler.inverse_transform(targets, "yx")[:, 0, 0],
+                               3 * (windows.window_starts("test") + 4), atol=1e-3)
+
+
+def test_values_that_scale_beyond_float32_are_refused_naming_the_row():
+    # Constant training rows (scale 1), then 1e39: the float32 windows held inf, with only
+    # numpy's overflow warning.
+    frame = pd.DataFrame({"y": np.r_[np.zeros(70), np.full(30, 1e39)]})
+    with pytest.raises(DataError, match=r"column 'y' at row 70 scales to 1e\+39 .*beyond "
+                                        r"float32's range"):
+        WindowGenerator(frame, lookback=4, horizon=1, targets=["y"])
+
+
 @pytest.mark.parametrize("lookback,horizon", [(5, 1), (7, 3)])
 def test_windows_align_inputs_and_targets_on_a_counting_series(lookback, horizon):
     windows = WindowGenerator(
