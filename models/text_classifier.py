@@ -468,7 +468,32 @@ def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooli
             "embedding_dim must be a multiple of num_heads for the transformer kind. "
             f"Received: embedding_dim={embedding_dim}, num_heads={num_heads}"
         )
+    _check_vocabulary_form(vocabulary, kind)
     return _check_vocabulary(vocabulary, vocabulary_size)
+
+
+def _check_vocabulary_form(vocabulary, kind):
+    """Refuses a vocabulary made for the other family of kinds (Keras's lookup failed on one
+    with its own internal error, or, the other way, took n-grams for words and `[UNK]`
+    twice)."""
+    if vocabulary is None:
+        return
+    tokens = [str(token) for token in vocabulary]
+    remedy = f"pass adapt_vocabulary(texts, kind={kind!r})"
+    if kind == "ngrams":
+        if "" in tokens:
+            raise ValueError(
+                f"the ngrams kind's vocabulary has no padding token \"\" (found at index "
+                f"{tokens.index('')}: a word-sequence kind's vocabulary); {remedy}, which "
+                "gives [UNK] first, then the n-grams")
+        return
+    ngram = next((index for index, token in enumerate(tokens) if " " in token), None)
+    if (tokens[:1] == ["[UNK]"] and "" not in tokens) or ngram is not None:
+        found = (f"the n-gram {tokens[ngram]!r} at index {ngram}" if ngram is not None
+                 else "[UNK] first, without the padding token \"\"")
+        raise ValueError(
+            f"the {kind} kind's vocabulary holds words (\"\" and [UNK] first); found {found}: "
+            f"the ngrams kind's vocabulary; {remedy}")
 
 
 class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
@@ -586,6 +611,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
                  units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5, token_dropout=0.5,
                  seed=None, truncate="end", **kwargs):
         check_positive_int("num_members", num_members)
+        _check_vocabulary_form(vocabulary, kind)
         size = _check_vocabulary(vocabulary, vocabulary_size)
         kwargs.setdefault("name", f"text_classifier_ensemble_{kind}")
         super().__init__(**kwargs)

@@ -539,6 +539,25 @@ def test_constructor_refuses_settings_that_cannot_work(overrides, message):
         tiny_classifier(**overrides)
 
 
+def test_a_vocabulary_of_the_other_family_of_kinds_is_refused_naming_the_remedy():
+    # Keras's lookup failed with its own "reserved mask token" error on a word vocabulary for
+    # the ngrams kind, and took an n-gram vocabulary's n-grams for words the other way.
+    texts = ["a superb film", "so dull and boring", "great great fun"]
+    words, ngrams = adapt_vocabulary(texts), adapt_vocabulary(texts, kind="ngrams")
+    with pytest.raises(ValueError, match=r"the ngrams kind's vocabulary has no padding token "
+                                         r".*pass adapt_vocabulary\(texts, kind='ngrams'\)"):
+        TextClassifier(num_classes=2, vocabulary=words, kind="ngrams")
+    for kind in ("gru", "cnn"):
+        with pytest.raises(ValueError, match=rf"the {kind} kind's vocabulary holds words .*found "
+                                             r"the n-gram '.+ .+' at index \d+"):
+            TextClassifier(num_classes=2, vocabulary=ngrams, kind=kind)
+    with pytest.raises(ValueError, match=r"\[UNK\] first, without the padding token"):
+        TextClassifierEnsemble(num_members=2, num_classes=2, vocabulary=["[UNK]", "film"],
+                               kind="gru")
+    for kind, vocabulary in (("ngrams", ngrams), ("gru", words)):
+        TextClassifier(num_classes=2, vocabulary=vocabulary, kind=kind)  # each its own: fine
+
+
 def _auto_model(**overrides):
     texts = ["great film", "awful film", "lovely and great", "dull and poor"]
     settings = dict(num_classes=2, vocabulary=adapt_vocabulary(texts),
