@@ -1,6 +1,8 @@
 """`Forecaster`: a window of past rows in, the next `horizon` rows of the targets out;
 `AutoForecaster`: a neural and a least-squares linear `Forecaster`, the better one kept."""
 
+import numbers
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -131,6 +133,18 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         if normalization not in NORMALIZATIONS:
             raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)}. "
                              f"Received: normalization={normalization!r}")
+        sizes = dict(lookback=lookback, n_features=n_features, horizon=horizon,
+                     n_targets=n_targets, units=units, layers=layers, num_heads=num_heads,
+                     ff_dim=ff_dim)
+        for name, value in sizes.items():
+            # A float or a string failed later, in a shape or a comparison of Keras's.
+            whole = isinstance(value, numbers.Integral) or (
+                isinstance(value, float) and value.is_integer())
+            if isinstance(value, bool) or not whole or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1. Received: "
+                                 f"{name}={value!r}")
+        lookback, n_features, horizon, n_targets, units, layers, num_heads, ff_dim = (
+            int(value) for value in sizes.values())
         if target_features is None:
             target_features = list(range(n_targets))
         target_features = [None if index is None else int(index) for index in target_features]
@@ -139,11 +153,6 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             raise ValueError(f"target_features must name one input feature (or None) per "
                              f"target. Received: target_features={target_features} for "
                              f"n_targets={n_targets}, n_features={n_features}")
-        for name, value in (("lookback", lookback), ("n_features", n_features),
-                            ("horizon", horizon), ("n_targets", n_targets), ("units", units),
-                            ("layers", layers), ("num_heads", num_heads), ("ff_dim", ff_dim)):
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1. Received: {name}={value}")
         kwargs.setdefault("name", f"forecast_{kind}")
         super().__init__(**kwargs)
         self.lookback, self.n_features = lookback, n_features
@@ -204,9 +213,12 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         return keras.ops.concatenate(columns, axis=-1)
 
     def call(self, window, training=False):
-        steps, features = window.shape[1:3]
         expected = (f"Forecaster expects windows of shape [batch, lookback, n_features] = "
                     f"[batch, {self.lookback}, {self.n_features}]")
+        if len(window.shape) != 3:  # a 2-D window failed unpacking its shape
+            raise ValueError(f"{expected}. Received: {tuple(window.shape)} (rank "
+                             f"{len(window.shape)}; one window per row, a feature axis last)")
+        steps, features = window.shape[1:3]
         if (steps is not None and steps != self.lookback) or (
                 features is not None and features != self.n_features):
             # A recurrent network would read any length, a forecast of another question.

@@ -45,8 +45,17 @@ def test_config_round_trip_fit_and_keras_file(kind, normalization, tmp_path):
 
 
 def test_bad_sizes_are_refused_with_the_value():
-    with pytest.raises(ValueError, match="lookback must be at least 1. Received: lookback=0"):
-        Forecaster(lookback=0, n_features=1)
+    for name, value, shown in (("lookback", 0, "0"), ("units", "8", "'8'"),
+                               ("lookback", 6.5, "6.5"), ("horizon", True, "True")):
+        with pytest.raises(ValueError, match=rf"{name} must be a whole number of at least 1\. "
+                                             rf"Received: {name}={shown}$"):
+            Forecaster(**{**dict(lookback=6, n_features=1), name: value})
+    assert Forecaster(lookback=6.0, n_features=np.int64(1)).lookback == 6
+    # A 2-D window failed unpacking its shape, in Python's words.
+    with pytest.raises(ValueError, match=r"expects windows of shape \[batch, lookback, "
+                                         r"n_features\] = \[batch, 6, 1\]\. Received: \(4, 6\) "
+                                         r"\(rank 2"):
+        Forecaster(lookback=6, n_features=1, kind="gru", units=4)(np.zeros((4, 6), "float32"))
     with pytest.raises(ValueError, match="kind must be one of lstm, gru, rnn, transformer"):
         Forecaster(lookback=3, n_features=1, kind="cnn")
 
