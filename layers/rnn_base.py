@@ -385,6 +385,31 @@ class RecurrentLayer(keras.layers.RNN):
             # runtime (its thread settings) unconfigured.
             self.supports_jit = False
 
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        """Keras's `RNN.call`, after checks whose failures read as TensorFlow's otherwise (a
+        matrix product's sizes, a slice out of bounds, a list index)."""
+        name = f"{type(self).__name__} {self.name!r}"
+        kernel = getattr(self.cell, "kernel", None)
+        features = sequences.shape[-1]
+        if kernel is not None and features is not None and features != kernel.shape[0]:
+            raise ValueError(f"{name} was built for {kernel.shape[0]} input features per "
+                             f"step; received inputs of shape {tuple(sequences.shape)}")
+        if sequences.shape[1] == 0:
+            raise ValueError(f"{name} needs at least one time step; received inputs of shape "
+                             f"{tuple(sequences.shape)}")
+        if initial_state is not None:
+            given = list(initial_state) if isinstance(initial_state, (list, tuple)) else [
+                initial_state]
+            sizes = self.cell.state_size
+            sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
+            if len(given) != len(sizes):
+                raise ValueError(
+                    f"{name} takes {len(sizes)} initial state tensor"
+                    f"{'s' if len(sizes) > 1 else ''} of shape [batch, {sizes[0]}] "
+                    f"({'h and c' if len(sizes) == 2 else 'h'}); received {len(given)}")
+        return super().call(sequences, initial_state=initial_state, mask=mask,
+                            training=training)
+
     def inner_loop(self, sequences, initial_state, mask, training=False, final_states=None):
         """Keras's hook (`keras.layers.RNN.call`): `(last_output, outputs, final_states)`.
 

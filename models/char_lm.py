@@ -1,6 +1,8 @@
 """`CharLanguageModel`: char ids in, next-char logits out, and generation with carried state;
 `TextGenerator`: the same generation from strings to strings, in the graph."""
 
+import numbers
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -399,6 +401,11 @@ class TextGenerator:
         """`generate_strings` from Python, as one compiled graph: the prompt (a string or a
         list of them) followed by its continuation (a list for a list of prompts)."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        # As the SavedModel refuses it: -1 was read as 0 and 2.9 as 2, without a word.
+        if (isinstance(num_chars, bool) or not isinstance(num_chars, numbers.Integral)
+                or not 0 <= num_chars <= MAX_NUM_CHARS):
+            raise ValueError(f"num_chars must be a whole number in [0, MAX_NUM_CHARS="
+                             f"{MAX_NUM_CHARS}]. Received: num_chars={num_chars!r}")
         if not 0 <= temperature <= float(np.finfo(np.float32).max):
             raise ValueError(f"temperature must be 0 (greedy) or a positive float32 number. "
                              f"Received: temperature={temperature}")

@@ -116,3 +116,23 @@ def test_a_stateful_layer_fits_eagerly():
     x = np.random.default_rng(1).random((16, 10, 3)).astype("float32")
     history = model.fit(x, x[..., :1], batch_size=4, epochs=1, shuffle=False, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+@pytest.mark.parametrize("layer_class", [SimpleRNN, GRU, LSTM])
+def test_inputs_the_layer_cannot_read_are_refused_in_its_own_words(layer_class):
+    # TensorFlow's words before: a matrix product's sizes, a slice out of bounds, an index.
+    layer = layer_class(4)
+    layer(np.zeros((2, 3, 2), "float32"))
+    with pytest.raises(ValueError, match=r"was built for 2 input features per step; received "
+                                         r"inputs of shape \(2, 3, 5\)"):
+        layer(np.zeros((2, 3, 5), "float32"))
+    with pytest.raises(ValueError, match=r"needs at least one time step; received inputs of "
+                                         r"shape \(2, 0, 2\)"):
+        layer(np.zeros((2, 0, 2), "float32"))
+    states = 2 if layer_class is LSTM else 1
+    with pytest.raises(ValueError, match=rf"takes {states} initial state tensors? of shape "
+                                         rf"\[batch, 4\].*; received {states + 1}"):
+        layer(np.zeros((2, 3, 2), "float32"),
+              initial_state=[np.zeros((2, 4), "float32")] * (states + 1))
+    given = [np.ones((2, 4), "float32")] * states
+    assert layer(np.zeros((2, 3, 2), "float32"), initial_state=given).shape == (2, 4)

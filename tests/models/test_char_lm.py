@@ -10,7 +10,7 @@ import tensorflow as tf
 from seqlab.layers import reset_states
 from seqlab.models import CharLanguageModel
 from seqlab.models.char_lm import (
-    GENERATE_SIGNATURE, NEVER, ResetStatesAtEpochStart, TextGenerator,
+    GENERATE_SIGNATURE, MAX_NUM_CHARS, NEVER, ResetStatesAtEpochStart, TextGenerator,
 )
 from seqlab.models.samplers import GreedySampler, RandomSampler
 from tests.conftest import constructor_arguments
@@ -189,6 +189,13 @@ def test_text_generator_seeds_reproduce_samples_and_temperature_zero_ignores_the
     # A padded batch of prompts gives each prompt the text it gets alone.
     batch = generator.generate(["abc", "d\nfe"], 9, temperature=1.0, seed=4)
     assert batch == [generator.generate(p, 9, temperature=1.0, seed=4) for p in ["abc", "d\nfe"]]
+    # As the SavedModel refuses them: -1 was read as 0 and 2.9 as 2, without a word.
+    for bad in (-1, 2.9, True, MAX_NUM_CHARS + 1):
+        with pytest.raises(ValueError, match=rf"num_chars must be a whole number in \[0, "
+                                             rf"MAX_NUM_CHARS={MAX_NUM_CHARS}\]\. Received: "
+                                             rf"num_chars={bad!r}"):
+            generator.generate("abc", bad)
+    assert generator.generate("abc", np.int64(0)) == "abc"
 
 
 def test_generation_leaves_a_stateful_models_states_alone():
