@@ -579,14 +579,41 @@ def save_forecast_plot(path, time_values, actual, forecast, target, horizon, tim
 # Export
 
 
+def checked_one_hot(tensor, schema, name):
+    """`tensor` (`[batch, rows, input columns]`) behind a check, inside the graph, that each
+    categorical column's block (`"column=category"`, in `schema.json`'s order) holds one 1 and
+    0s elsewhere in every row: `predict` refuses a category not seen in training, and the
+    SavedModel forecast from a block of zeros (or any numbers) without a word."""
+    columns = schema.input_columns
+    checks = []
+    for column, categories in schema.categories.items():
+        if column not in schema.features:
+            continue
+        indices = [columns.index(f"{column}={category}") for category in categories]
+        block = tf.gather(tensor, indices, axis=-1)
+        one_hot = tf.reduce_all((block == 0.0) | (block == 1.0)) & tf.reduce_all(
+            tf.reduce_sum(block, axis=-1) == 1.0)
+        checks.append(tf.debugging.assert_equal(one_hot, True, message=(
+            # Names unquoted: TensorFlow prints a message's quotes escaped.
+            f"{name} must hold the categorical column {column} one-hot in its "
+            f"{len(indices)} columns {columns[indices[0]]} .. {columns[indices[-1]]} "
+            f"(positions {indices[0]}..{indices[-1]}): one 1 and 0s elsewhere in every row, "
+            "one of the categories seen in training")))
+    if not checks:
+        return tensor
+    with tf.control_dependencies(checks):
+        return tf.identity(tensor)
+
+
 def export_saved_model(model, scaler, schema, lookback, path):
     """Writes a SavedModel whose `serving_default` forecasts in original units.
 
     `serving_default(window: float32[None, lookback, n_features]) -> {"forecast":
     float32[None, horizon, n_targets]}`; the window is scaled and the forecast unscaled inside
     the graph, with the training split's scaler. A window of another rank, step count or
-    feature count, or with a NaN or infinite value, is refused inside the graph
-    (`InvalidArgumentError` naming `window` and its expected shape). Written to a temporary
+    feature count, with a NaN or infinite value, or with a categorical column's block not
+    one-hot (`checked_one_hot`), is refused inside the graph (`InvalidArgumentError` naming
+    `window` and what was expected). Written to a temporary
     directory, then renamed.
     """
     path = Path(path)
@@ -602,6 +629,7 @@ def export_saved_model(model, scaler, schema, lookback, path):
             (1, tf.debugging.assert_equal, lookback, f"exactly lookback={lookback} steps"),
             (2, tf.debugging.assert_equal, n_features,
              f"exactly n_features={n_features} features")])
+        window = checked_one_hot(window, schema, "window")
         scaled = (window - input_offset) / input_scale
         forecast = model(scaled, training=False) * target_scale + target_offset
         return {"forecast": forecast}
@@ -726,6 +754,7 @@ def export_history_model(model, members, scaler, schema, lookback, horizon, path
              f"too few rows (the classical members were fitted on the first {fewest})"),
             (1, tf.debugging.assert_less_equal, most, "too many rows for one request"),
             (2, tf.debugging.assert_equal, n_features, f"exactly n_features={n_features}")])
+        history = checked_one_hot(history, schema, "history")
         if members.history_start is not None:
             history = _starting_as_trained(history, members.history_start, expected)
         parts = []

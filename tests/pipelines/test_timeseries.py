@@ -142,6 +142,32 @@ def test_saved_model_forecasts_in_original_units(trained):
     np.testing.assert_allclose(forecast.numpy(), expected, rtol=1e-5, atol=1e-4)
 
 
+def test_the_saved_model_refuses_a_categorical_block_that_is_not_one_hot(tmp_path):
+    # The client one-hot encodes a categorical column: a block of zeros (an unknown category,
+    # which predict refuses) or of any numbers was forecast from without a word.
+    from seqlab.models import Forecaster
+
+    schema = SeriesSchema(time_column=None, targets=["y"], features=["y", "kind"],
+                          categories={"kind": ["hi", "lo", "mid"]})
+    assert schema.input_columns == ["y", "kind=hi", "kind=lo", "kind=mid"]
+    scaler = Scaler("standard", schema.input_columns, [5.0, 0.0, 0.0, 0.0], [2.0, 1, 1, 1])
+    model = Forecaster(lookback=3, n_features=4, kind="linear")
+    model.build()
+    timeseries_pipeline.export_saved_model(model, scaler, schema, 3, tmp_path / "sm")
+    serve = tf.saved_model.load(str(tmp_path / "sm")).signatures["serving_default"]
+    window = np.zeros((2, 3, 4), "float32")
+    window[:, :, 0] = 5.0
+    window[:, :, 2] = 1.0  # every row "lo"
+    assert serve(window=tf.constant(window))["forecast"].shape == (2, 1, 1)
+    for block in ([0, 0, 0], [0, 1, 1], [7, 7, 7], [0, 0.5, 0.5]):
+        bad = window.copy()
+        bad[1, 2, 1:] = block
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"window must hold the categorical column kind one-hot in "
+                                 r"its 3 columns kind=hi .. kind=mid \(positions 1..3\)"):
+            serve(window=tf.constant(bad))
+
+
 def test_export_writes_the_saved_model_elsewhere(trained, tmp_path):
     _, result = trained
     exported = export(result.path, out=tmp_path / "serving" / "1")
