@@ -17,6 +17,7 @@ is given or `TF_CPP_MIN_LOG_LEVEL` is set.
 
 import argparse
 import dataclasses
+import errno
 import os
 import sys
 import textwrap
@@ -24,9 +25,10 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
 from seqlab import _tf_log
-from seqlab.data.errors import DataError
+from seqlab.data.errors import DataError, quoted
 from seqlab.pipelines import TASKS, load_card, load_task
 from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.paths import PARTIAL_SUFFIX
 from seqlab.pipelines.settings import (
     add_config_arguments,
     checked_file_values,
@@ -43,6 +45,10 @@ ACTIONS = {
     "export": "write a trained run's SavedModel for serving",
 }
 EXIT_USAGE = 2
+# The errors of the machine, not of seqlab, that end a command in one line (exit status 2).
+ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "ENAMETOOLONG", "ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "EIO", "ELOOP",
+    "EMFILE", "ENFILE") if hasattr(errno, name))
 EXIT_INTERRUPTED = 130
 # Out of memory (MemoryError, TensorFlow's ResourceExhaustedError): one line, not a traceback.
 EXIT_OUT_OF_MEMORY = 3
@@ -475,6 +481,25 @@ def _main(argv):
         if debug:
             raise
         print(f"{PROG} {task_name} {typed}: error: {one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        # What the machine refuses, wherever a path meets it (a name longer than the file
+        # system's limit, a full disk, a read-only or forbidden folder): one line naming the
+        # path, not a traceback; the actions' own checks name most of these earlier.
+        if debug or error.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        named = isinstance(error.filename, (str, bytes, os.PathLike))
+        path = os.fsdecode(error.filename) if named else ""
+        where = f": {quoted(path)}" if named else ""
+        if named and error.errno == errno.ENAMETOOLONG:
+            longest = max(path.split(os.sep), key=len)
+            where = f": the name {quoted(longest, 40)} in {quoted(path)}"
+            if longest.endswith(PARTIAL_SUFFIX):
+                where += (f" (a run or an export is written as NAME{PARTIAL_SUFFIX} first, "
+                          f"then renamed: NAME must be {len(PARTIAL_SUFFIX)} characters "
+                          "shorter than the file system's limit)")
+        print(f"{PROG} {task_name} {typed}: error: {error.strerror}{where} (--debug shows "
+              "where)", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         if not started:  # while it checked the settings or loaded TensorFlow

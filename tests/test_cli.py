@@ -236,6 +236,21 @@ def test_running_out_of_memory_is_one_line_with_its_own_status(tmp_path, monkeyp
         train_failing_in_prepare(monkeypatch, ZeroDivisionError("division by zero"), out)
 
 
+def test_a_name_too_long_for_the_file_system_is_one_line_naming_it(tmp_path, capsys):
+    # A traceback ended OSError [Errno 36] wherever a path met the file system's limit; a
+    # name of 250 characters is legal, its ".partial" twin (258) is not.
+    for length, shown in ((300, "... (300 characters) in "), (250, "... (258 characters) in ")):
+        out = tmp_path / ("a" * length)
+        assert cli.main(["timeseries", "train", "--model", "linear", "--out", str(out)]) == 2
+        printed = capsys.readouterr().err
+        assert printed.startswith("seqlab timeseries train: error: File name too long: ")
+        assert shown in printed and printed.count("\n") == 1, printed
+    assert "is written as NAME.partial first, then renamed" in printed
+    assert cli.main(["timeseries", "evaluate", "--run", str(tmp_path / ("f" * 300))]) == 2
+    assert "error: File name too long: " in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
     # `generate` is charrnn's name for predict: its errors say `generate`, not `predict`.
     for typed in ("generate", "predict"):
