@@ -483,9 +483,10 @@ def check_export_path(path, overwrite=False, run=None):
     # 0: it reads "01" as a second version 1 and ignores "abc"), or its saved_model/.
     own = own_run and (resolved == holder / "saved_model"
                        or (resolved.parent == holder / EXPORT_DIR
-                           and re.fullmatch(r"[1-9][0-9]*", resolved.name) is not None))
+                           and is_export_version(resolved.name)))
     if holder is not None and not own:
-        where = (f"export into a version folder {holder / EXPORT_DIR}/<n> (n = 1, 2, ...; the "
+        where = (f"export into a version folder {holder / EXPORT_DIR}/<n> (n = 1, 2, ... up to "
+                 f"{MAX_EXPORT_VERSION}, TensorFlow Serving's 64-bit version numbers; the "
                  "default is the next) or outside the run" if own_run
                  else "export outside it, or into a version folder of the exported run's export/")
         raise UsageError(f"{path} is inside the run {holder}, whose files its train wrote (its "
@@ -495,6 +496,14 @@ def check_export_path(path, overwrite=False, run=None):
         raise UsageError(f"{path} is inside the SavedModel {export}, which its export wrote "
                          "(a folder added there is served with it, and blocks its --overwrite); "
                          "export outside it")
+    # A folder it would create named NAME.partial: train takes one for an unfinished run (and
+    # refuses to finish the run NAME beside it, as that folder is not its own).
+    created = next((p for p in (resolved, *resolved.parents)
+                    if p.name.endswith(PARTIAL_SUFFIX) and not p.exists()), None)
+    if created is not None:
+        raise UsageError(f"{path}: export would create {created}, whose name ending "
+                         f"{PARTIAL_SUFFIX} seqlab gives a run while it trains (train would take "
+                         "it for an unfinished run); choose another --out")
     unfinished = resolved.with_name(resolved.name + PARTIAL_SUFFIX) if resolved.name else None
     if unfinished is not None and (unfinished / RUN_MARKER).is_file():
         raise UsageError(f"{path} is where the unfinished run {unfinished} goes when its train "
@@ -527,12 +536,24 @@ def check_export_path(path, overwrite=False, run=None):
         )
 
 
+# TensorFlow Serving reads a version folder's name as a signed 64-bit number.
+MAX_EXPORT_VERSION = 2**63 - 1
+
+
+def is_export_version(name):
+    """Whether `name` is a version folder TensorFlow Serving serves: a whole number from 1 to
+    `MAX_EXPORT_VERSION` written without leading zeros (it reads "01" as a second version 1,
+    and ignores "abc")."""
+    return re.fullmatch(r"[1-9][0-9]*", name) is not None and int(name) <= MAX_EXPORT_VERSION
+
+
 def next_export_version(run):
-    """`<run>/export/<n>`: n is one more than the highest whole-number folder there (1 when
-    there is none), as TensorFlow Serving numbers a model's versions."""
+    """`<run>/export/<n>`: n is one more than the highest version folder there (1 when there
+    is none), as TensorFlow Serving numbers a model's versions."""
     folder = Path(run) / EXPORT_DIR
-    versions = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() \
-        else []
+    # ASCII digits only: str.isdigit() takes "²", which int() refuses.
+    versions = [int(p.name) for p in folder.iterdir() if is_export_version(p.name)] \
+        if folder.is_dir() else []
     return folder / str(max(versions, default=0) + 1)
 
 

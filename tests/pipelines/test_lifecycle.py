@@ -132,10 +132,16 @@ def test_export_refuses_a_place_inside_a_run_but_its_export_folder(finished, tmp
                      str(mine / "export" / "7")]) == 0
     # Only whole numbers from 1 are versions: TensorFlow Serving reads "01" as a second
     # version 1 and ignores "abc" and "-1".
-    for name in ("01", "abc", "-1", "0"):
+    # Nor does it serve a version beyond its 64-bit numbers (every later default export went
+    # on above one), or a digit int() cannot read.
+    for name in ("01", "abc", "-1", "0", str(2**63), "99999999999999999999", "\u00b2"):
         assert cli.main(["timeseries", "export", "--run", str(mine), "--out",
                          str(mine / "export" / name)]) == 2
-        assert "(n = 1, 2, ...; the default is the next)" in capsys.readouterr().err
+        assert (f"(n = 1, 2, ... up to {2**63 - 1}, TensorFlow Serving's 64-bit version "
+                "numbers; the default is the next)") in capsys.readouterr().err
+    (mine / "export" / "\u00b2").mkdir()  # made by hand: no version, and no crash
+    assert cli.main(["timeseries", "export", "--run", str(mine)]) == 0
+    assert (mine / "export" / "8" / "saved_model.pb").is_file()
 
 
 def test_export_refuses_a_place_inside_an_export_or_an_unfinished_runs_out(finished, tmp_path,
@@ -158,6 +164,13 @@ def test_export_refuses_a_place_inside_an_export_or_an_unfinished_runs_out(finis
                      str(tmp_path / "live")]) == 2
     assert f"is where the unfinished run {unfinished} goes" in capsys.readouterr().err
     assert not (tmp_path / "live").exists()
+    # Nor may it create a folder named as an unfinished run: train took it for one, and
+    # refused to finish the run beside it.
+    for out in (tmp_path / "next.partial" / "saved_model", tmp_path / "new.partial"):
+        assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(out)]) == 2
+        assert "whose name ending .partial seqlab gives a run while it trains" in (
+            capsys.readouterr().err)
+    assert not (tmp_path / "next.partial").exists() and not (tmp_path / "new.partial").exists()
 
 
 def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished, tmp_path,
