@@ -336,7 +336,8 @@ class TextGenerator:
         inside the graph first, and an empty batch answered with an empty batch.
 
         Refused with `tf.errors.InvalidArgumentError` naming the argument: an input that is not
-        a vector (rank 1), inputs of different lengths, `num_chars` outside
+        a vector (rank 1), inputs of different lengths, a prompt that is not UTF-8, `num_chars`
+        outside
         `[0, MAX_NUM_CHARS]`, a `temperature` that is negative, NaN or infinite; and, before any
         work, a request of more than `MAX_REQUEST_STEPS` steps (prompts x the largest
         `num_chars`) or `MAX_PROMPT_CHARS` prompt characters (prompts x the longest prompt).
@@ -369,6 +370,12 @@ class TextGenerator:
                     temperature, 0.0, message="temperature must be finite and >= 0"),
                 tf.debugging.assert_less(
                     temperature, float("inf"), message="temperature must be finite and >= 0"),
+                # Its bytes come back in the text: a prompt that is not UTF-8 made an answer
+                # that the client's decode refused.
+                tf.debugging.assert_equal(
+                    tf.reduce_all(tf.equal(prompt, tf.strings.unicode_transcode(
+                        prompt, "UTF-8", "UTF-8", errors="replace"))), True,
+                    message="prompt must be UTF-8 text"),
             ]
             # The work of the whole request: every row runs as many steps as the longest
             # continuation, and reads as many characters as the longest prompt (an empty prompt
