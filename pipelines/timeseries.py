@@ -476,9 +476,20 @@ def model_forecast(model, members, scaler, schema, values, last_rows, lookback, 
     """The run's forecast from the origins `last_rows`: the kept member or combination of
     --model auto, else the model's."""
     if members is not None and members.kept:
-        return kept_forecast(model, members, scaler, schema, values, last_rows, lookback,
-                             horizon)
-    return forecast_windows(model, scaler, schema, values, last_rows - lookback + 1, lookback)
+        forecast = kept_forecast(model, members, scaler, schema, values, last_rows, lookback,
+                                 horizon)
+    else:
+        forecast = forecast_windows(model, scaler, schema, values, last_rows - lookback + 1,
+                                    lookback)
+    bad = np.argwhere(~np.isfinite(forecast))
+    if bad.size:  # printed and written as inf before, without a word
+        window, step, target = (int(k) for k in bad[0])
+        raise DataError(
+            f"the forecast of {schema.targets[target]!r} {step + 1} steps after row "
+            f"{int(last_rows[window])} is {forecast[window, step, target]}: beyond float32's "
+            "range, where the run's scaler.json or weights scale it (a run whose files were "
+            "edited, or data far outside what it was trained on); expected finite forecasts")
+    return forecast
 
 
 def baseline_forecasts(members, ets_specs, targets, last_rows, horizon):

@@ -168,6 +168,23 @@ def test_the_saved_model_refuses_a_categorical_block_that_is_not_one_hot(tmp_pat
             serve(window=tf.constant(bad))
 
 
+def test_a_forecast_beyond_float32_is_refused_not_printed_as_inf(trained, tmp_path):
+    # A scaler.json edited to a tiny scale (still within its checks) gave forecasts of inf,
+    # printed and written without a word.
+    _, result = trained
+    run = tmp_path / "edited"
+    shutil.copytree(result.path, run)
+    shutil.rmtree(run / "export", ignore_errors=True)
+    scaler = json.loads((run / "scaler.json").read_text())
+    scaler["scale"] = [1e-30] * len(scaler["scale"])
+    (run / "scaler.json").write_text(json.dumps(scaler))
+    for action in (lambda: predict(run, output=tmp_path / "f.csv"), lambda: evaluate(run)):
+        with pytest.raises(DataError, match=r"the forecast of 'demand' 1 steps after row \d+ "
+                                            r"is -?inf: beyond float32's range"):
+            action()
+    assert not (tmp_path / "f.csv").exists()
+
+
 def test_export_writes_the_saved_model_elsewhere(trained, tmp_path):
     _, result = trained
     exported = export(result.path, out=tmp_path / "serving" / "1")
