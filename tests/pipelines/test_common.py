@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 
 import keras
+import numpy as np
 import pytest
 
+from seqlab.layers import LSTM
 from seqlab.pipelines import common
 from seqlab.pipelines.common import (
     EXPORT_MARKER,
@@ -212,6 +214,35 @@ def test_backups_cost_at_most_a_tenth_of_training_and_the_first_epoch_is_backed_
         now[0] += 20.0
         callback.on_epoch_end(epoch)
     assert saved == [1, 2, 3, 4, 5]
+
+def test_a_backup_the_disk_cannot_hold_is_refused_before_h5py_writes(tmp_path, monkeypatch):
+    # On a full disk (or under `ulimit -f`) HDF5 failed mid-write and its objects crashed the
+    # process as they were freed: a segmentation fault, and a half-written temporary left.
+    model = keras.Sequential([keras.Input((3, 2)), LSTM(4), keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    model.fit(np.zeros((4, 3, 2)), np.zeros((4, 1)), verbose=0)
+    callback = AtomicBackupAndRestore(str(tmp_path / "backup"))
+    callback.set_model(model)
+    callback._current_epoch, callback._last_batch_seen = 1, 0
+    callback._save_model()
+    latest = Path(callback._weights_path)
+    kept = latest.read_bytes()
+    assert len(kept) <= common.weights_file_bytes(model)  # the estimate holds the file
+    monkeypatch.setattr(common, "file_size_limit", lambda: 20 * 1024)
+    with pytest.raises(UsageError, match=r"latest\.weights\.h5: cannot write there \(about "
+                                         r"[\d.]+ KiB, over this process's file size limit of "
+                                         r"20\.0 KiB: ulimit -f\)"):
+        callback._save_model()
+    monkeypatch.setattr(common, "file_size_limit", lambda: None)
+    monkeypatch.setattr(common.shutil, "disk_usage",
+                        lambda folder: shutil._ntuple_diskusage(10**6, 10**6 - 512, 512))
+    with pytest.raises(UsageError, match=r"cannot write there \(No space left on device: "
+                                         r"about [\d.]+ KiB needed, 512 B free\)"):
+        callback._save_model()
+    assert latest.read_bytes() == kept  # the last backup as it was, nothing beside it
+    assert sorted(p.name for p in latest.parent.iterdir()) == sorted(
+        p.name for p in latest.parent.iterdir() if not p.name.startswith(".latest-"))
+
 
 def test_format_table_aligns_columns():
     table = format_table(["name", "rmse"], [["model", 1.23456], ["naive", 10.0]])
