@@ -380,10 +380,13 @@ def _run_action(task, action, arguments):
         return getattr(task, action)(**arguments)
     config = arguments["config"]
     try:
-        return task.train(config, overwrite=arguments["overwrite"])
+        try:
+            return task.train(config, overwrite=arguments["overwrite"])
+        except Exception as error:  # noqa: BLE001 - only an interrupt in disguise is turned
+            if not interrupted_in(error):
+                raise
+            raise KeyboardInterrupt from error
     except KeyboardInterrupt:
-        from seqlab.pipelines.paths import PARTIAL_SUFFIX
-
         partial = f"{config.out}{PARTIAL_SUFFIX}"
         if os.path.isdir(partial):
             print(f"\n{PROG}: interrupted; the finished epochs are kept in {partial}. Rerun "
@@ -392,6 +395,19 @@ def _run_action(task, action, arguments):
             print(f"\n{PROG}: interrupted before the run directory was started; nothing was "
                   "kept. Rerun the command to start again.", file=sys.stderr)
         raise
+
+
+def interrupted_in(error):
+    """Whether `error` is a Ctrl-C in disguise: TensorFlow's C++ layer, interrupted while it
+    traced a graph, re-raises it as another error (pybind11's "... REPLACED BY
+    KeyboardInterrupt"), or raises one of its own while handling it."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt) or "REPLACED BY KeyboardInterrupt" in str(error):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def main(argv=None):
@@ -507,6 +523,8 @@ def _main(argv):
                   "written.", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - only running out of memory is turned, below
+        if not debug and interrupted_in(error):  # evaluate, predict or export interrupted
+            return EXIT_INTERRUPTED
         if debug or not _out_of_memory(error):
             raise
         detail = (str(error).strip().splitlines() or [""])[0][:200]

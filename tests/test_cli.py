@@ -211,6 +211,29 @@ def test_an_interrupt_before_the_run_started_does_not_promise_a_resume(tmp_path,
     assert "resume" not in printed and not list(tmp_path.iterdir())
 
 
+def test_a_ctrl_c_that_tensorflow_re_raised_as_another_error_is_an_interrupt(tmp_path,
+                                                                           monkeypatch, capsys):
+    # Ctrl-C while TensorFlow traced a graph came back as pybind11's RuntimeError, or as an
+    # error raised while handling it: an 80-line traceback and status 1, not "interrupted".
+    out = tmp_path / "run"
+    disguised = RuntimeError("pybind11::error_already_set: MISMATCH of original and normalized "
+                             "active exception types: ORIGINAL InvalidArgumentError REPLACED "
+                             "BY KeyboardInterrupt: <EMPTY MESSAGE>")
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise TypeError("No common supertype of TensorSpec(shape=(13, 13))")
+    except TypeError as error:
+        while_handling = error
+    for error in (disguised, while_handling):
+        assert train_failing_in_prepare(monkeypatch, error, out) == 130
+        assert "interrupted before the run directory was started" in capsys.readouterr().err
+    assert not cli.interrupted_in(TypeError("No common supertype"))
+    with pytest.raises(TypeError):  # a TypeError of its own stays one
+        train_failing_in_prepare(monkeypatch, TypeError("No common supertype"), out)
+
+
 @pytest.mark.parametrize("error", [
     MemoryError("Unable to allocate 1.41 GiB for an array with shape (18889, 10000, 1)"),
     "tensorflow",
