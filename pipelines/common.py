@@ -224,8 +224,9 @@ def write_export_archive(archive, path):
             raise UsageError(f"{path} was written by another export while this one ran; pass "
                              "--overwrite to replace it, or choose another --out") from None
         reason = (error.strerror if isinstance(error, OSError) else error.message) or error
-        raise UsageError(f"{path}: cannot write the SavedModel there ("
-                         f"{str(reason).splitlines()[0]})") from None
+        # TensorFlow's "<its temporary file>; File too large": the reason, not the file.
+        reason = str(reason).splitlines()[0].rsplit("; ", 1)[-1]
+        raise UsageError(f"{path}: cannot write the SavedModel there ({reason})") from None
     finally:
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)
@@ -275,7 +276,13 @@ def replace_export(path, write):
         return write(path)
     new = path.with_name(f".{path.name}.new-{os.getpid()}")
     try:
-        write(new)
+        try:
+            write(new)
+        except UsageError as error:
+            # Named as the user's --out, not the hidden folder the new export is written in
+            # first; the previous export stays as it was.
+            raise UsageError(str(error).replace(str(new), str(path)) + " (the previous export "
+                             "there is kept)") from None
         replace_directory(new, path)
     finally:
         if new.exists():

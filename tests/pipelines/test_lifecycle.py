@@ -28,7 +28,7 @@ from seqlab.pipelines import paths as paths_module
 from seqlab.pipelines import timeseries
 from seqlab.pipelines.common import (
     EpochProgress, RunDirectory, StopAfterMinutes, UsageError, claim_export_version,
-    format_duration, take_lock, write_export_archive,
+    format_duration, replace_export, take_lock, write_export_archive,
 )
 from seqlab.pipelines.lifecycle import StopWatch, training_record
 from seqlab.pipelines.paths import RUN_MARKER
@@ -362,6 +362,29 @@ def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
                                          r"left on device\)"):
         write_export_archive(FailingArchive(), tmp_path / "model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["half.txt"]
+    # TensorFlow's own error names its temporary file first: the reason alone is said. Over a
+    # previous export (--overwrite), the message named the hidden folder the new one is
+    # written in first, not the --out.
+    class TensorFlowFailing:
+        def write_out(self, path, verbose=False):
+            os.makedirs(path)
+            raise tf.errors.OpError(None, None, f"{path}/saved_model.pb.tmp1f; File too large",
+                                    None)
+
+    class EmptyArchive:
+        def write_out(self, path, verbose=False):
+            os.makedirs(path)
+            (Path(path) / "saved_model.pb").write_bytes(b"graph")
+
+    (tmp_path / "half.txt").unlink()
+    previous = tmp_path / "served"
+    write_export_archive(EmptyArchive(), previous)
+    before = _files(previous)
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(previous))}: cannot write the "
+                                         r"SavedModel there \(File too large\) \(the previous "
+                                         r"export there is kept\)$"):
+        replace_export(previous, lambda new: write_export_archive(TensorFlowFailing(), new))
+    assert _files(previous) == before and [p.name for p in tmp_path.iterdir()] == ["served"]
 
 
 def test_an_export_that_another_export_beat_to_the_same_path_says_so(tmp_path):
