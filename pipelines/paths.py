@@ -145,7 +145,8 @@ def open_run(path, task):
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} does not exist; expected a run directory that train "
                          f"wrote{hint}")
-    if path.name.endswith(PARTIAL_SUFFIX) and path.name != PARTIAL_SUFFIX:
+    if (path.name.endswith(PARTIAL_SUFFIX) and path.name != PARTIAL_SUFFIX
+            and (path / RUN_MARKER).is_file()):  # a folder of the user's is none
         raise UsageError(
             f"{path} is an unfinished run: rerun train with the same settings and "
             f"--out {path.with_name(path.name[:-len(PARTIAL_SUFFIX)])} to finish it"

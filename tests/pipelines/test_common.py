@@ -122,10 +122,14 @@ def test_open_run_refuses_unfinished_runs_and_other_tasks(tmp_path):
     out = finished_run(tmp_path / "other", {})
     with pytest.raises(UsageError, match=r"is a run of task 'toy', not 'timeseries'"):
         open_run(out, "timeseries")
-    # A folder named only ".partial" is no unfinished run of a run named "" (that crashed).
-    (tmp_path / ".partial").mkdir()
-    with pytest.raises(UsageError, match=r"\.partial is not a finished seqlab run: it has no "):
-        open_run(tmp_path / ".partial", "toy")
+    # A folder named only ".partial" is no unfinished run of a run named "" (that crashed),
+    # nor is a folder of the user's named NAME.partial, without the run marker.
+    for name in (".partial", "notes.partial"):
+        (tmp_path / name).mkdir()
+        with pytest.raises(UsageError, match=r"\.partial is not a finished seqlab run: it has "):
+            open_run(tmp_path / name, "toy")
+    with pytest.raises(UsageError, match=r"run\.partial is an unfinished run: rerun train"):
+        open_run(tmp_path / "run.partial", "toy")
 
 
 def test_atomic_write_leaves_no_temporary_file(tmp_path):
