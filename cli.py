@@ -45,16 +45,16 @@ ACTIONS = {
     "export": "write a trained run's SavedModel for serving",
 }
 EXIT_USAGE = 2
-# The errors of the machine, not of seqlab, that end a command in one line (exit status 2).
-ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
-    "ENAMETOOLONG", "ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "EIO", "ELOOP",
-    "EMFILE", "ENFILE") if hasattr(errno, name))
 EXIT_INTERRUPTED = 130
 # Out of memory (MemoryError, TensorFlow's ResourceExhaustedError): one line, not a traceback.
 EXIT_OUT_OF_MEMORY = 3
 # The status of a command whose reader went away (`seqlab ... | head`): the shell's for a
 # process ended by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
+# The errors of the machine, not of seqlab, that end a command in one line (exit status 2).
+ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "ENAMETOOLONG", "ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "EIO", "ELOOP",
+    "EMFILE", "ENFILE") if hasattr(errno, name))
 # `seqlab datasets <action>`: the registry of data/datasets.py (imports no TensorFlow).
 DATASETS = "datasets"
 DATASET_ACTIONS = {

@@ -141,7 +141,7 @@ def open_run(path, task):
         if path.name.endswith(PARTIAL_SUFFIX) and path.name != PARTIAL_SUFFIX:
             final = path.with_name(path.name[:-len(PARTIAL_SUFFIX)])
             hint = f" ({final} is the finished run)" if (final / "config.json").is_file() else ""
-        elif path.name and path.with_name(path.name + PARTIAL_SUFFIX).is_dir():
+        elif path.name and (path.with_name(path.name + PARTIAL_SUFFIX) / RUN_MARKER).is_file():
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} does not exist; expected a run directory that train "
                          f"wrote{hint}")
@@ -153,7 +153,7 @@ def open_run(path, task):
         )
     if not config_path.is_file():
         hint = ""
-        if path.name and path.with_name(path.name + PARTIAL_SUFFIX).is_dir():
+        if path.name and (path.with_name(path.name + PARTIAL_SUFFIX) / RUN_MARKER).is_file():
             hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
         raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
     record = read_json(config_path)

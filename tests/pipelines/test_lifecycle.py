@@ -744,14 +744,14 @@ def test_wrong_paths_are_named_before_any_work(finished, tmp_path, capsys):
     assert cli.main(["timeseries", "evaluate", "--run", f"{run}.partial"]) == 2
     assert (f"{run}.partial does not exist; expected a run directory that train wrote ({run} "
             "is the finished run)") in capsys.readouterr().err
-    (tmp_path / "other.partial").mkdir()
+    RunDirectory(tmp_path / "other", "timeseries").start({})  # other.partial, its marker
     assert cli.main(["timeseries", "evaluate", "--run", str(tmp_path / "other.partial")]) == 2
     assert "other.partial is an unfinished run: rerun train" in capsys.readouterr().err
     assert cli.main(["timeseries", "evaluate", "--run", str(tmp_path / "other")]) == 2
     assert (f"other does not exist; expected a run directory that train wrote ({tmp_path}"
             "/other.partial holds an unfinished run: rerun train to finish it)"
             ) in capsys.readouterr().err
-    (tmp_path / "other.partial").rmdir()
+    shutil.rmtree(tmp_path / "other.partial")
     # --output naming a folder: refused, nothing left behind.
     assert cli.main(["timeseries", "evaluate", "--run", str(run), "--output", str(tmp_path)]) == 2
     assert "is a folder; give a file name" in capsys.readouterr().err
