@@ -616,6 +616,16 @@ def checked_one_hot(tensor, schema, name):
         return tf.identity(tensor)
 
 
+def finite_forecast(forecast):
+    """`forecast` behind a check, inside the graph, that it is finite: as `predict` refuses one
+    that is not (`model_forecast`), the SavedModel answered inf where the run's scaling takes
+    a request beyond float32's range."""
+    return tf.debugging.check_numerics(
+        forecast, "forecast is not finite: beyond float32's range where the run's scaler.json "
+        "or weights scale it (a run whose files were edited, or a window far outside what it "
+        "was trained on)")
+
+
 def export_saved_model(model, scaler, schema, lookback, path):
     """Writes a SavedModel whose `serving_default` forecasts in original units.
 
@@ -643,7 +653,7 @@ def export_saved_model(model, scaler, schema, lookback, path):
         window = checked_one_hot(window, schema, "window")
         scaled = (window - input_offset) / input_scale
         forecast = model(scaled, training=False) * target_scale + target_offset
-        return {"forecast": forecast}
+        return {"forecast": finite_forecast(forecast)}
 
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -778,7 +788,7 @@ def export_history_model(model, members, scaler, schema, lookback, horizon, path
                 member = model.linear if name == "linear" else model.neural
                 window = (history[:, -lookback:, :] - input_offset) / input_scale
                 parts.append(member(window, training=False) * target_scale + target_offset)
-        return {"forecast": tf.add_n(parts) / len(parts)}
+        return {"forecast": finite_forecast(tf.add_n(parts) / len(parts))}
 
     archive = keras.export.ExportArchive()
     archive.track(model)

@@ -183,6 +183,12 @@ def test_a_forecast_beyond_float32_is_refused_not_printed_as_inf(trained, tmp_pa
                                             r"is -?inf: beyond float32's range"):
             action()
     assert not (tmp_path / "f.csv").exists()
+    # The SavedModel answered inf all the same: refused in the graph.
+    assert export(run, out=tmp_path / "served").path.is_dir()
+    serve = tf.saved_model.load(str(tmp_path / "served")).signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"forecast is not finite: beyond "
+                                                             r"float32's range"):
+        serve(window=tf.constant(np.full((1, 12, 2), 50.0, "float32")))
 
 
 def test_export_writes_the_saved_model_elsewhere(trained, tmp_path):
