@@ -54,6 +54,8 @@ MAX_SENTENCE_TOKENS = 1000
 # U+FEFF (byte-order mark / zero-width no-break space), zero-width space, non-joiner, joiner,
 # and the word joiner: invisible, and left behind by copy-paste and editors.
 INVISIBLE_CHARACTERS = "\ufeff\u200b\u200c\u200d\u2060"
+# What a token's edges lose (`_clean`; the ner SavedModel strips the same in its graph).
+TOKEN_EDGE_CHARACTERS = " \t" + INVISIBLE_CHARACTERS
 PAD, UNKNOWN = "[PAD]", "[UNK]"
 OUTSIDE = "O"
 
@@ -151,7 +153,7 @@ def _count_invisible(text):
 
 
 def _clean(text):
-    return text.strip(" \t" + INVISIBLE_CHARACTERS)
+    return text.strip(TOKEN_EDGE_CHARACTERS)
 
 
 def _split_fields(line):

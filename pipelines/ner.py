@@ -32,11 +32,11 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.data.conll import (
-    INVISIBLE_CHARACTERS,
     MAX_SENTENCE_TOKENS,
     OUTSIDE,
     Sentence,
     TaggingSplits,
+    TOKEN_EDGE_CHARACTERS,
     TaggingVocabulary,
     conll_text,
     encode_sentences,
@@ -352,7 +352,7 @@ def word_characters(tokens, max_word_chars):
 
 # The characters predict's readers strip from a token's edges (`data.conll._clean`), as RE2
 # reads them.
-_EDGE_CLASS = "[ \\t" + "".join(f"\\x{{{ord(c):04X}}}" for c in INVISIBLE_CHARACTERS) + "]"
+_EDGE_CLASS = "[" + "".join(f"\\x{{{ord(c):04X}}}" for c in TOKEN_EDGE_CHARACTERS) + "]"
 TOKEN_EDGES = f"^{_EDGE_CLASS}+|{_EDGE_CLASS}+$"
 
 

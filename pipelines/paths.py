@@ -137,12 +137,11 @@ def open_run(path, task):
     path = Path(path)
     config_path = path / "config.json"
     if not path.exists():
-        hint = ""
         if path.name.endswith(PARTIAL_SUFFIX) and path.name != PARTIAL_SUFFIX:
             final = path.with_name(path.name[:-len(PARTIAL_SUFFIX)])
             hint = f" ({final} is the finished run)" if (final / "config.json").is_file() else ""
-        elif path.name and (path.with_name(path.name + PARTIAL_SUFFIX) / RUN_MARKER).is_file():
-            hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
+        else:
+            hint = _unfinished_beside(path)
         raise UsageError(f"{path} does not exist; expected a run directory that train "
                          f"wrote{hint}")
     if (path.name.endswith(PARTIAL_SUFFIX) and path.name != PARTIAL_SUFFIX
@@ -152,10 +151,8 @@ def open_run(path, task):
             f"--out {path.with_name(path.name[:-len(PARTIAL_SUFFIX)])} to finish it"
         )
     if not config_path.is_file():
-        hint = ""
-        if path.name and (path.with_name(path.name + PARTIAL_SUFFIX) / RUN_MARKER).is_file():
-            hint = f" ({path}.partial holds an unfinished run: rerun train to finish it)"
-        raise UsageError(f"{path} is not a finished seqlab run: it has no config.json{hint}")
+        raise UsageError(f"{path} is not a finished seqlab run: it has no config.json"
+                         f"{_unfinished_beside(path)}")
     record = read_json(config_path)
     if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
         raise UsageError(f"{config_path}: not a seqlab run's config.json (expected an object "
@@ -169,6 +166,13 @@ def open_run(path, task):
                          f"least 0, as train wrote it; found {json.dumps(form)[:40]}. The file "
                          "was edited or damaged")
     return RunRecord(path=path, task=task, settings=settings, settings_format=form)
+
+
+def _unfinished_beside(path):
+    """A message's hint where `path.partial` holds an unfinished run (its marker), else ""."""
+    if path.name and (path.with_name(path.name + PARTIAL_SUFFIX) / RUN_MARKER).is_file():
+        return f" ({path}.partial holds an unfinished run: rerun train to finish it)"
+    return ""
 
 
 def has_marker(folder, name, kind):
