@@ -234,7 +234,11 @@ class CharVocabulary:
 
         Raises:
             DataError: `policy="error"` and the text holds a character the vocabulary lacks.
+            TypeError: `text` is not a string.
         """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string (decode bytes first). Received: "
+                            f"{type(text).__name__}")
         if policy not in UNSEEN_POLICIES:
             raise ValueError(
                 f"policy must be one of {UNSEEN_POLICIES}. Received: policy={policy!r}"
@@ -310,6 +314,27 @@ def _check_sizes(**sizes):
             raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
 
 
+def _as_ids(ids):
+    """`ids` as a 1-D int32 array, refused (`ValueError`) where the cast would change a value:
+    a fraction, a negative id, an id beyond int32, a 2-D array, booleans or strings."""
+    array = np.asarray(ids)
+    if array.ndim != 1:
+        raise ValueError(f"ids must be a 1-D array of character ids. Received an array of "
+                         f"shape {array.shape}")
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer)
+                                   or np.issubdtype(array.dtype, np.floating)):
+        raise ValueError(f"ids must be integers (character ids). Received dtype {array.dtype}")
+    if len(array):
+        bad = np.flatnonzero(~np.isfinite(array) | (array != np.floor(array)) | (array < 0)
+                             | (array > np.iinfo(np.int32).max))
+        if len(bad):
+            raise ValueError(
+                f"ids must be whole numbers from 0 to {np.iinfo(np.int32).max}. Received "
+                f"{array[bad[0]].item()!r} at position {int(bad[0])}"
+                + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    return array.astype(np.int32)
+
+
 def _check_length(ids, needed, what, source):
     if len(ids) < needed:
         raise DataError(
@@ -340,9 +365,10 @@ def make_window_dataset(ids, window, batch_size, seed=None, shuffle=True, source
 
     Raises:
         DataError: the text is shorter than one window plus one character.
+        ValueError: `ids` are not a 1-D array of whole numbers from 0 to 2**31 - 1.
     """
     _check_sizes(window=window, batch_size=batch_size)
-    ids = np.asarray(ids, dtype=np.int32)
+    ids = _as_ids(ids)
     _check_length(ids, window + 1, f"one window of {window} steps", source)
     count = (len(ids) - 1) // window
     inputs = ids[: count * window].reshape(count, window)
@@ -381,6 +407,7 @@ def make_stateful_dataset(ids, batch_size, window, source=None):
 
     Raises:
         DataError: the text is shorter than `batch_size * window + 1` ids (one batch).
+        ValueError: `ids` are not a 1-D array of whole numbers from 0 to 2**31 - 1.
 
     Example:
 
@@ -389,7 +416,7 @@ def make_stateful_dataset(ids, batch_size, window, source=None):
     [[[0, 1, 2], [6, 7, 8]], [[3, 4, 5], [9, 10, 11]]]
     """
     _check_sizes(batch_size=batch_size, window=window)
-    ids = np.asarray(ids, dtype=np.int32)
+    ids = _as_ids(ids)
     _check_length(
         ids, batch_size * window + 1,
         f"stateful batches of {batch_size} streams x {window} steps", source,

@@ -307,6 +307,44 @@ def test_window_and_batch_sizes_that_are_not_positive_integers_are_refused_by_na
         make(np.arange(20), **sizes)
 
 
+@pytest.mark.parametrize("make", [
+    lambda ids: make_window_dataset(ids, window=2, batch_size=2, shuffle=False),
+    lambda ids: make_stateful_dataset(ids, batch_size=1, window=2),
+], ids=["window", "stateful"])
+@pytest.mark.parametrize("ids, expected", [
+    (np.array([1.7, 2.2, 3.9, 4.0, 5.0]), r"whole numbers from 0 to 2147483647\. Received 1\.7 "
+                                          r"at position 0 \(and 2 more\)"),
+    (np.array([3, 2, 2**31 + 1, 4, 5]), r"Received 2147483649 at position 2$"),
+    (np.array([3, 2, -1, 4, 5]), r"Received -1 at position 2$"),
+    ([1.0, 2.0, 3.0, 4.0, float("nan")], r"Received nan at position 4$"),
+    (np.arange(10).reshape(2, 5), r"1-D array of character ids\. Received an array of shape "
+                                  r"\(2, 5\)"),
+    (np.array([True, False, True, True, False]), r"integers \(character ids\)\. Received dtype "
+                                                 r"bool"),
+    (list("abcde"), r"integers \(character ids\)\. Received dtype <U1"),
+])
+def test_ids_a_cast_to_int32_would_change_are_refused(make, ids, expected):
+    # They were cast silently: 1.7 trained as id 1, 2**31 + 1 as -2147483647, -1 and booleans
+    # as ids; strings and 2-D arrays failed inside numpy.
+    with pytest.raises(ValueError, match=expected):
+        make(ids)
+
+
+def test_whole_number_float_ids_read_as_their_integers():
+    x, y = next(iter(make_window_dataset(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), window=2,
+                                         batch_size=2, shuffle=False)))
+    assert x.numpy().tolist() == [[1, 2], [3, 4]] and y.numpy().tolist() == [[2, 3], [4, 5]]
+
+
+def test_encode_refuses_what_is_not_a_string():
+    # A list of characters was encoded as if joined; bytes were read as UTF-8 and an unseen
+    # byte then reported as an integer.
+    vocabulary = CharVocabulary.from_text("abc")
+    for text in (["a", "b"], b"ab"):
+        with pytest.raises(TypeError, match=r"text must be a string \(decode bytes first\)"):
+            vocabulary.encode(text)
+
+
 def test_a_text_encoded_in_pieces_gives_the_ids_and_offsets_of_one_piece(monkeypatch):
     # A 200 MB text was split into one string tensor element a character: 9 GB, then a
     # segmentation fault inside TensorFlow. It is looked up in pieces now.
