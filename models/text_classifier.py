@@ -103,12 +103,21 @@ def keep_last_tokens(ids, sequence_length):
 def vectorize(vectorizer, texts, kind, sequence_length, truncate="end"):
     """What a classifier of `kind` reads of raw `texts` (`string[B]`): the output of its
     `text_vectorizer` (made with the same arguments), then, for a word-sequence kind with
-    `truncate="start"`, the cut to the last `sequence_length` tokens."""
+    `truncate="start"`, the cut to the last `sequence_length` tokens (`string[B, 1]` is read
+    as `string[B]`)."""
+    texts = tf.convert_to_tensor(texts)
+    if texts.shape.rank == 2 and texts.shape[-1] == 1:
+        texts = tf.squeeze(texts, axis=-1)
+    if texts.dtype != tf.string or texts.shape.rank not in (None, 1):
+        # TextVectorization said "Cast int64 to string is not supported" of token ids.
+        raise ValueError(
+            f"a classifier with a vocabulary reads raw texts, string[B]. Received "
+            f"{texts.dtype.name}{list(texts.shape)}; token ids or n-gram columns go to a "
+            "classifier made without `vocabulary`")
     if kind == "ngrams":
         # TensorFlow's sparse n-gram count refuses an empty batch ("Must provide at least 2
         # elements for the splits argument"): one text more, sliced off again, makes any
         # batch at least one.
-        texts = tf.convert_to_tensor(texts)
         counted = vectorizer(tf.concat([texts, [""]], axis=0))
         return tf.sparse.slice(counted, [0, 0], [tf.shape(texts, out_type=tf.int64)[0],
                                                  counted.dense_shape[1]])
@@ -116,6 +125,16 @@ def vectorize(vectorizer, texts, kind, sequence_length, truncate="end"):
     if truncate == "start":
         return keep_last_tokens(features, sequence_length)
     return features
+
+
+def _checked_numbers(inputs):
+    """`inputs` of a classifier made without a vocabulary, refused where they are strings."""
+    if tf.as_dtype(getattr(inputs, "dtype", None) or tf.float32) == tf.string:
+        # Keras said "dtype='string' is not a valid dtype for Keras type promotion".
+        raise ValueError(
+            "a classifier made without `vocabulary` reads token ids (int[B, T]) or n-gram "
+            "columns; to classify raw texts, make it with vocabulary=adapt_vocabulary(texts)")
+    return inputs
 
 
 def count_tokens(texts, standardize="lower_and_strip_punctuation", batch_size=1024):
@@ -393,7 +412,7 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         cut to `sequence_length` (ngrams kind: the n-gram presence), or `inputs` as given
         without a vocabulary."""
         if self.vectorizer is None:
-            return inputs
+            return _checked_numbers(inputs)
         return vectorize(self.vectorizer, inputs, self.kind, self.sequence_length,
                          self.truncate)
 
@@ -649,7 +668,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
     def features(self, inputs):
         """What the members read (see `TextClassifier.features`)."""
         if self.vectorizer is None:
-            return inputs
+            return _checked_numbers(inputs)
         config = self.member_config
         return vectorize(self.vectorizer, inputs, config["kind"], config["sequence_length"],
                          config["truncate"])

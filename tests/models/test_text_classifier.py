@@ -558,6 +558,28 @@ def test_a_vocabulary_of_the_other_family_of_kinds_is_refused_naming_the_remedy(
         TextClassifier(num_classes=2, vocabulary=vocabulary, kind=kind)  # each its own: fine
 
 
+@pytest.mark.parametrize("kind", ["gru", "ngrams"])
+def test_inputs_of_the_wrong_family_are_refused_naming_what_the_classifier_reads(kind):
+    # Token ids into a classifier with a vocabulary failed in TextVectorization ("Cast int64
+    # to string is not supported"); strings into one without, in Keras's type promotion.
+    texts = ["a superb film", "so dull and boring"]
+    with_vocabulary = TextClassifier(num_classes=2, kind=kind,
+                                     vocabulary=adapt_vocabulary(texts, kind=kind))
+    for inputs in (np.array([[2, 3, 4]]), np.array([[1.0, 0.0]]), tf.constant([["a", "b"]])):
+        with pytest.raises(ValueError, match=r"a classifier with a vocabulary reads raw texts, "
+                                             r"string\[B\]\. Received \w+\[1, \d\]"):
+            with_vocabulary(inputs)
+    without = TextClassifier(num_classes=2, kind=kind, vocabulary_size=6)
+    with pytest.raises(ValueError, match=r"made without `vocabulary` reads token ids .*"
+                                         r"vocabulary=adapt_vocabulary\(texts\)"):
+        without(tf.constant(["a superb film"]))
+    # A column of texts (string[B, 1], as keras.Input(shape=(1,), dtype="string") gives) reads
+    # as the texts themselves; the n-gram kind failed on it in its sparse count.
+    column = with_vocabulary(tf.constant([["a superb film"], ["so dull"]])).numpy()
+    np.testing.assert_array_equal(
+        column, with_vocabulary(tf.constant(["a superb film", "so dull"])).numpy())
+
+
 def _auto_model(**overrides):
     texts = ["great film", "awful film", "lovely and great", "dull and poor"]
     settings = dict(num_classes=2, vocabulary=adapt_vocabulary(texts),
