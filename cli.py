@@ -24,7 +24,7 @@ import textwrap
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 
-from seqlab import _tf_log
+from seqlab import _interrupt, _tf_log
 from seqlab.data.errors import DataError, quoted
 from seqlab.pipelines import TASKS, load_card, load_task
 from seqlab.pipelines.errors import UsageError
@@ -422,7 +422,8 @@ def main(argv=None):
     guard = sys.stdout = _OutputGuard(sys.stdout)
     try:
         try:
-            return _main(argv)
+            with _interrupt.watching():
+                return _main(argv)
         finally:
             sys.stdout.flush()  # a pipe's buffered output: broken here, not at the exit
     except BrokenPipeError:

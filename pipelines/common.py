@@ -38,6 +38,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from seqlab import _interrupt
 from seqlab.data.errors import listed
 from seqlab.models._training import build_training_state  # noqa: F401 (the pipelines' import)
 from seqlab.pipelines.errors import UsageError
@@ -894,6 +895,23 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
                 f"were written. Lower --learning-rate{rate} or check the data for extreme "
                 "values, then rerun with --overwrite"
             )
+
+
+class StopOnInterrupt(keras.callbacks.Callback):
+    """Raises again, at the next batch's start or epoch's end, a Ctrl-C that Python dropped
+    (`seqlab._interrupt`): it goes last in `fit`'s callbacks, so that an epoch that ended is
+    logged and backed up first."""
+
+    async_safe = True  # it only reads a flag
+
+    def on_train_batch_begin(self, batch, logs=None):
+        _interrupt.check()
+
+    def on_test_batch_begin(self, batch, logs=None):
+        _interrupt.check()
+
+    def on_epoch_end(self, epoch, logs=None):
+        _interrupt.check()
 
 
 def training_callbacks(run):

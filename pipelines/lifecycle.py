@@ -33,6 +33,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from seqlab import _interrupt
 from seqlab.data.errors import DataError
 from seqlab.layers import portable_loops
 from seqlab.layers.registry import load_model
@@ -44,6 +45,7 @@ from seqlab.pipelines.common import (
     EpochHistory,
     EpochProgress,
     StopAfterMinutes,
+    StopOnInterrupt,
     StopOnNonFiniteLoss,
     Task,
     UsageError,
@@ -681,7 +683,8 @@ class Pipeline:
                     epochs=config.epochs,
                     callbacks=stop_watch.watch([
                         StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
-                        *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks]),
+                        *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks,
+                        StopOnInterrupt()]),
                     shuffle=False,  # the training datasets shuffle themselves (the run's seed)
                     verbose=verbosity,
                     **self.fit_options(config, prepared),
@@ -716,6 +719,7 @@ class Pipeline:
         # replaced, as this call owns the run.
         replace_export(run.path("saved_model"),
                        lambda target: self._export_model(model, config, artifacts, target))
+        _interrupt.check()  # a Ctrl-C Python dropped: the run stays unfinished, resumable
         final = run.finish()
 
         notes = []
