@@ -74,7 +74,12 @@ from seqlab.pipelines.settings import default_out, utc_timestamp  # noqa: F401
 
 
 def write_text_atomic(path, text):
-    """Writes `text` to a temporary file beside `path`, then renames it over `path`.
+    """Writes `text` (UTF-8) to `path` as `write_bytes_atomic` writes bytes."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path, data):
+    """Writes `data` to a temporary file beside `path`, then renames it over `path`.
 
     A failure leaves neither a temporary file nor a changed `path`. A `path` that is a special
     file (a device such as `/dev/null`, a named pipe) is written into, as the shell's `>`
@@ -88,7 +93,7 @@ def write_text_atomic(path, text):
         raise UsageError(f"{path} is a folder; give a file name to write to")
     if path.exists() and not path.is_file():
         with written_or_refused(path), _opened_special(path) as special:
-            special.write(text)
+            special.write(data)
         return
     blocking = next((p for p in path.parents if p.exists()), None)
     if blocking is not None and not blocking.is_dir():
@@ -97,7 +102,7 @@ def write_text_atomic(path, text):
     try:
         with written_or_refused(path):  # read-only, under a file, disk full, ...
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(text, encoding="utf-8")
+            temporary.write_bytes(data)
             os.replace(temporary, path)
     finally:
         try:
@@ -107,7 +112,7 @@ def write_text_atomic(path, text):
 
 
 def _opened_special(path):
-    """`path`, a device or named pipe, opened for writing text. A pipe that no process reads
+    """`path`, a device or named pipe, opened for writing bytes. A pipe that no process reads
     yet waits for its reader, as the shell's `>` does, after saying so on stderr."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
@@ -116,9 +121,9 @@ def _opened_special(path):
             raise
         print(f"seqlab: waiting for a process to read the named pipe {path}", file=sys.stderr,
               flush=True)
-        return open(path, "w", encoding="utf-8")
+        return open(path, "wb")
     os.set_blocking(descriptor, True)
-    return open(descriptor, "w", encoding="utf-8")
+    return open(descriptor, "wb")
 
 
 def finite_or_none(value):
@@ -1196,10 +1201,12 @@ def written_or_refused(path):
 
 
 def save_figure(figure, path, dpi=100):
-    """`figure.savefig(path)`, a failed write one line naming the file; the figure is closed."""
+    """`figure.savefig(path)` written atomically (a full disk left a truncated PNG), a failed
+    write one line naming the file; the figure is closed."""
     try:
-        with written_or_refused(path):
-            figure.savefig(path, dpi=dpi)
+        image = io.BytesIO()
+        figure.savefig(image, dpi=dpi, format=Path(path).suffix[1:] or None)
+        write_bytes_atomic(path, image.getvalue())
     finally:
         pyplot().close(figure)
 

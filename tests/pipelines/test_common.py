@@ -658,7 +658,7 @@ def test_a_file_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     def full(self, *args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pathlib.Path.write_text", full)
+    monkeypatch.setattr("pathlib.Path.write_bytes", full)
     with pytest.raises(UsageError, match=r"a\.txt: cannot write there \(No space left on device\)"):
         write_text_atomic(tmp_path / "a.txt", "x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
@@ -701,6 +701,32 @@ def test_a_full_disk_in_a_librarys_own_error_is_one_line_naming_the_file(tmp_pat
     with pytest.raises(UsageError, match=r"a-file/loss\.png: cannot write there"):
         save_figure(figure, tmp_path / "a-file" / "loss.png")
     assert not plt.get_fignums()  # closed all the same
+
+
+def test_a_plot_that_cannot_be_written_whole_leaves_the_previous_one(tmp_path, monkeypatch):
+    # A full disk while matplotlib wrote plots/forecast.png left a truncated PNG in the run.
+    import errno
+
+    plot = tmp_path / "forecast.png"
+    plt = pyplot()
+    figure, axis = plt.subplots()
+    axis.plot([1, 2, 3])
+    save_figure(figure, plot)
+    first = plot.read_bytes()
+    assert first.startswith(b"\x89PNG")
+    real_write = Path.write_bytes
+
+    def filling_the_disk(self, data):
+        real_write(self, data[:100])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", filling_the_disk)
+    figure, axis = plt.subplots()
+    axis.plot([3, 2, 1])
+    with pytest.raises(UsageError, match=r"forecast\.png: cannot write there \(No space left"):
+        save_figure(figure, plot)
+    assert plot.read_bytes() == first and [p.name for p in tmp_path.iterdir()] == [plot.name]
+    assert not plt.get_fignums()
 
 
 def test_an_export_removes_what_a_killed_export_of_the_same_path_left(tmp_path):
