@@ -390,7 +390,7 @@ def take_lock(path):
             try:
                 owner = json.loads(path.read_text(encoding="utf-8"))
                 pid, host = int(owner["pid"]), str(owner["host"])
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 owner, pid, host = {}, None, None
             if pid == os.getpid() and host == me["host"]:
                 return

@@ -78,7 +78,7 @@ def _cluster_role():
         config = json.loads(raw)
         cluster, task = config["cluster"], config["task"]
         task_type, task_id = task["type"], int(task["index"])
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, RecursionError) as error:
         raise UsageError(
             f"TF_CONFIG is not a valid cluster description ({error!r}); expected "
             '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'

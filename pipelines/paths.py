@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from seqlab.data.datasets import data_home
-from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.errors import UsageError, parse_failure
 
 # `export` without --out: `<run>/export/1/`, `<run>/export/2/`, ...
 EXPORT_DIR = "export"
@@ -105,6 +105,11 @@ def read_json(path):
     except json.JSONDecodeError as error:
         raise UsageError(f"{path}: not complete JSON ({error.msg} at line {error.lineno} column "
                          f"{error.colno}); the file was edited or damaged") from None
+    except (ValueError, RecursionError) as error:  # a 5,000-digit number, [[[[... 100,000 deep
+        if isinstance(error, UsageError):
+            raise
+        raise UsageError(f"{path}: not JSON that can be read ({parse_failure(error)}); the file "
+                         "was edited or damaged") from None
 
 
 @dataclasses.dataclass

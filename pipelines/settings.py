@@ -27,7 +27,7 @@ import types
 import typing
 from pathlib import Path
 
-from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.errors import UsageError, parse_failure
 
 
 def utc_timestamp():
@@ -444,18 +444,22 @@ def read_config_file(path):
         raise UsageError(f"{path}: config file not found")
     kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
     try:
+        # utf-8-sig: a byte order mark (Windows Notepad writes one) is not part of the settings.
+        text = path.read_text(encoding="utf-8-sig")
         if kind == "TOML":
-            values = tomllib.loads(path.read_text(encoding="utf-8"))
+            values = tomllib.loads(text)
         else:
-            values = json.loads(path.read_text(encoding="utf-8"),
-                                object_pairs_hook=_refuse_repeated_keys)
+            values = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
     except _RepeatedKey as repeated:
         raise UsageError(f"{path}: the setting {repeated.key!r} is given twice; expected it "
                          "once") from None
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
+    # Decoding and parse errors are ValueErrors; so is a number of thousands of digits, and a
+    # structure nested 100,000 deep is a RecursionError.
+    except (ValueError, RecursionError) as error:
         other = "" if path.suffix.lower() in (".json", ".toml") else (
             "; a config file is JSON, or TOML with the suffix .toml")
-        raise UsageError(f"{path}: not a valid {kind} file ({error}){other}")
+        raise UsageError(f"{path}: not a valid {kind} file ({parse_failure(error)}){other}") \
+            from None
     if not isinstance(values, dict):
         raise UsageError(f"{path}: expected a table of settings, got {type(values).__name__}")
     settings, spelt = {}, {}

@@ -641,6 +641,12 @@ def unsafe_keras_file(path):
     (lambda run: [(run / name).unlink() for name in ("members.json", "data_files.json")],
      r"copy: data_files\.json, members\.json missing; its train wrote them"),
     (lambda run: (run / "scaler.json").write_text("[1, 2"), r"scaler\.json: not complete JSON"),
+    # Python's own limits were a traceback: a number of 5,000 digits, lists 100,000 deep.
+    (lambda run: (run / "config.json").write_text('{"settings": ' + "9" * 5000 + "}"),
+     r"config\.json: not JSON that can be read \(a number of thousands of digits"),
+    (lambda run: (run / "scaler.json").write_text("[" * 100_000 + "]" * 100_000),
+     r"scaler\.json: not JSON that can be read \(nested too deeply to read\); the file was "
+     r"edited or damaged"),
     (lambda run: edit_json(run / "scaler.json", scale=[float("nan")]),
      r"scaler\.json: holds NaN, which is not a number"),
     (lambda run: edit_json(run / "scaler.json", scale=["1"]),

@@ -116,6 +116,28 @@ def test_unreadable_config_files_raise_usage_errors(tmp_path):
         read_config_file(tmp_path)
 
 
+@pytest.mark.parametrize("name, text, reason", [
+    ("huge.json", '{"epochs": ' + "9" * 5000 + "}", "a number of thousands of digits"),
+    ("huge.toml", "epochs = " + "9" * 5000 + "\n", "a number of thousands of digits"),
+    ("deep.json", '{"features": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ("deep.toml", "features = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+])
+def test_config_files_python_cannot_convert_are_one_line(tmp_path, name, text, reason):
+    # Python's own limits came out as a traceback: "Exceeds the limit (4300 digits) for integer
+    # string conversion", "RecursionError: maximum recursion depth exceeded".
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(UsageError, match=rf"{name}: not a valid (JSON|TOML) file \({reason}"):
+        read_config_file(path)
+
+
+def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path):
+    # Windows Notepad writes one: tomllib said "Invalid statement (at line 1, column 1)".
+    for name, text in (("c.toml", "epochs = 3\n"), ("c.json", '{"epochs": 3}')):
+        (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert read_config_file(tmp_path / name) == {"epochs": 3}
+
+
 # --- bounds and types, checked before any work ----------------------------------------------------
 
 
