@@ -264,6 +264,15 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
             if value not in (unset, m4["horizon"]):
                 raise UsageError(f"--{name} {value}: M4's {frequency} files hold out "
                                  f"{m4['horizon']} values per series; leave --{name} out")
+        if horizon is None:  # train: what M4's fixed layout has no place for was ignored
+            for flag, value in (("--id-column", config.id_column),
+                                ("--time-column", config.time_column),
+                                ("--target", config.target)):
+                if value:
+                    shown = value if isinstance(value, str) else " ".join(value)
+                    raise UsageError(f"{flag} {shown}: M4's files name each series in their "
+                                     "first column and hold its values in the others, without "
+                                     f"time stamps; leave {flag} out")
         if horizon is not None and horizon != m4["horizon"]:
             raise DataError(f"M4's {frequency} files hold out {m4['horizon']} values per "
                             f"series; this run forecasts {horizon}: expected series held out "

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from seqlab.cli import main
 from seqlab.data.errors import DataError
+from seqlab.pipelines.errors import UsageError
 from seqlab.data.panel import read_panel
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.pipelines import timeseries_panel as panel_module
@@ -986,6 +987,13 @@ def test_m4_files_in_a_folder_are_read_with_their_own_holdout(tmp_path, capsys):
     with pytest.raises(DataError, match=r"the run was trained on series whose time stamps "
                                         r"are numbers; M4's files have none"):
         read_panel_data(config, horizon=13, time_kind="numbers")
+    # Flags M4's layout has no place for were ignored, the summary naming "column 'foo'".
+    for flags, named in ((dict(id_column="foo"), "--id-column foo"),
+                         (dict(time_column=["ds"]), "--time-column ds"),
+                         (dict(target=["y"]), "--target y")):
+        with pytest.raises(UsageError, match=rf"{named}: M4's files name each series in their "
+                                             rf"first column .*; leave {named.split()[0]} out"):
+            read_panel_data(TimeseriesConfig(data=str(folder), **flags))
     # Another CSV file beside them is not read, and the summary says so.
     (folder / "notes.csv").write_text("a,b\n1,2\n")
     (folder / "Daily-train.csv").write_text("a,b\n1,2\n")  # a stray half of another pair
