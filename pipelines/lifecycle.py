@@ -436,6 +436,9 @@ class Pipeline:
         without importing the task's module (nor TensorFlow).
         data_paths: config fields naming files, made absolute so that evaluate and predict find
             them from any working directory.
+        data_folder_files: for a data path that may be a folder whose reader reads only some
+            of its files, their pattern (`paths.data_fingerprint`), so that a change to another
+            file there (notes beside the series) does not stop `evaluate`.
         renamed_settings: settings of older versions' config.json under their new names.
         legacy_settings: the values that reproduce an older version's behaviour for settings
             its config.json lacks (a new setting's default may differ from that behaviour).
@@ -453,6 +456,7 @@ class Pipeline:
     evaluate_options = None
     predict_options = None
     data_paths = ("data",)
+    data_folder_files = {}
     renamed_settings = {}
     legacy_settings = {}
     monitor_metric = "loss"
@@ -597,7 +601,8 @@ class Pipeline:
         try:
             prepared = self.prepare(config, distribution)
             start_run(run, config)
-            fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths)
+            fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths,
+                                             self.data_folder_files)
             if run.path(DATA_FILES).is_file():  # a resumed run keeps its first record
                 refuse_changed_data(run.work, fingerprints)
             elif fingerprints:

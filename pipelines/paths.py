@@ -18,6 +18,7 @@ takes to load; the lifecycle (`pipelines/lifecycle.py`) checks again with the sa
 """
 
 import dataclasses
+import fnmatch
 import hashlib
 import json
 import os
@@ -316,26 +317,42 @@ READ_OPTIONS = ("data", "input", "src", "tgt")
 DATA_FILES = "data_files.json"
 
 
-def data_fingerprint(path):
+def data_fingerprint(path, files=None):
     """`{"path", "bytes", "sha256"}` of the file `path`; of a folder, its files' bytes in all
-    and one SHA-256 of their paths (relative to it) and contents, in name order."""
+    and one SHA-256 of their paths (relative to it) and contents, in name order.
+
+    Args:
+        path: the file or folder.
+        files: for a folder whose reader reads only some of its files, their pattern (`"*.csv"`:
+            the files directly inside it, not hidden, whose lowercased name matches), recorded
+            as the fingerprint's `files`; None: every file, in subfolders too.
+    """
     path = Path(path)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    if path.is_file():
+        files, paths = None, [path]
+    elif files is None:
+        paths = sorted(p for p in path.rglob("*") if p.is_file())
+    else:
+        paths = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
+                       and fnmatch.fnmatchcase(p.name.lower(), files))
     digest, size = hashlib.sha256(), 0
-    for file_path in files:
+    for file_path in paths:
         if file_path != path:
             digest.update(file_path.relative_to(path).as_posix().encode() + b"\0")
         with open(file_path, "rb") as file:
             for block in iter(lambda: file.read(2**20), b""):
                 digest.update(block)
                 size += len(block)
-    return {"path": str(path), "bytes": size, "sha256": digest.hexdigest()}
+    return {"path": str(path), "bytes": size, "sha256": digest.hexdigest(),
+            **({"files": files} if files is not None else {})}
 
 
-def data_fingerprints(settings, fields):
+def data_fingerprints(settings, fields, folder_files=None):
     """The fingerprints (`data_fingerprint`) of the `fields` of `settings` that name files or
-    folders (not data-set names, which are checked when they are downloaded)."""
-    return {field: data_fingerprint(settings[field]) for field in fields
+    folders (not data-set names, which are checked when they are downloaded); `folder_files`
+    maps a field to the pattern of the files its reader reads in a folder."""
+    return {field: data_fingerprint(settings[field], (folder_files or {}).get(field))
+            for field in fields
             if isinstance(settings.get(field), str) and os.path.isabs(settings[field])
             and os.path.exists(settings[field])}
 
@@ -357,7 +374,8 @@ def check_data_unchanged(run):
         path = record.get("path") if isinstance(record, dict) else None
         if not isinstance(path, str) or not os.path.exists(path):
             continue  # gone: the task's own reading says so
-        change = _change(record, data_fingerprint(path))
+        files = record.get("files")
+        change = _change(record, data_fingerprint(path, files if isinstance(files, str) else None))
         if change:
             raise UsageError(
                 f"{path} has changed since the run {run} trained on it ({change}): the test "

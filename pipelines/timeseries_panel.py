@@ -819,6 +819,7 @@ class PanelPipeline(Pipeline):
     config_class = TimeseriesConfig
     model_class = GlobalForecaster
     monitor_metric = "loss"
+    data_folder_files = {"data": "*.csv"}  # a folder's series (data.panel.read_panel)
 
     def least_parameters(self, config):
         # Unset sizes come from the data in `prepare`; the ones given bound the network.

@@ -519,6 +519,35 @@ def test_evaluate_refuses_a_data_folder_changed_since_training(tmp_path):
         check_data_unchanged(run)
 
 
+def test_files_of_a_data_folder_its_reader_skips_do_not_stop_evaluate(tmp_path):
+    # A folder of series trained with "read the 2 .csv files only, not notes.txt": an edit to
+    # notes.txt (or to a file in a subfolder, or a hidden one) made evaluate refuse the run.
+    folder = tmp_path / "series"
+    (folder / "old").mkdir(parents=True)
+    for name in ("a.csv", "B.CSV", "notes.txt", ".hidden.csv", "old/c.csv"):
+        (folder / name).write_text("t,y\n1,1\n2,2\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    record = data_fingerprints({"data": str(folder)}, ["data"], {"data": "*.csv"})
+    assert record["data"]["files"] == "*.csv"
+    write_json_atomic(run / DATA_FILES, record)
+    for name in ("notes.txt", ".hidden.csv", "old/c.csv"):
+        (folder / name).write_text("changed\n")
+    check_data_unchanged(run)
+    for change in (lambda: (folder / "B.CSV").write_text("t,y\n1,1\n2,3\n"),
+                   lambda: (folder / "d.csv").write_text("t,y\n1,1\n")):  # a series more
+        change()
+        with pytest.raises(UsageError, match=f"{folder} has changed since the run"):
+            check_data_unchanged(run)
+        write_json_atomic(run / DATA_FILES,
+                          data_fingerprints({"data": str(folder)}, ["data"], {"data": "*.csv"}))
+    # A record without a pattern (every run before it) still covers every file.
+    write_json_atomic(run / DATA_FILES, data_fingerprints({"data": str(folder)}, ["data"]))
+    (folder / "notes.txt").write_text("changed again\n")
+    with pytest.raises(UsageError, match="has changed since the run"):
+        check_data_unchanged(run)
+
+
 def test_a_partial_folder_of_the_users_own_is_never_deleted(tmp_path):
     mine = tmp_path / "a.partial"
     mine.mkdir()
