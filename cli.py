@@ -31,6 +31,7 @@ from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.paths import PARTIAL_SUFFIX
 from seqlab.pipelines.settings import (
     add_config_arguments,
+    check_given_settings,
     checked_file_values,
     default_out,
     make_config,
@@ -335,6 +336,11 @@ def _prepare_action(card, action, values):
         # Typed before the data settings read them (`{"time_column": 5}` was a TypeError).
         file_values = checked_file_values(card.config_class, file_values,
                                           origin=config_file or "config")
+        # Limits before the data settings read the data (docs/cli.md#limits).
+        check_given_settings(card.config_class, {
+            name: value for name, value in file_values.items() if values.get(name) is None
+        }, origin=config_file)
+        check_given_settings(card.config_class, values)
         if card.data_settings is not None:
             found, notes = card.data_settings({**file_values, **values})
             values.update(found)

@@ -153,25 +153,48 @@ def check_settings(config):
         ValueError: "<name> must ... Received: <name>=<value>".
     """
     for field in dataclasses.fields(config):
-        name, value = field.name, getattr(config, field.name)
-        base, is_list, optional = _field_type(field)
-        if value is None and optional:
-            continue
-        values = value if is_list and isinstance(value, (list, tuple)) else [value]
-        # A list of names may be given as one name (as in a config file: `target = "y"`).
-        if is_list and not isinstance(value, (list, tuple)) and base is not str:
-            raise ValueError(f"{name} must be a list of {base.__name__}. Received: "
-                             f"{name}={value!r}")
-        for item in values:
-            _check_value(name, base, item)
-            if base in (int, float):
-                high, low = MAXIMUMS.get(name), MINIMUMS.get(name)
-                if name == "seed":
-                    low, high = SEED_RANGE
-                if high is not None and item > high:
-                    raise ValueError(f"{name} must be at most {high}. Received: {name}={item}")
-                if low is not None and item < low:
-                    raise ValueError(f"{name} must be at least {low}. Received: {name}={item}")
+        _check_setting(field, getattr(config, field.name))
+
+
+def check_given_settings(config_class, values, origin=None):
+    """The settings in `values` (flags and a config file's, before the config is built) checked
+    as `check_settings` checks a config's, so that a value beyond its limit is refused before
+    any data is read (the id column found in a long table was reported first); unset (None)
+    and unknown names are left to the config. `origin`: the config file they came from, named
+    in front of the message.
+
+    Raises:
+        UsageError: "<name> must ... Received: <name>=<value>".
+    """
+    fields = {field.name: field for field in dataclasses.fields(config_class)}
+    try:
+        for name, value in values.items():
+            if name in fields and value is not None:
+                _check_setting(fields[name], value)
+    except ValueError as error:
+        raise UsageError(f"{origin}: {error}" if origin else str(error)) from None
+
+
+def _check_setting(field, value):
+    name = field.name
+    base, is_list, optional = _field_type(field)
+    if value is None and optional:
+        return
+    values = value if is_list and isinstance(value, (list, tuple)) else [value]
+    # A list of names may be given as one name (as in a config file: `target = "y"`).
+    if is_list and not isinstance(value, (list, tuple)) and base is not str:
+        raise ValueError(f"{name} must be a list of {base.__name__}. Received: "
+                         f"{name}={value!r}")
+    for item in values:
+        _check_value(name, base, item)
+        if base in (int, float):
+            high, low = MAXIMUMS.get(name), MINIMUMS.get(name)
+            if name == "seed":
+                low, high = SEED_RANGE
+            if high is not None and item > high:
+                raise ValueError(f"{name} must be at most {high}. Received: {name}={item}")
+            if low is not None and item < low:
+                raise ValueError(f"{name} must be at least {low}. Received: {name}={item}")
 
 
 def _check_value(name, base, value):

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -186,6 +187,24 @@ def test_an_empty_path_is_refused_not_read_as_the_working_folder(tmp_path, monke
     assert cli.main(["timeseries", "train", "--config", "c.toml"]) == 2
     assert "error: c.toml: data is empty ('')" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]  # nothing started
+
+
+def test_limits_are_checked_before_the_data_is_read_and_a_config_file_is_named(
+        tmp_path, monkeypatch, capsys):
+    # A long table's id column was found (and said so) before "epochs must be at most 100000";
+    # a config file's value beyond its limit was refused without naming the file.
+    monkeypatch.chdir(tmp_path)
+    steps = np.arange(30)
+    pd.DataFrame({"store": np.repeat(["a", "b"], 30), "day": np.tile(steps, 2),
+                  "y": np.tile(np.sin(steps), 2)}).to_csv("long.csv", index=False)
+    assert cli.main(["timeseries", "train", "--data", "long.csv", "--epochs", "100001"]) == 2
+    assert capsys.readouterr().err == ("seqlab timeseries train: error: epochs must be at most "
+                                       "100000. Received: epochs=100001\n")
+    Path("c.toml").write_text("epochs = 1000000\n")
+    assert cli.main(["timeseries", "train", "--data", "long.csv", "--config", "c.toml"]) == 2
+    assert capsys.readouterr().err == ("seqlab timeseries train: error: c.toml: epochs must be "
+                                       "at most 100000. Received: epochs=1000000\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "long.csv"]
 
 
 def train_failing_in_prepare(monkeypatch, error, out, *flags):
