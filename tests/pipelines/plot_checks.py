@@ -1,5 +1,7 @@
 """What the plot tests share: the matplotlib figures a run saves, caught as they are saved."""
 
+import os
+
 
 def record_saved_figures(monkeypatch):
     """The matplotlib figures saved from now on, as `(figure, path)` pairs.
@@ -8,13 +10,27 @@ def record_saved_figures(monkeypatch):
     """
     from matplotlib.figure import Figure
 
-    saved, real_savefig = [], Figure.savefig
+    from seqlab.pipelines import common
 
-    def savefig(figure, path, *args, **kwargs):
-        saved.append((figure, str(path)))
-        return real_savefig(figure, path, *args, **kwargs)
+    saved, rendered = [], []
+    real_savefig, real_write = Figure.savefig, common.write_bytes_atomic
+
+    def savefig(figure, target, *args, **kwargs):
+        # `save_figure` renders into memory, then writes the file atomically: the path comes
+        # with the write.
+        if isinstance(target, (str, os.PathLike)):
+            saved.append((figure, str(target)))
+        else:
+            rendered.append(figure)
+        return real_savefig(figure, target, *args, **kwargs)
+
+    def write_bytes_atomic(path, data):
+        if rendered:
+            saved.append((rendered.pop(), str(path)))
+        return real_write(path, data)
 
     monkeypatch.setattr(Figure, "savefig", savefig)
+    monkeypatch.setattr(common, "write_bytes_atomic", write_bytes_atomic)
     return saved
 
 
