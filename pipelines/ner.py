@@ -268,7 +268,8 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
     Adds `val_f1` (strict IOB2) to every epoch's logs (callbacks after it see it; none where
     the validation split has no entity, whose F1 is undefined: the loss alone decides). Training
     stops when for `patience` epochs neither the F1 nor the validation loss has improved, and
-    the weights of the epoch with the best F1 (`best_epoch`) are restored. The F1 chooses the
+    the weights of the epoch with the best F1 (`best_epoch`; of equal F1s, the lower validation
+    loss) are restored. The F1 chooses the
     epoch because it is the figure the run reports, and the loss does not track it well (with
     nearly every token O, the loss keeps improving on O tokens while the entity F1 stalls, or
     the reverse). The loss keeps training going while the F1 cannot show progress yet: a tagger
@@ -291,7 +292,7 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.best_f1, self.best_loss, self.best_weights, self.wait = -1.0, np.inf, None, 0
-        self.best_epoch = None
+        self.best_epoch, self.best_epoch_loss = None, np.inf
 
     def decode_function_of(self, model):
         """The decoding `tf.function` of `model`: the one traced for the epochs' scores where
@@ -316,9 +317,12 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
         lower_loss = loss < self.best_loss
         if lower_loss:
             self.best_loss, self.wait = loss, 0
-        if lower_loss if undefined else f1 > self.best_f1:
+        # An F1 equal to the best's (0 while the tagger still predicts O everywhere) goes to
+        # the lower loss: the first epoch's weights were kept through every tie.
+        better = f1 > self.best_f1 or (f1 == self.best_f1 and loss < self.best_epoch_loss)
+        if lower_loss if undefined else better:
             self.best_f1, self.best_weights, self.wait = f1, self.model.get_weights(), 0
-            self.best_epoch = epoch + 1
+            self.best_epoch, self.best_epoch_loss = epoch + 1, loss
         if self.wait >= self.patience:
             self.model.stop_training = True
 

@@ -576,6 +576,22 @@ def test_early_stopping_waits_while_f1_or_loss_improve_and_restores_the_best_f1(
     callback.on_train_end()
     assert model.layers[0].kernel.numpy()[0, 0] == 2.0 and callback.best_epoch == 3
 
+    # An F1 of 0 at every epoch while the loss falls (a run cut short before the tagger finds
+    # its first entity): the first epoch's weights were restored, as no F1 beat 0. Equal F1s
+    # go to the lower loss; a higher F1 still wins over a lower loss.
+    for f1s, losses, kept in (([0.0] * 5, [1.9, 1.5, 1.2, 1.3, 0.9], 4),
+                              ([0.0, 0.3, 0.3, 0.3, 0.2], [1.9, 1.5, 1.6, 1.4, 0.9], 3)):
+        scores = iter(f1s)
+        callback = ner.EntityF1EarlyStopping(vocabulary=None, sentences=[], patience=10)
+        callback.set_model(model)
+        monkeypatch.setattr(callback, "decode_function_of", lambda model: "unused")
+        callback.on_train_begin()
+        for epoch, loss in enumerate(losses):
+            model.layers[0].kernel.assign([[float(epoch)]])
+            callback.on_epoch_end(epoch, {"val_loss": loss})
+        callback.on_train_end()
+        assert model.layers[0].kernel.numpy()[0, 0] == kept and callback.best_epoch == kept + 1
+
 
 def test_scoring_reuses_the_decoding_function_traced_for_the_epochs_of_the_same_model():
     import seqlab.pipelines.ner as ner
