@@ -43,7 +43,7 @@ import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
-    DataError, listed, normalize_line_endings, quoted, read_utf8,
+    DataError, empty_file, listed, normalize_line_endings, quoted, read_utf8,
 )
 
 TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
@@ -153,11 +153,9 @@ def read_table(path, text_column="text", label_column="label", classes=None):
     path = Path(path)
     text = read_text(path)
     if not text.strip():
-        raise DataError(
-            f"the file is empty; expected a header line naming the columns {text_column!r} and "
-            f"{label_column!r}, then one example per line",
-            path=path,
-        )
+        raise empty_file(
+            text, f"a header line naming the columns {text_column!r} and {label_column!r}, "
+            "then one example per line", path)
     delimiter = TABLE_DELIMITERS.get(path.suffix.lower(), ",")
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     reader = csv.reader(
@@ -312,7 +310,8 @@ def read_line_files(paths, classes=None):
             notes.append(f"{path.name} (class {quoted(label)} is not among the chosen classes)")
             excluded.append(label)
             continue
-        lines = split_lines(read_text(path))
+        text = read_text(path)
+        lines = split_lines(text)
         blank = 0
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -322,7 +321,7 @@ def read_line_files(paths, classes=None):
             labels.append(label)
             origins.append((str(path), number))
         if blank == len(lines):
-            raise DataError("the file is empty; expected one example per line", path=path)
+            raise empty_file(text, "one example per line", path)
         if blank:
             notes.append(f"{blank} blank lines in {path.name}")
     source = str(paths[0].parent) if paths else ""
@@ -356,9 +355,7 @@ def read_class_folders(folder, classes=None):
                 continue
             text = read_text(path)
             if not text.strip():
-                raise DataError(
-                    "the file is empty; expected the text of one example", path=path
-                )
+                raise empty_file(text, "the text of one example", path)
             texts.append(text.strip())
             labels.append(entry.name)
             origins.append((str(path), None))

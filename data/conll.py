@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
-    DataError, listed, normalize_line_endings, quoted, read_utf8,
+    DataError, empty_file, listed, normalize_line_endings, quoted, read_utf8,
 )
 
 SCHEMES = ("bio", "iob1", "iobes")
@@ -144,7 +144,7 @@ def _read_text_lines(path):
     """
     text = normalize_line_endings(read_utf8(resolve_path(path)))
     if not text.strip(" \t\n" + INVISIBLE_CHARACTERS):
-        raise DataError("the file is empty; expected tokens, one per line", path=path)
+        raise empty_file(text, "tokens, one per line", path)
     return text.split("\n")
 
 

@@ -112,6 +112,15 @@ def normalize_line_endings(text):
     return _LINE_BREAK.sub("\n", text)
 
 
+def empty_file(text, expected, path):
+    """The `DataError` for a file without content: "the file is empty" where it has no
+    characters, else "the file holds only blank lines and white space (N characters)" (a file of
+    9 bytes was called empty), then "; expected " and `expected`."""
+    what = ("the file is empty" if not text else "the file holds only blank lines and white "
+            f"space ({len(text):,} character{'s' if len(text) > 1 else ''})")
+    return DataError(f"{what}; expected {expected}", path=path)
+
+
 def not_a_file(path):
     """The `DataError` for a `path` that is not a regular file nor a folder: missing, or a pipe,
     device or socket (whose reading could wait forever or never end)."""

@@ -36,6 +36,7 @@ from seqlab.data.errors import (
     MAX_ABS_VALUE,
     DataError,
     decode_utf8,
+    empty_file,
     normalize_line_endings,
     not_a_file,
     quoted,
@@ -127,7 +128,7 @@ def read_csv(path, text_columns=()):
     raw = decode_utf8(_read_bounded(path), path)
     text = _without_trailing_blank_lines(normalize_line_endings(raw))
     if not text.strip():
-        raise DataError("the file is empty; expected a CSV header and data rows", path=path)
+        raise empty_file(raw, "a CSV header and data rows", path)
     delimiter = _delimiter(text)
     _check_field_counts(text, delimiter, path)
     try:

@@ -44,7 +44,9 @@ import tensorflow as tf
 
 from seqlab.data.classification import texts_also_in
 from seqlab.data.datasets import resolve_path
-from seqlab.data.errors import DataError, decode_utf8, normalize_line_endings, read_utf8
+from seqlab.data.errors import (
+    DataError, decode_utf8, empty_file, normalize_line_endings, read_utf8,
+)
 
 SPACE_MARK = "\u2581"
 PAD, UNK, START, END = "", "[UNK]", "[START]", "[END]"
@@ -231,7 +233,7 @@ def read_lines(path):
     """
     text = normalize_line_endings(read_utf8(path))
     if not text.strip():
-        raise DataError("the file is empty; expected one sentence per line", path=path)
+        raise empty_file(text, "one sentence per line", path)
     # Only line endings end a line: str.splitlines would also split at U+2028 and form feeds,
     # and so count lines differently from the aligned file.
     lines = text.split("\n")
