@@ -817,6 +817,15 @@ class TaggingVocabulary:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"vocabulary.json: {key} must be a whole number of at least 1; "
                                  f"got {value!r}")
+        # The tags train wrote are BIO (every scheme is read as BIO), each once: an edited tag
+        # was used for decoding and exported as one of the model's tags.
+        tags = values["tags"]
+        bad = next((tag for tag in tags if not isinstance(tag, str)
+                    or not (tag == "O" or re.fullmatch(r"[BI]-\S+", tag))), None)
+        if bad is not None or len(set(tags)) != len(tags):
+            what = (f"the tag {bad!r} is neither O nor B-TYPE / I-TYPE" if bad is not None
+                    else "a tag is listed twice")
+            raise ValueError(f"vocabulary.json: {what}; the file was edited or damaged")
         return cls(values["words"], values["chars"], values["tags"], values["min_freq"],
                    values["max_word_chars"])
 

@@ -583,6 +583,15 @@ def test_vocabulary_ids():
         with pytest.raises(ValueError, match=f"vocabulary.json: {key} must be a whole number of "
                                              f"at least 1; got {value!r}"):
             TaggingVocabulary.from_dict({**vocabulary.to_dict(), key: value})
+    # A tag edited by hand was decoded to and exported as one of the model's tags.
+    tags = vocabulary.to_dict()["tags"]
+    for edited, message in ((["garbage", *tags[1:]], r"the tag 'garbage' is neither O nor "
+                                                      r"B-TYPE / I-TYPE"),
+                            ([*tags, 5], r"the tag 5 is neither O nor B-TYPE / I-TYPE"),
+                            ([*tags, tags[-1]], r"a tag is listed twice")):
+        with pytest.raises(ValueError, match=rf"vocabulary\.json: {message}; the file was "
+                                             r"edited or damaged"):
+            TaggingVocabulary.from_dict({**vocabulary.to_dict(), "tags": edited})
 
 
 def test_graph_lookups_give_the_ids_of_the_vocabulary():
