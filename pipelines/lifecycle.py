@@ -177,9 +177,11 @@ class RecordFitEnd(keras.callbacks.Callback):
 SHAPE_SETTINGS = ("lookback", "n_features", "horizon", "n_targets")
 
 
-def check_model_matches_settings(model, expected, record):
+def check_model_matches_settings(model, expected, record, files=()):
     """Refuses a run whose model.keras does not hold the weights its config.json and files
     describe (`expected`: the model they build), as after a hand-edited horizon or vocabulary.
+    `files`: the run's files besides config.json whose contents size the model (its
+    vocabulary), named with it where a weight's shape differs.
 
     Raises:
         UsageError: naming the first weight whose shape differs.
@@ -193,10 +195,12 @@ def check_model_matches_settings(model, expected, record):
                 "damaged: put it back, or retrain the run")
     for saved, wanted in zip(model.weights, expected.weights):
         if tuple(saved.shape) != tuple(wanted.shape):
+            # A shortened vocabulary was blamed on config.json alone.
+            named = " or ".join(["config.json", *[f for f in files if record.file(f).exists()]])
             raise UsageError(
-                f"{record.file('config.json')}: the settings and files of the run do not match "
-                f"its model.keras (weight {saved.path} has shape {tuple(saved.shape)}, they give "
-                f"{tuple(wanted.shape)}); a file was edited or damaged: retrain the run"
+                f"{record.path}: {named} does not match its model.keras (weight {saved.path} has "
+                f"shape {tuple(saved.shape)}, they give {tuple(wanted.shape)}); a file was "
+                "edited or damaged: retrain the run"
             )
     if len(model.weights) != len(expected.weights):
         raise UsageError(
@@ -436,6 +440,8 @@ class Pipeline:
         without importing the task's module (nor TensorFlow).
         data_paths: config fields naming files, made absolute so that evaluate and predict find
             them from any working directory.
+        model_files: the run's files besides config.json whose contents size the model (a
+            vocabulary), named when model.keras does not match them.
         data_folder_files: for a data path that may be a folder whose reader reads only some
             of its files, their pattern (`paths.data_fingerprint`), so that a change to another
             file there (notes beside the series) does not stop `evaluate`.
@@ -457,6 +463,7 @@ class Pipeline:
     predict_options = None
     data_paths = ("data",)
     data_folder_files = {}
+    model_files = ()
     renamed_settings = {}
     legacy_settings = {}
     monitor_metric = "loss"
@@ -800,7 +807,7 @@ class Pipeline:
             copy_weights_by_layer_name(model, expected, origin=str(record.path))
             model = expected
         else:
-            check_model_matches_settings(model, expected, record)
+            check_model_matches_settings(model, expected, record, self.model_files)
         metrics_path = record.file("metrics.json")
         metrics = read_json(metrics_path) if metrics_path.is_file() else absent_json(metrics_path)
         if not isinstance(metrics, dict):

@@ -380,6 +380,7 @@ class SentimentPipeline(Pipeline):
     config_class = SentimentConfig
     model_class = (TextClassifier, TextClassifierEnsemble, AutoTextClassifier)
     data_paths = ("data", "test_data")
+    model_files = ("vocabulary.txt", "ngram_vocabulary.txt", "classes.json")
     description = CARD.description
     examples = CARD.examples
     predict_options = PredictOptions

@@ -838,6 +838,7 @@ class TimeseriesPipeline(Pipeline):
     data_settings = staticmethod(CARD.data_settings)
 
     legacy_settings = {"split_targets": False, "normalization": "none"}
+    model_files = ("schema.json",)  # the feature and target columns
 
     # --- many series: a run of `--id-column`, `--holdout`, a folder or an M4 set is the
     # panel pipeline's (pipelines/timeseries_panel.py); the actions hand it over.

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -304,6 +305,19 @@ def test_bad_settings_are_usage_errors(stateless, loaded):
         CharRNNConfig(window=0)
     with pytest.raises(ValueError, match="stateful training runs on one device"):
         CharRNNConfig(stateful=True, distribute="mirrored")
+
+
+def test_a_shortened_vocabulary_is_named_with_config_json(stateless, tmp_path):
+    # The weight's shape differed from the vocabulary's size, and the message blamed
+    # config.json alone.
+    run = tmp_path / "copy"
+    shutil.copytree(stateless[1], run)
+    lines = (run / "vocabulary.txt").read_text(encoding="utf-8").splitlines(True)
+    (run / "vocabulary.txt").write_text("".join(lines[:-3]), encoding="utf-8")
+    with pytest.raises(UsageError, match=r"copy: config\.json or vocabulary\.txt does not match "
+                                         r"its model\.keras \(weight .* has shape \(\d+, 8\), "
+                                         r"they give \(\d+, 8\)\); a file was edited"):
+        predict(run, prompt="a", num_chars=3)
 
 
 def test_the_sample_prompt_is_the_first_line_of_the_validation_text_that_is_not_blank():

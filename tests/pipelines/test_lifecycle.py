@@ -672,7 +672,7 @@ def unsafe_keras_file(path):
      r"config\.json: the settings of the run do not match its model\.keras \(lookback \d+, "
      r"they give 12\)"),
     (lambda run: edit_json(run / "config.json", settings={"units": 7}),
-     r"config\.json: the settings and files of the run do not match its model\.keras \(weight"),
+     r"copy: config\.json or schema\.json does not match its model\.keras \(weight"),
     (lambda run: edit_json(run / "config.json", settings={"lookback": "six"}),
      r"config\.json: settings this version cannot use \(lookback must be int"),
     (lambda run: edit_json(run / "config.json", settings=None),
