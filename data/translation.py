@@ -175,7 +175,26 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path):
-        return cls(decode_utf8(Path(path).read_bytes(), path).splitlines())
+        """The vocabulary `save` wrote to `path`.
+
+        Raises:
+            DataError: a line that cannot be a token (empty, padded with white space, a reserved
+                token) or a token listed twice, named with its line (the file was edited).
+        """
+        tokens = decode_utf8(Path(path).read_bytes(), path).splitlines()
+        lines = {}
+        for number, token in enumerate(tokens, start=1):
+            if token in cls.RESERVED or not token or token != token.strip():
+                raise DataError(
+                    f"{token!r} cannot be a token; expected one token per line, without "
+                    f"surrounding white space and not {', '.join(map(repr, cls.RESERVED[1:]))} "
+                    "(the file was edited or damaged)", path=path, line=number)
+            if token in lines:
+                raise DataError(f"the token {token!r} is on line {lines[token]} too; expected "
+                                "each token once (the file was edited or damaged)", path=path,
+                                line=number)
+            lines[token] = number
+        return cls(tokens)
 
     def lookup_layer(self, invert=False):
         """A `keras.layers.StringLookup` from tokens to ids (or back, with `invert`).

@@ -94,6 +94,16 @@ def test_vocabulary_reserves_four_ids_and_orders_by_frequency_then_alphabet(tmp_
     (tmp_path / "vocabulary.txt").write_bytes(b".\nA\n\xe9t\xe9\n")  # Latin-1, not UTF-8
     with pytest.raises(DataError, match=r"vocabulary\.txt, line 3: undecodable bytes"):
         Vocabulary.load(tmp_path / "vocabulary.txt")
+    # An edited line was refused without naming the file or the line.
+    for text, message in ((".\nA\n\n▁dog\n", r"line 3: '' cannot be a token; expected one "
+                                              r"token per line"),
+                          (".\n[END]\n", r"line 2: '\[END\]' cannot be a token"),
+                          (".\n A\n", r"line 2: ' A' cannot be a token"),
+                          (".\nA\n.\n", r"line 3: the token '\.' is on line 1 too; expected "
+                                         r"each token once")):
+        (tmp_path / "vocabulary.txt").write_text(text, encoding="utf-8")
+        with pytest.raises(DataError, match=rf"vocabulary\.txt, {message}"):
+            Vocabulary.load(tmp_path / "vocabulary.txt")
 
 
 def test_lookup_maps_unknown_tokens_to_unk_and_inverts_padding_to_empty():
