@@ -44,11 +44,6 @@ def watching():
         _requested = False
 
 
-def requested():
-    """Whether a Ctrl-C came while `watching` was on."""
-    return _requested
-
-
 def check():
     """Raises `KeyboardInterrupt` if a Ctrl-C came while `watching` was on: again, where Python
     dropped the first one."""

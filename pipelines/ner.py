@@ -269,12 +269,11 @@ class EntityF1EarlyStopping(keras.callbacks.Callback):
     the validation split has no entity, whose F1 is undefined: the loss alone decides). Training
     stops when for `patience` epochs neither the F1 nor the validation loss has improved, and
     the weights of the epoch with the best F1 (`best_epoch`; of equal F1s, the lower validation
-    loss) are restored. The F1 chooses the
-    epoch because it is the figure the run reports, and the loss does not track it well (with
-    nearly every token O, the loss keeps improving on O tokens while the entity F1 stalls, or
-    the reverse). The loss keeps training going while the F1 cannot show progress yet: a tagger
-    first predicts O nearly everywhere, with an F1 of 0 or of a few lucky guesses, for a number
-    of epochs that depends on the data's size.
+    loss) are restored. The F1 chooses the epoch because it is the figure the run reports, and
+    the loss does not track it well (with nearly every token O, the loss keeps improving on O
+    tokens while the entity F1 stalls, or the reverse). The loss keeps training going while the
+    F1 cannot show progress yet: a tagger first predicts O nearly everywhere, with an F1 of 0 or
+    of a few lucky guesses, for a number of epochs that depends on the data's size.
 
     Args:
         vocabulary: the run's `TaggingVocabulary`.
