@@ -343,7 +343,8 @@ def test_folder_with_one_class(tmp_path):
 def test_empty_table(tmp_path, name):
     path = write(tmp_path / name, "" if name == "empty.csv" else "\n \n")
     # A file of blank lines was "empty" too.
-    what = "the file is empty" if name == "empty.csv" else f"the file holds only blank lines and white space (3 characters)"
+    what = ("the file is empty" if name == "empty.csv"
+            else "the file holds only blank lines and white space (3 characters)")
     with pytest.raises(DataError, match=re.escape(f"{path}: {what}; expected a header line "
                                                   "naming the columns 'text' and 'label'")):
         read_table(path)
@@ -368,11 +369,13 @@ def test_empty_line_file_and_empty_example_file(tmp_path):
     write(tmp_path / "lines" / "r.pos", "good\n")
     empty = write(tmp_path / "lines" / "r.neg", "\n\n")
     with pytest.raises(DataError, match=re.escape(
-        f"{empty}: the file holds only blank lines and white space (2 characters); expected one example per line"
+        f"{empty}: the file holds only blank lines and white space (2 characters); expected "
+        "one example per line"
     )):
         read_labelled(tmp_path / "lines")
     make_class_folders(tmp_path / "folders", {"pos": ["good"], "neg": ["  \n"]})
-    with pytest.raises(DataError, match=r"0_neg\.txt: the file holds only blank lines and white space \(3 characters\); "
+    with pytest.raises(DataError, match=r"0_neg\.txt: the file holds only blank lines and "
+                                        r"white space \(3 characters\); "
                                         r"expected the text of one example"):
         read_labelled(tmp_path / "folders")
 

@@ -321,7 +321,8 @@ def test_missing_file(tmp_path):
 
 def test_empty_file(tmp_path):
     path = write(tmp_path, "\ufeff\n\n \t\n")
-    with pytest.raises(DataError, match=re.escape(f"{path}: the file holds only blank lines and white space (5 characters)")):
+    with pytest.raises(DataError, match=re.escape(f"{path}: the file holds only blank lines "
+                                                  "and white space (5 characters)")):
         read_conll(path)
     path.write_text("")
     with pytest.raises(DataError, match=re.escape(f"{path}: the file is empty; expected")):

@@ -162,7 +162,8 @@ def test_missing_empty_and_undecodable_files_are_errors(tmp_path):
     with pytest.raises(DataError, match=re.escape(f"{tmp_path / 'nope.txt'}: file not found")):
         read_aligned(tmp_path / "nope.txt", good)
     empty = write(tmp_path / "empty.txt", "\n \n")
-    with pytest.raises(DataError, match=r"empty.txt: the file holds only blank lines and white space \(3 characters\); expected one "
+    with pytest.raises(DataError, match=r"empty.txt: the file holds only blank lines and white "
+                                        r"space \(3 characters\); expected one "
                                         r"sentence"):
         read_aligned(good, empty)
     latin = write(tmp_path / "latin.txt", "One.\nZwei Männer.\n", encoding="latin-1")
