@@ -208,6 +208,16 @@ class TimeseriesConfig(TrainConfig):
                        "num_heads", "ff_dim", "season", "auto_folds", "holdout")
         check_at_least(self, 0, "backtest")
         check_distinct(self, "target", "features", "categorical", "time_column")
+        stamps = [self.time_column] if isinstance(self.time_column, str) else (
+            self.time_column or [])
+        targets = [self.target] if isinstance(self.target, str) else (self.target or [])
+        forecast_stamps = [name for name in targets if name in stamps]
+        if forecast_stamps:
+            # Numeric stamps (Unix seconds) were forecast, and predict then failed to write
+            # them beside their own column.
+            raise ValueError(f"the time column {forecast_stamps[0]!r} cannot be forecast too: "
+                             "a target is a column of values. Received: "
+                             f"time_column={self.time_column}, target={self.target}")
         both = [name for name in self.categorical if name in (self.target or [])]
         if both:
             raise ValueError(f"categorical columns are one-hot inputs, never forecast: "

@@ -75,6 +75,10 @@ def test_bad_settings_raise_usage_errors(file_values, flags, message):
         ({}, {"categorical": ["d", "d"]}, r"categorical must name each column once; 'd'"),
         ({}, {"target": ["a"], "categorical": ["a"]},
          r"categorical columns are one-hot inputs, never forecast: 'a' is a target too"),
+        # Numeric stamps (Unix seconds) as the target: trained, then predict's traceback.
+        ({}, {"target": ["t"], "time_column": ["t"]},
+         r"the time column 't' cannot be forecast too: a target is a column of values"),
+        ({"time_column": "t", "target": "t"}, {}, r"the time column 't' cannot be forecast"),
     ],
 )
 def test_a_timeseries_column_named_twice_or_in_two_roles_is_refused(file_values, flags, message):
