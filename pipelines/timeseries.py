@@ -93,6 +93,7 @@ from seqlab.pipelines.timeseries_members import (
     linear_backtest,
     member_forecasts,
     neural_backtest,
+    neural_backtest_gap,
     plan_backtest,
 )
 
@@ -573,7 +574,7 @@ def save_forecast_plot(path, time_values, actual, forecast, target, horizon, tim
     figure, axis = plt.subplots(figsize=(9, 4))
     axis.plot(time_values, actual[:, 0, 0], label="actual", color="black", linewidth=1.2)
     axis.plot(time_values, forecast[:, 0, 0], label="forecast, 1 step ahead")
-    if horizon > 1:
+    if 1 < horizon <= len(time_values):  # a test split shorter than one horizon has none
         shifted = np.full(len(time_values), np.nan)
         shifted[horizon - 1:] = forecast[: len(time_values) - horizon + 1, -1, 0]
         axis.plot(time_values, shifted, label=f"forecast, {horizon} steps ahead", alpha=0.8)
@@ -962,9 +963,8 @@ class TimeseriesPipeline(Pipeline):
         forecasts = dict(servable)
         neural_windows = backtest_windows(config, schema, values, plan)
         if neural_windows is None:
-            prepared.notes.append(
-                f"model auto: the {model.kind} is left out, as fewer than 20 windows lie "
-                f"before the backtest (rows {plan.region_start}..)")
+            prepared.notes.append(f"model auto: the {model.kind} is left out, as "
+                                  f"{neural_backtest_gap(config, plan)}")
         else:
             neural_config = dataclasses.replace(config, model=AUTO_NEURAL_KIND)
             forecasts[AUTO_NEURAL_KIND] = neural_backtest(

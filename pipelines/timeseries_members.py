@@ -349,15 +349,29 @@ def target_features(schema):
     return [features.index(t) if t in features else None for t in schema.targets]
 
 
+def neural_backtest_gap(config, plan):
+    """Why the network cannot be trained on the rows before the backtest region, or None:
+    fewer than `MIN_NEURAL_WINDOWS` windows there, or a validation part shorter than one
+    horizon (a 12-month horizon on 120 monthly rows failed after the run's whole training)."""
+    fit_rows = plan.region_start
+    if fit_rows - config.lookback - config.horizon + 1 < MIN_NEURAL_WINDOWS:
+        return (f"fewer than {MIN_NEURAL_WINDOWS} windows lie before the backtest (rows "
+                f"{plan.region_start}..)")
+    val_rows = int(round(fit_rows * config.val_fraction))
+    if 0 < val_rows < config.horizon:
+        return (f"the {val_rows} validation rows before the backtest (rows {plan.region_start}..) "
+                f"hold less than one horizon ({config.horizon})")
+    return None
+
+
 def backtest_windows(config, schema, values, plan):
     """A `WindowGenerator` over the rows before the test split whose test windows are the
     backtest origins' and whose training and validation windows lie before the region (the
-    network's backtest training), or None when fewer than `MIN_NEURAL_WINDOWS` fit there."""
+    network's backtest training), or None where `neural_backtest_gap` says why it cannot be."""
+    if neural_backtest_gap(config, plan) is not None:
+        return None
     rows = plan.region_end
     fit_rows = plan.region_start
-    windows_before = fit_rows - config.lookback - config.horizon + 1
-    if windows_before < MIN_NEURAL_WINDOWS:
-        return None
     val_rows = int(round(fit_rows * config.val_fraction))
     return WindowGenerator(
         values.iloc[:rows], split_targets=True, lookback=config.lookback,

@@ -39,6 +39,12 @@ def test_the_forecast_plot_labels_its_time_axis(tmp_path, monkeypatch):
     (first,), (default,) = [figure.axes for figure, _ in figures]
     assert labels(first) == ("month", "sales")
     assert labels(default) == ("time", "sales")
+    # A test split of fewer rows than the horizon has no h-step line (a broadcast error ended
+    # a whole run there).
+    short = actual[:3].repeat(6, axis=1)
+    save_forecast_plot(tmp_path / "short.png", np.arange(3), short, short, "sales", horizon=12)
+    assert [line.get_label() for line in figures[-1][0].axes[0].get_lines()] == [
+        "actual", "forecast, 1 step ahead"]
 
 
 def test_the_confusion_plot_labels_its_axes(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from seqlab.pipelines.timeseries_members import (
     ForecastMembers,
     classical_backtest,
     linear_backtest,
+    neural_backtest_gap,
     plan_backtest,
 )
 from seqlab.models.forecasting.selection import Selection
@@ -111,3 +112,20 @@ def test_members_json_is_validated_on_load():
     for bad in ([[1.0], [2.0, 3.0]], [[float("nan")]], [["1"]], [], [[True]]):
         with pytest.raises(ValueError, match="field 'history_start' must be null or rows"):
             ForecastMembers.from_dict({**members.to_dict(), "history_start": bad})
+
+
+def test_the_network_is_left_out_of_a_backtest_whose_validation_rows_hold_no_horizon():
+    # 120 monthly rows with --horizon 12: the network's backtest training had 10 validation
+    # rows, and the run failed after its whole training ("must hold one horizon = 12").
+    import types
+
+    plan = plan_backtest(pre_test_rows=102, test_rows=18, lookback=24, horizon=12, season=12,
+                         folds=3)
+    config = types.SimpleNamespace(lookback=24, horizon=12, val_fraction=0.15)
+    assert neural_backtest_gap(config, plan) == (
+        f"the {round(plan.region_start * 0.15)} validation rows before the backtest (rows "
+        f"{plan.region_start}..) hold less than one horizon (12)")
+    assert neural_backtest_gap(types.SimpleNamespace(lookback=24, horizon=12, val_fraction=0.2),
+                               plan) is None
+    short = types.SimpleNamespace(lookback=plan.region_start - 30, horizon=12, val_fraction=0.2)
+    assert neural_backtest_gap(short, plan).startswith("fewer than 20 windows lie before")
