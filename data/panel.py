@@ -544,31 +544,38 @@ def _find_gaps(parts, kind):
 _MIDNIGHT_OFFSET = np.timedelta64(3, "h")
 
 
-def stamp_gaps(time, usual=None, business_days=None):
+def stamp_gaps(time, usual=None, business_days=None, calendar=None):
     """`(missing stamps, notes)` of one series' increasing time stamps `time` (datetime64 or
     numbers): a step of k `usual` steps (default: the series' most common) leaves k - 1
     stamps missing; a step not close to a whole number of them is irregular. Business days
-    (default: every stamp a weekday's midnight, a day apart as a rule): a weekend is no gap."""
+    (default: every stamp a weekday's midnight, a day apart as a rule): a weekend is no gap.
+    `calendar`: a pandas frequency of steps of unequal length ("QS", "MS") on which every
+    stamp lies: steps are counted in it (quarters of 90 to 92 days were called irregular)."""
     step = np.diff(time)
     if not step.size:
         return 0, []
-    if usual is None:
+    if calendar is not None:
+        grid = pd.date_range(time[0], time[-1], freq=calendar)
+        ratio = np.diff(grid.get_indexer(time)).astype("float64")
+        usual = None
+    elif usual is None:
         values, counts = np.unique(step, return_counts=True)
         usual = values[np.argmax(counts)]
         if 2 * counts.max() < step.size:  # no usual step to count missing ones in
             return 0, [f"irregular time stamps: the most common step, {_duration(usual)}, is "
                        f"{counts.max()} of the {step.size}"]
-    dated = np.issubdtype(time.dtype, np.datetime64)
-    # Days as the nearest midnight: local midnights read as UTC times lie hours off one.
-    days = (time + np.timedelta64(12, "h")).astype("datetime64[D]") if dated else None
-    if business_days is None:
-        business_days = dated and bool(
-            np.all(np.abs(time - days.astype(time.dtype)) <= _MIDNIGHT_OFFSET)
-            and np.all(np.is_busday(days)))
-    if business_days and usual == np.timedelta64(1, "D"):  # dated: days is set
-        ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
-    else:
-        ratio = step / usual
+    if calendar is None:
+        dated = np.issubdtype(time.dtype, np.datetime64)
+        # Days as the nearest midnight: local midnights read as UTC times lie hours off one.
+        days = (time + np.timedelta64(12, "h")).astype("datetime64[D]") if dated else None
+        if business_days is None:
+            business_days = dated and bool(
+                np.all(np.abs(time - days.astype(time.dtype)) <= _MIDNIGHT_OFFSET)
+                and np.all(np.is_busday(days)))
+        if business_days and usual == np.timedelta64(1, "D"):  # dated: days is set
+            ratio = np.busday_count(days[:-1], days[1:]).astype("float64")
+        else:
+            ratio = step / usual
     whole = np.round(ratio)
     missing = int(np.sum(np.maximum(whole - 1, 0)))
     irregular = np.flatnonzero(np.abs(ratio - whole) > _STEP_TOLERANCE)

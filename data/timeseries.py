@@ -1932,9 +1932,16 @@ def _gap_notes(time):
     from seqlab.data.panel import stamp_gaps
 
     time = time.to_numpy()
-    if not (np.issubdtype(time.dtype, np.datetime64) or np.issubdtype(time.dtype, np.number)):
+    calendar = None
+    if np.issubdtype(time.dtype, np.datetime64):
+        frequency = calendar_frequency(time)
+        if frequency is not None and not isinstance(pd.tseries.frequencies.to_offset(frequency),
+                                                    pd.offsets.Tick):
+            calendar = frequency  # months, quarters, years, business days: unequal steps
+    elif not np.issubdtype(time.dtype, np.number):
         return []
-    return [f"{note} (rows are read one step apart)" for note in stamp_gaps(time)[1]]
+    return [f"{note} (rows are read one step apart)"
+            for note in stamp_gaps(time, calendar=calendar)[1]]
 
 
 # `calendar_frequency`: the stretches of this many stamps in which it looks for a frequency

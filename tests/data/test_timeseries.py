@@ -540,6 +540,14 @@ def test_missing_time_stamps_of_one_series_are_noted_as_many_series_note_them(tm
                             "filled (rows are read one step apart)"]
     _, whole = prepared(tmp_path, _dated(months))
     assert whole.notes == []
+    # Quarters (steps of 90 to 92 days, the most common one half of them) were "irregular";
+    # they are counted in the calendar's quarters, as months are.
+    for frequency in ("QS", "QE", "YS"):
+        stamps = [str(d.date()) for d in pd.date_range("2000-01-01", periods=40, freq=frequency)]
+        assert prepared(tmp_path, _dated(stamps))[1].notes == [], frequency
+        assert prepared(tmp_path, _dated(stamps[:20] + stamps[22:]))[1].notes == [
+            f"2 missing time stamps (gaps; the first after {stamps[19]}); not filled (rows "
+            "are read one step apart)"], frequency
     # Business days: a weekend is no gap, a holiday is one.
     days = [str(d.date()) for d in pd.bdate_range("2024-01-01", periods=20)]
     assert prepared(tmp_path, _dated(days))[1].notes == []
