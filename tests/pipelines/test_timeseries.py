@@ -1271,3 +1271,24 @@ def test_data_not_starting_as_the_training_data_is_refused_where_classical_membe
     assert not {"ets", "arima", "theta"} & set(scored.metrics) and "naive" in scored.metrics
     assert "the classical baselines (ETS, ARIMA, Theta) are left out" in scored.summary
     assert {"ets", "arima", "theta"} <= set(evaluate(run, data=str(extended)).metrics)
+
+
+def test_a_forecast_far_outside_the_history_is_noted_as_diverged():
+    # A spike of 1e7 in a series of about 150 let the linear member forecast -4.7e9 once it
+    # entered its window; the mean of the pool followed, and the summary said nothing.
+    from seqlab.pipelines.timeseries import divergence_note
+
+    history = np.column_stack([np.linspace(90, 150, 100), np.full(100, 5.0)])
+    steady = history[-4:].reshape(4, 1, 2) + 1.0
+    assert divergence_note(steady, history, ["sales", "price"]) is None
+    # A constant history has no range: a forecast near it is no divergence.
+    assert divergence_note(steady[:, :, 1:] + 30.0, history[:, 1:], ["price"]) is None
+    diverged = steady.copy()
+    diverged[2, 0, 0] = -4.7e9
+    members = {"linear": {"test_rmse": 6.1e11}, "ets": {"test_rmse": 90.8},
+               "gru": {"test_rmse": None}}
+    assert divergence_note(diverged, history, ["sales", "price"], members) == (
+        "the test forecasts of sales reach -4.7e+09, far outside the values before the test "
+        "split (90 to 150): the model diverged (an outlying value in a member's window can make "
+        "it do so); the member with the largest test RMSE: linear (6.1e+11); check the data for "
+        "outliers")
