@@ -28,19 +28,21 @@ def _on_interrupt(signum, frame):
 def watching():
     """Within it, a Ctrl-C raises `KeyboardInterrupt` as Python's own handler does and is also
     remembered for `check`. Installed only in the main thread and only over Python's default
-    handler (a program that set its own, or ignores Ctrl-C, keeps it); the flag is cleared on
-    entry and exit, so one call of the command line never sees another's interrupt."""
+    handler (a program that set its own, or ignores Ctrl-C, keeps it; a call in another thread
+    changes nothing); the flag is cleared on entry and exit, so one call of the command line
+    never sees another's interrupt."""
     global _requested
     own = (threading.current_thread() is threading.main_thread()
            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if not own:
+        yield
+        return
     _requested = False
-    if own:
-        signal.signal(signal.SIGINT, _on_interrupt)
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         yield
     finally:
-        if own:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         _requested = False
 
 
