@@ -554,17 +554,16 @@ def stamp_gaps(time, usual=None, business_days=None, calendar=None):
     step = np.diff(time)
     if not step.size:
         return 0, []
-    if calendar is not None:
+    if calendar is not None:  # every stamp on the calendar: its steps are whole
         grid = pd.date_range(time[0], time[-1], freq=calendar)
         ratio = np.diff(grid.get_indexer(time)).astype("float64")
-        usual = None
-    elif usual is None:
-        values, counts = np.unique(step, return_counts=True)
-        usual = values[np.argmax(counts)]
-        if 2 * counts.max() < step.size:  # no usual step to count missing ones in
-            return 0, [f"irregular time stamps: the most common step, {_duration(usual)}, is "
-                       f"{counts.max()} of the {step.size}"]
-    if calendar is None:
+    else:
+        if usual is None:
+            values, counts = np.unique(step, return_counts=True)
+            usual = values[np.argmax(counts)]
+            if 2 * counts.max() < step.size:  # no usual step to count missing ones in
+                return 0, [f"irregular time stamps: the most common step, {_duration(usual)}, "
+                           f"is {counts.max()} of the {step.size}"]
         dated = np.issubdtype(time.dtype, np.datetime64)
         # Days as the nearest midnight: local midnights read as UTC times lie hours off one.
         days = (time + np.timedelta64(12, "h")).astype("datetime64[D]") if dated else None

@@ -130,7 +130,7 @@ class Vocabulary:
 
     def __init__(self, tokens):
         tokens = list(tokens)
-        reserved = [t for t in tokens if t in self.RESERVED or not t or t != t.strip()]
+        reserved = [t for t in tokens if not self.can_be_token(t)]
         if reserved:
             raise ValueError(
                 f"vocabulary tokens must be non-empty, without surrounding whitespace and not "
@@ -139,6 +139,12 @@ class Vocabulary:
         if len(set(tokens)) != len(tokens):
             raise ValueError("vocabulary tokens must be unique")
         self.tokens = list(self.RESERVED) + tokens
+
+    @classmethod
+    def can_be_token(cls, text):
+        """Whether `text` may be a token of the vocabulary: not empty, without surrounding
+        white space, not a reserved token."""
+        return bool(text) and text == text.strip() and text not in cls.RESERVED
 
     def __len__(self):
         return len(self.tokens)
@@ -184,7 +190,7 @@ class Vocabulary:
         tokens = decode_utf8(Path(path).read_bytes(), path).splitlines()
         lines = {}
         for number, token in enumerate(tokens, start=1):
-            if token in cls.RESERVED or not token or token != token.strip():
+            if not cls.can_be_token(token):
                 raise DataError(
                     f"{token!r} cannot be a token; expected one token per line, without "
                     f"surrounding white space and not {', '.join(map(repr, cls.RESERVED[1:]))} "

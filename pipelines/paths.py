@@ -103,12 +103,12 @@ def read_json(path):
         raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
     try:
         return json.loads(text, object_pairs_hook=record, parse_constant=refuse_constant)
+    except UsageError:  # refuse_constant's
+        raise
     except json.JSONDecodeError as error:
         raise UsageError(f"{path}: not complete JSON ({error.msg} at line {error.lineno} column "
                          f"{error.colno}); the file was edited or damaged") from None
     except (ValueError, RecursionError) as error:  # a 5,000-digit number, [[[[... 100,000 deep
-        if isinstance(error, UsageError):
-            raise
         raise UsageError(f"{path}: not JSON that can be read ({parse_failure(error)}); the file "
                          "was edited or damaged") from None
 

@@ -1001,14 +1001,14 @@ class TimeseriesPipeline(Pipeline):
                 members.selection = Selection(tuple(servable), {}, {}, 0)
             return
         forecasts = dict(servable)
-        neural_windows = backtest_windows(config, schema, values, plan)
-        if neural_windows is None:
-            prepared.notes.append(f"model auto: the {model.kind} is left out, as "
-                                  f"{neural_backtest_gap(config, plan)}")
+        gap = neural_backtest_gap(config, plan)
+        if gap is not None:
+            prepared.notes.append(f"model auto: the {model.kind} is left out, as {gap}")
         else:
             neural_config = dataclasses.replace(config, model=AUTO_NEURAL_KIND)
             forecasts[AUTO_NEURAL_KIND] = neural_backtest(
-                lambda: build_model(neural_config, schema), neural_windows, plan, schema,
+                lambda: build_model(neural_config, schema),
+                backtest_windows(config, schema, values, plan), plan, schema,
                 values, config.lookback,
                 lambda network, windows: fit_quietly(
                     network, windows, config.epochs,

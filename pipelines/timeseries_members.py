@@ -367,9 +367,7 @@ def neural_backtest_gap(config, plan):
 def backtest_windows(config, schema, values, plan):
     """A `WindowGenerator` over the rows before the test split whose test windows are the
     backtest origins' and whose training and validation windows lie before the region (the
-    network's backtest training), or None where `neural_backtest_gap` says why it cannot be."""
-    if neural_backtest_gap(config, plan) is not None:
-        return None
+    network's backtest training); only where `neural_backtest_gap` finds none."""
     rows = plan.region_end
     fit_rows = plan.region_start
     val_rows = int(round(fit_rows * config.val_fraction))

@@ -208,10 +208,8 @@ class TimeseriesConfig(TrainConfig):
                        "num_heads", "ff_dim", "season", "auto_folds", "holdout")
         check_at_least(self, 0, "backtest")
         check_distinct(self, "target", "features", "categorical", "time_column")
-        stamps = [self.time_column] if isinstance(self.time_column, str) else (
-            self.time_column or [])
-        targets = [self.target] if isinstance(self.target, str) else (self.target or [])
-        forecast_stamps = [name for name in targets if name in stamps]
+        forecast_stamps = [name for name in _names(self.target)
+                           if name in _names(self.time_column)]
         if forecast_stamps:
             # Numeric stamps (Unix seconds) were forecast, and predict then failed to write
             # them beside their own column.
@@ -230,6 +228,12 @@ class TimeseriesConfig(TrainConfig):
                 "units (the transformer's width) must be a multiple of num_heads. Received: "
                 f"units={self.units}, num_heads={self.num_heads}"
             )
+
+
+
+def _names(value):
+    """A list setting's names: a config file may give one name as a string; None is none."""
+    return [value] if isinstance(value, str) else list(value or [])
 
 
 CARD = TaskCard(
