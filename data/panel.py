@@ -167,7 +167,7 @@ class Panel:
 
 
 def read_panel(path, id_column=None, time_column=None, target=None, min_length=1,
-               find_time=False):
+               find_time=False, time_flag="--time-column"):
     """Reads many series from a long CSV table, or from a folder of CSV files.
 
     Args:
@@ -186,6 +186,8 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
             columns) whose values are dates (`is_date_column`) as the time column, with a
             note; two such columns are refused. Rows would otherwise be read in file order,
             their dates dropped.
+        time_flag: how the messages tell the user to name another time column (the command
+            line's flag); None where the time column cannot be named (a run's predict).
 
     Returns:
         A `Panel`.
@@ -224,7 +226,8 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
                 raise DataError(f"{stems[file.stem].name} and {file.name} would both be series "
                                 f"{file.stem!r}; expected one file per series name", path=path)
             stems[file.stem] = file
-        tables = [_read_table(file, None, time_column, target, find_time) for file in files]
+        tables = [_read_table(file, None, time_column, target, find_time, time_flag)
+                  for file in files]
         others = sorted(p.name for p in path.iterdir() if p not in files
                         and not p.name.startswith("."))
         targets = sorted({table["target"] for table in tables})
@@ -235,8 +238,9 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
             listed = "; ".join(f"{kind}: {_listed(names)}" for kind, names in by_kind.items())
             from seqlab.data.timeseries import DATE_SHARE  # loaded by _read_table already
 
+            without = f"without {time_flag} " if time_flag else ""
             hint = "" if time_column is not None else (
-                f" (without --time-column a file's column counts as its time stamps where "
+                f" ({without}a file's column counts as its time stamps where "
                 f"{DATE_SHARE:.0%} of its cells are dates)")
             raise DataError(
                 f"the files' time columns differ in kind ({listed}); expected dates in every "
@@ -248,7 +252,7 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         found = sorted({table["time_column"] for table in tables if table["time_note"]})
         notes = ([f"{path}: time column {', '.join(map(repr, found))}: its values are dates, "
                   f"in {sum(bool(table['time_note']) for table in tables)} of the "
-                  f"{len(tables)} files (--time-column names another)"] if found else [])
+                  f"{len(tables)} files{_names_another(time_flag)}"] if found else [])
         notes += [note for table in tables for note in table["notes"]]
         if others:  # said, not skipped silently
             notes.append(f"{path}: read the {len(files)} .csv files only, not "
@@ -267,7 +271,7 @@ def read_panel(path, id_column=None, time_column=None, target=None, min_length=1
         kind, target_name = tables[0]["kind"], targets[0] if len(targets) == 1 else None
         time_found = tables[0]["time_column"]
     else:
-        table = _read_table(path, id_column, time_column, target, find_time)
+        table = _read_table(path, id_column, time_column, target, find_time, time_flag)
         parts = table["series"]
         notes = [*([table["time_note"]] if table["time_note"] else []), *table["notes"]]
         if table["unread"]:  # said, not dropped silently
@@ -315,7 +319,13 @@ def _lines(lines):
     return listed((int(line) for line in lines), _SHOWN)
 
 
-def _read_table(path, id_column, time_column, target, find_time=False):
+def _names_another(time_flag):
+    """The note's advice after a time column found: `time_flag` names another."""
+    return f" ({time_flag} names another)" if time_flag else ""
+
+
+def _read_table(path, id_column, time_column, target, find_time=False,
+                time_flag="--time-column"):
     """One CSV file's series: `{"series": [{"id", "values", "time"}], "notes", "kind",
     "target", "time_column"}` (see `read_panel`)."""
     # Imported here: data.timeseries loads TensorFlow, which M4's reader does not need.
@@ -346,11 +356,12 @@ def _read_table(path, id_column, time_column, target, find_time=False):
                  if c not in (id_column, target) and is_date_column(frame[c])]
         if len(dated) > 1:
             raise DataError(f"the columns {', '.join(map(repr, dated))} all hold dates; "
-                            "expected one time column: name it with --time-column", path=path)
+                            "expected one time column"
+                            + (f": name it with {time_flag}" if time_flag else ""), path=path)
         if dated:
             time_column, found = dated[0], True
-    time_note = (f"{path}: time column {time_column!r}: its values are dates (--time-column "
-                 "names another)") if found else None
+    time_note = (f"{path}: time column {time_column!r}: its values are dates"
+                 f"{_names_another(time_flag)}") if found else None
     if target is None:
         others = [c for c in frame.columns if c not in (id_column, time_column)]
         # Mostly numbers counts as numeric, so that a typo is reported at its line (by
@@ -380,8 +391,9 @@ def _read_table(path, id_column, time_column, target, find_time=False):
     except DataError as error:
         if not found:
             raise
+        advice = f": name another with {time_flag}" if time_flag else ""
         raise DataError(f"{error.message} (the time column {time_column!r} was taken for its "
-                        "dates: name another with --time-column)", path=error.path,
+                        f"dates{advice})", path=error.path,
                         line=error.line) from error
     # Series in the order of their first row; rows grouped by series, then sorted by time
     # (stable, so without a time column each series keeps its rows' order).

@@ -310,18 +310,25 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         raise UsageError("many series are forecast from their own past values only; "
                          "--features and --categorical are for one series")
     path = resolve_path(data)
-    if horizon is None and config.id_column is None and path.is_file():
+    if config.id_column is None and path.is_file():
         found = find_id_column_in_file(path, config.time_column[0] if config.time_column
                                        else None)
-        if found is not None:
+        if found is not None and horizon is None:
             raise found.refusal(path)
+        if found is not None and not found.ambiguous:  # evaluate, predict: no flag to add
+            raise DataError(f"{found.describe()}; the run was trained without an id column "
+                            "(one series per file), so it would read them end to end as one "
+                            "series: expected a file of one series, or a folder of them",
+                            path=path)
     # Without --time-column, a column of dates is found and read as the time column, in
     # training (no run's horizon yet) and for a run that read dates; not for a run that read
     # steps (saved before seqlab looked for one: it forecasts as it did).
     panel = read_panel(path, config.id_column,
                        config.time_column[0] if config.time_column else None,
                        config.target[0] if config.target else target,
-                       find_time=horizon is None or time_kind == "dates")
+                       find_time=horizon is None or time_kind == "dates",
+                       # evaluate, predict: the run's settings stand; no flag names another
+                       time_flag="--time-column" if horizon is None else None)
     if time_kind is not None and panel.time_kind != time_kind:
         raise DataError(f"the run was trained on series whose time stamps are {time_kind}; "
                         f"these are {panel.time_kind}: expected {time_kind}, as the run's "

@@ -254,6 +254,10 @@ def test_a_column_of_dates_is_found_as_the_time_column_when_none_is_named(tmp_pa
     with pytest.raises(DataError, match=r"twice.*\(the time column 'date' was taken for its "
                                         r"dates: name another with --time-column\)"):
         read_panel(write(tmp_path, "twice.csv", text), "id", find_time=True)
+    # A run's predict has no flag to name another: the advice is left out, not a wrong flag.
+    with pytest.raises(DataError, match=r"twice.*\(the time column 'date' was taken for its "
+                                        r"dates\)$"):
+        read_panel(tmp_path / "twice.csv", "id", find_time=True, time_flag=None)
     # A folder's files each find theirs.
     folder = tmp_path / "series"
     folder.mkdir()

@@ -587,6 +587,36 @@ def test_a_table_of_dates_without_a_time_column_named_is_read_in_date_order(tmp_
     assert list(pd.read_csv(tmp_path / "old.csv").columns) == ["item", "step", "forecast"]
 
 
+def test_a_folder_runs_new_data_is_refused_without_naming_flags_predict_lacks(tmp_path, capsys):
+    """A run trained on a folder (one series per file, no id column) given a long table read
+    it as one series and blamed the repeated dates, advising `--time-column`, which predict
+    does not take; the table's id column is now named, and no train flag is advised."""
+    frame = write_long_table(tmp_path / "long.csv", short=False)
+    dated = frame.assign(t=pd.Timestamp("2020-01-01") + pd.to_timedelta(frame["t"], unit="D"))
+    folder = tmp_path / "series"
+    folder.mkdir()
+    for series_id, rows in dated.groupby("item"):
+        rows[["t", "sales"]].to_csv(folder / f"{series_id}.csv", index=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(folder), "--holdout", str(HOLDOUT),
+                 "--season", str(SEASON), "--model", "nbeats", "--out", str(out), *TINY]) == 0
+    dated.to_csv(tmp_path / "long_dated.csv", index=False)
+    for action in ("predict", "evaluate"):
+        capsys.readouterr()
+        assert main(["timeseries", action, "--run", str(out), "--data",
+                     str(tmp_path / "long_dated.csv")]) == 2
+        error = capsys.readouterr().err
+        assert "3 series named by column 'item'" in error
+        assert "the run was trained without an id column" in error and "--" not in error
+    # One series' file with a date twice: the fault, without a flag predict lacks.
+    rows = dated[dated["item"] == "s0"][["t", "sales"]]
+    pd.concat([rows, rows.iloc[:1]]).to_csv(tmp_path / "twice.csv", index=False)
+    assert main(["timeseries", "predict", "--run", str(out), "--data",
+                 str(tmp_path / "twice.csv")]) == 2
+    error = capsys.readouterr().err
+    assert "was taken for its dates)" in error and "--time-column" not in error
+
+
 def test_a_series_of_one_or_two_stamps_continues_with_the_longest_series_frequency():
     months = pd.date_range("2021-01-01", periods=12, freq="MS").to_numpy()
     one = panel_module._stamps(months[:1], 1, 2, reference=months)
