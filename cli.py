@@ -272,6 +272,8 @@ def _datasets_command(parser, values):
         print(f"{PROG} {DATASETS} {action}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        print(f"\n{PROG} {DATASETS} {action}: interrupted; nothing of the unfinished file was "
+              "kept", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(text)
     return 0

@@ -18,14 +18,18 @@ list` is fast):
 - Nothing half-written is ever trusted: a file is written to a hidden temporary name in its
   final folder and renamed into place only once complete and checked, and an archive is
   extracted into a hidden temporary folder that is renamed into place. So a name counts as
-  downloaded exactly when its final files exist. A failed download, a wrong checksum or Ctrl-C
-  removes the temporary file; a killed process may leave a hidden `.*.part` file or
-  `.*.unpacking` folder, which no run reads and the next download of that folder removes once
-  it is a day old. Two processes downloading the same name at once each write their own
-  temporary files; the renames replace identical content, so the last one wins harmlessly.
+  downloaded exactly when its final files exist, as they were: each use checks a file's size
+  and an extracted folder's file count and total size (kept in a hidden
+  `.<folder>.manifest.json` beside it when extracted) and refuses one changed since. A failed
+  download, a wrong checksum or Ctrl-C removes the temporary file; a killed process may leave
+  a hidden `.*.part` file or `.*.unpacking` folder, which no run reads and the next download
+  of that folder removes once it is a day old. Two processes downloading the same name at
+  once each write their own temporary files; the renames replace identical content, so the
+  last one wins harmlessly.
 - `SEQLAB_DATA_MIRROR=URL` fetches `URL/<name>/<file name at its origin>` instead of the
   origin (`URL/glove.6B/glove.6B.zip` for the GloVe names), for machines without internet
-  access and for tests. The checksums apply to mirrored files alike.
+  access and for tests (a folder's path stands for its file:// URL). The checksums apply to
+  mirrored files alike.
 
 Choices of origin, where there were several:
 
@@ -49,7 +53,9 @@ Choices of origin, where there were several:
 import dataclasses
 import gzip
 import hashlib
+import http.client
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -75,6 +81,7 @@ STALE_SECONDS = 24 * 3600
 _CHUNK_BYTES = 1 << 16
 _PART_SUFFIX = ".part"
 _UNPACKING_SUFFIX = ".unpacking"
+_MANIFEST_SUFFIX = ".manifest.json"  # beside an extracted folder: what the archive held
 
 
 @dataclasses.dataclass(frozen=True)
@@ -503,21 +510,59 @@ def _local_path(data_set):
 
 
 def is_downloaded(name):
-    """Whether every file `name`'s task reads is in the cache (always true of embedded sets)."""
+    """Whether every file `name`'s task reads is in the cache as it was downloaded (always
+    true of embedded sets): a file or extracted folder changed since (`cache_fault`) is not."""
     data_set = get(name)
     if data_set.embedded:
         return True
+    return _all_cached(data_set) and cache_fault(name) is None
+
+
+def _all_cached(data_set):
     folder = _folder(data_set)
     return all((folder / remote.product).exists() for remote in data_set.files)
+
+
+def cache_fault(name):
+    """The `DataError` naming the first of `name`'s cached files or extracted folders changed
+    since its download (another size; a folder holding other files than its archive had), or
+    None. Sizes and file counts only: hashing every use would cost seconds on the large sets,
+    and a download checks both."""
+    data_set = get(name)
+    if data_set.embedded:
+        return None
+    folder = _folder(data_set)
+    for remote in data_set.files:
+        try:
+            _check_cached(folder / remote.product, remote, name)
+        except DataError as error:
+            return error
+    return None
 
 
 def mirror_url(data_set, remote):
     """Where `remote` is fetched from: `$SEQLAB_DATA_MIRROR/<folder>/<file name>`, or its
     origin when no mirror is set."""
-    mirror = os.environ.get(MIRROR_VARIABLE)
+    mirror = _mirror()
     if not mirror:
         return remote.url
     return f"{mirror.rstrip('/')}/{data_set.cache_folder}/{remote.file_name}"
+
+
+def _mirror():
+    """`$SEQLAB_DATA_MIRROR` as a URL (None where unset): a folder's path is its file:// URL.
+
+    Raises:
+        DataError: neither a URL nor an existing folder.
+    """
+    mirror = os.environ.get(MIRROR_VARIABLE)
+    if not mirror or "://" in mirror:
+        return mirror or None
+    folder = Path(mirror).expanduser()
+    if not folder.is_dir():
+        raise DataError(f"{MIRROR_VARIABLE}={mirror} is neither a URL (http://, https:// or "
+                        "file://) nor a folder: expected the mirror's URL or its folder")
+    return folder.absolute().as_uri()
 
 
 def info(name):
@@ -558,11 +603,14 @@ def path(name):
         DataError: an unknown name, or a set not downloaded yet (the message says how).
     """
     data_set = get(name)
-    if not is_downloaded(name):
+    if not data_set.embedded and not _all_cached(data_set):
         raise DataError(
             f"data set {name!r} is not downloaded yet (cache: {_folder(data_set)}); run "
             f"`seqlab datasets download {name}`, or pass --data {name}, which downloads it"
         )
+    fault = cache_fault(name)
+    if fault is not None:
+        raise fault
     return _local_path(data_set)
 
 
@@ -592,38 +640,87 @@ def download(name, progress=None):
     try:
         for remote in data_set.files:
             if (folder / remote.product).exists():
-                _check_cached_size(folder / remote.product, remote, name)
+                _check_cached(folder / remote.product, remote, name)
                 continue
             if not created:
                 created = _make_folder(folder)
             _remove_stale_leftovers(folder)
             archive = folder / remote.file_name
-            if not archive.exists():
+            cached = archive.exists()
+            if cached:  # an archive kept from an earlier download, extracted again
+                _check_size(archive, remote.size, name, "archive")
+            else:
                 fetched = _fetch_remote(data_set, remote, folder, stream)
                 if fetched != archive:  # the mirror served the decompressed file
                     continue
             if remote.unpack != "none":
-                _unpack(archive, remote, folder)
+                _unpack(archive, remote, folder, cached)
     except BaseException:
         _remove_empty_folders(created)
         raise
     return _local_path(data_set)
 
 
-def _check_cached_size(product, remote, name):
+def _cache_state(name):
+    """"yes", "no", or "changed" (in the cache, but changed since its download)."""
+    data_set = get(name)
+    if not data_set.embedded and not _all_cached(data_set):
+        return "no"
+    return "yes" if cache_fault(name) is None else "changed"
+
+
+def _check_cached(product, remote, name):
     """Refuses a cached file whose size is no longer the registered one (a command's output
-    written over it, an edit): a task would read it as the data set. Its size only: hashing
-    every use would cost seconds on the large sets; a download checks both."""
+    written over it, an edit), or an extracted folder that no longer holds the files its
+    archive had (some deleted): a task would read it as the data set. Sizes and file counts
+    only: hashing every use would cost seconds on the large sets; a download checks both."""
+    if product.is_dir():
+        _check_extracted_folder(product, name)
+        return
     size = (remote.size if remote.unpack == "none" else
             remote.unpacked_size if remote.unpack == "gz" else None)
-    if size is None or not product.is_file():
-        return
-    found = product.stat().st_size
+    if size is not None and product.is_file():
+        _check_size(product, size, name, "file")
+
+
+def _check_size(path, size, name, what):
+    found = path.stat().st_size
     if found != size:
-        raise DataError(f"the cached file of {name} has {found:,} bytes, not the registered "
+        raise DataError(f"the cached {what} of {name} has {found:,} bytes, not the registered "
                         f"{size:,}: it was changed after the download; delete it, and the next "
                         f"use (or seqlab datasets download {name}) fetches it again",
-                        path=product)
+                        path=path)
+
+
+def _manifest_path(folder):
+    return folder.parent / f".{folder.name}{_MANIFEST_SUFFIX}"
+
+
+def _folder_contents(folder):
+    """`{"files": count, "bytes": total size}` of the files under `folder`."""
+    count = total = 0
+    for root, _, files in os.walk(folder):
+        for file in files:
+            count += 1
+            total += os.stat(os.path.join(root, file), follow_symlinks=False).st_size
+    return {"files": count, "bytes": total}
+
+
+def _check_extracted_folder(folder, name):
+    """Refuses an extracted folder whose files are not those its archive held (the manifest
+    written at extraction; a folder extracted before seqlab wrote one is not checked)."""
+    try:
+        expected = json.loads(_manifest_path(folder).read_text(encoding="utf-8"))
+        files, size = int(expected["files"]), int(expected["bytes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    found = _folder_contents(folder)
+    if (found["files"], found["bytes"]) != (files, size):
+        raise DataError(f"the cached folder of {name} holds {found['files']:,} files "
+                        f"({found['bytes']:,} bytes), not the {files:,} files ({size:,} bytes) "
+                        f"extracted from its archive: it was changed after the download; "
+                        f"delete it, and the next use (or seqlab datasets download {name}) "
+                        "extracts it again", path=folder)
 
 
 def _make_folder(folder):
@@ -653,8 +750,9 @@ def _offline_hint(data_set, remote, names):
     mirror = os.environ.get(MIRROR_VARIABLE)
     served = " or ".join(f"<URL>/{data_set.cache_folder}/{name}" for name in names)
     hint = (f"without internet access, set {MIRROR_VARIABLE}=URL to a mirror serving {served} "
-            f"(http://, https:// or file://), or pass a local file or folder instead of the "
-            f"name (--data PATH; `seqlab datasets info {data_set.name}` lists the files)")
+            f"(http://, https:// or file://, or a folder), or give a local file or folder in "
+            f"place of the name {data_set.name!r} (`seqlab datasets info {data_set.name}` "
+            "lists the files)")
     if mirror:
         hint = f"{MIRROR_VARIABLE} is {mirror}; " + hint
     return hint
@@ -670,7 +768,7 @@ def _fetch_remote(data_set, remote, folder, stream):
     url = mirror_url(data_set, remote)
     plain = None
     names = [remote.file_name]
-    if (os.environ.get(MIRROR_VARIABLE) and remote.unpack == "gz"
+    if (_mirror() and remote.unpack == "gz"
             and remote.unpacked_sha256 and remote.unpacked_size is not None):
         plain = RemoteFile(url.rsplit("/", 1)[0] + "/" + remote.product, remote.unpacked_size,
                            remote.unpacked_sha256)
@@ -711,10 +809,31 @@ def resolve_path(value):
 
 
 def _temporary_file(final):
-    """A new hidden file beside `final`: `(open binary file, path)`."""
-    handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=_PART_SUFFIX,
-                                    dir=final.parent)
+    """A new hidden file beside `final`: `(open binary file, path)`, readable as a file
+    written with the user's umask is (mkstemp's own mode, 0600, would keep a shared cache's
+    files from its other users)."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=_PART_SUFFIX,
+                                        dir=final.parent)
+    except OSError as error:
+        raise _unwritable(error, final.parent) from None
+    os.chmod(handle, 0o666 & ~_umask())
     return os.fdopen(handle, "wb"), Path(name)
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class _CacheUnwritable(DataError):
+    """The cache folder refuses a new file."""
+
+
+def _unwritable(error, folder):
+    return _CacheUnwritable(f"cannot write into the data-set cache ({error.strerror or error}); "
+                            f"set {DATA_HOME_VARIABLE} to a folder you can write", path=folder)
 
 
 def _remove_stale_leftovers(folder):
@@ -787,9 +906,10 @@ def _copy_url(url, output, remote, stream):
     request = urllib.request.Request(url, headers={"User-Agent": "seqlab-datasets"})
     digest = hashlib.sha256()
     received = 0
-    bar = _ProgressBar(remote.file_name, remote.size, stream)
+    bar = None
     try:
         with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
+            bar = _ProgressBar(remote.file_name, remote.size, stream)
             announced = response.headers.get("Content-Length")
             announced = int(announced) if announced and announced.isdigit() else None
             if announced is not None and announced != remote.size:
@@ -803,27 +923,43 @@ def _copy_url(url, output, remote, stream):
                 bar.update(received)
     except urllib.error.HTTPError as error:
         kind = _NotFoundError if error.code in (404, 410) else _NetworkError
-        raise kind(f"download failed: HTTP {error.code} {error.reason} from {url}",
+        reason = " ".join(str(error.reason).split())  # a redirect loop's is three lines
+        raise kind(f"download failed: HTTP {error.code} {reason} from {url}",
                    path=remote.file_name) from None
     except urllib.error.URLError as error:
         kind = _NotFoundError if isinstance(error.reason, FileNotFoundError) else _NetworkError
         reason = error.reason.strerror if isinstance(error.reason, OSError) and \
             error.reason.strerror else error.reason
         raise kind(f"download failed: {reason} ({url})", path=remote.file_name) from None
+    except http.client.IncompleteRead:  # a chunked answer cut short
+        raise _NetworkError(
+            f"download failed after {received} of {remote.size} bytes: the connection was "
+            f"closed early ({url}); nothing was kept, run the command again",
+            path=remote.file_name,
+        ) from None
     except OSError as error:  # a reset connection, a timeout
         raise _NetworkError(
             f"download failed after {received} of {remote.size} bytes: {error} ({url}); "
             "nothing was kept, run the command again",
             path=remote.file_name,
         ) from None
+    except http.client.HTTPException as error:  # another service at the port (its banner)
+        answer = " ".join(str(error).split())[:80]
+        raise _NetworkError(
+            f"download failed: the server at {url} did not answer in HTTP "
+            f"({type(error).__name__}: {answer!r}); check the URL",
+            path=remote.file_name,
+        ) from None
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     return received, digest.hexdigest(), announced
 
 
-def _unpack(archive, remote, folder):
+def _unpack(archive, remote, folder, cached=False):
     """Extracts `remote.product` from the checked `archive` into `folder`, renamed into place
-    once complete."""
+    once complete. `cached`: the archive was kept from an earlier download (checked for its
+    size only), so a fault in its content says to delete it."""
     target = folder / remote.product
     try:
         if remote.unpack == "tar.gz":
@@ -834,6 +970,14 @@ def _unpack(archive, remote, folder):
             with zipfile.ZipFile(archive) as bundle:
                 member = _zip_member(bundle, remote.member, archive)
                 _copy_into_place(bundle.open(member), target, None)
+    except DataError as error:
+        if not cached or isinstance(error, _CacheUnwritable):
+            raise
+        raise DataError(f"{error.message}; extracted from the cached archive {archive}, "
+                        "changed after its download: delete it, and the next use fetches it "
+                        "again", path=error.path) from None
+    except PermissionError as error:
+        raise _unwritable(error, folder) from None
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile) as error:
         raise DataError(f"cannot extract the archive ({error}); delete it and download again",
                         path=archive) from None
@@ -878,11 +1022,21 @@ def _unpack_tar(archive, member, target):
             if not members:
                 raise DataError(f"the archive has no folder {member!r}", path=archive)
             _extract_safely(bundle, members, scratch, archive)
+        contents = _folder_contents(scratch / member)
         try:
             os.rename(scratch / member, target)
         except OSError:
             if not target.is_dir():
                 raise
+        # What the archive held, for later uses to check (another process's identical copy
+        # writes the same).
+        output, temporary = _temporary_file(_manifest_path(target))
+        try:
+            with output:
+                output.write(json.dumps(contents).encode("utf-8"))
+            os.replace(temporary, _manifest_path(target))
+        finally:
+            temporary.unlink(missing_ok=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -951,8 +1105,7 @@ def format_list():
     for name in names():
         data_set = REGISTRY[name]
         size = "embedded" if data_set.embedded else _megabytes(data_set.download_size)
-        rows.append((name, size, "yes" if is_downloaded(name) else "no",
-                     data_set.description))
+        rows.append((name, size, _cache_state(name), data_set.description))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3]
              for row in rows]
@@ -979,9 +1132,10 @@ def format_info(name):
         ]
         if facts["fetched_from"] != [entry["url"] for entry in facts["files"]]:
             origin += [f"fetched from the mirror: {url}" for url in facts["fetched_from"]]
-        state = f"yes: {facts['path']}" if facts["downloaded"] else (
-            f"no (`seqlab datasets download {name}` puts it in {facts['path']})"
-        )
+        fault = cache_fault(name)
+        state = (f"yes: {facts['path']}" if facts["downloaded"] else
+                 f"changed after its download: {fault}" if fault is not None else
+                 f"no (`seqlab datasets download {name}` puts it in {facts['path']})")
     lines = [
         f"name: {facts['name']}",
         f"what: {facts['description']}",

@@ -16,6 +16,8 @@ import io
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
 import tarfile
@@ -217,9 +219,109 @@ def test_without_a_connection_the_error_names_the_mirror_variable_and_a_local_pa
     message = str(error.value)
     assert message.startswith("input.txt: download failed: ")
     assert "SEQLAB_DATA_MIRROR=URL" in message and "<URL>/tiny-text/input.txt" in message
-    assert "--data PATH" in message and "\n" not in message
+    assert "in place of the name 'tiny-text'" in message and "\n" not in message
     # The folders this download created are gone; the one that was there is kept.
     assert everything_in(tmp_path / "home") == []
+
+
+def serve_once(answer):
+    """A loopback server that answers its first connection with the bytes `answer`, then
+    closes it; returns its URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def reply():
+        with listener:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(answer)
+
+    threading.Thread(target=reply, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("answer, expected", [
+    # A chunked answer cut short: the connection closed early, as with a Content-Length.
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n100\r\n" + b"x" * 40,
+     r"after 0 of \d+ bytes: the connection was closed early"),
+    # Another service at the mirror's port (a mistyped port): not HTTP.
+    (b"SSH-2.0-OpenSSH_9.6\r\n", r"did not answer in HTTP \(BadStatusLine: "
+                                  r"'SSH-2.0-OpenSSH_9.6'\); check the URL"),
+])
+def test_an_answer_that_is_not_whole_http_is_one_clear_data_error(
+        answer, expected, mirror, monkeypatch, tmp_path):
+    serve_file(mirror, monkeypatch, "tiny-text", "input.txt", TEXT)
+    monkeypatch.setenv(datasets.MIRROR_VARIABLE, serve_once(answer))
+    with pytest.raises(DataError, match=r"^input.txt: download failed.*" + expected
+                       + r".*SEQLAB_DATA_MIRROR"):
+        datasets.download("tiny-text", progress=False)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_mirror_may_be_a_folder_and_anything_else_is_named(mirror, monkeypatch, tmp_path):
+    serve_file(mirror, monkeypatch, "tiny-text", "input.txt", TEXT)
+    monkeypatch.chdir(mirror.root.parent)
+    monkeypatch.setenv(datasets.MIRROR_VARIABLE, mirror.root.name)  # relative: from here
+    assert datasets.download("tiny-text", progress=False).read_bytes() == TEXT
+    assert mirror.requests == []  # read from the folder, not the server
+    monkeypatch.setenv(datasets.MIRROR_VARIABLE, "mirror.example:8000/data")
+    (tmp_path / "cache" / "tiny-text" / "input.txt").unlink()
+    with pytest.raises(DataError, match=r"^SEQLAB_DATA_MIRROR=mirror.example:8000/data is "
+                                        r"neither a URL \(http://, https:// or file://\) nor a "
+                                        r"folder"):
+        datasets.download("tiny-text")
+
+
+def test_a_cache_folder_that_cannot_be_written_names_the_variable(mirror, monkeypatch,
+                                                                 tmp_path):
+    """A folder the user may not write into (a read-only mode, which root would ignore, so the
+    refusal is raised where the file is created)."""
+    serve_file(mirror, monkeypatch, "tiny-text", "input.txt", TEXT)
+    (tmp_path / "cache" / "tiny-text").mkdir(parents=True)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(datasets.tempfile, "mkstemp", refuse)
+    with pytest.raises(DataError, match=r"tiny-text: cannot write into the data-set cache "
+                                        r"\(Permission denied\); set SEQLAB_DATA_HOME"):
+        datasets.download("tiny-text", progress=False)
+
+
+def test_a_downloaded_file_is_readable_as_the_umask_allows(mirror, monkeypatch, tmp_path):
+    """mkstemp's 0600 kept a shared cache's files from its other users."""
+    serve_file(mirror, monkeypatch, "tiny-text", "input.txt", TEXT)
+    previous = os.umask(0o022)
+    try:
+        path = datasets.download("tiny-text", progress=False)
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_cached_archive_changed_since_its_download_is_named_to_delete(
+        mirror, monkeypatch, tmp_path):
+    plain = b"A man rides a bike.\nTwo dogs play.\n"
+    packed = gzip.compress(plain)
+    serve_file(mirror, monkeypatch, "tiny-captions", "train.en.gz", packed, reader_path=".",
+               unpack="gz", unpacked_sha256=sha256(plain))
+    folder = datasets.download("tiny-captions", progress=False)
+    # Another archive of the same size (a gzip header's time differs): its content is refused
+    # naming the archive to delete; one of another size, before it is read.
+    other = gzip.compress(plain.replace(b"bike", b"kite"))
+    assert len(other) == len(packed)
+    (folder / "train.en.gz").write_bytes(other)
+    (folder / "train.en").unlink()
+    with pytest.raises(DataError, match=r"train.en: checksum mismatch of the extracted file: .*"
+                                        r"extracted from the cached archive .*train.en.gz, "
+                                        r"changed after its download: delete it"):
+        datasets.download("tiny-captions")
+    (folder / "train.en.gz").write_bytes(packed[:-3])
+    with pytest.raises(DataError, match=rf"train.en.gz: the cached archive of tiny-captions has "
+                                        rf"{len(packed) - 3} bytes, not the registered "
+                                        rf"{len(packed)}"):
+        datasets.download("tiny-captions")
+    assert mirror.requests == ["/tiny-captions/train.en.gz"]
 
 
 def test_a_failed_download_keeps_a_cache_folder_that_holds_other_files(
@@ -313,9 +415,24 @@ def test_tar_gz_is_extracted_into_place_and_the_archive_kept(mirror, monkeypatch
     assert folder == tmp_path / "cache" / "tiny-reviews" / "corpus"
     assert (folder / "train" / "pos" / "1.txt").read_bytes() == b"good"
     assert everything_in(tmp_path / "cache" / "tiny-reviews") == [
-        "corpus", "corpus.tar.gz", "corpus/README", "corpus/train", "corpus/train/neg",
-        "corpus/train/neg/1.txt", "corpus/train/pos", "corpus/train/pos/1.txt",
+        ".corpus.manifest.json", "corpus", "corpus.tar.gz", "corpus/README", "corpus/train",
+        "corpus/train/neg", "corpus/train/neg/1.txt", "corpus/train/pos",
+        "corpus/train/pos/1.txt",
     ]
+    # A folder of the extracted set partly deleted is no longer the data set (a task would
+    # train on what is left); deleted whole, it is extracted again from the kept archive.
+    (folder / "train" / "neg" / "1.txt").unlink()
+    message = r"corpus: the cached folder of tiny-reviews holds 2 files \(9 bytes\), not the 3"
+    for call in (datasets.download, datasets.path):
+        with pytest.raises(DataError, match=message):
+            call("tiny-reviews")
+    assert not datasets.is_downloaded("tiny-reviews")
+    assert re.search(r"^tiny-reviews .* changed ", datasets.format_list(), flags=re.M)
+    assert "downloaded: changed after its download: " in datasets.format_info("tiny-reviews")
+    shutil.rmtree(folder)
+    assert datasets.download("tiny-reviews") == folder
+    assert (folder / "train" / "neg" / "1.txt").read_bytes() == b"bad"
+    assert len(mirror.requests) == 1 and datasets.is_downloaded("tiny-reviews")
 
 
 def test_a_tar_member_that_escapes_its_folder_is_refused(mirror, monkeypatch, tmp_path):
@@ -398,7 +515,8 @@ def test_two_downloads_of_one_name_at_once_both_succeed_and_leave_one_clean_copy
     folder = tmp_path / "cache" / "tiny-reviews"
     assert results == [folder / "corpus"] * 2
     assert (folder / "corpus" / "a.txt").read_bytes() == TEXT
-    assert everything_in(folder) == ["corpus", "corpus.tar.gz", "corpus/a.txt"]
+    assert everything_in(folder) == [".corpus.manifest.json", "corpus", "corpus.tar.gz",
+                                     "corpus/a.txt"]
 
 
 def test_leftovers_of_a_killed_download_are_removed_once_a_day_old(mirror, monkeypatch,
@@ -698,7 +816,8 @@ def test_a_name_that_cannot_be_downloaded_fails_before_tensorflow_loads(command,
     assert finished.returncode == 2, finished.stderr
     error = finished.stderr.strip().splitlines()[-1]
     assert error.startswith(f"seqlab {command[0]} train: error: input.txt: download failed")
-    assert "SEQLAB_DATA_MIRROR" in error and "--data PATH" in error
+    # Not "--data PATH": the name may have been given to --embeddings or --test-data.
+    assert "SEQLAB_DATA_MIRROR" in error and "in place of the name 'tiny-text'" in error
     assert not (tmp_path / "cache").exists() and not (tmp_path / "runs").exists()
 
 
