@@ -2,6 +2,7 @@
 `TextGenerator`: the same generation from strings to strings, in the graph."""
 
 import numbers
+import random
 
 import keras
 import numpy as np
@@ -11,7 +12,7 @@ from seqlab.layers import GRU, LSTM, reset_states
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
-from seqlab.models.serving import dynamic_shape
+from seqlab.models.serving import checked_ids, dynamic_shape
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
 # The ids a `keras.layers.StringLookup` with a mask token and one OOV token gives them.
@@ -130,7 +131,8 @@ class CharLanguageModel(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             )
             for index in range(layers)
         ]
-        self.head = keras.layers.Dense(vocabulary_size, name="logits")
+        # Logits in float32 under a mixed-precision policy too (sampling reads them).
+        self.head = keras.layers.Dense(vocabulary_size, name="logits", dtype="float32")
 
     def build(self, input_shape=None):
         # Built explicitly (not by a call), so that a stateful model's stored states are not
@@ -217,21 +219,34 @@ class CharLanguageModel(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             sampler: a `seqlab.models.samplers.Sampler` or a name for `get_sampler`; not
                 a `BeamSampler` (it returns hypotheses, not one sequence per prompt).
             suppressed_ids: ids never chosen (padding by default; a vocabulary may add its
-                unknown-character id).
+                unknown-character id), each in `[0, vocabulary_size)`.
 
         Returns:
             int32 `[batch, num_steps]`, the chosen ids.
+
+        Raises:
+            ValueError: a `BeamSampler`, ids that are not integers or not `[batch, time]`, a
+                suppressed id outside the vocabulary. Ids outside the vocabulary and an empty
+                prompt are an `InvalidArgumentError` when the graph runs.
         """
         if isinstance(sampler, str):
             sampler = get_sampler(sampler)
         if isinstance(sampler, BeamSampler):
             raise ValueError("generate chooses one sequence per prompt; BeamSampler returns "
                              "hypotheses. Received: sampler=" + repr(sampler))
+        for index in suppressed_ids:
+            # numpy would take -1 as the last id and refuse 500 with an IndexError.
+            if (isinstance(index, bool) or not isinstance(index, numbers.Integral)
+                    or not 0 <= index < self.vocabulary_size):
+                raise ValueError(f"suppressed_ids must be ids in [0, vocabulary_size="
+                                 f"{self.vocabulary_size}). Received: {index!r}")
         if isinstance(prompt_ids, (list, tuple)):
-            prompt_ids = tf.ragged.constant(prompt_ids, dtype=tf.int32)
+            # Without a dtype: float ids stay floats, refused below rather than truncated.
+            prompt_ids = tf.ragged.constant(prompt_ids)
         if isinstance(prompt_ids, tf.RaggedTensor):
             prompt_ids = prompt_ids.to_tensor(PADDING_ID)
-        prompt_ids = tf.convert_to_tensor(prompt_ids, tf.int32)
+        prompt_ids = checked_ids(prompt_ids, "prompt_ids", self.vocabulary_size,
+                                 "vocabulary_size")
         lengths = tf.reduce_sum(tf.cast(tf.not_equal(prompt_ids, PADDING_ID), tf.int32), axis=1)
         tf.debugging.assert_positive(lengths, message="every prompt needs at least one id")
         logits, states = self.call_with_states(
@@ -408,6 +423,13 @@ class TextGenerator:
         """`generate_strings` from Python, as one compiled graph: the prompt (a string or a
         list of them) followed by its continuation (a list for a list of prompts)."""
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        if seed is None:  # as RandomSampler takes it: a fresh seed
+            seed = random.SystemRandom().randrange(2**31)
+        # The signature's int32: 2**40 failed binding the inputs, 1.7 was read as 1.
+        if (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                or not -2**31 <= seed < 2**31):
+            raise ValueError(f"seed must be a whole number in int32's range, or None for a "
+                             f"fresh one. Received: seed={seed!r}")
         # As the SavedModel refuses it: -1 was read as 0 and 2.9 as 2, without a word.
         if (isinstance(num_chars, bool) or not isinstance(num_chars, numbers.Integral)
                 or not 0 <= num_chars <= MAX_NUM_CHARS):
@@ -422,6 +444,8 @@ class TextGenerator:
                 input_signature=GENERATE_SIGNATURE, autograph=False,
             )
         batch = len(prompts)
+        if not batch:  # no prompt, no text (a graph cannot stack an empty list of strings)
+            return []
         texts = self._compiled[top_k](
             tf.constant(prompts, tf.string),
             tf.fill([batch], int(num_chars)),

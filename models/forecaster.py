@@ -1,6 +1,7 @@
 """`Forecaster`: a window of past rows in, the next `horizon` rows of the targets out;
 `AutoForecaster`: a neural and a least-squares linear `Forecaster`, the better one kept."""
 
+import math
 import numbers
 
 import keras
@@ -58,21 +59,31 @@ def _batches(data):
     return data
 
 
-def _checked_window(window, shape, message):
-    """`window` if its steps and features are `shape`, else an `InvalidArgumentError` with
-    `message` when the graph runs; with that static shape.
+def _check_finite(windows, targets, batch, caller):
+    """Refuses a batch holding a NaN or infinite value, naming it."""
+    for name, values in (("windows", windows), ("targets", targets)):
+        values = np.asarray(values, dtype="float64")
+        bad = int(np.size(values) - np.count_nonzero(np.isfinite(values)))
+        if bad:
+            raise ValueError(f"{caller} needs finite windows and targets. Received: {bad} NaN "
+                             f"or infinite values in the {name} of batch {batch}")
+
+
+def checked_window(window, shape, message):
+    """`window` if its sizes after the batch axis are `shape`, else an `InvalidArgumentError`
+    with `message` when the graph runs; with that static shape.
 
     The refusing branch returns zeros of the expected shape after its assertion: TensorFlow's
     graph optimisations may run the forecast's operations (a reshape to the lookback) beside
     the assertion rather than after it, and these must not fail first with another message.
     """
     def refuse():
-        check = tf.debugging.assert_equal(tf.shape(window)[1:3], tf.constant(shape),
-                                          message=message)
+        check = tf.debugging.assert_equal(tf.shape(window)[1:1 + len(shape)],
+                                          tf.constant(shape), message=message)
         with tf.control_dependencies([check]):
             return tf.zeros(tf.concat([tf.shape(window)[:1], shape], 0), window.dtype)
 
-    fits = tf.reduce_all(tf.equal(tf.shape(window)[1:3], tf.constant(shape)))
+    fits = tf.reduce_all(tf.equal(tf.shape(window)[1:1 + len(shape)], tf.constant(shape)))
     window = tf.cond(fits, lambda: tf.identity(window), refuse)
     window.set_shape([None, *shape])
     return window
@@ -154,6 +165,10 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
                              f"target. Received: target_features={target_features} for "
                              f"n_targets={n_targets}, n_features={n_features}")
         kwargs.setdefault("name", f"forecast_{kind}")
+        # The window's statistics and the forecast in its units are float32 under a
+        # mixed-precision policy too (float16 ends at 65504); the inner layers follow the
+        # policy.
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.lookback, self.n_features = lookback, n_features
         self.horizon, self.n_targets = horizon, n_targets
@@ -172,11 +187,13 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             ]
             self.flatten = keras.layers.Flatten(name="positions_flat")
         elif kind == "linear":
-            self.flatten = keras.layers.Flatten(name="window_flat")
+            self.flatten = keras.layers.Flatten(name="window_flat", dtype=self.dtype_policy)
         else:
             self.recurrent = recurrent_stack(kind, units, layers, dropout, seed)
-        self.head = keras.layers.Dense(horizon * n_targets, name="head")
-        self.reshape = keras.layers.Reshape((horizon, n_targets), name="forecast")
+        self.head = keras.layers.Dense(horizon * n_targets, name="head",
+                                       dtype=self.dtype_policy)
+        self.reshape = keras.layers.Reshape((horizon, n_targets), name="forecast",
+                                            dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         # Every size is known from the constructor: build the weights with one call on zeros,
@@ -228,7 +245,7 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             # checked when it runs, and traced on from here with the shape it must have. The
             # check is a branch whose output the forecast reads, so that no operation of the
             # forecast (a reshape to the lookback) runs before it.
-            window = _checked_window(window, [self.lookback, self.n_features], expected)
+            window = checked_window(window, [self.lookback, self.n_features], expected)
         if self.normalization == "none":
             return self._forecast(window, training)
         read, level, scale = self._normalize(window)
@@ -281,7 +298,9 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         gram = np.zeros((size, size))
         moments = np.zeros((size, self.horizon * self.n_targets))
         count = 0
-        for windows, targets in _batches(data):
+        for batch, (windows, targets) in enumerate(_batches(data)):
+            # LAPACK printed its own complaints, then failed to converge, on one NaN.
+            _check_finite(windows, targets, batch, "fit_least_squares")
             read, level, scale = (np.asarray(part, dtype="float64") for part in
                                   self._normalize(keras.ops.convert_to_tensor(windows)))
             design = np.concatenate(
@@ -381,6 +400,7 @@ class AutoForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             raise ValueError(f"choice must be None or one of {', '.join(MEMBERS)}. "
                              f"Received: choice={choice!r}")
         kwargs.setdefault("name", f"forecast_auto_{kind}")
+        kwargs.setdefault("dtype", "float32")  # as its members' (see Forecaster)
         super().__init__(**kwargs)
         shared = dict(lookback=lookback, n_features=n_features, horizon=horizon,
                       n_targets=n_targets, target_features=target_features)
@@ -422,7 +442,8 @@ class AutoForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         """Each member's mean squared error over `data` (batches of `(windows, targets)`, or
         one pair of arrays): `{"neural": float, "linear": float}`."""
         sums, count = dict.fromkeys(MEMBERS, 0.0), 0
-        for windows, targets in _batches(data):
+        for batch, (windows, targets) in enumerate(_batches(data)):
+            _check_finite(windows, targets, batch, "member_errors")
             targets = np.asarray(targets, dtype="float64")
             for name in MEMBERS:
                 forecast = np.asarray(getattr(self, name)(windows), dtype="float64")
@@ -433,13 +454,23 @@ class AutoForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         return {name: total / count for name, total in sums.items()}
 
     def choose(self, data):
-        """Sets `choice` to the member with the lower mean squared error over `data`.
+        """Sets `choice` to the member with the lower mean squared error over `data`; a member
+        whose forecasts are not finite (a diverged network: NaN error) is never chosen.
 
         Returns:
             Both members' errors (`member_errors`).
+
+        Raises:
+            ValueError: neither member's error is finite, or `data` holds a NaN or infinite
+                value.
         """
         errors = self.member_errors(data)
-        self.choice = "linear" if errors["linear"] <= errors["neural"] else "neural"
+        ranked = {name: error if math.isfinite(error) else math.inf
+                  for name, error in errors.items()}
+        if min(ranked.values()) == math.inf:
+            raise ValueError(f"choose found neither member's forecasts finite. Received: "
+                             f"errors {errors}")
+        self.choice = "linear" if ranked["linear"] <= ranked["neural"] else "neural"
         return errors
 
     def compute_output_shape(self, input_shape):

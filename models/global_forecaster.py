@@ -38,7 +38,7 @@ import tensorflow as tf
 
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models._training import TracesTrainingOnce
-from seqlab.models.forecaster import recurrent_stack
+from seqlab.models.forecaster import checked_window, recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")
 NORMALIZATIONS = ("shift", "level")
@@ -157,6 +157,10 @@ class GlobalForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             raise ValueError(f"scale_floor must be finite and at least 0. "
                              f"Received: scale_floor={scale_floor}")
         kwargs.setdefault("name", f"global_forecast_{kind}")
+        # The windows' statistics, the residuals and the forecast in the series' units are
+        # float32 under a mixed-precision policy too (float16 ends at 65504); the hidden
+        # layers follow the policy.
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.lookback, self.horizon, self.kind = lookback, horizon, kind
         self.units, self.num_layers, self.blocks = units, layers, blocks
@@ -174,13 +178,15 @@ class GlobalForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
                 for block in range(blocks)
             ] if dropout else []
             # The last block's backcast would feed nothing: it is left out (no dead weights).
-            self.backcasts = [keras.layers.Dense(lookback, name=f"block_{block}_backcast")
+            self.backcasts = [keras.layers.Dense(lookback, name=f"block_{block}_backcast",
+                                                 dtype=self.dtype_policy)
                               for block in range(blocks - 1)]
-            self.forecasts = [keras.layers.Dense(horizon, name=f"block_{block}_forecast")
+            self.forecasts = [keras.layers.Dense(horizon, name=f"block_{block}_forecast",
+                                                 dtype=self.dtype_policy)
                               for block in range(blocks)]
         else:
             self.recurrent = recurrent_stack(kind, units, layers, dropout, seed)
-            self.head = keras.layers.Dense(horizon, name="head")
+            self.head = keras.layers.Dense(horizon, name="head", dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         # Every size is known from the constructor: one call on zeros builds every weight.
@@ -208,6 +214,17 @@ class GlobalForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
                                keras.ops.zeros_like(values))
 
     def call(self, windows, training=False):
+        expected = (f"GlobalForecaster expects windows of shape [batch, lookback] = "
+                    f"[batch, {self.lookback}]")
+        if len(windows.shape) != 2:
+            raise ValueError(f"{expected}. Received: {tuple(windows.shape)} (rank "
+                             f"{len(windows.shape)}; one window per row)")
+        steps = windows.shape[1]
+        if steps is not None and steps != self.lookback:
+            # A recurrent network would read any length, a forecast of another question.
+            raise ValueError(f"{expected}. Received: {tuple(windows.shape)}")
+        if steps is None:  # traced for any length: checked when it runs
+            windows = checked_window(windows, [self.lookback], expected)
         shift, scale, has_scale = self._statistics(windows)
         forecast = self._forecast((windows - shift) / scale, training) * scale + shift
         return keras.ops.where(has_scale, forecast, shift)

@@ -26,6 +26,31 @@ def checked_rank(tensor, name, expected, rank):
         return tf.identity(tensor)
 
 
+def checked_ids(ids, name, size, size_name):
+    """`ids` as int32 `[B, T]`, refused unless they are integer ids of rank 2 within
+    `[0, size)`: a `ValueError` for the dtype or a known wrong rank, an `InvalidArgumentError`
+    (in the graph too) for the rank or values seen only when run. `size_name` names the size
+    in the messages ("source_vocabulary_size")."""
+    # Converted without a dtype first: float ids would be truncated silently by a cast.
+    ids = tf.convert_to_tensor(ids)
+    if not ids.dtype.is_integer:
+        raise ValueError(f"{name} must be integer ids in [0, {size}). Received: dtype "
+                         f"{ids.dtype.name}")
+    expected = f"{name} must be [batch, time] (rank 2)"
+    if ids.shape.rank is not None and ids.shape.rank != 2:
+        raise ValueError(f"{expected}. Received: shape {ids.shape}")
+    # In the graph (a shape unknown when traced): checked, then known to the layers.
+    ids = tf.ensure_shape(checked_rank(ids, name, "[batch, time]", 2), [None, None])
+    # Checked before the cast to int32, which would wrap large int64 ids into the range.
+    message = f"{name} must lie in [0, {size_name}={size})"
+    checks = [tf.debugging.assert_non_negative(ids, message=message),
+              # In int64: the size cast to a narrow dtype (int8, uint8) would wrap.
+              tf.debugging.assert_less(tf.cast(ids, tf.int64), tf.constant(size, tf.int64),
+                                       message=message)]
+    with tf.control_dependencies(checks):
+        return tf.cast(ids, tf.int32)
+
+
 def checked_input(tensor, name, expected, rank, dimensions):
     """`tensor` behind the checks a serving signature runs on its input, inside the graph: its
     rank, then each of `dimensions`, then finite values of at most `MAX_ABS_VALUE` only. Each

@@ -178,10 +178,11 @@ class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             num_tags, activation=None if use_crf else "softmax",
             kernel_initializer=keras.initializers.GlorotUniform(seed=_derived_seed(seed, 4)),
             name="potentials" if use_crf else "tag_probabilities",
+            dtype="float32",  # scores in float32 under a mixed-precision policy too
         )
         self.crf = CRF(
             num_tags, forbidden_transitions=forbidden_transitions,
-            forbidden_start_tags=forbidden_start_tags, name="crf",
+            forbidden_start_tags=forbidden_start_tags, name="crf", dtype="float32",
         ) if use_crf else None
         # Every weight's shape follows from the constructor arguments: built now, the model
         # takes weights (set_weights, BackupAndRestore, a 0.1.0 run's) before its first call.

@@ -345,6 +345,7 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         self.output_layer = keras.layers.Dense(
             num_classes, activation="softmax", name="probabilities",
             kernel_initializer="zeros" if kind == "ngrams" else "glorot_uniform",
+            dtype="float32",  # probabilities in float32 under a mixed-precision policy too
         )
         # Every weight's shape follows from the constructor arguments: built now, the model
         # takes weights (set_weights, BackupAndRestore, a 0.1.0 run's) before its first call.

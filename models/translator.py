@@ -21,7 +21,7 @@ from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.registry import bidirectional
 from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
-from seqlab.models.serving import checked_rank
+from seqlab.models.serving import checked_ids, checked_rank
 
 KINDS = ("gru-attention", "transformer")
 PADDING_ID = 0
@@ -196,7 +196,9 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             ]
         self.source_dropout = keras.layers.Dropout(dropout, name="source_dropout")
         self.target_dropout = keras.layers.Dropout(dropout, name="target_dropout")
-        self.output_projection = keras.layers.Dense(target_vocabulary_size, name="logits")
+        # Logits in float32 under a mixed-precision policy too (softmax and beam scores).
+        self.output_projection = keras.layers.Dense(target_vocabulary_size, name="logits",
+                                                    dtype="float32")
         # Every size is known: the weights exist from here on (weights copy into the model by
         # layer name, and BackupAndRestore restores into it, before any call).
         self.build()
@@ -405,26 +407,8 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         """`source_ids` as int32 `[B, S]`, refused unless they are integer ids of rank 2 within
         `[0, source_vocabulary_size)`: a `ValueError` for the dtype or a known wrong rank, an
         `InvalidArgumentError` (in the graph too) for the rank or values seen only when run."""
-        # Converted without a dtype first: float ids would be truncated silently by a cast.
-        source_ids = tf.convert_to_tensor(source_ids)
-        size = self.source_vocabulary_size
-        if not source_ids.dtype.is_integer:
-            raise ValueError(f"source_ids must be integer ids in [0, {size}). Received: dtype "
-                             f"{source_ids.dtype.name}")
-        expected = "source_ids must be [batch, time] (rank 2)"
-        if source_ids.shape.rank is not None and source_ids.shape.rank != 2:
-            raise ValueError(f"{expected}. Received: shape {source_ids.shape}")
-        # In the graph (a shape unknown when traced): checked, then known to the layers.
-        source_ids = tf.ensure_shape(
-            checked_rank(source_ids, "source_ids", "[batch, time]", 2), [None, None])
-        # Checked before the cast to int32, which would wrap large int64 ids into the range.
-        message = f"source_ids must lie in [0, source_vocabulary_size={size})"
-        checks = [tf.debugging.assert_non_negative(source_ids, message=message),
-                  # In int64: the size cast to a narrow dtype (int8, uint8) would wrap.
-                  tf.debugging.assert_less(tf.cast(source_ids, tf.int64),
-                                           tf.constant(size, tf.int64), message=message)]
-        with tf.control_dependencies(checks):
-            return tf.cast(source_ids, tf.int32)
+        return checked_ids(source_ids, "source_ids", self.source_vocabulary_size,
+                           "source_vocabulary_size")
 
     def attention_weights(self, source_ids, output_ids):
         """The attention of each output token over the source when the model chose it.

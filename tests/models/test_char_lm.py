@@ -196,6 +196,32 @@ def test_text_generator_seeds_reproduce_samples_and_temperature_zero_ignores_the
                                              rf"num_chars={bad!r}"):
             generator.generate("abc", bad)
     assert generator.generate("abc", np.int64(0)) == "abc"
+    # The signature's seed is int32: 2**40 failed binding the inputs and 1.7 was read as 1.
+    for bad in (2**40, 1.7, True):
+        with pytest.raises(ValueError, match=rf"seed must be a whole number in int32's range, "
+                                             rf"or None for a fresh one\. Received: "
+                                             rf"seed={bad!r}"):
+            generator.generate("abc", 3, seed=bad)
+    assert len(generator.generate("abc", 3, seed=None)) == 6  # a fresh seed, as RandomSampler
+    assert generator.generate([], 3) == []  # was a graph error stacking an empty list
+
+
+def test_generate_refuses_ids_it_would_read_as_others():
+    """Float ids were truncated (4.7 read as 4); a suppressed id of -1 suppressed the last id
+    and one past the vocabulary was numpy's IndexError."""
+    model = tiny()
+    for bad in (np.array([[4.7, 5.2]]), [[2.5]]):
+        with pytest.raises(ValueError, match=rf"prompt_ids must be integer ids in \[0, {VOCAB}\)"):
+            model.generate(bad, 3)
+    with pytest.raises(ValueError, match=r"prompt_ids must be \[batch, time\] \(rank 2\)"):
+        model.generate(np.array([2, 3]), 3)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=rf"prompt_ids must lie in \[0, vocabulary_size={VOCAB}\)"):
+        model.generate([[2, VOCAB]], 3)
+    for bad in (-1, VOCAB, 1.0):
+        with pytest.raises(ValueError, match=rf"suppressed_ids must be ids in \[0, "
+                                             rf"vocabulary_size={VOCAB}\)\. Received: {bad!r}"):
+            model.generate([[2, 3]], 3, suppressed_ids=(0, bad))
 
 
 def test_generation_leaves_a_stateful_models_states_alone():

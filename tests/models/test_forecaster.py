@@ -220,6 +220,34 @@ def test_least_squares_is_refused_for_other_kinds_and_without_windows():
         linear.fit_least_squares([])
 
 
+def test_least_squares_and_the_choice_refuse_a_nan_naming_its_batch():
+    """One NaN window: LAPACK printed its own complaints and failed to converge; the choice
+    silently went to the other member."""
+    model = AutoForecaster(lookback=5, n_features=1, units=2)
+    windows, targets = WINDOWS[:, :5, :1].copy(), np.zeros((4, 1, 1), "float32")
+    model.fit_linear((windows, targets))
+    windows[2, 1, 0] = np.nan
+    for call, name in ((model.fit_linear, "fit_least_squares"), (model.choose, "member_errors")):
+        with pytest.raises(ValueError, match=rf"{name} needs finite windows and targets\. "
+                                             r"Received: 1 NaN or infinite values in the "
+                                             r"windows of batch 1"):
+            call([(WINDOWS[:, :5, :1], targets), (windows, targets)])
+
+
+def test_the_choice_never_keeps_a_member_whose_forecasts_are_nan():
+    """A diverged network (NaN error) was kept: `linear <= nan` is False."""
+    model = AutoForecaster(lookback=5, n_features=1, units=2)
+    windows, targets = WINDOWS[:, :5, :1], np.zeros((4, 1, 1), "float32")
+    model.fit_linear((windows, targets))
+    model(windows)  # builds the neural member
+    model.neural.set_weights([np.full_like(w, np.nan) for w in model.neural.get_weights()])
+    errors = model.choose((windows, targets))
+    assert np.isnan(errors["neural"]) and model.choice == "linear"
+    model.linear.set_weights([np.full_like(w, np.nan) for w in model.linear.get_weights()])
+    with pytest.raises(ValueError, match="choose found neither member's forecasts finite"):
+        model.choose((windows, targets))
+
+
 # --- AutoForecaster ----------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ trip, and a tiny fit that beats the naive forecast."""
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from seqlab.models import GlobalForecaster, last_windows, panel_training_dataset
 from seqlab.models.global_forecaster import (
@@ -26,6 +27,21 @@ def tiny(kind, **options):
 @pytest.mark.parametrize("kind", ["nbeats", "gru", "lstm"])
 def test_output_shape(kind):
     assert tuple(tiny(kind)(WINDOWS).shape) == (5, 3)
+
+
+@pytest.mark.parametrize("kind", ["nbeats", "gru", "lstm"])
+def test_a_window_of_another_length_is_refused_naming_the_lookback(kind):
+    """A recurrent kind read a window of 8 values with lookback 12 and forecast silently (the
+    nbeats kind failed in its first Dense layer, naming neither)."""
+    model = GlobalForecaster(lookback=12, horizon=3, kind=kind, seed=1, **SMALL)
+    for shape in ((2, 8), (2, 13), (2, 12, 1)):
+        with pytest.raises(ValueError, match=r"GlobalForecaster expects windows of shape "
+                                             r"\[batch, lookback\] = \[batch, 12\]"):
+            model(np.ones(shape, "float32"))
+    traced = tf.function(model, input_signature=[tf.TensorSpec([None, None])])
+    assert tuple(traced(tf.ones([2, 12])).shape) == (2, 3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="GlobalForecaster expects windows"):
+        traced(tf.ones([2, 8]))
 
 
 @pytest.mark.parametrize("kind, normalization", [("nbeats", "shift"), ("gru", "shift"),
