@@ -182,8 +182,11 @@ STALE_EXPORT_SECONDS = 3600
 
 def _left_by_dead_processes(path, kind):
     """The folders `.NAME.KIND-PID` beside `path` (not links) whose process no longer runs: a
-    live one, another user's or a number no process can have is left alone."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.{kind}-(\d+)")
+    live one, another user's or a number no process can have is left alone. Kind "new.tmp":
+    `..NAME.new-N.tmp-PID`, the temporary folder of an overwriting export's new one."""
+    name = re.escape(path.name)
+    pattern = re.compile(rf"\.\.{name}\.new-\d+\.tmp-(\d+)" if kind == "new.tmp" else
+                         rf"\.{name}\.{kind}-(\d+)")
     found = []
     for entry in path.parent.iterdir() if path.parent.is_dir() else ():
         match = pattern.fullmatch(entry.name)
@@ -199,11 +202,22 @@ def _left_by_dead_processes(path, kind):
 
 
 def _remove_killed_exports(path):
-    """Removes the temporary folders (`.NAME.tmp-PID`) that exports of `path` killed while
-    they wrote left beside it: their process is gone and they are over an hour old."""
-    for entry in _left_by_dead_processes(path, "tmp"):
-        if time.time() - entry.stat().st_mtime > STALE_EXPORT_SECONDS:
-            shutil.rmtree(entry, ignore_errors=True)
+    """Removes the temporary folders that exports of `path` killed while they wrote left
+    beside it (`.NAME.tmp-PID`; an overwriting one's `.NAME.new-PID` and its
+    `..NAME.new-PID.tmp-PID`): their process is gone and they are over an hour old."""
+    for kind in ("tmp", "new", "new.tmp"):
+        for entry in _left_by_dead_processes(path, kind):
+            if time.time() - entry.stat().st_mtime > STALE_EXPORT_SECONDS:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def recover_interrupted_export(path):
+    """Before an export to `path`: puts back the previous export an `--overwrite` killed
+    between its two renames had moved aside (`_put_back_replaced`), and removes what killed
+    exports left beside `path` (`_remove_killed_exports`)."""
+    path = Path(path)
+    _put_back_replaced(path, EXPORT_MARKER, "export")
+    _remove_killed_exports(path)
 
 
 def write_export_archive(archive, path):
@@ -257,13 +271,14 @@ def replace_directory(new, path):
     return path
 
 
-def _put_back_replaced(path):
+def _put_back_replaced(path, marker=RUN_MARKER, kind="run"):
     """Undoes a `replace_directory` of `path` killed between its two renames (`path` gone, the
-    old run hidden as `.NAME.replaced-PID` of a dead process): the old run goes back to `path`,
-    said on stdout, so that it is neither lost from sight nor left on the disk for ever. One
-    killed after both renames left the replaced run beside the new one: removed."""
+    old run or export, by its `marker` of `kind`, hidden as `.NAME.replaced-PID` of a dead
+    process): it goes back to `path`, said on stdout, so that it is neither lost from sight
+    nor left on the disk for ever. One killed after both renames left the replaced one beside
+    the new one: removed."""
     stale = [entry for entry in _left_by_dead_processes(path, "replaced")
-             if has_marker(entry, RUN_MARKER, "run")]
+             if has_marker(entry, marker, kind)]
     for entry in sorted(stale, key=lambda entry: entry.stat().st_mtime, reverse=True):
         if not path.exists() and not path.is_symlink():
             os.replace(entry, path)
@@ -1322,6 +1337,7 @@ __all__ = [
     "training_callbacks",
     "check_export_path",
     "replace_export",
+    "recover_interrupted_export",
     "take_lock",
     "claim_export_version",
     "write_export_archive",

@@ -56,6 +56,7 @@ from seqlab.pipelines.common import (
     plural,
     progress_verbosity,
     read_json,
+    recover_interrupted_export,
     replace_export,
     save_history_plot,
     save_model_atomic,
@@ -824,6 +825,8 @@ class Pipeline:
                 SavedModel while `overwrite` is False; `overwrite` without `out`.
         """
         open_run(run, self.name)  # before the model loads: a path that is no run is refused
+        if out is not None:  # an --overwrite killed mid-way: the previous export back first
+            recover_interrupted_export(out)
         path = export_path(run, out, overwrite)
         loaded = self.load_run(run)
         signature = None

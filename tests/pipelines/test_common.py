@@ -772,3 +772,34 @@ def test_an_export_removes_what_a_killed_export_of_the_same_path_left(tmp_path):
     common._remove_killed_exports(tmp_path / "ex")
     # Gone: the old one of a process that ended. Kept: a recent one, and a running process's.
     assert not left.exists() and recent.exists() and alive.exists()
+    # An overwriting export writes into `.ex.new-PID` through `..ex.new-PID.tmp-PID`: a kill
+    # left either for good (the cleanup looked for `.ex.tmp-*` only).
+    killed = [tmp_path / f".ex.new-{dead.pid}", tmp_path / f"..ex.new-{dead.pid}.tmp-{dead.pid}"]
+    for folder in killed:
+        folder.mkdir()
+        os.utime(folder, (old, old))
+    common.recover_interrupted_export(tmp_path / "ex")
+    assert not any(folder.exists() for folder in killed)
+
+
+def test_an_export_an_overwrite_was_killed_in_the_middle_of_replacing_is_put_back(tmp_path,
+                                                                                 capsys):
+    """Killed between replace_directory's two renames, `--out` was gone and the previous
+    export hidden for good (train put a run back; export did not)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "ex"
+    hidden = tmp_path / f".ex.replaced-{dead.pid}"
+    hidden.mkdir()
+    (hidden / "saved_model.pb").write_bytes(b"the previous export")
+    common.write_marker(hidden, common.EXPORT_MARKER, "export")
+    common.recover_interrupted_export(out)
+    assert (out / "saved_model.pb").read_bytes() == b"the previous export"
+    assert not hidden.exists()
+    assert f"put back {out}: an interrupted --overwrite had moved it aside" in (
+        capsys.readouterr().out)
+    # A run's marker is not an export's: a hidden run beside an export path stays.
+    run = finished_run(tmp_path / f".ex.replaced-{dead.pid}", {"a": 1})
+    shutil.rmtree(out)
+    common.recover_interrupted_export(out)
+    assert run.is_dir() and not out.exists()
