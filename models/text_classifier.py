@@ -197,11 +197,27 @@ def _check_vocabulary(vocabulary, vocabulary_size):
 def _predict_probabilities(model, inputs, batch_size):
     """`model.predict` of raw strings (any sequence of them) or token ids, quietly; float32
     `[0, num_classes]` for no inputs, where `predict` fails."""
+    if model.vectorizer is not None:
+        inputs = _texts(inputs)
     if not len(inputs):
         return np.zeros((0, model.num_classes), dtype="float32")
-    if model.vectorizer is not None:
-        inputs = tf.constant(list(inputs), dtype=tf.string)
     return model.predict(inputs, batch_size=batch_size, verbose=0)
+
+
+def _texts(inputs):
+    """Raw texts (a list or tuple of str, a numpy array or string tensor) as a tensor for
+    `vectorize`, which checks its dtype and rank.
+
+    Raises:
+        ValueError: one str, which would be read as a list of its characters.
+    """
+    if isinstance(inputs, str):
+        raise ValueError(f"expected a list of texts. Received one str ({inputs[:40]!r}): pass "
+                         "[text]")
+    if isinstance(inputs, (tf.Tensor, np.ndarray)):
+        # A string tensor's list() is of scalar tensors, which tf.constant refused.
+        return tf.convert_to_tensor(inputs)
+    return tf.constant(list(inputs), dtype=tf.string)
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
@@ -506,6 +522,9 @@ def _check_vocabulary_form(vocabulary, kind):
                 f"the ngrams kind's vocabulary has no padding token \"\" (found at index "
                 f"{tokens.index('')}: a word-sequence kind's vocabulary); {remedy}, which "
                 "gives [UNK] first, then the n-grams")
+        if tokens[:1] != ["[UNK]"]:
+            raise ValueError(f"the ngrams kind's vocabulary starts with [UNK]. Received: "
+                             f"{tokens[:3]}...; {remedy}")
         return
     ngram = next((index for index, token in enumerate(tokens) if " " in token), None)
     if (tokens[:1] == ["[UNK]"] and "" not in tokens) or ngram is not None:
@@ -514,6 +533,11 @@ def _check_vocabulary_form(vocabulary, kind):
         raise ValueError(
             f"the {kind} kind's vocabulary holds words (\"\" and [UNK] first); found {found}: "
             f"the ngrams kind's vocabulary; {remedy}")
+    if tokens[:2] != ["", "[UNK]"]:
+        # Keras's lookup puts them first itself: two ids more than the embedding has rows,
+        # and the last words' ids were out of range when the model ran.
+        raise ValueError(f"the {kind} kind's vocabulary starts with the padding token \"\" "
+                         f"and [UNK]. Received: {tokens[:3]}...; {remedy}")
 
 
 class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
@@ -692,9 +716,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
             return probabilities
         if not len(inputs):
             return probabilities, [probabilities] * self.num_members
-        features = inputs if self.vectorizer is None else self.features(
-            tf.constant(list(inputs), dtype=tf.string)
-        )
+        features = inputs if self.vectorizer is None else self.features(_texts(inputs))
         return probabilities, [member.predict(features, batch_size=batch_size, verbose=0)
                                for member in self.members]
 

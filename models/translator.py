@@ -5,6 +5,8 @@ sampler (greedy or beam search) the output, the target vocabulary the text; it a
 data of attention plots and the serving SavedModel.
 """
 
+import numbers
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -202,6 +204,15 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         # Every size is known: the weights exist from here on (weights copy into the model by
         # layer name, and BackupAndRestore restores into it, before any call).
         self.build()
+        # The logits carry the target padding mask whatever the kind (`compute_mask`), so that
+        # a loss without `ignore_class` leaves padding out for both: only the Transformer's
+        # carried it (through its layers), and gru-attention's loss counted padded positions.
+        self.supports_masking = True
+
+    def compute_mask(self, inputs, mask=None):
+        """The logits' mask: the target positions that are not padding, `[B, T]` (the
+        attention scores returned beside them carry none)."""
+        return ops.not_equal(inputs[1], PADDING_ID)
 
     def build(self, input_shape=None):
         """Creates every weight; the sizes come from the constructor, not `input_shape`."""
@@ -364,6 +375,8 @@ class Translator(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         """
         if isinstance(sampler, str):
             sampler = get_sampler(sampler)
+        if isinstance(max_length, numbers.Integral) and max_length < 0:  # was [B, 0] silently
+            raise ValueError(f"max_length must be at least 0. Received: max_length={max_length}")
         source_ids = self._checked_source_ids(source_ids)
         if max_length is None:
             source_lengths = tf.reduce_sum(tf.cast(source_ids != PADDING_ID, tf.int32), axis=1)
@@ -568,7 +581,20 @@ class TextTranslator:
     def translate(self, texts, beam_width=None, length_penalty=0.6, num_return=1,
                   batch_size=64):
         """Translations of a list of str (decoded in batches of similar length): str each, or
-        with `num_return > 1` `[(translation, score), ...]` best first."""
+        with `num_return > 1` (beam search) `[(translation, score), ...]` best first. One str
+        gets its translation (a list of str was read one character a text).
+
+        Raises:
+            ValueError: `num_return > 1` without `beam_width` (greedy decoding gives one).
+        """
+        if num_return != 1 and beam_width is None:
+            raise ValueError(f"num_return > 1 needs beam search (beam_width): greedy decoding "
+                             f"gives one translation. Received: num_return={num_return}, "
+                             "beam_width=None")
+        if isinstance(texts, str):
+            return self.translate([texts], beam_width, length_penalty, num_return,
+                                  batch_size)[0]
+        texts = list(texts)
         decode = self.function(beam_width, length_penalty, num_return)
         results = [None] * len(texts)
         for chosen in self.batches_by_length(texts, batch_size, beam_width or 1):

@@ -413,6 +413,12 @@ def test_predict_probabilities_takes_a_list_of_texts_token_ids_or_nothing():
                                expected, atol=1e-6)
     none = model.predict_probabilities([])
     assert none.shape == (0, 3) and none.dtype == np.float32
+    # A string tensor or numpy array of texts (a tensor failed: "Scalar tensor has no len()").
+    for texts in (tf.constant(TEXTS), np.array(TEXTS)):
+        np.testing.assert_allclose(model.predict_probabilities(texts), expected, atol=1e-6)
+    assert model.predict_probabilities(tf.constant([], tf.string)).shape == (0, 3)
+    with pytest.raises(ValueError, match=r"expected a list of texts\. Received one str"):
+        model.predict_probabilities(TEXTS[0])  # read as a list of its characters before
 
 
 def test_ensemble_predict_probabilities_gives_every_members_on_request():
@@ -556,6 +562,13 @@ def test_a_vocabulary_of_the_other_family_of_kinds_is_refused_naming_the_remedy(
                                kind="gru")
     for kind, vocabulary in (("ngrams", ngrams), ("gru", words)):
         TextClassifier(num_classes=2, vocabulary=vocabulary, kind=kind)  # each its own: fine
+    # Words without the two special tokens first: Keras's lookup prepended them, two ids more
+    # than the embedding had rows, and the model failed when it ran.
+    with pytest.raises(ValueError, match=r"the gru kind's vocabulary starts with the padding "
+                                         r"token \"\" and \[UNK\]\. Received: \['a', 'superb'"):
+        TextClassifier(num_classes=2, vocabulary=["a", "superb", "film"], kind="gru")
+    with pytest.raises(ValueError, match=r"the ngrams kind's vocabulary starts with \[UNK\]"):
+        TextClassifier(num_classes=2, vocabulary=ngrams[1:], kind="ngrams")
 
 
 @pytest.mark.parametrize("kind", ["gru", "ngrams"])

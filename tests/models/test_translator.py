@@ -163,6 +163,13 @@ def test_padding_changes_neither_logits_nor_loss(kind):
     loss = float(masked_loss()(target_out, logits))
     padded_loss = float(masked_loss()(np.pad(target_out, [[0, 0], [0, 2]]), padded_logits))
     assert padded_loss == pytest.approx(loss, rel=1e-5)
+    # The logits carry the target padding mask whatever the kind, so a loss without
+    # ignore_class leaves padding out too: gru-attention's counted the padded positions.
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(logits._keras_mask),
+                                  TARGET_IN != 0)
+    plain = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    assert float(plain(np.pad(target_out, [[0, 0], [0, 2]]), padded_logits)) == pytest.approx(
+        float(plain(target_out, logits)), rel=1e-5)
 
 
 # Step-by-step decoding and generation
@@ -329,6 +336,11 @@ def test_translations_greedy_and_beam_and_empty_text_to_empty_text():
     assert [first[0] for first, _ in best] == translator.translate(texts, beam_width=3)
     translations, scores = translator.decode_texts(tf.constant(texts), 3, 0.6, 2)
     assert translations.shape == (4, 2) and scores.shape == (4, 2)
+    # One str is one text (it was read as a list of its characters, each translated).
+    assert translator.translate(texts[0]) == greedy[0]
+    assert translator.translate(texts[0], beam_width=3, num_return=2) == best[0]
+    with pytest.raises(ValueError, match=r"num_return > 1 needs beam search \(beam_width\)"):
+        translator.translate(texts, num_return=2)  # one translation each, silently
 
 
 def test_batches_by_length_group_texts_of_similar_length_shortest_first():
@@ -429,6 +441,9 @@ def test_generate_refuses_source_ids_outside_the_vocabulary_of_another_dtype_or_
             model.generate(bad)
     with pytest.raises(ValueError, match=r"source_ids must be \[batch, time\] \(rank 2\)"):
         model.generate(np.array([4, 5], "int32"))
+    with pytest.raises(ValueError, match=r"max_length must be at least 0\. Received: "
+                                         r"max_length=-3"):
+        model.generate(SOURCE_IDS, max_length=-3)  # was [B, 0] without a word
     # In a graph traced for any shape, the rank and the values are checked when it runs.
     generate = tf.function(model.generate, input_signature=[tf.TensorSpec(None, tf.int32)])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"source_ids must be \[batch, time\]"):
