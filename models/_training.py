@@ -12,6 +12,7 @@ The run pipelines do it before their own `fit` (`pipelines/lifecycle.py`); `Trac
 does it in the `fit` and `evaluate` of every seqlab model, for a user's own code.
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -91,3 +92,14 @@ class TracesTrainingOnce:
             return
         data = x if isinstance(x, tf.data.Dataset) else batch_spec(x, y, sample_weight)
         build_training_state(self, data)
+
+
+class RestoresItsCompile:
+    """For a model whose `compile` is overridden: Keras's `load_model` does not restore the
+    compile state of such a model. This one's `compile` takes `keras.Model.compile`'s
+    arguments, so the saved ones apply as they are."""
+
+    def compile_from_config(self, config):
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)

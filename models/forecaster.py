@@ -59,6 +59,15 @@ def _batches(data):
     return data
 
 
+def float_windows(windows, dtype):
+    """`windows` cast to `dtype` where they hold whole numbers (their statistics are
+    fractions: the normalisation failed on int64 windows), else as they are."""
+    if keras.backend.standardize_dtype(windows.dtype) in ("float16", "bfloat16", "float32",
+                                                         "float64"):
+        return windows
+    return keras.ops.cast(windows, dtype)
+
+
 def _check_finite(windows, targets, batch, caller):
     """Refuses a batch holding a NaN or infinite value, naming it."""
     for name, values in (("windows", windows), ("targets", targets)):
@@ -240,6 +249,7 @@ class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
                 features is not None and features != self.n_features):
             # A recurrent network would read any length, a forecast of another question.
             raise ValueError(f"{expected}. Received: {tuple(window.shape)}")
+        window = float_windows(window, self.compute_dtype)
         if steps is None or features is None:
             # Traced for any length (Keras relaxes the shapes of `predict` after a first call):
             # checked when it runs, and traced on from here with the shape it must have. The

@@ -38,7 +38,7 @@ import tensorflow as tf
 
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models._training import TracesTrainingOnce
-from seqlab.models.forecaster import checked_window, recurrent_stack
+from seqlab.models.forecaster import checked_window, float_windows, recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")
 NORMALIZATIONS = ("shift", "level")
@@ -223,6 +223,7 @@ class GlobalForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         if steps is not None and steps != self.lookback:
             # A recurrent network would read any length, a forecast of another question.
             raise ValueError(f"{expected}. Received: {tuple(windows.shape)}")
+        windows = float_windows(windows, self.compute_dtype)
         if steps is None:  # traced for any length: checked when it runs
             windows = checked_window(windows, [self.lookback], expected)
         shift, scale, has_scale = self._statistics(windows)

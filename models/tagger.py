@@ -16,7 +16,7 @@ from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.char_encoder import CHAR_ENCODERS
 from seqlab.layers.registry import bidirectional
-from seqlab.models._training import TracesTrainingOnce
+from seqlab.models._training import RestoresItsCompile, TracesTrainingOnce
 
 
 def bio_transition_constraints(tags):
@@ -49,7 +49,7 @@ def _derived_seed(seed, offset):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
+class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, RestoresItsCompile, keras.Model):
     """A BiLSTM tagger over word embeddings and character features, softmax or CRF output.
 
     Each token's features are its word embedding concatenated with a vector computed from its
@@ -201,6 +201,11 @@ class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
 
     def call(self, inputs, training=False):
         token_ids, char_ids = inputs
+        ranks = (len(token_ids.shape), len(char_ids.shape))
+        if ranks != (2, 3):  # the character encoder failed with an IndexError of its own
+            raise ValueError(f"SequenceTagger reads (token_ids [batch, time], char_ids [batch, "
+                             f"time, chars]). Received: shapes {tuple(token_ids.shape)} and "
+                             f"{tuple(char_ids.shape)}")
         mask = ops.not_equal(token_ids, 0)
         features = ops.concatenate(
             [self.word_embedding(token_ids), self.char_encoder(char_ids)], axis=-1
@@ -280,13 +285,6 @@ class SequenceTagger(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         elif loss == "auto":
             loss = "sparse_categorical_crossentropy"
         super().compile(optimizer=optimizer, loss=loss, **kwargs)
-
-    def compile_from_config(self, config):
-        # Keras does not restore the compile state of a model whose `compile` is overridden;
-        # this one takes `keras.Model.compile`'s arguments, so the saved ones apply as they are.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.crf is None:

@@ -32,7 +32,7 @@ from seqlab.layers import (
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.registry import bidirectional
-from seqlab.models._training import TracesTrainingOnce
+from seqlab.models._training import RestoresItsCompile, TracesTrainingOnce
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 KINDS = (*RECURRENT_LAYERS, "transformer", "cnn", "ngrams")
@@ -540,7 +540,8 @@ def _check_vocabulary_form(vocabulary, kind):
                          f"and [UNK]. Received: {tokens[:3]}...; {remedy}")
 
 
-class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
+class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, RestoresItsCompile,
+                           keras.Model):
     """A model of several classifiers, each trained on its own cross-entropy in one `fit`.
 
     A subclass sets `num_members` and defines `member_probabilities(inputs, training)`
@@ -549,6 +550,14 @@ class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     the members' mean probabilities) and every member's `member_<k>_loss` and
     `member_<k>_accuracy`, which `MemberEarlyStopping` watches.
     """
+
+    def compile(self, optimizer="adam", loss=None, **kwargs):
+        """As `keras.Model.compile`, without a loss: each member trains on its own
+        cross-entropy (a loss given was ignored without a word; its own name is accepted)."""
+        if loss not in (None, "auto", "sparse_categorical_crossentropy"):
+            raise ValueError(f"{type(self).__name__} trains each member on its own "
+                             f"cross-entropy; compile it without a loss. Received: loss={loss!r}")
+        super().compile(optimizer=optimizer, **kwargs)
 
     def _make_trackers(self):
         self.loss_tracker = keras.metrics.Mean(name="loss")

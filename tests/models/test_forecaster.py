@@ -98,6 +98,15 @@ def test_a_window_of_another_length_or_width_is_refused(kind):
         traced(tf.zeros([5, 2, 2]))
 
 
+@pytest.mark.parametrize("normalization", ["window", "shift", "none"])
+def test_windows_of_whole_numbers_forecast_as_their_floats(normalization):
+    # The window statistics failed on int64 windows ("x and y must have the same dtype").
+    model = Forecaster(lookback=6, n_features=2, kind="gru", units=4,
+                       normalization=normalization)
+    counts = np.arange(24).reshape(2, 6, 2)
+    np.testing.assert_array_equal(model(counts), model(counts.astype("float32")))
+
+
 def test_window_normalisation_is_the_plain_model_on_shifted_and_scaled_windows():
     model, plain = normalised_pair()
     level = WINDOWS[:, -1:, :]

@@ -227,6 +227,16 @@ def test_bio_constraints_forbid_exactly_the_invalid_transitions():
     assert sorted(forbidden) == [[0, 2], [0, 4], [1, 4], [2, 4], [3, 2], [4, 2]]
 
 
+def test_inputs_of_another_rank_are_refused_naming_both_shapes():
+    # Character ids of rank 2 failed in the character encoder with "tuple index out of range".
+    token_ids, char_ids, _ = tiny_batch()
+    for model in (tiny_tagger(False), tiny_tagger(True)):
+        with pytest.raises(ValueError, match=r"SequenceTagger reads \(token_ids \[batch, time\], "
+                                             r"char_ids \[batch, time, chars\]\)\. Received: "
+                                             r"shapes \(4, 6\) and \(4, 6\)"):
+            model.decode((token_ids, char_ids[:, :, 0]))
+
+
 def test_invalid_arguments_are_refused():
     with pytest.raises(ValueError, match="Received: units=0"):
         SequenceTagger(**{**TINY, "units": 0})

@@ -146,6 +146,22 @@ def test_ensemble_keras_file_round_trip_gives_the_same_outputs(tmp_path):
                                   ensemble.members[1](padded_ids(ensemble, TEXTS, 0)).numpy())
 
 
+def test_an_ensemble_refuses_a_loss_and_a_saved_compile_comes_back(tmp_path):
+    """A loss given to `compile` was ignored without a word (each member trains on its own
+    cross-entropy); the override keeps Keras restoring a saved compile state."""
+    ensemble = TextClassifierEnsemble(num_members=2, num_classes=3,
+                                      vocabulary=adapt_vocabulary(TEXTS), kind="lstm", **TINY)
+    with pytest.raises(ValueError, match=r"trains each member on its own cross-entropy; "
+                                         r"compile it without a loss\. Received: loss='mse'"):
+        ensemble.compile("adam", loss="mse")
+    ensemble.compile(keras.optimizers.Adam(0.01), metrics=None)
+    ensemble.fit(tf.constant(TEXTS), np.arange(len(TEXTS)) % 3, epochs=1, verbose=0)
+    path = tmp_path / "ensemble.keras"
+    ensemble.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.compiled and loaded.optimizer.learning_rate.numpy() == pytest.approx(0.01)
+
+
 @pytest.mark.parametrize("kind, pooling", KINDS_AND_POOLINGS)
 def test_same_outputs_as_a_functional_model_with_copied_weights(kind, pooling):
     model = tiny_classifier(kind, pooling, layers=2)
