@@ -21,7 +21,6 @@ these members reaches it: only better members can.
 
 import argparse
 import itertools
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -36,6 +35,8 @@ from forecasting import (  # noqa: E402
     benchmark_series,
     default_config,
     geometric_mean,
+    measure_each,
+    report_skipped,
     run_peers,
 )
 
@@ -120,19 +121,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_series_arguments(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    results = []
     with tempfile.TemporaryDirectory() as folder:
-        for index, (name, data) in enumerate(benchmark_series(args, folder)):
-            results.append(measure(name, data, Path(folder) / f"run-{index}"))
-            print(json.dumps(results[-1]), flush=True)
-    columns = ["series", "rows", "kept", "rule", "best_member", "best_member_ratio",
-               "best_mean", "best_mean_ratio"]
-    print(format_table(columns, [[r[c] for c in columns] for r in results]))
-    for column in ("rule", "best_member_ratio", "best_mean_ratio"):
-        ratios = [r[column] for r in results]
-        print(f"{column}: geometric mean {geometric_mean(ratios):.4f}, worst {max(ratios):.3f}, "
-              f"at most 1.0 on {sum(r <= 1.0 for r in ratios)} of {len(ratios)}")
+        results, skipped = measure_each(
+            benchmark_series(args, folder),
+            lambda name, data, index: measure(name, data, Path(folder) / f"run-{index}"))
+    if results:
+        columns = ["series", "rows", "kept", "rule", "best_member", "best_member_ratio",
+                   "best_mean", "best_mean_ratio"]
+        print(format_table(columns, [[r[c] for c in columns] for r in results]))
+        for column in ("rule", "best_member_ratio", "best_mean_ratio"):
+            ratios = [r[column] for r in results]
+            print(f"{column}: geometric mean {geometric_mean(ratios):.4f}, worst "
+                  f"{max(ratios):.3f}, at most 1.0 on {sum(r <= 1.0 for r in ratios)} of "
+                  f"{len(ratios)}")
+    return report_skipped(skipped)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -42,6 +42,7 @@ import pandas as pd  # noqa: E402
 from seqlab.data import datasets  # noqa: E402
 from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.pipelines.common import format_table  # noqa: E402
+from seqlab.pipelines.errors import UsageError  # noqa: E402
 from seqlab.pipelines.timeseries import TASK, load_table  # noqa: E402
 
 # The registered single series the benchmark runs when no `--series` folder is given (the
@@ -398,18 +399,53 @@ def main(argv=None):
         "are added to every `seqlab timeseries train` it runs.")
     add_series_arguments(parser)
     args = parser.parse_args(argv)
-    results = []
     with tempfile.TemporaryDirectory() as folder:
-        for index, (name, data) in enumerate(benchmark_series(args, folder)):
-            figures = benchmark(name, data, extra, Path(folder) / f"run-{index}")
-            results.append(figures)
-            print(json.dumps(figures), flush=True)
-    columns = ["series", "rows", "season", "kept", "seqlab", *PEERS, "ratio", "seqlab_seconds"]
-    print(format_table(columns, [[r[c] for c in columns] for r in results]))
-    ratios = [r["ratio"] for r in results]
-    print(f"geometric mean of the ratios: {geometric_mean(ratios):.3f} over {len(ratios)} "
-          f"series; at most 1.0 on {sum(r <= 1.0 for r in ratios)} of {len(ratios)}")
+        try:  # the same flags go to every run: refused once, before the first
+            default_config(None, extra, Path(folder) / "check")
+        except UsageError as error:
+            parser.error(f"the flags after --: {error}")
+        results, skipped = measure_each(
+            benchmark_series(args, folder),
+            lambda name, data, index: benchmark(name, data, extra,
+                                                Path(folder) / f"run-{index}"))
+    if results:
+        columns = ["series", "rows", "season", "kept", "seqlab", *PEERS, "ratio",
+                   "seqlab_seconds"]
+        print(format_table(columns, [[r[c] for c in columns] for r in results]))
+        ratios = [r["ratio"] for r in results]
+        print(f"geometric mean of the ratios: {geometric_mean(ratios):.3f} over {len(ratios)} "
+              f"series; at most 1.0 on {sum(r <= 1.0 for r in ratios)} of {len(ratios)}")
+    return report_skipped(skipped)
+
+
+def measure_each(series, measure):
+    """`measure(name, data, index)` of each `(name, data)` of `series`, its figures printed as
+    a JSON line as they come; a series whose data or settings seqlab refuses is skipped, its
+    reason on stderr (a traceback there ended the whole benchmark without its table).
+
+    Returns:
+        `(figures of the series measured, [(name, reason) of those skipped])`.
+    """
+    results, skipped = [], []
+    for index, (name, data) in enumerate(series):
+        try:
+            results.append(measure(name, data, index))
+        except (DataError, UsageError) as error:
+            skipped.append((name, str(error)))
+            print(f"{name}: skipped: {error}", file=sys.stderr, flush=True)
+            continue
+        print(json.dumps(results[-1]), flush=True)
+    return results, skipped
+
+
+def report_skipped(skipped):
+    """Says which series were skipped (not in the figures above); the exit status: 1 if any."""
+    if not skipped:
+        return 0
+    print(f"skipped {len(skipped)} series, not in the figures: "
+          f"{', '.join(name for name, _ in skipped)}")
+    return 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -109,6 +109,13 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1 (a median needs a sample), not {args.rounds}")
+    for size in ("batch", "steps", "features", "units"):  # 0 failed in each child process
+        value = getattr(args, size)
+        if value is not None and value < 1:
+            parser.error(f"--{size} must be at least 1, not {value}")
+    for count in args.threads.split(","):  # 0 ran TensorFlow's default under the label 0
+        if count.strip() != "all" and not (count.strip().isdigit() and int(count) >= 1):
+            parser.error(f"--threads: each a whole number of at least 1, or all; not {count!r}")
     return args
 
 

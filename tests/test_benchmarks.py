@@ -1,0 +1,79 @@
+"""The benchmark scripts' own logic (benchmarks/ is no package: loaded from its files), on tiny
+inputs: what they run and report, never a timing."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seqlab.data.errors import DataError
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load(name, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts import each other by name
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_series_seqlab_refuses_is_skipped_and_named_not_the_end_of_the_benchmark(
+        monkeypatch, capsys):
+    # A series with a missing value ended benchmarks/forecasting.py with a traceback, before
+    # the table of the series already measured.
+    forecasting = load("forecasting", monkeypatch)
+
+    def measure(name, data, index):
+        if name == "bad":
+            raise DataError("column 'v' has missing values at lines 5", path=data)
+        return {"series": name, "index": index}
+
+    series = [("good", "a.csv"), ("bad", "bad.csv"), ("also", "c.csv")]
+    results, skipped = forecasting.measure_each(series, measure)
+    assert results == [{"series": "good", "index": 0}, {"series": "also", "index": 2}]
+    assert skipped == [("bad", "bad.csv: column 'v' has missing values at lines 5")]
+    assert "bad: skipped: bad.csv: column 'v'" in capsys.readouterr().err
+    assert forecasting.report_skipped(skipped) == 1
+    assert "skipped 1 series, not in the figures: bad" in capsys.readouterr().out
+    assert forecasting.report_skipped([]) == 0
+
+
+def test_flags_for_every_run_are_refused_once_before_the_first(monkeypatch, capsys):
+    forecasting = load("forecasting", monkeypatch)
+    with pytest.raises(SystemExit) as stopped:
+        forecasting.main(["--no-public", "--only", "sunspots", "--", "--epochs", "0"])
+    assert stopped.value.code == 2
+    assert "error: the flags after --: epochs must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("validate", [False, True])
+def test_the_global_forecaster_benchmark_trains_every_step_its_spec_names(validate,
+                                                                          monkeypatch):
+    """`steps // 250` rounds of 250 dropped the rest (499 steps trained 250, gru:2:600 500),
+    and with --validate each round re-read the dataset's first 250 batches."""
+    benchmark = load("global_forecaster", monkeypatch)
+    monkeypatch.setattr(benchmark, "EVALUATE_EVERY", 3)
+    trained, scored = [], []
+    fit = benchmark.GlobalForecaster.fit
+
+    def counting_fit(model, *args, **kwargs):
+        history = fit(model, *args, **kwargs)
+        trained.append(int(model.optimizer.iterations.numpy()))
+        return history
+
+    monkeypatch.setattr(benchmark.GlobalForecaster, "fit", counting_fit)
+    score = benchmark.metrics.score_panel
+    monkeypatch.setattr(benchmark.metrics, "score_panel",
+                        lambda *args: scored.append(1) or score(*args))
+    rng = np.random.default_rng(0)
+    history = [10.0 + rng.normal(size=40).cumsum() for _ in range(3)]
+    settings = {"lookback": 4, "kind": "nbeats", "units": 4, "layers": 1, "blocks": 1,
+                "normalization": "shift", "learning_rate": 1e-3, "batch_size": 8, "steps": 7}
+    forecast, best_step = benchmark.train_and_forecast(settings, history, 2, 0, validate)
+    assert forecast.shape == (3, 2) and np.isfinite(forecast).all()
+    assert trained == [7]
+    if validate:  # scored after steps 3 and 6 and after the last, 7
+        assert len(scored) == 3 and best_step in (3, 6, 7)
