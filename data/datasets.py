@@ -570,13 +570,16 @@ def info(name):
 
     Keys: name, description, license, citation, usage, embedded (the package it ships in, or
     None), files (`url`, `file`, `size`, `sha256`, `unpack` of each download), download_size
-    (bytes), downloaded, path (the local path a task reads), fetched_from (the URLs actually
-    used, which differ from the origins when `SEQLAB_DATA_MIRROR` is set).
+    (bytes), downloaded, changed (why a cached file or folder is no longer the download, or
+    None), path (the local path a task reads), fetched_from (the URLs actually used, which
+    differ from the origins when `SEQLAB_DATA_MIRROR` is set).
 
     Raises:
         DataError: an unknown name.
     """
     data_set = get(name)
+    cached = data_set.embedded or _all_cached(data_set)
+    fault = cache_fault(name) if cached else None
     return {
         "name": data_set.name,
         "description": data_set.description,
@@ -590,7 +593,8 @@ def info(name):
             for r in data_set.files
         ],
         "download_size": data_set.download_size,
-        "downloaded": is_downloaded(name),
+        "downloaded": bool(cached and fault is None),
+        "changed": None if fault is None else str(fault),
         "path": str(_local_path(data_set)),
         "fetched_from": [mirror_url(data_set, r) for r in data_set.files],
     }
@@ -1132,9 +1136,8 @@ def format_info(name):
         ]
         if facts["fetched_from"] != [entry["url"] for entry in facts["files"]]:
             origin += [f"fetched from the mirror: {url}" for url in facts["fetched_from"]]
-        fault = cache_fault(name)
         state = (f"yes: {facts['path']}" if facts["downloaded"] else
-                 f"changed after its download: {fault}" if fault is not None else
+                 f"changed after its download: {facts['changed']}" if facts["changed"] else
                  f"no (`seqlab datasets download {name}` puts it in {facts['path']})")
     lines = [
         f"name: {facts['name']}",
