@@ -516,6 +516,7 @@ def _check_vocabulary_form(vocabulary, kind):
         return
     tokens = [str(token) for token in vocabulary]
     remedy = f"pass adapt_vocabulary(texts, kind={kind!r})"
+    first = f"{tokens[:3]}" + ("..." if len(tokens) > 3 else "")
     if kind == "ngrams":
         if "" in tokens:
             raise ValueError(
@@ -524,7 +525,7 @@ def _check_vocabulary_form(vocabulary, kind):
                 "gives [UNK] first, then the n-grams")
         if tokens[:1] != ["[UNK]"]:
             raise ValueError(f"the ngrams kind's vocabulary starts with [UNK]. Received: "
-                             f"{tokens[:3]}...; {remedy}")
+                             f"{first}; {remedy}")
         return
     ngram = next((index for index, token in enumerate(tokens) if " " in token), None)
     if (tokens[:1] == ["[UNK]"] and "" not in tokens) or ngram is not None:
@@ -537,7 +538,7 @@ def _check_vocabulary_form(vocabulary, kind):
         # Keras's lookup puts them first itself: two ids more than the embedding has rows,
         # and the last words' ids were out of range when the model ran.
         raise ValueError(f"the {kind} kind's vocabulary starts with the padding token \"\" "
-                         f"and [UNK]. Received: {tokens[:3]}...; {remedy}")
+                         f"and [UNK]. Received: {first}; {remedy}")
 
 
 class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, RestoresItsCompile,

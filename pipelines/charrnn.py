@@ -198,7 +198,7 @@ class CharRNNPipeline(Pipeline):
     name = CARD.name
     config_class = CharRNNConfig
     model_class = CharLanguageModel
-    model_files = ("vocabulary.txt",)
+    model_files = vocabulary_files = ("vocabulary.txt",)
     description = CARD.description
     examples = CARD.examples
     predict_options = GenerateOptions

@@ -56,6 +56,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     absent_json,
     check_export_path,
     check_output,
+    file_digest,
     has_marker,
     is_saved_model,
     listed_train_files,
@@ -719,8 +720,9 @@ class RunDirectory:
         """Makes this process the owner of `<out>.partial`, or refuses (see `take_lock`)."""
         take_lock(self.lock_path)
 
-    def finish(self):
-        """Renames the finished `<out>.partial` to `<out>` and returns `<out>`.
+    def finish(self, digested=()):
+        """Renames the finished `<out>.partial` to `<out>` and returns `<out>`. The marker
+        keeps the SHA-256 of each file of the run named in `digested` (`paths.changed_files`).
 
         `fit_done.json` goes only once the run is in place: a kill before that leaves a
         `<out>.partial` that the same command continues after `fit`, not from epoch 1.
@@ -754,7 +756,9 @@ class RunDirectory:
         write_marker(self.work, RUN_MARKER, "run", task=self.task, files=sorted(
             entry.name for entry in self.work.iterdir()
             if entry.name not in (RUN_MARKER, FIT_DONE_NAME)),
-            tree=[path for path in written_tree(self.work, RUN_MARKER) if path != FIT_DONE_NAME])
+            tree=[path for path in written_tree(self.work, RUN_MARKER) if path != FIT_DONE_NAME],
+            digests={name: file_digest(self.work / name) for name in digested
+                     if (self.work / name).is_file()})
         final = replace_directory(self.work, self.final)
         (final / FIT_DONE_NAME).unlink(missing_ok=True)
         return final

@@ -67,6 +67,7 @@ from seqlab.pipelines.distribute import begin_run, start_run
 from seqlab.pipelines.paths import (
     DATA_FILES,
     READ_OPTIONS,
+    changed_files,
     check_data_unchanged,
     check_output,
     data_fingerprints,
@@ -443,6 +444,9 @@ class Pipeline:
             them from any working directory.
         model_files: the run's files besides config.json whose contents size the model (a
             vocabulary), named when model.keras does not match them.
+        vocabulary_files: those of them that map the model's ids to tokens: their SHA-256 is
+            kept in the run's marker, so that an edit of the same length (a character
+            replaced), which no shape shows, is refused rather than read.
         data_folder_files: for a data path that may be a folder whose reader reads only some
             of its files, their pattern (`paths.data_fingerprint`), so that a change to another
             file there (notes beside the series) does not stop `evaluate`.
@@ -465,6 +469,7 @@ class Pipeline:
     data_paths = ("data",)
     data_folder_files = {}
     model_files = ()
+    vocabulary_files = ()
     renamed_settings = {}
     legacy_settings = {}
     monitor_metric = "loss"
@@ -733,7 +738,7 @@ class Pipeline:
         replace_export(run.path("saved_model"),
                        lambda target: self._export_model(model, config, artifacts, target))
         _interrupt.check()  # a Ctrl-C Python dropped: the run stays unfinished, resumable
-        final = run.finish()
+        final = run.finish(digested=self.vocabulary_files)
 
         notes = []
         if distribution.kind != "none":
@@ -809,6 +814,11 @@ class Pipeline:
             model = expected
         else:
             check_model_matches_settings(model, expected, record, self.model_files)
+        changed = changed_files(record.path)
+        if changed:  # what every other check passes: an edit of the same length
+            raise UsageError(f"{record.file(changed[0])}: changed since train wrote it (its "
+                             f"SHA-256 is not the one {RUN_MARKER} recorded); the model's ids "
+                             "are read through it: put the original back, or retrain the run")
         metrics_path = record.file("metrics.json")
         metrics = read_json(metrics_path) if metrics_path.is_file() else absent_json(metrics_path)
         if not isinstance(metrics, dict):

@@ -436,7 +436,7 @@ class NerPipeline(Pipeline):
     name = CARD.name
     config_class = NerConfig
     model_class = SequenceTagger
-    model_files = ("vocabulary.json",)
+    model_files = vocabulary_files = ("vocabulary.json",)
     data_paths = ("data", "validation_data", "test_data")
     renamed_settings = {"min_freq": "min_count"}
     monitor_metric, monitor_mode = "f1", "max"

@@ -225,6 +225,34 @@ def _marker_list(folder, marker, key):
     return None
 
 
+def file_digest(path):
+    """The SHA-256 of the file at `path`, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def changed_files(run):
+    """The files of the finished run `run` whose SHA-256 differs from the one its marker
+    recorded when it finished (`digests`), a missing one included; [] for a run finished
+    before the marker kept them, or a marker damaged by hand."""
+    try:
+        record = read_json(Path(run) / RUN_MARKER)
+    except (OSError, ValueError, UsageError):
+        return []
+    digests = record.get("digests") if isinstance(record, dict) else None
+    if not isinstance(digests, dict):
+        return []
+    changed = []
+    for name, digest in digests.items():
+        path = Path(run) / str(name)
+        if not path.is_file() or file_digest(path) != digest:
+            changed.append(str(name))
+    return changed
+
+
 def listed_train_files(run):
     """The names of the entries `train` wrote at the top of the finished run `run`, as its
     marker lists them (`files`, written when the run finished); None for a run finished before

@@ -381,6 +381,7 @@ class SentimentPipeline(Pipeline):
     model_class = (TextClassifier, TextClassifierEnsemble, AutoTextClassifier)
     data_paths = ("data", "test_data")
     model_files = ("vocabulary.txt", "ngram_vocabulary.txt", "classes.json")
+    vocabulary_files = ("vocabulary.txt", "ngram_vocabulary.txt")
     description = CARD.description
     examples = CARD.examples
     predict_options = PredictOptions

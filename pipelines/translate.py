@@ -192,7 +192,7 @@ class TranslatePipeline(Pipeline):
     config_class = TranslateConfig
     model_class = Translator
     data_paths = ("data", "src", "tgt")
-    model_files = ("source_vocabulary.txt", "target_vocabulary.txt")
+    model_files = vocabulary_files = ("source_vocabulary.txt", "target_vocabulary.txt")
     description = CARD.description
     examples = CARD.examples
     evaluate_options = EvaluateOptions

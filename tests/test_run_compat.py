@@ -134,7 +134,8 @@ def test_an_emptied_vocabulary_is_one_line(tmp_path):
     shutil.copytree(FIXTURES / "sentiment", run)
     (run / "vocabulary.txt").write_text("", encoding="utf-8")
     with pytest.raises(UsageError, match=r"sentiment: its settings and files do not make a "
-                                         r"model \(Cannot set an empty vocabulary"):
+                                         r"model \(the bilstm kind's vocabulary starts with the "
+                                         r"padding token \"\" and \[UNK\]\. Received: \[\];"):
         load_task("sentiment").predict(run=str(run), texts=["a fine film"])
 
 

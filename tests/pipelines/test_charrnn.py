@@ -320,6 +320,22 @@ def test_a_shortened_vocabulary_is_named_with_config_json(stateless, tmp_path):
         predict(run, prompt="a", num_chars=3)
 
 
+def test_a_vocabulary_edited_to_the_same_length_is_refused(stateless, tmp_path):
+    """A character replaced ("\\n" read as "Q") passes every check of the file's form and the
+    model's shapes: the run's marker keeps the vocabulary's SHA-256 from train."""
+    run = tmp_path / "copy"
+    shutil.copytree(stateless[1], run)
+    original = (run / "vocabulary.txt").read_text(encoding="utf-8")
+    assert original.startswith('"\\n"\n')
+    (run / "vocabulary.txt").write_text(original.replace('"\\n"', '"Q"', 1), encoding="utf-8")
+    with pytest.raises(UsageError, match=r"copy/vocabulary\.txt: changed since train wrote it "
+                                         r"\(its SHA-256 is not the one seqlab-run\.json "
+                                         r"recorded\)"):
+        predict(run, prompt="a", num_chars=3)
+    (run / "vocabulary.txt").write_text(original, encoding="utf-8")
+    predict(run, prompt="a", num_chars=3)  # put back: read again
+
+
 def test_the_sample_prompt_is_the_first_line_of_the_validation_text_that_is_not_blank():
     # A validation part that starts after a paragraph break used to give the prompt "\n".
     first = "KING HENRY: now, my lords,"
