@@ -232,6 +232,6 @@ class _WorkerScratchDirectory(RunDirectory):
     `checkpoints/` survive a killed run, so a restarted worker resumes with the chief.
     """
 
-    def finish(self):
+    def finish(self, digested=()):
         shutil.rmtree(self.work, ignore_errors=True)
         return Path(self.final)
