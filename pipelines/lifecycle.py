@@ -647,7 +647,8 @@ class Pipeline:
                     f"{fit_done_path.name} says training finished; remove the unfinished run "
                     f"{model_path.parent} to train from the start")
             if model.optimizer is not None:  # so that the saved optimizer state loads too
-                model.optimizer.build(model.trainable_variables)
+                with distribution.scope():  # its variables are the strategy's, as the model's
+                    model.optimizer.build(model.trainable_variables)
             model.load_weights(model_path)
             self.after_fit(config, prepared, model)
             model = distribution.local_model(model, model_path)

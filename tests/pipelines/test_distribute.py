@@ -87,6 +87,30 @@ def test_mirrored_training_writes_a_complete_run(tmp_path):
     assert metrics["distribution"]["global_batch_size"] == 32 * metrics["distribution"]["replicas"]
 
 
+def test_a_mirrored_run_killed_after_fit_continues_after_fit(tmp_path, monkeypatch, capsys):
+    """The optimizer was built outside the strategy's scope when the run continued after fit:
+    "Need to be inside with strategy.scope()" on every retry."""
+    from seqlab.pipelines import timeseries
+
+    data = _write_series(tmp_path / "series.csv")
+    out = tmp_path / "run"
+    command = ["timeseries", "train", "--data", str(data), "--out", str(out), "--epochs", "1",
+               "--time-column", "t", "--target", "value", "--lookback", "8", "--units", "4",
+               "--model", "gru", "--distribute", "mirrored"]
+
+    def die(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "export_model", die)
+    assert cli.main(command) != 0
+    assert (tmp_path / "run.partial" / "fit_done.json").is_file()
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert cli.main(command) == 0
+    assert "training finished earlier: continuing after fit" in capsys.readouterr().out
+    assert (out / "saved_model" / "saved_model.pb").is_file()
+
+
 def test_two_workers_train_and_only_the_chief_writes(tmp_path):
     # The GRU alone: the strategy wraps the network's fit; --model auto's classical members
     # would add their fits to both workers' time and nothing to what is tested here.
