@@ -846,7 +846,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     duration has passed since it ended: backups cost at most about 1 / COST_RATIO of the
     training time, and a kill loses at most that much time (under a second for a small model)
     besides the epoch it interrupted. A model whose epochs outlast that is backed up after
-    every epoch, as before.
+    every epoch, as before. So is every epoch of a run on several workers: timed on each
+    worker's own clock, the workers' backups held different epochs, and a restarted cluster
+    resumed one epoch apart.
     """
 
     COST_RATIO = 10
@@ -855,6 +857,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         super().on_train_begin(logs)
         self._backup_ended = None
         self._backup_seconds = 0.0
+        self._every_epoch = isinstance(getattr(self.model, "distribute_strategy", None),
+                                       tf.distribute.MultiWorkerMirroredStrategy)
 
     def on_epoch_end(self, epoch, logs=None):
         self._current_epoch = epoch + 1
@@ -862,7 +866,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         if self.save_freq != "epoch":
             return
         started = time.perf_counter()
-        if (self._backup_ended is not None
+        if (not self._every_epoch and self._backup_ended is not None
                 and started - self._backup_ended < self.COST_RATIO * self._backup_seconds):
             return
         self._save_model()

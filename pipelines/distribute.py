@@ -66,6 +66,11 @@ class _KerasMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrateg
         return super().reduce(reduce_op, value, axis)
 
 
+def _cluster():
+    """TF_CONFIG's cluster, as `_cluster_role` checked it."""
+    return json.loads(os.environ["TF_CONFIG"])["cluster"]
+
+
 def _cluster_role():
     """`(task_type, task_id, has_chief)` from `TF_CONFIG`, checked."""
     raw = os.environ.get("TF_CONFIG")
@@ -74,15 +79,30 @@ def _cluster_role():
             "--distribute multiworker needs the TF_CONFIG environment variable (the cluster and "
             "this worker's task); see docs/cli.md, 'Training on several devices or machines'"
         )
+    expected = ('expected {"cluster": {"worker": ["host:port", ...]}, "task": {"type": '
+                '"worker", "index": 0}}')
     try:
         config = json.loads(raw)
         cluster, task = config["cluster"], config["task"]
-        task_type, task_id = task["type"], int(task["index"])
+        task_type, task_id = task["type"], task["index"]
     except (ValueError, KeyError, TypeError, RecursionError) as error:
-        raise UsageError(
-            f"TF_CONFIG is not a valid cluster description ({error!r}); expected "
-            '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'
-        ) from None
+        raise UsageError(f"TF_CONFIG is not a valid cluster description ({error!r}); "
+                         f"{expected}") from None
+    # TensorFlow's own errors for these were tracebacks: a list for the cluster, a string for
+    # a job's tasks (its length passed for their number), a negative index, a parameter
+    # server (which Keras's fit does not train with).
+    if not isinstance(cluster, dict) or not all(
+            isinstance(tasks, list) and tasks and all(isinstance(t, str) for t in tasks)
+            for tasks in cluster.values()):
+        raise UsageError(f"TF_CONFIG's cluster must map each job to a list of \"host:port\" "
+                         f"addresses; found {json.dumps(cluster)[:200]}; {expected}")
+    unknown = sorted(set(cluster) - {"chief", "worker"})
+    if unknown:
+        raise UsageError(f"TF_CONFIG's cluster has the job {unknown[0]!r}: --distribute "
+                         "multiworker trains with \"worker\" tasks (and a \"chief\") only")
+    if type(task_id) is not int or task_id < 0:
+        raise UsageError(f"TF_CONFIG's task index must be a whole number of at least 0; "
+                         f"found {json.dumps(task_id)[:40]}")
     if task_type not in cluster or task_id >= len(cluster[task_type]):
         raise UsageError(
             f"TF_CONFIG names task {task_type}:{task_id}, which is not in its cluster {cluster}"
@@ -115,6 +135,13 @@ class Distribution:
                 task_type == "worker" and task_id == 0 and not has_chief
             )
             self.worker = f"{task_type}-{task_id}"
+            # TensorFlow waits, without a word and whatever the signals, until every worker
+            # has started: said first, so that a worker left waiting shows why.
+            others = sum(len(tasks) for tasks in _cluster().values()) - 1
+            print(f"{self.worker}: joining the cluster of TF_CONFIG; training starts once "
+                  f"its {others} other worker{'s' if others != 1 else ''} started too "
+                  "(TensorFlow waits for them; only SIGKILL stops a worker while it waits)",
+                  flush=True)
             self.strategy = _KerasMultiWorkerMirroredStrategy()
         elif kind == "mirrored":
             self.strategy = tf.distribute.MirroredStrategy()

@@ -58,6 +58,17 @@ def test_mirrored_shards_by_data_and_batches_globally():
         ("not json", "TF_CONFIG is not a valid cluster description"),
         ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}}',
          "names task worker:3, which is not in its cluster"),
+        # TensorFlow's tracebacks before (a string's length passed for its number of tasks).
+        ('{"cluster": ["w"], "task": {"type": "w", "index": 0}}',
+         "cluster must map each job to a list of \"host:port\" addresses"),
+        ('{"cluster": {"worker": "localhost:1"}, "task": {"type": "worker", "index": 5}}',
+         "cluster must map each job to a list"),
+        ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": -1}}',
+         "task index must be a whole number of at least 0; found -1"),
+        ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": "0"}}',
+         "task index must be a whole number of at least 0"),
+        ('{"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, '
+         '"task": {"type": "ps", "index": 0}}', "has the job 'ps'"),
     ],
 )
 def test_multiworker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
