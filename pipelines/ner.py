@@ -225,14 +225,17 @@ def count_entities(rows):
     return sum(tag.startswith("B-") for row in rows for tag in repair_bio(row))
 
 
-def learning_notes(metrics, predicted_entities, train_sentences, sample):
+def learning_notes(metrics, predicted_entities, train_sentences, sample, data=None):
     """Plain words for figures that show the model learned nothing (no entity predicted, or
-    none right; types never found), and, on the shipped sample, that it is a smoke test."""
+    none right; types never found), and, on the shipped sample, that it is a smoke test.
+    `data`: the run's --data (a data set it already reads is not suggested)."""
     epochs = metrics.get("epochs_run")
+    more = ("your own CoNLL files" if data == "wnut17" else
+            "a data set such as --data wnut17, or your own CoNLL files")
     too_few = (f"{train_sentences} training sentences"
                + (f" and {plural(epochs, 'epoch')}" if epochs else "")
-               + " are too few to learn from: train on more data (a data set such as "
-               "--data wnut17, or your own CoNLL files) or longer (--epochs, --patience)")
+               + f" are too few to learn from: train on more data ({more}) or longer "
+               "(--epochs, --patience)")
     notes = []
     if metrics["support"] == 0:
         pass  # no gold entity: the table says that its figures are not defined
@@ -566,7 +569,7 @@ class NerPipeline(Pipeline):
                             len(splits.validation), "sentences")] if overlap["test"] else []),
             f"max_word_chars {config.max_word_chars}: {prepared.max_word_chars_source}",
             *learning_notes(metrics, count_entities(prepared.test_predicted),
-                            len(splits.train), config.data is None),
+                            len(splits.train), config.data is None, config.data),
         ]
 
     def model_for_run(self, config, artifacts):

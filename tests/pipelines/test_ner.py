@@ -236,6 +236,10 @@ def test_the_summary_says_plainly_when_the_model_learned_nothing():
     (line,) = learning_notes(zero, 0, 40, sample=False)
     assert line.startswith("the model predicts no entity on the test split (every token O)")
     assert "40 training sentences and 2 epochs are too few to learn from" in line
+    assert "a data set such as --data wnut17" in line
+    # A run on wnut17 already is not told to use it.
+    (line,) = learning_notes(zero, 0, 40, sample=False, data="wnut17")
+    assert "train on more data (your own CoNLL files) or longer" in line
     (line,) = learning_notes(zero, 7, 40, sample=False)
     assert line.startswith("none of the 7 entities the model predicts on the test split "
                            "matches a test entity")
