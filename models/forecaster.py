@@ -62,8 +62,7 @@ def _batches(data):
 def float_windows(windows, dtype):
     """`windows` cast to `dtype` where they hold whole numbers (their statistics are
     fractions: the normalisation failed on int64 windows), else as they are."""
-    if keras.backend.standardize_dtype(windows.dtype) in ("float16", "bfloat16", "float32",
-                                                         "float64"):
+    if keras.backend.is_float_dtype(windows.dtype):
         return windows
     return keras.ops.cast(windows, dtype)
 

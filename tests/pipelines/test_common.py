@@ -206,20 +206,20 @@ def test_backups_cost_at_most_a_tenth_of_training_and_the_first_epoch_is_backed_
         saved.append(callback._current_epoch)
         now[0] += 1.0
 
+    def train(epochs, epoch_seconds):
+        """The epochs backed up in a training of `epochs` epochs of `epoch_seconds` each."""
+        saved.clear()
+        callback.on_train_begin()
+        for epoch in range(epochs):
+            now[0] += epoch_seconds
+            callback.on_epoch_end(epoch)
+        return saved
+
     callback._save_model = fake_save
     monkeypatch.setattr(keras.callbacks.BackupAndRestore, "on_train_begin", lambda *a: None)
-    callback.on_train_begin()
-    for epoch in range(100):
-        now[0] += 0.3
-        callback.on_epoch_end(epoch)
-    assert saved == [1, 35, 69]
+    assert train(100, 0.3) == [1, 35, 69]
     # Backups longer than an epoch's tenth: every epoch is backed up, as Keras does.
-    saved.clear()
-    callback.on_train_begin()
-    for epoch in range(5):
-        now[0] += 20.0
-        callback.on_epoch_end(epoch)
-    assert saved == [1, 2, 3, 4, 5]
+    assert train(5, 20.0) == [1, 2, 3, 4, 5]
     # On several workers every epoch is backed up: each worker timed its own, and a restarted
     # cluster resumed its workers one epoch apart. (A stand-in class for the strategy: a real
     # one would configure this process's collectives.)
@@ -228,12 +228,7 @@ def test_backups_cost_at_most_a_tenth_of_training_and_the_first_epoch_is_backed_
 
     monkeypatch.setattr(tf.distribute, "MultiWorkerMirroredStrategy", MultiWorker)
     callback.set_model(types.SimpleNamespace(distribute_strategy=MultiWorker()))
-    saved.clear()
-    callback.on_train_begin()
-    for epoch in range(5):
-        now[0] += 0.3
-        callback.on_epoch_end(epoch)
-    assert saved == [1, 2, 3, 4, 5]
+    assert train(5, 0.3) == [1, 2, 3, 4, 5]
 
 def test_a_backup_the_disk_cannot_hold_is_refused_before_h5py_writes(tmp_path, monkeypatch):
     # On a full disk (or under `ulimit -f`) HDF5 failed mid-write and its objects crashed the
