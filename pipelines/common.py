@@ -56,7 +56,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     absent_json,
     check_export_path,
     check_output,
-    file_digest,
+    data_fingerprint,
     has_marker,
     is_saved_model,
     listed_train_files,
@@ -757,7 +757,7 @@ class RunDirectory:
             entry.name for entry in self.work.iterdir()
             if entry.name not in (RUN_MARKER, FIT_DONE_NAME)),
             tree=[path for path in written_tree(self.work, RUN_MARKER) if path != FIT_DONE_NAME],
-            digests={name: file_digest(self.work / name) for name in digested
+            digests={name: data_fingerprint(self.work / name)["sha256"] for name in digested
                      if (self.work / name).is_file()})
         final = replace_directory(self.work, self.final)
         (final / FIT_DONE_NAME).unlink(missing_ok=True)

@@ -225,15 +225,6 @@ def _marker_list(folder, marker, key):
     return None
 
 
-def file_digest(path):
-    """The SHA-256 of the file at `path`, in hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def changed_files(run):
     """The files of the finished run `run` whose SHA-256 differs from the one its marker
     recorded when it finished (`digests`), a missing one included; [] for a run finished
@@ -248,7 +239,7 @@ def changed_files(run):
     changed = []
     for name, digest in digests.items():
         path = Path(run) / str(name)
-        if not path.is_file() or file_digest(path) != digest:
+        if not path.is_file() or data_fingerprint(path)["sha256"] != digest:
             changed.append(str(name))
     return changed
 
