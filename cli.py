@@ -297,13 +297,33 @@ DATA_SET_FIELDS = ("data", "validation_data", "test_data", "src", "tgt", "embedd
 
 def _fetch_named_data_sets(values):
     """Downloads (or finds in the cache) each registered data-set name among `values`' data
-    fields, before TensorFlow loads: a download that cannot succeed fails in seconds."""
+    fields, before TensorFlow loads: a download that cannot succeed fails in seconds. A value
+    that is neither a name nor an existing path is refused as early (it failed only once
+    TensorFlow had loaded, 10-20 s on a busy machine), with the name it may be a typo of."""
     from seqlab.data import datasets
 
-    for field in DATA_SET_FIELDS:
+    for field in (*DATA_SET_FIELDS, "input"):
         value = values.get(field)
-        if isinstance(value, str) and datasets.is_name(value):
+        if not isinstance(value, str):
+            continue
+        if datasets.is_name(value):
             datasets.download(value)
+        elif not os.path.lexists(value):
+            raise _not_found(field, value, datasets.names())
+
+
+def _not_found(field, value, names):
+    """The `DataError` of a data setting whose `value` is no path and no registered name."""
+    import difflib
+
+    expected = ("expected a vector file, or a registered name such as glove.6B.100d"
+                if field == "embeddings" else
+                "expected a file" if field == "input" else
+                "expected a file or folder, or a registered data set's name")
+    close = difflib.get_close_matches(value, names, n=1, cutoff=0.75)
+    hint = f"; did you mean the data set {close[0]}?" if close else ""
+    listing = "" if field == "input" else " (seqlab datasets list)"
+    return DataError(f"not found; {expected}{listing}{hint}", path=value)
 
 
 # Settings that name a file or folder: an empty one would be read as the working folder.

@@ -207,6 +207,31 @@ def test_limits_are_checked_before_the_data_is_read_and_a_config_file_is_named(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "long.csv"]
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (["sentiment", "train", "--data", "imbd"],
+     "imbd: not found; expected a file or folder, or a registered data set's name (seqlab "
+     "datasets list); did you mean the data set imdb?"),
+    (["ner", "train", "--embeddings", "vectors.vec"],
+     "vectors.vec: not found; expected a vector file, or a registered name such as "
+     "glove.6B.100d (seqlab datasets list)"),
+    (["translate", "train", "--src", "a.en", "--tgt", "a.de"],
+     "a.en: not found; expected a file or folder, or a registered data set's name (seqlab "
+     "datasets list)"),
+    (["sentiment", "predict", "--run", "run", "--input", "reviews.txt"],
+     "reviews.txt: not found; expected a file"),
+])
+def test_data_that_is_neither_a_path_nor_a_name_is_refused_before_tensorflow_loads(
+        tmp_path, monkeypatch, capsys, argv, expected):
+    # It was refused by the task's reader, once TensorFlow had loaded (10-20 s on a busy
+    # machine), naming the absolute path of a typo'd data set's name.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run").mkdir()  # passes the checks made before TensorFlow loads
+    (tmp_path / "run" / "config.json").write_text('{"task": "sentiment", "settings": {}}')
+    monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == f"seqlab {argv[0]} {argv[1]}: error: {expected}\n"
+
+
 def train_failing_in_prepare(monkeypatch, error, out, *flags):
     """The status of `seqlab timeseries train --model linear --out OUT FLAGS` whose data
     preparation raises `error` (before the run directory is started)."""
@@ -394,6 +419,7 @@ def test_train_config_is_the_command_lines_and_the_benchmarks_build_their_runs_w
     from pathlib import Path
 
     data = tmp_path / "sales.csv"
+    data.write_text("y\n1\n")  # a missing file is refused before anything else
     config = cli.train_config("timeseries", ["--data", str(data), "--epochs", "3",
                                              "--out", str(tmp_path / "run")])
     assert (config.data, config.epochs, config.out) == (str(data), 3, str(tmp_path / "run"))

@@ -334,12 +334,14 @@ def test_a_model_too_large_for_the_machine_is_refused_before_anything_is_read(
     from seqlab.cli import main
 
     monkeypatch.setattr("seqlab.pipelines.settings.physical_memory", lambda: 8 * 2**30)
-    assert main([task, "train", *flags, "--data", str(tmp_path / "missing"),
+    unreadable = tmp_path / "data.csv"  # any reading of it would be refused
+    unreadable.write_bytes(b"\xff\xfe\x00")
+    assert main([task, "train", *flags, "--data", str(unreadable),
                  "--out", str(tmp_path / "run")]) == 2
     error = capsys.readouterr().err
     assert f"error: {named}: the model has at least " in error and "this machine has 8.0 GiB" \
         in error, error
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [unreadable]
 
 
 def test_sizes_that_fit_are_not_refused(monkeypatch):
