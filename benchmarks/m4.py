@@ -87,11 +87,14 @@ def set_sources(parser, data, sets):
 
 
 def read_set(source, frequency):
-    """`read_m4_folder(source, frequency)`, a file it cannot read (or download) one line."""
+    """`read_m4_folder(source, frequency)`; a file it cannot read (or download) is one line
+    and exit status 2, as the other refusals of the data given (it was status 1, a failure to
+    reproduce Naive2's figures)."""
     try:
         return read_m4_folder(source, frequency)
     except DataError as error:
-        raise SystemExit(f"M4 {frequency}: {error}") from None
+        print(f"m4.py: error: M4 {frequency}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def benchmark_forecasts(panel, frequency):

@@ -77,3 +77,14 @@ def test_the_global_forecaster_benchmark_trains_every_step_its_spec_names(valida
     assert trained == [7]
     if validate:  # scored after steps 3 and 6 and after the last, 7
         assert len(scored) == 3 and best_step in (3, 6, 7)
+
+
+def test_an_m4_folder_without_a_sets_files_exits_with_the_usage_status(monkeypatch, capsys,
+                                                                       tmp_path):
+    # Status 1 is the benchmark's "Naive2 NOT reproduced"; a folder lacking the files was 1 too.
+    m4 = load("m4", monkeypatch)
+    with pytest.raises(SystemExit) as stopped:
+        m4.main(["--data", str(tmp_path), "--sets", "hourly"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("m4.py: error: M4 hourly: ") and str(tmp_path) in error, error
