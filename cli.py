@@ -34,8 +34,10 @@ from seqlab.pipelines.settings import (
     check_given_settings,
     checked_file_values,
     default_out,
+    file_settings,
     make_config,
     read_config_file,
+    refuse_unread_settings,
 )
 
 PROG = "seqlab"
@@ -107,6 +109,18 @@ def quiet_tensorflow(debug=False):
     return True
 
 
+class _OneConfigFile(argparse.Action):
+    """`--config FILE`, given at most once: a second file replaced the first silently (its
+    settings were lost without a word), though a reader might expect them merged."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        given = getattr(namespace, self.dest, None)
+        if given is not None:
+            parser.error(f"--config is given twice ({given} and {value}); give one file (the "
+                         "flags on the command line win over it)")
+        setattr(namespace, self.dest, value)
+
+
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Argparse's help, with flag help wrapped at spaces only: a data-set name such as
     `daily-min-temperatures` stays whole, so that it can be copied."""
@@ -142,7 +156,7 @@ def _add_action_parsers(task_parser, card):
     train = parsers["train"]
     add_config_arguments(train, card.config_class)
     train.add_argument(
-        "--config", metavar="FILE",
+        "--config", metavar="FILE", action=_OneConfigFile,
         help="JSON or TOML file of settings, keys as the flags (flags given here win)",
     )
     train.add_argument(
@@ -295,11 +309,12 @@ def one_line(error):
 DATA_SET_FIELDS = ("data", "validation_data", "test_data", "src", "tgt", "embeddings")
 
 
-def _fetch_named_data_sets(values):
+def _fetch_named_data_sets(values, from_file=(), origin=None):
     """Downloads (or finds in the cache) each registered data-set name among `values`' data
     fields, before TensorFlow loads: a download that cannot succeed fails in seconds. A value
     that is neither a name nor an existing path is refused as early (it failed only once
-    TensorFlow had loaded, 10-20 s on a busy machine), with the name it may be a typo of."""
+    TensorFlow had loaded, 10-20 s on a busy machine), with the name it may be a typo of, and
+    the config file `origin` when it gave the value (`from_file`: the names it gave)."""
     from seqlab.data import datasets
 
     for field in (*DATA_SET_FIELDS, "input"):
@@ -309,11 +324,13 @@ def _fetch_named_data_sets(values):
         if datasets.is_name(value):
             datasets.download(value)
         elif not os.path.lexists(value):
-            raise _not_found(field, value, datasets.names())
+            raise _not_found(field, value, datasets.names(),
+                             origin if field in from_file else None)
 
 
-def _not_found(field, value, names):
-    """The `DataError` of a data setting whose `value` is no path and no registered name."""
+def _not_found(field, value, names, origin=None):
+    """The `DataError` of a data setting whose `value` is no path and no registered name;
+    `origin`: the config file that gave it."""
     import difflib
 
     expected = ("expected a vector file, or a registered name such as glove.6B.100d"
@@ -323,11 +340,24 @@ def _not_found(field, value, names):
     close = difflib.get_close_matches(value, names, n=1, cutoff=0.75)
     hint = f"; did you mean the data set {close[0]}?" if close else ""
     listing = "" if field == "input" else " (seqlab datasets list)"
+    if origin is not None:
+        relative = "" if os.path.isabs(value) else (
+            f"; a config file's relative paths are read from the current folder, {os.getcwd()}")
+        hint += f" (given as {field} in {origin}{relative})"
     return DataError(f"not found; {expected}{listing}{hint}", path=value)
 
 
 # Settings that name a file or folder: an empty one would be read as the working folder.
 PATH_FIELDS = (*DATA_SET_FIELDS, "input", "out", "output", "run", "config")
+
+
+def _expand_home(file_values):
+    """A config file's paths that start with `~` (`out = "~/runs/a"`), expanded as the shell
+    expands a flag's: kept as written, they made a folder named `~` in the current one."""
+    for name in PATH_FIELDS:
+        value = file_values.get(name)
+        if isinstance(value, str) and value.startswith("~"):
+            file_values[name] = os.path.expanduser(value)
 
 
 def _refuse_empty_paths(values, origin=None):
@@ -355,6 +385,7 @@ def _prepare_action(card, action, values):
         overwrite = values.pop("overwrite", False)
         file_values = read_config_file(config_file) if config_file else {}
         _refuse_empty_paths(file_values, origin=config_file)
+        _expand_home(file_values)
         # Typed before the data settings read them (`{"time_column": 5}` was a TypeError).
         file_values = checked_file_values(card.config_class, file_values,
                                           origin=config_file or "config")
@@ -370,10 +401,12 @@ def _prepare_action(card, action, values):
                 print(f"{PROG} {card.name} train: {note}", file=sys.stderr)
         config = make_config(card.config_class, file_values, values,
                              origin=config_file or "config")
+        from_file = file_settings(file_values, values)
+        refuse_unread_settings(config, from_file, config_file)  # named as the file gave them
         if config.out is None:
             # Chosen here, so that an interrupted run can be told where to resume.
             config = dataclasses.replace(config, out=default_out(card.name))
-        _fetch_named_data_sets(dataclasses.asdict(config))
+        _fetch_named_data_sets(dataclasses.asdict(config), from_file, config_file)
         return {"config": config, "overwrite": overwrite}
     record = open_run(values["run"], card.name)
     if values.get("output") is not None:

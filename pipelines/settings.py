@@ -22,6 +22,7 @@ import datetime
 import json
 import math
 import os
+import re
 import tomllib
 import types
 import typing
@@ -316,16 +317,22 @@ def typed_flag(name, value):
     return f"{flag_name(name)} {value}"
 
 
-def refuse_unread_settings(config):
+def refuse_unread_settings(config, from_file=(), origin=None):
     """Refuses a setting given another value than its default where the config's other
     settings say it is not read: `config.READ_ONLY_WITH` (or its `read_only_with()`, where
     the rules depend on the settings) maps such a setting to `(the other setting, the values
     of it under which the setting is read)`. A setting silently ignored
-    (`--ngrams 5` for a gru) gives a result the user did not ask for.
+    (`--ngrams 5` for a gru) gives a result the user did not ask for. The settings named in
+    `from_file` came from the config file `origin` and are named as its keys, not as flags.
 
     Raises:
         UsageError: naming the first such setting and the one that rules it out.
     """
+    def given(key, value):
+        if key in from_file:
+            return f"{key} = {json.dumps(value, default=str)} in {origin}"
+        return typed_flag(key, value)
+
     for name, (other, values) in config.read_only_with().items():
         value, ruling = getattr(config, name), getattr(config, other)
         if ruling in values:
@@ -343,8 +350,8 @@ def refuse_unread_settings(config):
                 needs = (f"{flag_name(other)} {', '.join(map(str, values[:-1]))} or "
                          f"{values[-1]}")
                 choose = "one of those"
-            raise UsageError(f"{typed_flag(name, value)} is read only with {needs}, not with "
-                             f"{typed_flag(other, ruling)}: leave it out, or choose {choose}")
+            raise UsageError(f"{given(name, value)} is read only with {needs}, not with "
+                             f"{given(other, ruling)}: leave it out, or choose {choose}")
 
 
 # Training holds each float32 parameter four times: the weight, its gradient and Adam's two
@@ -409,10 +416,7 @@ def add_config_arguments(parser, config_class):
     """
     for field in dataclasses.fields(config_class):
         base, is_list, _ = _field_type(field)
-        default = (
-            field.default_factory() if field.default_factory is not dataclasses.MISSING
-            else field.default
-        )
+        default = _default(field)
         shown = "none" if default in (None, []) else default
         if is_list and default:
             shown = " ".join(map(str, default))
@@ -438,20 +442,19 @@ def add_config_arguments(parser, config_class):
         parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
 
 
-class _RepeatedKey(ValueError):
-    def __init__(self, key):
-        super().__init__(key)
-        self.key = key
+class _JSONObject(dict):
+    """A JSON object with the first key it holds twice, if any (`repeated`): json keeps the
+    last one silently, TOML refuses it. Only the file's top level holds settings; an object
+    nested in a setting's value is refused later as a value of the wrong type."""
+
+    repeated = None
 
 
-def _refuse_repeated_keys(pairs):
-    """A JSON object's `dict`; a key given twice raises `_RepeatedKey` (json keeps the last
-    one silently, TOML refuses it)."""
+def _keep_repeated_keys(pairs):
     keys = [key for key, _ in pairs]
-    repeated = next((key for k, key in enumerate(keys) if key in keys[:k]), None)
-    if repeated is not None:
-        raise _RepeatedKey(repeated)
-    return dict(pairs)
+    result = _JSONObject(pairs)
+    result.repeated = next((key for k, key in enumerate(keys) if key in keys[:k]), None)
+    return result
 
 
 def read_config_file(path):
@@ -463,6 +466,9 @@ def read_config_file(path):
     if path.is_dir():
         raise UsageError(f"{path}: a folder; expected a config file (JSON, or TOML by its "
                          "suffix .toml)")
+    if path.exists() and not path.is_file():  # reading a pipe or a terminal could wait forever
+        raise UsageError(f"{path}: not a regular file (a pipe or device); expected a config "
+                         "file on disk")
     if not path.is_file():
         raise UsageError(f"{path}: config file not found")
     kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
@@ -472,10 +478,7 @@ def read_config_file(path):
         if kind == "TOML":
             values = tomllib.loads(text)
         else:
-            values = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
-    except _RepeatedKey as repeated:
-        raise UsageError(f"{path}: the setting {repeated.key!r} is given twice; expected it "
-                         "once") from None
+            values = json.loads(text, object_pairs_hook=_keep_repeated_keys)
     # Decoding and parse errors are ValueErrors; so is a number of thousands of digits, and a
     # structure nested 100,000 deep is a RecursionError.
     except (ValueError, RecursionError) as error:
@@ -485,6 +488,9 @@ def read_config_file(path):
             from None
     if not isinstance(values, dict):
         raise UsageError(f"{path}: expected a table of settings, got {type(values).__name__}")
+    if getattr(values, "repeated", None) is not None:
+        raise UsageError(f"{path}: the setting {values.repeated!r} is given twice; expected it "
+                         "once")
     settings, spelt = {}, {}
     for key, value in values.items():  # one setting twice would be the last one, silently
         name = key.replace("-", "_")
@@ -503,14 +509,31 @@ def _coerce(field, value, origin):
         return None
     if is_list:
         values = [value] if isinstance(value, str) else value
+        if values == [] and _default(field) != []:  # no flag can give an empty list
+            raise UsageError(f"{origin}: {field.name} is an empty list; expected at least one "
+                             f"{base.__name__} (leave the setting out for its default)")
         if isinstance(values, list) and all(isinstance(v, base) for v in values):
             return list(values)
     elif base is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a whole number beyond float's range: what the flag calls inf
+            raise UsageError(f"{origin}: {field.name} must be a finite number. Received: a "
+                             f"whole number of {len(str(abs(value)))} digits") from None
     elif isinstance(value, base) and not (base is int and isinstance(value, bool)):
         return value
     expected = f"a list of {base.__name__}" if is_list else base.__name__
     raise UsageError(f"{origin}: {field.name} must be {expected}. Received: {value!r}")
+
+
+def _default(field):
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
+# Flags that are no setting of the run: `train`'s own, never recorded in config.json.
+COMMAND_LINE_ONLY = ("overwrite", "debug", "config")
 
 
 def checked_file_values(config_class, file_values, origin="config"):
@@ -522,9 +545,16 @@ def checked_file_values(config_class, file_values, origin="config"):
     fields = {f.name: f for f in dataclasses.fields(config_class)}
     values = {}
     for key, value in (file_values or {}).items():
+        if key in COMMAND_LINE_ONLY:
+            raise UsageError(f"{origin}: {key} is no setting of the run; give {flag_name(key)} "
+                             "on the command line")
         if key not in fields:
+            negated = key.removeprefix("no_")
+            hint = (f" (for {flag_name(key)}, write {negated} = false)"
+                    if negated != key and negated in fields
+                    and _field_type(fields[negated])[0] is bool else "")
             raise UsageError(
-                f"{origin}: unknown setting {key!r}; the settings are: {', '.join(fields)}"
+                f"{origin}: unknown setting {key!r}{hint}; the settings are: {', '.join(fields)}"
             )
         values[key] = _coerce(fields[key], value, origin)
     return values
@@ -547,16 +577,29 @@ def make_config(config_class, file_values=None, flag_values=None, origin="config
     values = checked_file_values(config_class, file_values, origin)
     for key, value in (flag_values or {}).items():
         values[key] = value
+    from_file = file_settings(file_values, flag_values)
     for key, value in values.items():
         choices = fields[key].metadata.get("choices")
         if choices and value is not None and value not in choices:
-            raise UsageError(f"{key} must be one of {', '.join(choices)}. Received: {value!r}")
+            where = f"{origin}: " if key in from_file else ""
+            raise UsageError(f"{where}{key} must be one of {', '.join(choices)}. Received: "
+                             f"{value!r}")
     try:
         config = config_class(**values)
         check_settings(config)  # action options have no base class that checks them
         return config
     except ValueError as error:
-        raise UsageError(str(error)) from None
+        # "<name> must ... Received: <name>=<value>, ...": the file is named when it gave one.
+        received = str(error).rpartition("Received:")[2]
+        named = set(re.findall(r"(\w+)=", received))
+        where = f"{origin}: " if named & from_file else ""
+        raise UsageError(f"{where}{error}") from None
+
+
+def file_settings(file_values, flag_values):
+    """The names of the settings a config file gave and no flag overrode."""
+    flags = {key for key, value in (flag_values or {}).items() if value is not None}
+    return {key.replace("-", "_") for key in (file_values or {})} - flags
 
 
 @dataclasses.dataclass(frozen=True)

@@ -434,3 +434,78 @@ def test_train_config_is_the_command_lines_and_the_benchmarks_build_their_runs_w
     spec.loader.exec_module(benchmark)
     assert benchmark.default_config(data, ["--epochs", "3"], tmp_path / "b") == \
         dataclasses.replace(config, out=str(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("text, flags, expected", [
+    # Each was refused without naming the file (or named a flag never typed).
+    ('model = "foo"', [], "c.toml: model must be one of auto, lstm, gru, rnn, transformer, "
+                         "linear, nbeats. Received: 'foo'"),
+    ("dropout = 1.5", [], "c.toml: dropout must lie in [0, 1). Received: dropout=1.5"),
+    ('units = 8\nmodel = "linear"', [],
+     'units = 8 in c.toml is read only with --model auto, lstm, gru, rnn or transformer, not '
+     'with model = "linear" in c.toml: leave it out, or choose one of those'),
+    ("units = 8", ["--model", "linear"],
+     "units = 8 in c.toml is read only with --model auto, lstm, gru, rnn or transformer, not "
+     "with --model linear"),
+    # An OverflowError traceback; the flag's 1e400 is refused as infinite.
+    ("learning_rate = 1" + "0" * 400, [],
+     "c.toml: learning_rate must be a finite number. Received: a whole number of 401 digits"),
+    # No flag gives an empty list: an IndexError traceback, or blamed on the data.
+    ("target = []", [], "c.toml: target is an empty list; expected at least one str (leave "
+                        "the setting out for its default)"),
+    ("features = []", [], "c.toml: features is an empty list"),
+    ("no-crf = true", [], "c.toml: unknown setting 'no_crf'"),  # no such flag in timeseries
+    ("overwrite = true", [], "c.toml: overwrite is no setting of the run; give --overwrite on "
+                             "the command line"),
+    ('data = "sales.csv"', [],
+     "sales.csv: not found; expected a file or folder, or a registered data set's name "
+     "(seqlab datasets list) (given as data in c.toml; a config file's relative paths are read "
+     "from the current folder, "),
+])
+def test_a_config_files_refused_value_is_named_as_the_file_gave_it(tmp_path, monkeypatch,
+                                                                  capsys, text, flags, expected):
+    monkeypatch.chdir(tmp_path)
+    Path("c.toml").write_text(text + "\n")
+    assert cli.main(["timeseries", "train", "--config", "c.toml", *flags]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"seqlab timeseries train: error: {expected}"), error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]
+
+
+def test_a_flag_over_a_config_files_value_is_named_as_a_flag(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("c.toml").write_text("dropout = 0.5\n")
+    assert cli.main(["timeseries", "train", "--config", "c.toml", "--dropout", "1.5"]) == 2
+    assert capsys.readouterr().err == ("seqlab timeseries train: error: dropout must lie in "
+                                       "[0, 1). Received: dropout=1.5\n")
+    Path("c.toml").write_text('no-crf = true\n')
+    assert cli.main(["ner", "train", "--config", "c.toml"]) == 2
+    assert "c.toml: unknown setting 'no_crf' (for --no-crf, write crf = false); the settings " \
+        "are: " in capsys.readouterr().err
+
+
+def test_a_second_config_file_is_refused_not_silently_taken_instead(tmp_path, monkeypatch,
+                                                                     capsys):
+    # The second file's settings replaced the first's without a word.
+    monkeypatch.chdir(tmp_path)
+    Path("a.toml").write_text("epochs = 1\nunits = 4\n")
+    Path("b.toml").write_text("epochs = 3\n")
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["timeseries", "train", "--config", "a.toml", "--config", "b.toml"])
+    assert stopped.value.code == 2
+    assert "error: --config is given twice (a.toml and b.toml); give one file" in \
+        capsys.readouterr().err
+
+
+def test_a_config_files_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path,
+                                                                           monkeypatch):
+    # `out = "~/runs/a"` made a folder named "~" in the current one.
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    (home / "sales.csv").write_text("y\n" + "1\n" * 30)
+    Path("c.toml").write_text('data = "~/sales.csv"\nout = "~/runs/a"\n')
+    config = cli.train_config("timeseries", ["--config", "c.toml"])
+    assert (config.data, config.out) == (str(home / "sales.csv"), str(home / "runs" / "a"))
+    assert sorted(p.name for p in work.iterdir()) == ["c.toml"]

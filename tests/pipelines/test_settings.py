@@ -351,3 +351,18 @@ def test_sizes_that_fit_are_not_refused(monkeypatch):
         refuse_oversized_model(8 * 2**30 // 16 + 1, "--units 9")
     monkeypatch.setattr("seqlab.pipelines.settings.physical_memory", lambda: None)
     refuse_oversized_model(10**15, "--units 8192")  # unknown memory: nothing refused
+
+
+def test_a_config_file_that_is_a_pipe_or_device_is_named_as_such(tmp_path):
+    # "/dev/null: config file not found"; reading a pipe or a terminal could wait forever.
+    with pytest.raises(UsageError, match=r"^/dev/null: not a regular file \(a pipe or device\); "
+                                         r"expected a config file on disk$"):
+        read_config_file("/dev/null")
+
+
+def test_a_key_repeated_inside_a_settings_value_is_no_setting_given_twice(tmp_path):
+    # `{"epochs": {"a": 1, "a": 2}}` said "the setting 'a' is given twice".
+    path = tmp_path / "nested.json"
+    path.write_text('{"epochs": {"a": 1, "a": 2}}')
+    with pytest.raises(UsageError, match=r"nested\.json: epochs must be int\. Received: "):
+        make_config(ToyConfig, read_config_file(path), origin=str(path))
