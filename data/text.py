@@ -272,15 +272,20 @@ class CharVocabulary:
 
     def to_text(self):
         """The contents of `vocabulary.txt`: line n holds the character of id n + 1 as a JSON
-        string (so that line breaks and spaces stay visible)."""
-        return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in self.chars)
+        string (so that line breaks and spaces stay visible; JSON leaves U+0085, U+2028 and
+        U+2029 as they are, which many readers take for line breaks: escaped too)."""
+        return "".join(json.dumps(c, ensure_ascii=c.splitlines() != [c]) + "\n"
+                       for c in self.chars)
 
     @classmethod
     def from_file(cls, path):
-        """The vocabulary saved by `to_text` in `path`."""
+        """The vocabulary saved by `to_text` in `path` (lines end at "\n" alone: a run written
+        before `to_text` escaped U+2028 and its kin holds them raw)."""
         path = Path(path)
         chars, lines = [], {}
-        lines_of_file = decode_utf8(path.read_bytes(), path).splitlines()
+        lines_of_file = decode_utf8(path.read_bytes(), path).split("\n")
+        if lines_of_file[-1] == "":  # the last line's end
+            lines_of_file.pop()
         for number, line in enumerate(lines_of_file, start=1):
             try:
                 char = json.loads(line)

@@ -166,6 +166,20 @@ def test_vocabulary_file_round_trip_keeps_line_breaks_and_spaces(tmp_path):
         CharVocabulary.from_file(path)
 
 
+def test_a_vocabulary_of_unicode_line_separators_reads_back(tmp_path):
+    # A run trained on text holding U+2028, U+2029 or U+0085 could not be evaluated, predicted
+    # or exported: JSON leaves them raw and the reader split lines at them too.
+    vocabulary = CharVocabulary.from_text("a\u2028b\u2029c\x85d\n")
+    path = tmp_path / "vocabulary.txt"
+    path.write_text(vocabulary.to_text(), encoding="utf-8")
+    assert len(path.read_text(encoding="utf-8").splitlines()) == len(vocabulary.chars)
+    assert CharVocabulary.from_file(path).chars == vocabulary.chars
+    # A run written before: the characters raw on their lines.
+    path.write_text("".join(f'"{c}"\n' if c != "\n" else '"\\n"\n' for c in vocabulary.chars),
+                    encoding="utf-8")
+    assert CharVocabulary.from_file(path).chars == vocabulary.chars
+
+
 # ---------------------------------------------------------------------------------------------
 # Datasets
 
