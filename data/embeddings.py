@@ -102,10 +102,6 @@ def read_vectors(path, words, dimension=None, setting="--embedding-dim", case_fa
             a header count other than the rows, or vectors of another size than `dimension`.
     """
     path = Path(path)
-    if path.suffix == ".bin":
-        raise DataError("binary word2vec files are not read; convert the file to the text format "
-                        "(gensim: KeyedVectors.load_word2vec_format(path, binary=True)"
-                        ".save_word2vec_format(out, binary=False))", path=path)
     wanted = {}  # the lookup form of a file word -> the words asked for that it can match
     for word in words:
         wanted.setdefault(word.lower() if case_fallback else word, []).append(word)
@@ -125,6 +121,8 @@ def read_vectors(path, words, dimension=None, setting="--embedding-dim", case_fa
             for number, raw in itertools.chain(first_rows, lines):
                 fields = raw.split()
                 if len(fields) != file_dimension + 1:
+                    if _is_binary(raw):
+                        raise DataError(BINARY, path=path, line=number)
                     found = f"{len(fields) - 1} values" if fields else "an empty line"
                     raise DataError(
                         f"{found}; expected a word and {file_dimension} values ({origin} "
@@ -138,6 +136,8 @@ def read_vectors(path, words, dimension=None, setting="--embedding-dim", case_fa
     except (OSError, EOFError, zlib.error) as error:
         raise DataError(f"cannot be read ({type(error).__name__}: {error}); expected a vector "
                         "file, plain or gzip", path=path) from None
+    if rows == 0:
+        raise DataError("no vectors, only a header; expected word vectors after it", path=path)
     if announced is not None and rows != announced:
         raise DataError(f"the header announces {announced} vectors, but the file holds {rows} "
                         "(truncated?)", path=path, line=1)
@@ -148,12 +148,38 @@ def read_vectors(path, words, dimension=None, setting="--embedding-dim", case_fa
     )
 
 
+BINARY = ("binary data: binary word2vec files are not read; convert the file to the text "
+          "format (gensim: KeyedVectors.load_word2vec_format(path, binary=True)"
+          ".save_word2vec_format(out, binary=False))")
+# The first bytes of files that are no vector file, though a user may take them for one: the
+# archive GloVe is distributed in, and text in UTF-16.
+NOT_READ = {
+    b"PK\x03\x04": "a zip archive; expected a vector file, plain or gzip: extract the vector "
+                    "file from it (unzip)",
+    b"\xff\xfe": "UTF-16 text; expected UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)",
+    b"\xfe\xff": "UTF-16 text; expected UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)",
+}
+
+
 def _open(path):
     if not path.is_file():
         raise not_a_file(path)
     with open(path, "rb") as probe:
-        compressed = probe.read(2) == GZIP_MAGIC
-    return gzip.open(path, "rb") if compressed else open(path, "rb")
+        start = probe.read(4)
+    for magic, what in NOT_READ.items():
+        if start.startswith(magic):
+            raise DataError(what, path=path)
+    return gzip.open(path, "rb") if start[:2] == GZIP_MAGIC else open(path, "rb")
+
+
+def _is_binary(raw):
+    """Whether the bytes of a line are no text: not UTF-8, or holding a NUL byte (a binary
+    word2vec row: the word, then the vector's float32 bytes)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return b"\x00" in raw
 
 
 def _read_head(path, lines):
@@ -163,6 +189,10 @@ def _read_head(path, lines):
         raise DataError("empty file; expected word vectors (GloVe, word2vec or fastText text)",
                         path=path)
     first = (first[0], first[1].removeprefix(UTF8_BOM))
+    if b"\r" in first[1].rstrip(b"\r\n"):  # no word holds one: a row's split drops it
+        raise DataError("its lines end in a carriage return alone (the line end of old Mac "
+                        "files); expected lines that end in a line feed (tr converts it: "
+                        "tr '\\r' '\\n')", path=path, line=1)
     fields = first[1].split()
     if len(fields) == 2 and all(field.isdigit() for field in fields):
         count, dimension = (int(field) for field in fields)
@@ -208,6 +238,8 @@ def _parse_values(fields, path, line):
     except ValueError:
         vector = None
     if vector is None or not np.all(np.isfinite(vector)):
+        if _is_binary(b" ".join(fields)):
+            raise DataError(BINARY, path=path, line=line)
         index = next(i for i, field in enumerate(fields) if not _is_finite_number(field))
         raise DataError(
             f"value {index + 1} ({fields[index].decode('utf-8', 'replace')!r}) is not a finite "
@@ -360,6 +392,12 @@ def pretrained_embeddings(value, vocabulary, id_counts, first_word_id, dimension
     table = read_vectors(path, {key for key in keys[first_word_id:] if key}, dimension,
                          setting, case_fallback)
     ids = [i for i in range(first_word_id, len(keys)) if keys[i] in table.vectors]
+    words = len(keys) - first_word_id
+    if not ids and words:  # the model would start as without the file, silently
+        raise DataError(f"none of the vocabulary's {words:,} words has a vector among the "
+                        f"file's {table.rows:,}; expected vectors of the data's words (of its "
+                        "language); leave --embeddings out to train the embedding from scratch",
+                        path=path)
     vectors = (np.stack([table.vectors[keys[i]] for i in ids]) if ids
                else np.zeros((0, table.dimension), np.float32))
     return PretrainedEmbeddings(

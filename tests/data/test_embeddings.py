@@ -129,8 +129,6 @@ def test_bad_values_headers_and_files_are_refused(tmp_path):
     path.write_bytes(gzip.compress(b"the 0.1 0.2\n" * 50)[:30])
     with pytest.raises(DataError, match=r"bad\.txt: cannot be read \(EOFError"):
         read_vectors(path, ["the"])
-    with pytest.raises(DataError, match=r"binary word2vec files are not read"):
-        read_vectors(tmp_path / "vectors.bin", ["the"])
     with pytest.raises(DataError, match=r"missing\.txt: file not found"):
         resolve_vector_file(str(tmp_path / "missing.txt"))
     with pytest.raises(DataError, match="is a folder"):
@@ -235,11 +233,14 @@ def test_only_the_vocabulary_vectors_are_kept_while_streaming(tmp_path):
     np.testing.assert_allclose(table.vectors["w19999"], values[19999], atol=1e-6)
 
 
-def test_pretrained_embeddings_is_a_dataclass_with_no_vectors_found(tmp_path):
+def test_pretrained_embeddings_is_a_dataclass_whose_matrix_keeps_rows_without_vectors(tmp_path):
+    import dataclasses
+
     path = write_glove(tmp_path / "glove.txt")
-    embeddings = pretrained_embeddings(str(path), ["", "[UNK]", "zzz"], [0, 0, 2], 2)
-    assert isinstance(embeddings, PretrainedEmbeddings)
-    assert embeddings.vectors.shape == (0, 4) and embeddings.ids.tolist() == []
+    embeddings = pretrained_embeddings(str(path), ["", "[UNK]", "film"], [0, 0, 2], 2)
+    assert isinstance(embeddings, PretrainedEmbeddings) and embeddings.ids.tolist() == [2]
+    embeddings = dataclasses.replace(embeddings, ids=np.zeros(0, np.int64),
+                                     vectors=np.zeros((0, 4), np.float32))
     matrix = embeddings.matrix(np.ones((3, 4)))
     np.testing.assert_array_equal(matrix, [[0] * 4, [1] * 4, [1] * 4])
 
@@ -257,3 +258,43 @@ def test_a_registered_name_resolves_through_the_data_set_registry(tmp_path, monk
     with pytest.raises(DataError, match=r"no-such-name: file not found; expected a vector file, "
                                         r"or a registered name such as glove\.6B\.100d"):
         resolve_vector_file("no-such-name")
+
+
+def test_files_that_are_no_text_vector_file_are_named_for_what_they_are(tmp_path):
+    path = tmp_path / "vectors.vec"
+    # A binary word2vec file not named .bin: "line 2: 1 values; expected a word and 3 values".
+    rows = b"".join(word + b" " + np.float32(values).tobytes() + b"\n"
+                    for word, values in [(b"the", [0.1, 0.2, 0.3]), (b"film", [0.5, -0.2, 0.3])])
+    path.write_bytes(b"2 3\n" + rows)
+    with pytest.raises(DataError, match=r"vectors\.vec, line 2: binary data: binary word2vec "
+                                        r"files are not read; convert"):
+        read_vectors(path, ["the"])
+    # Old Mac line ends: read as one GloVe row of 9 values, matching nothing (exit 0).
+    path.write_bytes(b"2 3\rgood 0.1 0.2 0.3\rbad -0.1 -0.2 -0.3\r")
+    with pytest.raises(DataError, match=r"line 1: its lines end in a carriage return alone"):
+        read_vectors(path, ["good"])
+    # A header and no vectors: accepted, with a coverage of 0.
+    path.write_text("0 3\n")
+    with pytest.raises(DataError, match=r"vectors\.vec: no vectors, only a header"):
+        read_vectors(path, ["the"])
+    # GloVe's own archive and UTF-16 text were "not UTF-8 text ... a binary word2vec file".
+    import zipfile
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("glove.6B.50d.txt", vector_lines(VECTORS))
+    with pytest.raises(DataError, match=r"vectors\.vec: a zip archive; expected a vector file, "
+                                        r"plain or gzip: extract"):
+        read_vectors(path, ["the"])
+    path.write_text(vector_lines(VECTORS), encoding="utf-16")
+    with pytest.raises(DataError, match=r"vectors\.vec: UTF-16 text; expected UTF-8"):
+        read_vectors(path, ["the"])
+    # A text file is read whatever its name (a GloVe text file named .bin was refused).
+    assert read_vectors(write_glove(tmp_path / "glove.bin"), ["the"]).rows == len(VECTORS)
+
+
+def test_a_file_without_a_vector_for_any_vocabulary_word_is_refused(tmp_path):
+    # The model started as without the file, silently (0 of 6 words, exit status 0).
+    path = write_glove(tmp_path / "vectors.txt")
+    with pytest.raises(DataError, match=r"vectors\.txt: none of the vocabulary's 2 words has a "
+                                        r"vector among the file's 6; expected vectors of the "
+                                        r"data's words"):
+        pretrained_embeddings(str(path), ["", "[UNK]", "hund", "katze"], [0, 1, 1, 1], 2)
