@@ -272,7 +272,9 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
         tokens.append(token)
         numbers.append(number)
         if tag_column is not None:
-            tag = fields[tag_column]
+            # A tag holds no white space: a no-break space or line separator at its end made
+            # "LOC\xa0" a second entity type beside "LOC", silently.
+            tag = fields[tag_column].strip()
             _parse_tag(tag, path, number)
             tags.append(tag)
     end_sentence()

@@ -98,6 +98,15 @@ def test_byte_order_mark_and_invisible_characters(tmp_path):
     assert "invisible characters removed on lines 1, 3, 4, 5" in conll.describe()
 
 
+def test_white_space_at_a_tags_edge_is_no_part_of_its_entity_type(tmp_path):
+    # "B-LOC\xa0" was a second entity type beside "B-LOC", silently.
+    text = "Anna\tB-PER\nvisits\tO\u2028\nRome\tB-LOC\xa0\n\nBonn\tB-LOC\n"
+    conll = read_conll(write(tmp_path, text))
+    assert tokens_and_tags(conll) == [
+        [("Anna", "B-PER"), ("visits", "O"), ("Rome", "B-LOC")], [("Bonn", "B-LOC")]
+    ]
+
+
 @pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
 def test_line_endings_are_normalised_as_in_text_mode(tmp_path, ending):
     text = "-DOCSTART-\tO\n\nAda\tB-PER\nsaid\tO\n\nNew\tB-LOC\nYork\tI-LOC\n"
