@@ -38,6 +38,7 @@ from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     DataError,
     decode_utf8,
+    empty_file,
     listed,
     normalize_line_endings,
     not_a_file,
@@ -98,9 +99,13 @@ def read_text(path):
             parts.append("\n")
         parts.append(text)
     text = "".join(parts)
-    if not text:
-        what = "every file in the folder is empty" if path.is_dir() else "the file is empty"
-        raise DataError(f"{what}; expected text", path=path)
+    if not text and path.is_dir():
+        raise DataError("every file in the folder is empty; expected text", path=path)
+    if not text.strip():  # 400 line breaks trained a model of one character, as the others refuse
+        if path.is_dir():
+            raise DataError("the folder's files hold only blank lines and white space; expected "
+                            "text", path=path)
+        raise empty_file(text, "text", path)
     return text, files
 
 

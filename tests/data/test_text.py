@@ -95,6 +95,15 @@ def test_empty_inputs_are_data_errors(tmp_path):
     (folder / "x.txt").write_text("")
     with pytest.raises(DataError, match="every file in the folder is empty; expected text"):
         read_text(folder)
+    # Only line breaks trained a model of one character (the other tasks refuse such files).
+    empty.write_text("\n" * 400)
+    with pytest.raises(DataError, match=r"empty\.txt: the file holds only blank lines and white "
+                                        r"space \(400 characters\); expected text"):
+        read_text(empty)
+    (folder / "x.txt").write_text(" \n\t\n")
+    with pytest.raises(DataError, match="the folder's files hold only blank lines and white "
+                                        "space; expected text"):
+        read_text(folder)
     with pytest.raises(DataError, match=r"missing\.txt: file or folder not found"):
         read_text(tmp_path / "missing.txt")
 
