@@ -700,13 +700,15 @@ DIVERGED_SPANS = 10
 
 def divergence_note(forecast, history, targets, members=None):
     """A summary line where a test forecast lies more than `DIVERGED_SPANS` spans of the
-    history's range outside it, else None: one outlying value can make a member diverge once it
+    series' range outside it, else None: one outlying value can make a member diverge once it
     enters the member's window (a spike of 1e7 in a series of about 150 gave a linear member's
     forecasts of -4.7e9, and the mean of the pool followed), after a backtest it did not spoil.
+    The range holds the test split's values too: a series that grows past its training values
+    (1.08 ** t) is followed there, not diverged from.
 
     Args:
         forecast: the kept model's test forecasts `[rows, horizon, targets]`, original units.
-        history: the targets' values before the test split `[rows, targets]`.
+        history: the targets' values before and in the test split `[rows, targets]`.
         targets: the target names.
         members: `metrics["auto"]["members"]` (each member's test RMSE), or None.
     """
@@ -728,8 +730,8 @@ def divergence_note(forecast, history, targets, members=None):
             name = max(scored, key=scored.get)
             worst = f"; the member with the largest test RMSE: {name} ({scored[name]:.4g})"
     return (f"the test forecasts of {targets[column]} reach {forecast[row, step, column]:.4g}, "
-            f"far outside the values before the test split ({low[column]:.4g} to "
-            f"{high[column]:.4g}): the model diverged (an outlying value in a member's window "
+            f"far outside the series' values ({low[column]:.4g} to {high[column]:.4g}, the "
+            f"test split's included): the model diverged (an outlying value in a member's window "
             f"can make it do so){worst}; check the data for outliers")
 
 
@@ -1056,9 +1058,8 @@ class TimeseriesPipeline(Pipeline):
         notes = [
             float32_precision_note(series.values[schema.input_columns].to_numpy(),
                                    metrics["model"]["rmse"]),
-            divergence_note(
-                forecast, series.values[schema.targets].to_numpy()[:windows.bounds["test"][0]],
-                schema.targets, metrics.get("auto", {}).get("members")),
+            divergence_note(forecast, series.values[schema.targets].to_numpy(), schema.targets,
+                            metrics.get("auto", {}).get("members")),
         ]
         prepared.notes += [note for note in notes if note and note not in prepared.notes]
         metrics.update(

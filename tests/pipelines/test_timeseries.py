@@ -1288,7 +1288,17 @@ def test_a_forecast_far_outside_the_history_is_noted_as_diverged():
     members = {"linear": {"test_rmse": 6.1e11}, "ets": {"test_rmse": 90.8},
                "gru": {"test_rmse": None}}
     assert divergence_note(diverged, history, ["sales", "price"], members) == (
-        "the test forecasts of sales reach -4.7e+09, far outside the values before the test "
-        "split (90 to 150): the model diverged (an outlying value in a member's window can make "
-        "it do so); the member with the largest test RMSE: linear (6.1e+11); check the data for "
-        "outliers")
+        "the test forecasts of sales reach -4.7e+09, far outside the series' values (90 to 150, "
+        "the test split's included): the model diverged (an outlying value in a member's window "
+        "can make it do so); the member with the largest test RMSE: linear (6.1e+11); check the "
+        "data for outliers")
+
+
+def test_a_series_growing_past_its_training_values_is_followed_not_noted_as_diverged(tmp_path):
+    # 1.08 ** t: the test values reach 30 times the range before the test split, and a model
+    # following them was said to have diverged (the note read that range alone).
+    steps = np.arange(300)
+    pd.DataFrame({"t": steps, "y": 1.08 ** steps}).to_csv(tmp_path / "growth.csv", index=False)
+    result = train(tiny_config(tmp_path / "growth.csv", tmp_path / "run", model="linear",
+                               target=["y"], time_column=["t"], lookback=4, horizon=1))
+    assert not [note for note in result.metrics["notes"] if "diverged" in note]
