@@ -103,12 +103,17 @@ def build_model(config, vocab_size):
     return model
 
 
-def sample_prompt(given, val_text):
+def sample_prompt(given, val_text, mid_line=False):
     """The prompt of the run's samples: `given` (`--sample-prompt`), else the validation text's
     first line that holds more than spaces, at most 40 characters; an empty one is read as
-    `EMPTY_PROMPT`."""
+    `EMPTY_PROMPT`. `mid_line`: the validation text starts inside a line (the split falls at
+    a character, not a line end), whose rest is no line: the next one is taken, where there is
+    one ('hat could the belly answer?' was the prompt after the "W" of "What")."""
     if given is None:
-        given = next((line for line in val_text.split("\n") if line.strip()), "")[:40]
+        lines = val_text.split("\n")
+        if mid_line and len(lines) > 1:
+            lines = lines[1:]
+        given = next((line for line in lines if line.strip()), "")[:40]
     return given or EMPTY_PROMPT
 
 
@@ -240,7 +245,9 @@ class CharRNNPipeline(Pipeline):
         corpus = prepared.corpus
         counts = char_counts(corpus.train_ids, corpus.vocabulary)
         generator = text_generator(model, corpus.vocabulary)
-        prompt = sample_prompt(config.sample_prompt, corpus.val_text)
+        last_trained = corpus.vocabulary.decode(corpus.train_ids[-1:])
+        prompt = sample_prompt(config.sample_prompt, corpus.val_text,
+                               mid_line=last_trained not in ("\n", ""))
         samples = [
             {"temperature": t,
              "text": generator.generate(prompt, config.sample_chars, temperature=t,

@@ -343,6 +343,10 @@ def test_the_sample_prompt_is_the_first_line_of_the_validation_text_that_is_not_
     assert sample_prompt(None, "x" * 100 + "\n") == "x" * 40
     assert sample_prompt(None, "\n\n") == "\n" and sample_prompt("", "a line") == "\n"
     assert sample_prompt("To be", "a line") == "To be"
+    # A validation text that starts inside a line: its next line, where it has one.
+    assert sample_prompt(None, "hat could the belly answer?\nMENENIUS:\n", mid_line=True) == \
+        "MENENIUS:"
+    assert sample_prompt(None, "hat could", mid_line=True) == "hat could"
 
 
 def test_a_large_model_is_announced_before_it_is_built(stateless, tmp_path, monkeypatch):
