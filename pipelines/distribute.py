@@ -236,7 +236,7 @@ def begin_run(config, task, overwrite=False, data_paths=()):
 def _refuse_data_inside(out, paths):
     """Refuses data (`paths`: setting -> absolute path) inside the run directory `out` or its
     `<out>.partial`: train renames the one into the other and --overwrite replaces the run, so
-    the data would move or be deleted."""
+    the data would move or be deleted; and a run directory inside a data folder."""
     final = Path(out).resolve()
     for name, path in paths.items():
         for folder in (final, final.with_name(final.name + PARTIAL_SUFFIX)):
@@ -245,6 +245,12 @@ def _refuse_data_inside(out, paths):
                     f"--{name.replace('_', '-')} {path} is inside {folder}, the run directory "
                     f"that train writes (--out {out}): move the data out of it, or choose "
                     "another --out")
+        # The other way round: the run's files would change the data's fingerprint (the run
+        # could never be evaluated) and be read as data by the next train on the folder.
+        if Path(path).is_dir() and Path(path) in final.parents:
+            raise UsageError(
+                f"--out {out} is inside the --{name.replace('_', '-')} folder {path}: the run's "
+                "files would become part of the data; choose an --out outside it")
 
 
 def start_run(run, config):

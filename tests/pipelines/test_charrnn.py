@@ -362,3 +362,17 @@ def test_a_large_model_is_announced_before_it_is_built(stateless, tmp_path, monk
     parameters = 3 * 16 * (8 + 16) + 2 * 3 * 16  # one GRU layer, as recurrent_parameters
     assert (f"building the model: at least {parameters / 1e6:,.0f} million parameters (--model "
             "gru --units 16 --layers 1); initialising its recurrent kernels") in out.getvalue()
+
+
+def test_a_run_inside_its_own_data_folder_is_refused(tmp_path, capsys):
+    # Its files joined the data's fingerprint (evaluate always refused: "has changed since the
+    # run trained on it") and the next train on the folder read model.keras as text.
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("the quick brown fox jumps over the lazy dog\n" * 20)
+    assert cli.main(["charrnn", "train", "--data", str(folder), "--out",
+                     str(folder / "runs" / "a"), "--epochs", "1", "--units", "2"]) == 2
+    assert (f"error: --out {folder / 'runs' / 'a'} is inside the --data folder {folder}: the "
+            "run's files would become part of the data; choose an --out outside it") in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["a.txt"]
