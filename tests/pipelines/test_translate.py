@@ -216,7 +216,7 @@ def test_misaligned_files_are_reported_by_the_command_line(tmp_path, capsys):
     error = capsys.readouterr().err
     assert f"{tmp_path / 'a.en'}, line 2: the aligned files have different line counts" in error
     status = cli.main(["translate", "train", "--data", str(tmp_path), "--out",
-                       str(tmp_path / "run")])
+                       str(tmp_path.with_name(tmp_path.name + "-run"))])
     assert status == 2
     assert "is a folder: name the languages" in capsys.readouterr().err
 
@@ -233,7 +233,8 @@ def test_tsv_columns_without_a_tsv_are_refused(tmp_path, capsys):
             "target sentences), not with aligned --src/--tgt files") in capsys.readouterr().err
     assert not run.exists() and not (tmp_path / "run.partial").exists()
     status = cli.main(["translate", "train", "--data", str(tmp_path), "--src-lang", "en",
-                       "--tgt-lang", "de", "--tsv-columns", "2", "1", "--out", str(run)])
+                       "--tgt-lang", "de", "--tsv-columns", "2", "1", "--out",
+                       str(tmp_path.with_name(tmp_path.name + "-run"))])
     assert status == 2
     assert f"not with the folder {tmp_path}" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.de", "a.en"]
