@@ -225,13 +225,15 @@ class CharVocabulary:
     def __repr__(self):
         return f"CharVocabulary({len(self.chars)} characters, size={self.size})"
 
-    def encode(self, text, policy="unknown", source=None):
+    def encode(self, text, policy="unknown", source=None, before=""):
         """The ids of the characters of `text`, and a report of those the vocabulary lacks.
 
         Args:
             text: a string.
             policy: `"unknown"` reads unseen characters as `[UNK]`; `"error"` refuses them.
             source: the file the text came from, for messages.
+            before: the file's text before `text` (a validation part's training part), so
+                that a message's offset and line count from the file's start.
 
         Returns:
             `(ids, unseen)`: int32 array of the ids, and a dict `{character: count}` of the
@@ -262,11 +264,11 @@ class CharVocabulary:
             if policy == "error":
                 first = int(positions[0])
                 raise DataError(
-                    f"character {text[first]!r} (offset {first}) is not in the training "
-                    f"vocabulary; unseen in all: {describe_chars(unseen)}. Use the policy "
-                    f"'unknown' (--unseen-chars unknown) to read them as {UNKNOWN_TOKEN}",
+                    f"character {text[first]!r} (offset {len(before) + first}) is not in the "
+                    f"training vocabulary; unseen in all: {describe_chars(unseen)}. Use the "
+                    f"policy 'unknown' (--unseen-chars unknown) to read them as {UNKNOWN_TOKEN}",
                     path=source,
-                    line=_line_of(text, first),
+                    line=before.count("\n") + _line_of(text, first),
                 )
         return ids, unseen
 
@@ -507,13 +509,15 @@ def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unkno
     """
     text, source = load_corpus(path)
     train_text, val_text = split_text(text, val_fraction, source=source)
+    before_val = train_text  # for messages about the validation part: its place in the file
     unused = 0
     if max_train_chars is not None and len(train_text) > max_train_chars:
         unused = len(train_text) - max_train_chars
         train_text = train_text[:max_train_chars]
     vocabulary = vocabulary or CharVocabulary.from_text(train_text)
     train_ids, _ = vocabulary.encode(train_text)
-    val_ids, unseen = vocabulary.encode(val_text, policy=unseen_chars, source=source)
+    val_ids, unseen = vocabulary.encode(val_text, policy=unseen_chars, source=source,
+                                        before=before_val)
     return TextCorpus(source, vocabulary, train_ids, val_ids, val_text, len(text), unused, unseen)
 
 

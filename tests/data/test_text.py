@@ -295,9 +295,14 @@ def test_prepare_corpus_splits_in_order_and_encodes_with_the_training_vocabulary
     again = prepare_corpus(path, val_fraction=0.2, vocabulary=given)
     assert again.vocabulary is given and again.unseen == {"z": 1, "!": 1}
 
-    with pytest.raises(DataError, match=r"t\.txt, line 1: character 'x' \(offset 1\) is not in "
-                                        r"the training vocabulary"):
+    # Offset and line in the file (they were counted from the validation part's start: 1).
+    with pytest.raises(DataError, match=r"t\.txt, line 1: character 'x' \(offset 17\) is not "
+                                        r"in the training vocabulary"):
         prepare_corpus(path, val_fraction=0.2, unseen_chars="error")
+    path.write_text("ab\n" * 41 + "abQ\n")  # Q: line 42, offset 125; validation from line 36
+    with pytest.raises(DataError, match=r"t\.txt, line 42: character 'Q' \(offset 125\)"):
+        prepare_corpus(path, val_fraction=0.15, unseen_chars="error")
+    path.write_text("abcabcabcabcabcabxz!")
     with pytest.raises(DataError, match="the text is too short to split"):
         prepare_corpus(path, val_fraction=0.01)
 
