@@ -1101,10 +1101,11 @@ def plural(count, noun):
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
-def overlap_line(test, test_count, val, val_count, what):
+def overlap_line(test, test_count, val, val_count, what, test_name="test"):
     """The summary's note that `test` of the `test_count` test examples (and `val` of the
-    `val_count` validation ones) are training examples too; `what` names them ("texts")."""
-    return (f"note: {test:,} of the {test_count:,} test {what}"
+    `val_count` validation ones) are training examples too; `what` names them ("texts"),
+    `test_name` the test set ("test2016" of a folder's `test2016.*` files)."""
+    return (f"note: {test:,} of the {test_count:,} {test_name} {what}"
             + (f" (and {val:,} of the {val_count:,} validation {what})" if val else "")
             + f" are also training {what}, word for word: the test figures overstate how the "
             f"model does on {what} it has not seen")

@@ -314,7 +314,7 @@ class TranslatePipeline(Pipeline):
             if overlap[name]:
                 val = overlap["val"] if name == first_test else 0
                 lines.append(overlap_line(overlap[name], pairs[name], val, pairs["val"],
-                                          "sources" if name == "test" else f"{name} sources"))
+                                          "sources", test_name=name))
         if skipped.get("test"):
             lines.append(f"left out of the test split (sources longer than {MAX_INPUT_TOKENS} "
                          f"tokens, the most the model translates): {skipped['test']} pairs")

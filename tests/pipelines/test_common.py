@@ -32,6 +32,7 @@ from seqlab.pipelines.common import (
     check_output,
     format_table,
     is_saved_model,
+    overlap_line,
     open_run,
     pyplot,
     save_figure,
@@ -814,3 +815,13 @@ def test_an_export_an_overwrite_was_killed_in_the_middle_of_replacing_is_put_bac
     shutil.rmtree(out)
     common.recover_interrupted_export(out)
     assert run.is_dir() and not out.exists()
+
+
+def test_the_overlap_note_names_a_test_set_by_its_name_once():
+    # translate's test2016 files read "4 of the 6 test test2016 sources are also training
+    # test2016 sources ... on test2016 sources it has not seen".
+    assert overlap_line(4, 6, 20, 20, "sources", test_name="test2016") == (
+        "note: 4 of the 6 test2016 sources (and 20 of the 20 validation sources) are also "
+        "training sources, word for word: the test figures overstate how the model does on "
+        "sources it has not seen")
+    assert overlap_line(1, 9, 0, 5, "texts").startswith("note: 1 of the 9 test texts are also ")
