@@ -373,6 +373,18 @@ def checked_classes(classes, path):
     return classes
 
 
+def vocabulary_cap_line(data, ngrams):
+    """The summary's line of a vocabulary cut to `--vocabulary-size`, whose entries count
+    padding and [UNK] (ngrams: [UNK] alone) beside the tokens kept."""
+    special = 1 if ngrams else 2
+    kept, left_out = data["vocabulary_size"] - special, data["vocabulary_left_out"]
+    what = "n-grams" if ngrams else "tokens"
+    return (f"vocabulary: the {kept:,} most frequent of the {kept + left_out:,} distinct "
+            f"training {what} ({data['vocabulary_size']:,} entries with "
+            f"{'[UNK]' if ngrams else 'padding and [UNK]'}); the other {left_out:,} read as "
+            "[UNK] (--vocabulary-size keeps more)")
+
+
 class SentimentPipeline(Pipeline):
     """Text classification on the shared run lifecycle (pipelines/lifecycle.py)."""
 
@@ -544,10 +556,7 @@ class SentimentPipeline(Pipeline):
             f"{'n-grams' if config.model == 'ngrams' else 'tokens'}"
             + (f" and {data['ngram_vocabulary_size']} n-grams"
                if "ngram_vocabulary_size" in data else ""),
-            *([f"vocabulary: the {data['vocabulary_size']:,} most frequent of the "
-               f"{data['vocabulary_size'] + data['vocabulary_left_out']:,} distinct training "
-               f"{'n-grams' if config.model == 'ngrams' else 'tokens'}; the other "
-               f"{data['vocabulary_left_out']:,} read as [UNK] (--vocabulary-size keeps more)"]
+            *([vocabulary_cap_line(data, config.model == "ngrams")]
               if data.get("vocabulary_left_out") else []),
             *([truncation_line(prepared.truncation)] if prepared.truncation else []),
             *([prepared.embeddings.summary_line(config.freeze_embeddings)]

@@ -233,8 +233,11 @@ def test_a_vocabulary_cap_is_the_most_frequent_tokens_and_says_what_it_leaves_ou
     kept = (full.path / "vocabulary.txt").read_text().splitlines()[:10]
     assert vocabulary == kept  # the most frequent, as Keras's own cap keeps them
     assert result.metrics["data"]["vocabulary_left_out"] == distinct - 10
-    assert (f"vocabulary: the 10 most frequent of the {distinct:,} distinct training tokens; "
-            f"the other {distinct - 10:,} read as [UNK]") in result.summary
+    # The 10 entries hold padding and [UNK]: 8 tokens of the distinct - 2 (it said "the 10 most
+    # frequent of the `distinct`").
+    assert (f"vocabulary: the 8 most frequent of the {distinct - 2:,} distinct training tokens "
+            f"(10 entries with padding and [UNK]); the other {distinct - 10:,} read as [UNK]") \
+        in result.summary
 
 
 def test_test_data_file_is_the_given_test_split(tmp_path):
