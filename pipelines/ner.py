@@ -230,7 +230,9 @@ def learning_notes(metrics, predicted_entities, train_sentences, sample, data=No
     none right; types never found), and, on the shipped sample, that it is a smoke test.
     `data`: the run's --data (a data set it already reads is not suggested)."""
     epochs = metrics.get("epochs_run")
-    more = ("your own CoNLL files" if data == "wnut17" else
+    # The name, or a path to its files (its cache folder, a copy of it named so).
+    reads_wnut17 = data is not None and "wnut17" in Path(str(data)).name.lower()
+    more = ("your own CoNLL files" if reads_wnut17 else
             "a data set such as --data wnut17, or your own CoNLL files")
     too_few = (f"{train_sentences} training sentences"
                + (f" and {plural(epochs, 'epoch')}" if epochs else "")

@@ -240,6 +240,9 @@ def test_the_summary_says_plainly_when_the_model_learned_nothing():
     # A run on wnut17 already is not told to use it.
     (line,) = learning_notes(zero, 0, 40, sample=False, data="wnut17")
     assert "train on more data (your own CoNLL files) or longer" in line
+    for path in ("/data/wnut17", "/data/WNUT17/wnut17train.conll"):  # its files by path
+        (line,) = learning_notes(zero, 0, 40, sample=False, data=path)
+        assert "train on more data (your own CoNLL files) or longer" in line, path
     (line,) = learning_notes(zero, 7, 40, sample=False)
     assert line.startswith("none of the 7 entities the model predicts on the test split "
                            "matches a test entity")
