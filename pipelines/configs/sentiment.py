@@ -179,7 +179,7 @@ class SentimentConfig(TrainConfig):
         if self.model == "ngrams" and self.embeddings is not None:
             raise ValueError(
                 "the ngrams model has no word embedding to take pretrained vectors; use "
-                f"--embeddings with {', '.join(k for k in MODEL_KINDS if k != 'ngrams')}. "
+                f"--embeddings with {', '.join(WORD_SEQUENCE_MODELS)}. "
                 f"Received: model='ngrams', embeddings={self.embeddings!r}"
             )
         if (self.model == "transformer" and self.embedding_dim is not None

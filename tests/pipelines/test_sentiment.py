@@ -634,8 +634,8 @@ def test_a_resumed_run_keeps_its_restored_weights_over_the_vectors(tmp_path):
 
 def test_embeddings_settings_that_cannot_work_are_refused(tmp_path):
     with pytest.raises(UsageError, match="the ngrams model has no word embedding to take "
-                                         "pretrained vectors; use --embeddings with gru, lstm, "
-                                         "bilstm, transformer"):
+                                         "pretrained vectors; use --embeddings with auto, "
+                                         "gru, lstm, bilstm, transformer, cnn"):
         make_config(SentimentConfig, flag_values={"model": "ngrams", "embeddings": "v.txt"})
     with pytest.raises(UsageError, match="freeze_embeddings keeps pretrained vectors fixed: "
                                          "give them with --embeddings"):
