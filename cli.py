@@ -477,9 +477,11 @@ def main(argv=None):
     Output piped into a reader that stops early (`| head`) ends the command quietly, as it
     ends other command-line tools, with the status of a broken pipe (an interrupted `train`
     is resumed by the same command)."""
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:  # started with it closed (`>&-`): its output goes nowhere
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    closed = [name for name in ("stdout", "stderr") if getattr(sys, name) is None]
+    for name in closed:  # started with it closed (`>&-`): its output goes nowhere
+        setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    if "stdout" in closed:  # said once, as the output of a full device is
+        print(f"{PROG}: standard output is closed; its text is dropped", file=sys.stderr)
     guard = sys.stdout = _OutputGuard(sys.stdout)
     try:
         try:

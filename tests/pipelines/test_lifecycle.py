@@ -718,6 +718,7 @@ def test_a_command_started_with_its_output_closed_runs(finished, tmp_path):
         preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and output.is_file()
+    assert done.stderr.count("seqlab: standard output is closed; its text is dropped") == 1
     # Standard output on a full device (`> /dev/full`): an OSError traceback at the first
     # print. The command finishes, and says once that its output was dropped.
     if Path("/dev/full").exists():
