@@ -25,6 +25,8 @@ empty strings; the tag at padding is the empty string; lookups inside the graph)
 import collections
 import dataclasses
 import math
+import sys
+import time
 from pathlib import Path
 
 import keras
@@ -70,6 +72,13 @@ SPLITS = ("train", "validation", "test")
 # predictions go to a file.
 _SENTENCES_SHOWN = 5
 _LINES_SHOWN = 100
+# A shown token longer than this is cut (a token of 100,000 characters filled the terminal).
+_TOKEN_SHOWN = 60
+# `predict` tags a file in chunks of this many sentences, saying how far it got every
+# `_PROGRESS_SECONDS` on stderr: a file of a million lines encoded at once held 3 GB and ran
+# for minutes without a word.
+PREDICT_CHUNK = 10_000
+_PROGRESS_SECONDS = 10.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -657,15 +666,14 @@ class NerPipeline(Pipeline):
                     f"{MAX_SENTENCE_TOKENS}; split it, or give a file (--input) with one "
                     "sentence per line")
             sentences = [Sentence(tokens, None, [1] * len(tokens))]
-        tags = [repair_bio(row) for row in
-                predict_tags(loaded.model, loaded.artifacts["vocabulary"], sentences)]
+        tags = tag_in_chunks(loaded.model, loaded.artifacts["vocabulary"], sentences)
         path = Path(output) if output else (
             loaded.file("predictions.conll") if source_file else None
         )
         if path is not None:
             write_text_atomic(path, conll_text(sentences, tags))
         shown = sentences if path is None else sentences[:_SENTENCES_SHOWN]
-        lines = conll_text(shown, tags).rstrip("\n").split("\n")
+        lines = [_shortened(line) for line in conll_text(shown, tags).rstrip("\n").split("\n")]
         if path is not None and len(lines) > _LINES_SHOWN:
             lines = lines[:_LINES_SHOWN] + [f"... ({sum(map(len, tags)):,} tokens in all)"]
         if len(shown) < len(sentences):
@@ -673,6 +681,31 @@ class NerPipeline(Pipeline):
         if path is not None:
             lines.append(f"written to {path}")
         return ActionResult(summary="\n".join(lines), path=path)
+
+
+def tag_in_chunks(model, vocabulary, sentences):
+    """`repair_bio` of `predict_tags` of `sentences`, `PREDICT_CHUNK` sentences at a time (the
+    encoded ids of one chunk in memory at once), with a progress line on stderr every
+    `_PROGRESS_SECONDS` while more chunks remain."""
+    decode_function = model.make_decode_function()
+    tags, said = [], time.monotonic()
+    for start in range(0, len(sentences), PREDICT_CHUNK):
+        chunk = sentences[start:start + PREDICT_CHUNK]
+        tags += [repair_bio(row) for row in
+                 predict_tags(model, vocabulary, chunk, decode_function=decode_function)]
+        if len(tags) < len(sentences) and time.monotonic() - said >= _PROGRESS_SECONDS:
+            print(f"tagged {len(tags):,} of {len(sentences):,} sentences", file=sys.stderr,
+                  flush=True)
+            said = time.monotonic()
+    return tags
+
+
+def _shortened(line):
+    """A CoNLL line for the terminal, its token cut to `_TOKEN_SHOWN` characters."""
+    token, tab, rest = line.partition("\t")
+    if len(token) <= _TOKEN_SHOWN:
+        return line
+    return f"{token[:_TOKEN_SHOWN]}...({len(token):,} characters){tab}{rest}"
 
 
 PIPELINE = NerPipeline()

@@ -307,6 +307,29 @@ def test_cli_predict_prints_token_tag_pairs(crf_run, tmp_path):
         in stderr
 
 
+def test_a_file_is_tagged_in_chunks_saying_how_far_it_got(crf_run, tmp_path, monkeypatch):
+    # A million lines were encoded at once (3 GB) and tagged for minutes without a word; a
+    # token of 100,000 characters filled the terminal.
+    from seqlab.pipelines import ner
+
+    out = crf_run[0]
+    lines = tmp_path / "sentences.txt"
+    lines.write_text("".join(f"Alice lives in Oslo {i}\n" for i in range(7))
+                     + "x" * 500 + " in Ulm\n", encoding="utf-8")
+    status, whole, _ = run_cli(["ner", "predict", "--run", str(out), "--input", str(lines),
+                                "--output", str(tmp_path / "whole.conll")])
+    assert status == 0
+    monkeypatch.setattr(ner, "PREDICT_CHUNK", 3)
+    monkeypatch.setattr(ner, "_PROGRESS_SECONDS", 0.0)
+    status, stdout, stderr = run_cli(["ner", "predict", "--run", str(out), "--input", str(lines),
+                                      "--output", str(tmp_path / "chunked.conll")])
+    assert status == 0
+    assert (tmp_path / "chunked.conll").read_text() == (tmp_path / "whole.conll").read_text()
+    assert stderr.splitlines() == ["tagged 3 of 8 sentences", "tagged 6 of 8 sentences"]
+    status, stdout, _ = run_cli(["ner", "predict", "--run", str(out), "x" * 500, "rocks"])
+    assert stdout.splitlines()[0].startswith("x" * 60 + "...(500 characters)\t")
+
+
 def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
     out = crf_run[0]
     status, stdout, _ = run_cli(["ner", "evaluate", "--run", str(out), "--output",
