@@ -779,14 +779,16 @@ def test_wrong_paths_are_named_before_any_work(finished, tmp_path, capsys):
 
 def test_an_unwritable_out_is_refused_before_the_data_is_read(tmp_path, monkeypatch, capsys):
     # Permission bits do not stop root (as CI runs): the check is asked to see a read-only
-    # folder, and the data path does not even exist, so a refusal proves it came first.
+    # folder, and the data cannot be read, so a refusal proves it came first.
     locked = tmp_path / "locked"
     locked.mkdir()
+    unreadable = tmp_path / "data.csv"
+    unreadable.write_bytes(b"\xff\xfe\x00")
     real_access = os.access
     monkeypatch.setattr("seqlab.pipelines.common.os.access",
                         lambda path, mode: False if str(path) == str(locked)
                         else real_access(path, mode))
-    assert cli.main(["timeseries", "train", "--data", str(tmp_path / "missing.csv"),
+    assert cli.main(["timeseries", "train", "--data", str(unreadable),
                      "--out", str(locked / "run")]) == 2
     assert f"--out {locked / 'run'}: {locked} is not writable" in capsys.readouterr().err
     assert list(locked.iterdir()) == []
