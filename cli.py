@@ -309,23 +309,50 @@ def one_line(error):
 DATA_SET_FIELDS = ("data", "validation_data", "test_data", "src", "tgt", "embeddings")
 
 
-def _fetch_named_data_sets(values, from_file=(), origin=None):
+def _fetch_named_data_sets(values, task, from_file=(), origin=None):
     """Downloads (or finds in the cache) each registered data-set name among `values`' data
-    fields, before TensorFlow loads: a download that cannot succeed fails in seconds. A value
-    that is neither a name nor an existing path is refused as early (it failed only once
-    TensorFlow had loaded, 10-20 s on a busy machine), with the name it may be a typo of, and
-    the config file `origin` when it gave the value (`from_file`: the names it gave)."""
+    fields, before TensorFlow loads: a download that cannot succeed fails in seconds; a name
+    of another task's data (or word vectors where data is expected) is refused, not fetched
+    (`--data glove.6B.300d` would have downloaded 862 MB). A value that is neither a name nor
+    an existing path is refused as early (it failed only once TensorFlow had loaded, 10-20 s on
+    a busy machine), with the name it may be a typo of, and the config file `origin` when it
+    gave the value (`from_file`: the names it gave). `--input` is a file, never a name."""
     from seqlab.data import datasets
 
     for field in (*DATA_SET_FIELDS, "input"):
         value = values.get(field)
         if not isinstance(value, str):
             continue
-        if datasets.is_name(value):
+        if field != "input" and datasets.is_name(value):
+            _refuse_other_kind(field, value, task, datasets.REGISTRY[value].usage)
             datasets.download(value)
-        elif not os.path.lexists(value):
+        elif not os.path.exists(value):
+            if os.path.lexists(value):  # a link to nothing: named, not its target
+                raise DataError(f"a link to {os.readlink(value)}, which does not exist",
+                                path=value)
             raise _not_found(field, value, datasets.names(),
                              origin if field in from_file else None)
+
+
+def _refuse_other_kind(field, name, task, usage):
+    """Refuses a registered `name` given to `field` of `task` that is another task's data
+    set, or word vectors given as data (or data as word vectors): its `usage` names the task
+    that reads it ("seqlab sentiment train --data imdb ..."; vectors have none)."""
+    import re
+
+    owner = re.match(r"seqlab (\w+) train\b", usage)
+    flag = f"--{field.replace('_', '-')}"
+    if field == "embeddings":
+        if owner:
+            raise UsageError(f"{flag} {name}: {name} is a data set of seqlab {owner.group(1)}, "
+                             "not word vectors; expected a vector file or a name such as "
+                             "glove.6B.100d")
+    elif owner is None:
+        raise UsageError(f"{flag} {name}: {name} is word vectors (for --embeddings), not data "
+                         f"for seqlab {task}")
+    elif owner.group(1) != task:
+        raise UsageError(f"{flag} {name}: {name} is a data set of seqlab {owner.group(1)} "
+                         f"({usage}), not of seqlab {task} (seqlab datasets list)")
 
 
 def _not_found(field, value, names, origin=None):
@@ -337,8 +364,10 @@ def _not_found(field, value, names, origin=None):
                 if field == "embeddings" else
                 "expected a file" if field == "input" else
                 "expected a file or folder, or a registered data set's name")
-    close = difflib.get_close_matches(value, names, n=1, cutoff=0.75)
-    hint = f"; did you mean the data set {close[0]}?" if close else ""
+    by_case = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(value.lower(), list(by_case), n=1, cutoff=0.75)
+    hint = (f"; did you mean the data set {by_case[close[0]]}?"
+            if close and field != "input" else "")
     listing = "" if field == "input" else " (seqlab datasets list)"
     if origin is not None:
         relative = "" if os.path.isabs(value) else (
@@ -351,13 +380,14 @@ def _not_found(field, value, names, origin=None):
 PATH_FIELDS = (*DATA_SET_FIELDS, "input", "out", "output", "run", "config")
 
 
-def _expand_home(file_values):
-    """A config file's paths that start with `~` (`out = "~/runs/a"`), expanded as the shell
-    expands a flag's: kept as written, they made a folder named `~` in the current one."""
+def _expand_home(values):
+    """Paths that start with `~` (a config file's `out = "~/runs/a"`, a flag's `--out=~/a`,
+    which the shell leaves as it is), expanded as the shell expands `~/a`: kept as written,
+    they made a folder named `~` in the current one."""
     for name in PATH_FIELDS:
-        value = file_values.get(name)
+        value = values.get(name)
         if isinstance(value, str) and value.startswith("~"):
-            file_values[name] = os.path.expanduser(value)
+            values[name] = os.path.expanduser(value)
 
 
 def _refuse_empty_paths(values, origin=None):
@@ -380,6 +410,7 @@ def _prepare_action(card, action, values):
     from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path, open_run
 
     _refuse_empty_paths(values)
+    _expand_home(values)  # `--out=~/runs/a`: the shell leaves a `~` after `=`
     if action == "train":
         config_file = values.pop("config", None)
         overwrite = values.pop("overwrite", False)
@@ -406,7 +437,7 @@ def _prepare_action(card, action, values):
         if config.out is None:
             # Chosen here, so that an interrupted run can be told where to resume.
             config = dataclasses.replace(config, out=default_out(card.name))
-        _fetch_named_data_sets(dataclasses.asdict(config), from_file, config_file)
+        _fetch_named_data_sets(dataclasses.asdict(config), card.name, from_file, config_file)
         return {"config": config, "overwrite": overwrite}
     record = open_run(values["run"], card.name)
     if values.get("output") is not None:
@@ -414,7 +445,7 @@ def _prepare_action(card, action, values):
                      [values.get(name) for name in READ_OPTIONS])
     if action == "export":
         export_path(values["run"], values.get("out"), values.get("overwrite", False))
-    _fetch_named_data_sets(values)
+    _fetch_named_data_sets(values, card.name)
     return values
 
 

@@ -550,8 +550,8 @@ def checked_file_values(config_class, file_values, origin="config"):
                              "on the command line")
         if key not in fields:
             negated = key.removeprefix("no_")
-            hint = (f" (for {flag_name(key)}, write {negated} = false)"
-                    if negated != key and negated in fields
+            hint = (f" (write {negated} = {json.dumps(not value)})"
+                    if negated != key and negated in fields and isinstance(value, bool)
                     and _field_type(fields[negated])[0] is bool else "")
             raise UsageError(
                 f"{origin}: unknown setting {key!r}{hint}; the settings are: {', '.join(fields)}"
@@ -589,9 +589,10 @@ def make_config(config_class, file_values=None, flag_values=None, origin="config
         check_settings(config)  # action options have no base class that checks them
         return config
     except ValueError as error:
-        # "<name> must ... Received: <name>=<value>, ...": the file is named when it gave one.
+        # "<name> must ... Received: <name>=<value>, ...": the file is named when it gave one
+        # (the setting the message is about, or one it received).
         received = str(error).rpartition("Received:")[2]
-        named = set(re.findall(r"(\w+)=", received))
+        named = set(re.findall(r"(\w+)=", received)) | set(re.findall(r"^(\w+) ", str(error)))
         where = f"{origin}: " if named & from_file else ""
         raise UsageError(f"{where}{error}") from None
 

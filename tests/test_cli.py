@@ -219,6 +219,27 @@ def test_limits_are_checked_before_the_data_is_read_and_a_config_file_is_named(
      "datasets list)"),
     (["sentiment", "predict", "--run", "run", "--input", "reviews.txt"],
      "reviews.txt: not found; expected a file"),
+    # A registered name is no --input (it was downloaded), and gets no hint there.
+    (["sentiment", "predict", "--run", "run", "--input", "imbd"],
+     "imbd: not found; expected a file"),
+    (["sentiment", "predict", "--run", "run", "--input", "imdb"],
+     "imdb: not found; expected a file"),
+    (["sentiment", "train", "--data", "IMDB"],  # another case: a hint too
+     "IMDB: not found; expected a file or folder, or a registered data set's name (seqlab "
+     "datasets list); did you mean the data set imdb?"),
+    (["sentiment", "train", "--data", "link.csv"],  # a link to nothing: the link is named
+     "link.csv: a link to nowhere.csv, which does not exist"),
+    # Another task's data set, or vectors as data: refused, not downloaded (862 MB here).
+    (["sentiment", "train", "--data", "glove.6B.300d"],
+     "--data glove.6B.300d: glove.6B.300d is word vectors (for --embeddings), not data for "
+     "seqlab sentiment"),
+    (["timeseries", "train", "--data", "imdb"],
+     "--data imdb: imdb is a data set of seqlab sentiment (seqlab sentiment train --data imdb "
+     "--classes neg pos --sequence-length 256), not of seqlab timeseries (seqlab datasets "
+     "list)"),
+    (["ner", "train", "--embeddings", "wnut17"],
+     "--embeddings wnut17: wnut17 is a data set of seqlab ner, not word vectors; expected a "
+     "vector file or a name such as glove.6B.100d"),
 ])
 def test_data_that_is_neither_a_path_nor_a_name_is_refused_before_tensorflow_loads(
         tmp_path, monkeypatch, capsys, argv, expected):
@@ -226,6 +247,7 @@ def test_data_that_is_neither_a_path_nor_a_name_is_refused_before_tensorflow_loa
     # machine), naming the absolute path of a typo'd data set's name.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run").mkdir()  # passes the checks made before TensorFlow loads
+    (tmp_path / "link.csv").symlink_to("nowhere.csv")
     (tmp_path / "run" / "config.json").write_text('{"task": "sentiment", "settings": {}}')
     monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
     assert cli.main(argv) == 2
@@ -480,8 +502,16 @@ def test_a_flag_over_a_config_files_value_is_named_as_a_flag(tmp_path, monkeypat
                                        "[0, 1). Received: dropout=1.5\n")
     Path("c.toml").write_text('no-crf = true\n')
     assert cli.main(["ner", "train", "--config", "c.toml"]) == 2
-    assert "c.toml: unknown setting 'no_crf' (for --no-crf, write crf = false); the settings " \
-        "are: " in capsys.readouterr().err
+    assert "c.toml: unknown setting 'no_crf' (write crf = false); the settings are: " in \
+        capsys.readouterr().err
+    Path("c.toml").write_text('no-crf = false\n')  # the negation's negation
+    assert cli.main(["ner", "train", "--config", "c.toml"]) == 2
+    assert "c.toml: unknown setting 'no_crf' (write crf = true)" in capsys.readouterr().err
+    # The setting a refusal is about, given by the file, names the file.
+    Path("c.json").write_text('{"model": "ngrams", "freeze_embeddings": true}')
+    assert cli.main(["sentiment", "train", "--config", "c.json"]) == 2
+    assert "error: c.json: freeze_embeddings keeps pretrained vectors fixed" in \
+        capsys.readouterr().err
 
 
 def test_a_second_config_file_is_refused_not_silently_taken_instead(tmp_path, monkeypatch,
@@ -497,8 +527,7 @@ def test_a_second_config_file_is_refused_not_silently_taken_instead(tmp_path, mo
         capsys.readouterr().err
 
 
-def test_a_config_files_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path,
-                                                                           monkeypatch):
+def test_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatch):
     # `out = "~/runs/a"` made a folder named "~" in the current one.
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir(), work.mkdir()
@@ -508,4 +537,7 @@ def test_a_config_files_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_p
     Path("c.toml").write_text('data = "~/sales.csv"\nout = "~/runs/a"\n')
     config = cli.train_config("timeseries", ["--config", "c.toml"])
     assert (config.data, config.out) == (str(home / "sales.csv"), str(home / "runs" / "a"))
+    # A flag's too: the shell leaves the `~` of `--out=~/runs/b` as it is.
+    config = cli.train_config("timeseries", ["--data=~/sales.csv", "--out=~/runs/b"])
+    assert (config.data, config.out) == (str(home / "sales.csv"), str(home / "runs" / "b"))
     assert sorted(p.name for p in work.iterdir()) == ["c.toml"]
