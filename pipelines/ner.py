@@ -673,7 +673,9 @@ class NerPipeline(Pipeline):
         if path is not None:
             write_text_atomic(path, conll_text(sentences, tags))
         shown = sentences if path is None else sentences[:_SENTENCES_SHOWN]
-        lines = [_shortened(line) for line in conll_text(shown, tags).rstrip("\n").split("\n")]
+        lines = conll_text(shown, tags).rstrip("\n").split("\n")
+        if path is not None:  # the file holds them whole; printed alone, they are the output
+            lines = [_shortened(line) for line in lines]
         if path is not None and len(lines) > _LINES_SHOWN:
             lines = lines[:_LINES_SHOWN] + [f"... ({sum(map(len, tags)):,} tokens in all)"]
         if len(shown) < len(sentences):

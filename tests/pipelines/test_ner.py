@@ -314,8 +314,8 @@ def test_a_file_is_tagged_in_chunks_saying_how_far_it_got(crf_run, tmp_path, mon
 
     out = crf_run[0]
     lines = tmp_path / "sentences.txt"
-    lines.write_text("".join(f"Alice lives in Oslo {i}\n" for i in range(7))
-                     + "x" * 500 + " in Ulm\n", encoding="utf-8")
+    lines.write_text("x" * 500 + " in Ulm\n"
+                     + "".join(f"Alice lives in Oslo {i}\n" for i in range(7)), encoding="utf-8")
     status, whole, _ = run_cli(["ner", "predict", "--run", str(out), "--input", str(lines),
                                 "--output", str(tmp_path / "whole.conll")])
     assert status == 0
@@ -326,8 +326,10 @@ def test_a_file_is_tagged_in_chunks_saying_how_far_it_got(crf_run, tmp_path, mon
     assert status == 0
     assert (tmp_path / "chunked.conll").read_text() == (tmp_path / "whole.conll").read_text()
     assert stderr.splitlines() == ["tagged 3 of 8 sentences", "tagged 6 of 8 sentences"]
+    # The lines shown of a file written are cut; printed alone, they are the output: whole.
+    assert "x" * 60 + "...(500 characters)\t" in stdout
     status, stdout, _ = run_cli(["ner", "predict", "--run", str(out), "x" * 500, "rocks"])
-    assert stdout.splitlines()[0].startswith("x" * 60 + "...(500 characters)\t")
+    assert stdout.splitlines()[0].startswith("x" * 500 + "\t")
 
 
 def test_cli_evaluate_rescoring_and_an_unknown_tag(crf_run, tmp_path):
