@@ -463,6 +463,8 @@ class TextCorpus:
         total_chars: the length of the whole text.
         unused_train_chars: the training characters `max_train_chars` left out.
         unseen: `{character: count}` of the validation characters read as `[UNK]`.
+        val_starts_a_line: whether the validation part starts a line of the text (the
+            character before it is a line break), rather than inside one.
     """
 
     source: str
@@ -473,6 +475,7 @@ class TextCorpus:
     total_chars: int
     unused_train_chars: int
     unseen: dict
+    val_starts_a_line: bool = True
 
     def report(self):
         """The corpus in figures: source, lengths, vocabulary size and unseen characters (a
@@ -518,7 +521,8 @@ def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unkno
     train_ids, _ = vocabulary.encode(train_text)
     val_ids, unseen = vocabulary.encode(val_text, policy=unseen_chars, source=source,
                                         before=before_val)
-    return TextCorpus(source, vocabulary, train_ids, val_ids, val_text, len(text), unused, unseen)
+    return TextCorpus(source, vocabulary, train_ids, val_ids, val_text, len(text), unused, unseen,
+                      val_starts_a_line=before_val.endswith("\n"))
 
 
 def make_dataset(ids, window, batch_size, stateful=False, shuffle=False, seed=None, source=None):

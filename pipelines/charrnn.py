@@ -245,9 +245,8 @@ class CharRNNPipeline(Pipeline):
         corpus = prepared.corpus
         counts = char_counts(corpus.train_ids, corpus.vocabulary)
         generator = text_generator(model, corpus.vocabulary)
-        last_trained = corpus.vocabulary.decode(corpus.train_ids[-1:])
         prompt = sample_prompt(config.sample_prompt, corpus.val_text,
-                               mid_line=last_trained not in ("\n", ""))
+                               mid_line=not corpus.val_starts_a_line)
         samples = [
             {"temperature": t,
              "text": generator.generate(prompt, config.sample_chars, temperature=t,

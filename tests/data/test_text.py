@@ -303,6 +303,12 @@ def test_prepare_corpus_splits_in_order_and_encodes_with_the_training_vocabulary
     with pytest.raises(DataError, match=r"t\.txt, line 42: character 'Q' \(offset 125\)"):
         prepare_corpus(path, val_fraction=0.15, unseen_chars="error")
     path.write_text("abcabcabcabcabcabxz!")
+    # Where the validation part starts, whatever --max-train-chars keeps (the sample prompt
+    # skipped a whole line when the last kept character was no line break).
+    path.write_text("abc\n" * 5)  # 20 characters: the validation part is the last line
+    assert prepare_corpus(path, val_fraction=0.2, max_train_chars=6).val_starts_a_line
+    assert not prepare_corpus(path, val_fraction=0.15).val_starts_a_line
+    path.write_text("abcabcabcabcabcabxz!")
     with pytest.raises(DataError, match="the text is too short to split"):
         prepare_corpus(path, val_fraction=0.01)
 
