@@ -34,6 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from seqlab.data.conll import INVISIBLE_CHARACTERS
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     DataError,
@@ -101,7 +102,9 @@ def read_text(path):
     text = "".join(parts)
     if not text and path.is_dir():
         raise DataError("every file in the folder is empty; expected text", path=path)
-    if not text.strip():  # 400 line breaks trained a model of one character, as the others refuse
+    # 400 line breaks (or zero-width spaces) trained a model of one character; the other
+    # tasks refuse such files.
+    if not text.translate(dict.fromkeys(map(ord, INVISIBLE_CHARACTERS))).strip():
         if path.is_dir():
             raise DataError("the folder's files hold only blank lines and white space; expected "
                             "text", path=path)

@@ -100,6 +100,9 @@ def test_empty_inputs_are_data_errors(tmp_path):
     with pytest.raises(DataError, match=r"empty\.txt: the file holds only blank lines and white "
                                         r"space \(400 characters\); expected text"):
         read_text(empty)
+    empty.write_text("\u200b\n\ufeff \u3000\n" * 100)  # invisible characters and spaces
+    with pytest.raises(DataError, match=r"empty\.txt: the file holds only blank lines"):
+        read_text(empty)
     (folder / "x.txt").write_text(" \n\t\n")
     with pytest.raises(DataError, match="the folder's files hold only blank lines and white "
                                         "space; expected text"):
