@@ -60,6 +60,7 @@ PAD, UNKNOWN = "[PAD]", "[UNK]"
 OUTSIDE = "O"
 
 _TAG_PATTERN = re.compile(r"^([BIES])-(.+)$")
+_TAG_PREFIX_SPACE = re.compile(r"^([BIES]-)\s+")
 # How many problems a summary lists before it says "and N more".
 _SHOWN = 5
 # Formats of a file to tag (`read_sentences_to_tag`).
@@ -272,9 +273,9 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
         tokens.append(token)
         numbers.append(number)
         if tag_column is not None:
-            # A tag holds no white space: a no-break space or line separator at its end made
-            # "LOC\xa0" a second entity type beside "LOC", silently.
-            tag = fields[tag_column].strip()
+            # A tag holds no white space at its edges or after its prefix: a no-break space
+            # or line separator there made "LOC\xa0" a second entity type beside "LOC".
+            tag = _TAG_PREFIX_SPACE.sub(r"\1", fields[tag_column].strip())
             _parse_tag(tag, path, number)
             tags.append(tag)
     end_sentence()

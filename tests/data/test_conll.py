@@ -100,7 +100,7 @@ def test_byte_order_mark_and_invisible_characters(tmp_path):
 
 def test_white_space_at_a_tags_edge_is_no_part_of_its_entity_type(tmp_path):
     # "B-LOC\xa0" was a second entity type beside "B-LOC", silently.
-    text = "Anna\tB-PER\nvisits\tO\u2028\nRome\tB-LOC\xa0\n\nBonn\tB-LOC\n"
+    text = "Anna\tB-PER\nvisits\tO\u2028\nRome\tB-LOC\xa0\n\nBonn\tB-\xa0LOC\n"
     conll = read_conll(write(tmp_path, text))
     assert tokens_and_tags(conll) == [
         [("Anna", "B-PER"), ("visits", "O"), ("Rome", "B-LOC")], [("Bonn", "B-LOC")]
