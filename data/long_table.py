@@ -251,13 +251,20 @@ def runs_of_series(column):
     return int(starts.size)
 
 
+# The longest header this look reads (the readers' line limit, data/timeseries.py's
+# MAX_LINE_BYTES); a longer one is left to the reader to refuse.
+HEADER_CHARS = 2**20
+
+
 def find_id_column_in_file(path, time_column=None):
     """`find_id_column` of a CSV file read as text (its delimiter the one of `,` `;` and tab
     that splits the header most), or None where the file cannot be read: its reader then says
     why, as it would without this look."""
     try:
         with open(path, encoding="utf-8", newline="") as file:
-            header = file.readline()
+            header = file.readline(HEADER_CHARS + 1)
+        if len(header) > HEADER_CHARS:  # one line of 100 MB: pandas parsed it for minutes
+            return None
         delimiter = max(_DELIMITERS, key=header.count)
         frame = pd.read_csv(path, sep=delimiter, dtype=str, keep_default_na=False,
                             index_col=False, encoding="utf-8")

@@ -171,27 +171,38 @@ def _without_trailing_blank_lines(text):
     return "\n".join(lines) + "\n" if lines else ""
 
 
+_LINE_BREAK = re.compile(rb"\r\n?|\n")
+_READ_BLOCK = 2**20  # bytes `_read_bounded` reads at a time
+
+
 def _read_bounded(path):
-    """The bytes of `path`, read line by line; a line over `MAX_LINE_BYTES` stops the reading."""
+    """The bytes of `path`, as they are; a line over `MAX_LINE_BYTES` stops the reading. Lines
+    end at "\r\n", "\r" or "\n", as in Python's text mode and the readers after this (a file
+    of old-Mac line ends over 1 MiB was one line, refused)."""
     if path.is_dir():
         raise DataError("is a folder, not a file; expected a CSV file", path=path)
     if not path.is_file():
         raise not_a_file(path)
-    lines = []
+    blocks, line, length, carriage_return = [], 1, 0, False
     with open(path, "rb") as file:
-        while True:
-            line = file.readline(MAX_LINE_BYTES + 2)
-            if not line:
-                break
-            if len(line.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+        for block in iter(lambda: file.read(_READ_BLOCK), b""):
+            # The "\n" of a "\r\n" split between two blocks ends no second line.
+            start = 1 if carriage_return and block.startswith(b"\n") else 0
+            carriage_return = block.endswith(b"\r")
+            for end in _LINE_BREAK.finditer(block, start):
+                if length + end.start() - start > MAX_LINE_BYTES:
+                    break
+                line, length, start = line + 1, 0, end.end()
+            length += len(block) - start
+            if length > MAX_LINE_BYTES:
                 raise DataError(
                     f"the line is longer than the limit of {MAX_LINE_BYTES} bytes "
                     f"({MAX_LINE_BYTES // 2**20} MiB); expected one CSV row per line",
                     path=path,
-                    line=len(lines) + 1,
+                    line=line,
                 )
-            lines.append(line)
-    return b"".join(lines)
+            blocks.append(block)
+    return b"".join(blocks)
 
 
 def _check_field_counts(text, delimiter, path):

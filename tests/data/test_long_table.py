@@ -173,6 +173,18 @@ def test_the_file_is_read_with_its_delimiter_and_an_unreadable_one_is_left_to_it
     assert find_id_column_in_file(tmp_path / "empty.csv") is None
 
 
+def test_a_header_over_the_line_limit_is_left_to_the_reader_unparsed(tmp_path, monkeypatch):
+    # A CSV of one 100 MB line was parsed by pandas here for minutes, silently, before the
+    # reader's line limit could refuse it.
+    import seqlab.data.long_table as long_table_module
+
+    monkeypatch.setattr(long_table_module, "HEADER_CHARS", 50)
+    monkeypatch.setattr(long_table_module.pd, "read_csv",
+                        lambda *a, **k: pytest.fail("parsed"))
+    (tmp_path / "wide.csv").write_text(",".join(f"c{i}" for i in range(40)) + "\n1\n")
+    assert find_id_column_in_file(tmp_path / "wide.csv") is None
+
+
 @pytest.mark.parametrize("cells", [["", "a"], ["a", None], [" ", "M1"]])
 def test_an_id_column_with_a_few_empty_cells_still_names_the_series(cells):
     # Left out, the table was read as one series, its series end to end; found, its reader

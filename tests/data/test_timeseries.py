@@ -853,6 +853,7 @@ def test_a_line_over_the_limit_is_refused_without_reading_the_file_whole(tmp_pat
     import seqlab.data.timeseries as timeseries
 
     monkeypatch.setattr(timeseries, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(timeseries, "_READ_BLOCK", 300)
     path = write_csv(tmp_path, "t,y\n1,1\n" + "2," * 5000 + "\n")
     reads = []
     real_open = open
@@ -867,10 +868,10 @@ def test_a_line_over_the_limit_is_refused_without_reading_the_file_whole(tmp_pat
         def __exit__(self, *exc):
             self.file.close()
 
-        def readline(self, size=-1):
-            line = self.file.readline(size)
-            reads.append(len(line))
-            return line
+        def read(self, size=-1):
+            block = self.file.read(size)
+            reads.append(len(block))
+            return block
 
     monkeypatch.setattr(timeseries, "open",
                         lambda *a, **k: CountingFile(real_open(*a, **k)), raising=False)
@@ -878,7 +879,26 @@ def test_a_line_over_the_limit_is_refused_without_reading_the_file_whole(tmp_pat
         f"{path}, line 3: the line is longer than the limit of 1000 bytes"
     )):
         read_csv(path)
-    assert max(reads) <= 1002
+    assert sum(reads) <= 1000 + 2 * 300  # of 10,009 bytes
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"], ids=["cr", "crlf", "lf"])
+def test_the_line_limit_counts_lines_as_text_mode_does(tmp_path, monkeypatch, ending):
+    # A file of old-Mac line ends over the limit was one line, refused; a "\r\n" split
+    # between two blocks read must end one line, not two.
+    import seqlab.data.timeseries as timeseries
+
+    monkeypatch.setattr(timeseries, "MAX_LINE_BYTES", 40)
+    monkeypatch.setattr(timeseries, "_READ_BLOCK", 7)
+    rows = [b"t,y"] + [b"%d,%d" % (t, t * t) for t in range(30)]
+    path = tmp_path / "s.csv"
+    path.write_bytes(ending.join(rows) + ending)
+    frame = read_csv(path)
+    assert frame["y"].tolist() == [t * t for t in range(30)]
+    path.write_bytes(ending.join(rows[:5] + [b"9," + b"9" * 50] + rows[5:]) + ending)
+    with pytest.raises(DataError, match=re.escape(f"{path}, line 6: the line is longer than "
+                                                  "the limit of 40 bytes")):
+        read_csv(path)
 
 
 def test_the_default_line_limit_is_one_mebibyte(tmp_path):
