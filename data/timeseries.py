@@ -37,6 +37,7 @@ from seqlab.data.errors import (
     DataError,
     decode_utf8,
     empty_file,
+    listed,
     normalize_line_endings,
     not_a_file,
     quoted,
@@ -60,6 +61,8 @@ SCALER_METHODS = ("minmax", "standard")
 # is refused at this many bytes instead of being read whole).
 CSV_DELIMITERS = (",", ";", "\t")
 MAX_LINE_BYTES = 2**20
+# How many columns a message lists (a file of 5,000 columns gave a line of 35,000 characters).
+COLUMNS_SHOWN = 20
 
 # How many offending rows an error message lists before it says "and N more".
 _ROWS_SHOWN = 5
@@ -779,7 +782,8 @@ class SeriesSchema:
             for name in names:
                 if name not in columns:
                     raise DataError(
-                        f"{what} column {name!r} not found; the columns are: {', '.join(columns)}",
+                        f"{what} column {name!r} not found; the columns are: "
+                        f"{listed(columns, COLUMNS_SHOWN)}",
                         path=source,
                     )
 
@@ -838,8 +842,8 @@ class SeriesSchema:
                 )
             if len(numeric) != 1:
                 raise DataError(
-                    f"cannot tell which column to forecast among {', '.join(numeric) or 'none'}; "
-                    "name it with --target",
+                    "cannot tell which column to forecast among "
+                    f"{listed(numeric, COLUMNS_SHOWN)}; name it with --target",
                     path=source,
                 )
             targets = numeric
@@ -916,7 +920,8 @@ class SeriesSchema:
         for name in needed:
             if name not in frame.columns:
                 raise DataError(
-                    f"column {name!r} not found; the columns are: {', '.join(frame.columns)}",
+                    f"column {name!r} not found; the columns are: "
+                    f"{listed(frame.columns, COLUMNS_SHOWN)}",
                     path=source,
                 )
         time, notes = None, []

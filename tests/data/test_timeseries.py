@@ -1271,3 +1271,15 @@ def test_window_arrays_limited_to_evenly_spaced_windows():
     for limit in (1, 2.5):
         with pytest.raises(ValueError, match="limit must be an integer of at least 2"):
             windows.arrays("test", limit=limit)
+
+
+def test_a_message_lists_at_most_twenty_columns(tmp_path):
+    # 5,000 numeric columns gave a line of 35,000 characters naming every one.
+    header = ",".join(["date"] + [f"c{i}" for i in range(100)])
+    rows = "".join(f"2020-01-{day:02d}," + ",".join(["1"] * 100) + "\n" for day in range(1, 29))
+    with pytest.raises(DataError, match=r"cannot tell which column to forecast among c0, c1, .*, "
+                                        r"c19 and 80 more; name it with --target$"):
+        prepared(tmp_path, header + "\n" + rows)
+    with pytest.raises(DataError, match=r"target column 'nope' not found; the columns are: date, "
+                                        r"c0, .*, c18 and 81 more$"):
+        prepared(tmp_path, header + "\n" + rows, targets=["nope"])
