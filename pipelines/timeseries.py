@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from seqlab.data.errors import DataError
+from seqlab.data.errors import DataError, listed
 from seqlab.data.long_table import find_id_column, runs_of_series
 from seqlab.data.timeseries import (
     SUNSPOTS_SOURCE,
@@ -698,6 +698,20 @@ def float32_precision_note(values, rmse):
 DIVERGED_SPANS = 10
 
 
+# How many columns a summary line lists.
+COLUMNS_SHOWN = 20
+
+
+def inputs_line(schema, config):
+    """The summary's line of the columns the windows read, where they are more than the
+    targets: a file of 5,000 numeric columns trained on all of them without a word."""
+    columns = schema.input_columns
+    chosen = ("--features" if config.features is not None else
+              "every numeric column besides the time; --features chooses")
+    return (f"inputs: {plural(len(columns), 'column')} ({listed(columns, COLUMNS_SHOWN)}): "
+            f"{chosen}")
+
+
 def divergence_note(forecast, history, targets, members=None):
     """A summary line where a test forecast lies more than `DIVERGED_SPANS` spans of the
     series' range outside it, else None: one outlying value can make a member diverge once it
@@ -1174,6 +1188,7 @@ class TimeseriesPipeline(Pipeline):
             *([backtest_table(metrics["backtest"])] if "backtest" in metrics else []),
             f"season {prepared.season}: {prepared.season_source}",
             f"lookback {config.lookback}: {prepared.lookback_source}",
+            *([inputs_line(schema, config)] if schema.input_columns != schema.targets else []),
             *([stride_line(config.stride, prepared.windows)] if config.stride > 1 else []),
             *([f"classical models (statsforecast, fitted on the "
                f"{prepared.windows.bounds['test'][0]} rows before the test split"
@@ -1184,7 +1199,8 @@ class TimeseriesPipeline(Pipeline):
                            for name, forms in metrics["classical_forms"].items())]
               if metrics["classical_forms"] else []),
             *prepared.notes,
-            *([f"columns left out (not numbers, or empty): {', '.join(schema.skipped_columns)}"]
+            *([f"columns left out (not numbers, or empty): "
+               f"{listed(schema.skipped_columns, COLUMNS_SHOWN)}"]
               if schema.skipped_columns else []),
             # What reading did: time stamps built from columns, values filled, rows dropped.
             *series.notes,

@@ -116,6 +116,9 @@ def test_metrics_compare_the_model_with_every_baseline(trained):
     assert "RMSE / best baseline" in result.summary and "seasonal naive (season 12)" in (
         result.summary
     )
+    # The columns the windows read, beside the target, are said (5,000 were used silently).
+    assert ("inputs: 2 columns (demand, price): every numeric column besides the time; "
+            "--features chooses") in result.summary.splitlines()
 
 
 def test_seasonal_naive_repeats_the_value_one_season_back():
