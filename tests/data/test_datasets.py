@@ -801,7 +801,7 @@ def test_a_name_that_cannot_be_downloaded_fails_before_tensorflow_loads(command,
         "from seqlab.data.datasets import DataSet, RemoteFile\n"
         "datasets.REGISTRY['tiny-text'] = DataSet(name='tiny-text', description='t', files=("
         "RemoteFile('https://origin.invalid/input.txt', 10, '0' * 64),), reader_path='input.txt',"
-        " license='CC0', citation='T', usage='seqlab charrnn train --data tiny-text')\n"
+        f" license='CC0', citation='T', usage='seqlab {command[0]} train --data tiny-text')\n"
         "from seqlab.cli import main\n"
         f"code = main({command!r})\n"
         "heavy = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"

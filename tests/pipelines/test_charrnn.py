@@ -278,8 +278,8 @@ def test_bad_text_is_a_data_error(tmp_path, capsys):
 
     unseen = tmp_path / "unseen.txt"
     unseen.write_text("abcabc" * 30 + "abcxbc")
-    with pytest.raises(DataError, match=r"unseen\.txt, line 1: character 'x' \(offset 16\) is not "
-                                        r"in the training vocabulary"):
+    with pytest.raises(DataError, match=r"unseen\.txt, line 1: character 'x' \(offset 183\) is "
+                                        r"not in the training vocabulary"):
         train(CharRNNConfig(data=str(unseen), out=str(tmp_path / "u"), unseen_chars="error",
                             window=4))
 
