@@ -152,12 +152,13 @@ BINARY = ("binary data: binary word2vec files are not read; convert the file to 
           "format (gensim: KeyedVectors.load_word2vec_format(path, binary=True)"
           ".save_word2vec_format(out, binary=False))")
 # The first bytes of files that are no vector file, though a user may take them for one: the
-# archive GloVe is distributed in, and text in UTF-16.
+# archive GloVe is distributed in, and text in UTF-16 (its byte-order mark, either order).
+_UTF16 = "UTF-16 text; expected UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)"
 NOT_READ = {
     b"PK\x03\x04": "a zip archive; expected a vector file, plain or gzip: extract the vector "
                     "file from it (unzip)",
-    b"\xff\xfe": "UTF-16 text; expected UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)",
-    b"\xfe\xff": "UTF-16 text; expected UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)",
+    b"\xff\xfe": _UTF16,
+    b"\xfe\xff": _UTF16,
 }
 
 

@@ -61,7 +61,8 @@ SCALER_METHODS = ("minmax", "standard")
 # is refused at this many bytes instead of being read whole).
 CSV_DELIMITERS = (",", ";", "\t")
 MAX_LINE_BYTES = 2**20
-# How many columns a message lists (a file of 5,000 columns gave a line of 35,000 characters).
+# How many columns a message or summary line lists (a file of 5,000 columns gave a line of
+# 35,000 characters).
 COLUMNS_SHOWN = 20
 
 # How many offending rows an error message lists before it says "and N more".

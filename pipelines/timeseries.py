@@ -31,6 +31,7 @@ import tensorflow as tf
 from seqlab.data.errors import DataError, listed
 from seqlab.data.long_table import find_id_column, runs_of_series
 from seqlab.data.timeseries import (
+    COLUMNS_SHOWN,
     SUNSPOTS_SOURCE,
     SUNSPOTS_TIME_COLUMN,
     Scaler,
@@ -696,10 +697,6 @@ def float32_precision_note(values, rmse):
 # How far outside the range of the rows before the test split (in spans of that range) a test
 # forecast lies before the summary says the model diverged.
 DIVERGED_SPANS = 10
-
-
-# How many columns a summary line lists.
-COLUMNS_SHOWN = 20
 
 
 def inputs_line(schema, config):
