@@ -316,7 +316,8 @@ def _fetch_named_data_sets(values, task, from_file=(), origin=None):
     (`--data glove.6B.300d` would have downloaded 862 MB). A value that is neither a name nor
     an existing path is refused as early (it failed only once TensorFlow had loaded, 10-20 s on
     a busy machine), with the name it may be a typo of, and the config file `origin` when it
-    gave the value (`from_file`: the names it gave). `--input` is a file, never a name."""
+    gave the value (`from_file`: the names it gave). `--input` is a file, never a name nor a
+    folder."""
     from seqlab.data import datasets
 
     for field in (*DATA_SET_FIELDS, "input"):
@@ -330,8 +331,13 @@ def _fetch_named_data_sets(values, task, from_file=(), origin=None):
             if os.path.lexists(value):  # a link to nothing: named, not its target
                 raise DataError(f"a link to {os.readlink(value)}, which does not exist",
                                 path=value)
+            if value.endswith(("/", os.sep)) and os.path.isfile(value.rstrip("/" + os.sep)):
+                raise DataError("is a file, but the / at its end names a folder; expected the "
+                                "file's path without it", path=value)
             raise _not_found(field, value, datasets.names(),
                              origin if field in from_file else None)
+        elif field == "input" and os.path.isdir(value):
+            raise DataError("is a folder, not a file; expected a file", path=value)
 
 
 def _refuse_other_kind(field, name, task, usage):

@@ -229,6 +229,12 @@ def test_limits_are_checked_before_the_data_is_read_and_a_config_file_is_named(
      "datasets list); did you mean the data set imdb?"),
     (["sentiment", "train", "--data", "link.csv"],  # a link to nothing: the link is named
      "link.csv: a link to nowhere.csv, which does not exist"),
+    # A file's name ending in / ("not found": the / makes it a folder's), a folder as --input.
+    (["timeseries", "train", "--data", "run/config.json/"],
+     "run/config.json/: is a file, but the / at its end names a folder; expected the file's "
+     "path without it"),
+    (["sentiment", "predict", "--run", "run", "--input", "run"],
+     "run: is a folder, not a file; expected a file"),
     # Another task's data set, or vectors as data: refused, not downloaded (862 MB here).
     (["sentiment", "train", "--data", "glove.6B.300d"],
      "--data glove.6B.300d: glove.6B.300d is word vectors (for --embeddings), not data for "
