@@ -373,6 +373,13 @@ def checked_classes(classes, path):
     return classes
 
 
+def vocabulary_words(entries, ngrams):
+    """'1,304 n-grams' (or 'tokens') of a vocabulary of `entries`, its padding and [UNK] not
+    counted (ngrams: [UNK] alone): they are no words of the texts ('vocabulary 3 tokens' was
+    said of `--vocabulary-size 3`, which keeps one)."""
+    return f"{entries - (1 if ngrams else 2):,} {'n-grams' if ngrams else 'tokens'}"
+
+
 def vocabulary_cap_line(data, ngrams):
     """The summary's line of a vocabulary cut to `--vocabulary-size`, whose entries count
     padding and [UNK] (ngrams: [UNK] alone) beside the tokens kept."""
@@ -552,9 +559,9 @@ class SentimentPipeline(Pipeline):
         return [
             f"{TASK_NAME}: {data['source']}, {len(prepared.classes)} classes, "
             f"{prepared.report['method']} split (train {counts['train']}, validation "
-            f"{counts['val']}, test {counts['test']}), vocabulary {data['vocabulary_size']} "
-            f"{'n-grams' if config.model == 'ngrams' else 'tokens'}"
-            + (f" and {data['ngram_vocabulary_size']} n-grams"
+            f"{counts['val']}, test {counts['test']}), vocabulary "
+            f"{vocabulary_words(data['vocabulary_size'], config.model == 'ngrams')}"
+            + (f" and {vocabulary_words(data['ngram_vocabulary_size'], True)}"
                if "ngram_vocabulary_size" in data else ""),
             *([vocabulary_cap_line(data, config.model == "ngrams")]
               if data.get("vocabulary_left_out") else []),

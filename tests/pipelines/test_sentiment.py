@@ -238,6 +238,9 @@ def test_a_vocabulary_cap_is_the_most_frequent_tokens_and_says_what_it_leaves_ou
     assert (f"vocabulary: the 8 most frequent of the {distinct - 2:,} distinct training tokens "
             f"(10 entries with padding and [UNK]); the other {distinct - 10:,} read as [UNK]") \
         in result.summary
+    # The header counts the texts' tokens too ("vocabulary 10 tokens" counted the two).
+    assert ", vocabulary 8 tokens\n" in result.summary
+    assert f", vocabulary {distinct - 2:,} tokens\n" in full.summary
 
 
 def test_test_data_file_is_the_given_test_split(tmp_path):
