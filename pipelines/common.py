@@ -1098,7 +1098,7 @@ def format_figure(value, decimals=4):
 
 def plural(count, noun):
     """`count` and `noun`, with an "s" unless the count is 1: `1 epoch`, `3 epochs`."""
-    return f"{count} {noun}{'s' * (count != 1)}"
+    return f"{count} {noun}{'' if count == 1 else 's'}"  # a NumPy count too
 
 
 def overlap_line(test, test_count, val, val_count, what, test_name="test"):

@@ -487,7 +487,7 @@ def model_forecast(model, members, scaler, schema, values, last_rows, lookback, 
     if bad.size:  # printed and written as inf before, without a word
         window, step, target = (int(k) for k in bad[0])
         raise DataError(
-            f"the forecast of {schema.targets[target]!r} {step + 1} steps after row "
+            f"the forecast of {schema.targets[target]!r} {plural(step + 1, 'step')} after row "
             f"{int(last_rows[window])} is {forecast[window, step, target]}: beyond float32's "
             "range, where the run's scaler.json or weights scale it (a run whose files were "
             "edited, or data far outside what it was trained on); expected finite forecasts")

@@ -360,7 +360,7 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     held = chosen_h if hold_out else 0
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
-        raise DataError(f"the longest series has {max(lengths)} values; the holdout of "
+        raise DataError(f"the longest series has {plural(max(lengths), 'value')}; the holdout of "
                         f"{chosen_h} ({h_source}) needs at least {chosen_h + 2} in a series",
                         path=panel.source)
     longest = int(max(lengths)) - held
@@ -373,7 +373,8 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
             f"the choice of member need more values than a season before it; expected "
             f"--season of at most {longest - 1}", path=panel.source)
     if short:
-        notes.append(f"{len(short)} series left out: at most {chosen_h + 1} values, too few "
+        notes.append(f"{len(short)} series left out: at most {plural(chosen_h + 1, 'value')}, "
+                     "too few "
                      f"for a holdout of {chosen_h} ({_named(panel.ids[i] for i in short)})")
     short_set = set(short)
     keep = [i for i in range(len(panel)) if i not in short_set]
@@ -885,7 +886,8 @@ class PanelPipeline(Pipeline):
         if not any(usable) and "lookback" in given:
             longest = max(t.size for t in data.train)
             raise UsageError(f"--lookback {config.lookback} is longer than every series' "
-                             f"training part (the longest has {longest} values), so the network "
+                             f"training part (the longest has {plural(longest, 'value')}), so the "
+                             "network "
                              f"would forecast none of them; give a lookback of at most "
                              f"{longest}, or leave it to the data")
         trainable = [s for s in fit_series if s.size >= min_history + h]
@@ -1089,7 +1091,7 @@ class PanelPipeline(Pipeline):
             f"timeseries: {data.source}, {len(data.ids)} series"
             + (f" by column {config.id_column!r}" if config.id_column else "")
             + f" ({min(lengths)} to {max(lengths)} training values), each forecast "
-            f"{data.horizon} steps from the end of its training part (holdout)",
+            f"{plural(data.horizon, 'step')} from the end of its training part (holdout)",
             format_table(["forecast", "sMAPE", "MASE", "MAPE", "RMSE", "OWA"], rows),
             "  (means over series; MAPE over the series whose actuals are all positive; OWA "
             "against Naive2)",
@@ -1104,7 +1106,7 @@ class PanelPipeline(Pipeline):
             f"season {data.season}: {data.season_source}",
             f"network: {n['kind']}, lookback {config.lookback}, {plural(n['units'], 'unit')}, "
             f"{plural(n['layers'], 'layer')}, batch {n['batch_size']}, "
-            f"{n['steps_per_epoch']} steps an epoch, at most "
+            f"{plural(n['steps_per_epoch'], 'step')} an epoch, at most "
             f"{plural(config.epochs, 'epoch')} ({prepared.network_source})",
             *prepared.notes,
         ]
@@ -1196,7 +1198,8 @@ class PanelPipeline(Pipeline):
         if short:
             notes.append(f"{len(short)} series shorter than the lookback {config.lookback}: "
                          f"forecast without the network ({_named(short)})")
-        summary = [f"timeseries: forecast of the {data_read.horizon} steps after the end of "
+        summary = [f"timeseries: forecast of the {plural(data_read.horizon, 'step')} after "
+                   "the end of "
                    f"each of {len(histories)} series of {data_read.source} ({choice.name})",
                    *data_read.notes, *notes, f"written to {path}"]
         return ActionResult(summary="\n".join(summary), path=path)
@@ -1292,7 +1295,9 @@ def future_frame(data, forecasts):
         if stamped:
             columns[data.time_label] += list(_stamps(data.times[i], n, h, longest))
         columns[step] += list(range(1, h + 1))
-        columns[forecast] += list(forecasts[i])
+        # float32, as the SavedModel's: the float64 of a classical member or a mean printed 16
+        # digits (81.30027770996094) of a float32 network's forecast.
+        columns[forecast] += list(np.asarray(forecasts[i], np.float32))
     return pd.DataFrame(columns)
 
 

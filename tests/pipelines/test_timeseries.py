@@ -182,7 +182,7 @@ def test_a_forecast_beyond_float32_is_refused_not_printed_as_inf(trained, tmp_pa
     scaler["scale"] = [1e-30] * len(scaler["scale"])
     (run / "scaler.json").write_text(json.dumps(scaler))
     for action in (lambda: predict(run, output=tmp_path / "f.csv"), lambda: evaluate(run)):
-        with pytest.raises(DataError, match=r"the forecast of 'demand' 1 steps after row \d+ "
+        with pytest.raises(DataError, match=r"the forecast of 'demand' 1 step after row \d+ "
                                             r"is -?inf: beyond float32's range"):
             action()
     assert not (tmp_path / "f.csv").exists()

@@ -1101,3 +1101,24 @@ def test_a_run_from_before_the_scale_floor_was_recorded_reads_its_windows_as_it_
     old = panel_module._network_model(config, network, 3)
     new = panel_module._network_model(config, {**network, "scale_floor": 0.0}, 3)
     assert (old.scale_floor, new.scale_floor) == (LEGACY_SCALE_FLOOR, 0.0)
+
+
+def test_a_one_step_horizon_is_said_in_the_singular_and_forecasts_are_written_as_float32(
+        tmp_path, capsys):
+    # "each forecast 1 steps", "forecast of the 1 steps"; and a classical member's or a mean's
+    # float64 was written with 16 digits (81.30027770996094) beside the SavedModel's float32.
+    write_long_table(tmp_path / "long.csv", short=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--holdout", "1", "--season", str(SEASON),
+                 "--out", str(out), *TINY]) == 0
+    assert "each forecast 1 step from the end of its training part" in capsys.readouterr().out
+    assert main(["timeseries", "predict", "--run", str(out), "--output",
+                 str(tmp_path / "forecast.csv")]) == 0
+    assert "timeseries: forecast of the 1 step after the end of each of 3 series" in (
+        capsys.readouterr().out)
+    written = pd.read_csv(tmp_path / "forecast.csv", dtype={"forecast": str})["forecast"]
+    # float32's shortest round-trip text has at most 9 significant digits; float64's 17.
+    digits = written.str.replace(r"e.*|[-.]", "", regex=True).str.lstrip("0")
+    assert digits.str.len().max() <= 9, written.tolist()
+    np.testing.assert_array_equal(written.astype(np.float32).astype(str), written)
