@@ -113,6 +113,11 @@ class TrainConfig:
         task config's `READ_ONLY_WITH`, or none."""
         return getattr(self, "READ_ONLY_WITH", {})
 
+    def refuse_unread(self, given):
+        """Refuses a setting left unread by a rule that is no other setting's value (translate's
+        `tsv_columns`, read only from a TSV file), as `refuse_unread_settings` does the rest;
+        `given(name, value)` names the setting as the user gave it. None here."""
+
     def __post_init__(self):
         check_settings(self)
         check_at_least(self, 1, "epochs", "batch_size")
@@ -314,6 +319,8 @@ def typed_flag(name, value):
     """How `name=value` is typed on the command line: `--units 8`, `--crf`, `--no-crf`."""
     if isinstance(value, bool):
         return flag_name(name) if value else f"--no-{name.replace('_', '-')}"
+    if isinstance(value, (list, tuple)):
+        return " ".join([flag_name(name), *map(str, value)])
     return f"{flag_name(name)} {value}"
 
 
@@ -352,6 +359,7 @@ def refuse_unread_settings(config, from_file=(), origin=None):
                 choose = "one of those"
             raise UsageError(f"{given(name, value)} is read only with {needs}, not with "
                              f"{given(other, ruling)}: leave it out, or choose {choose}")
+    config.refuse_unread(given)
 
 
 # Training holds each float32 parameter four times: the weight, its gradient and Adam's two

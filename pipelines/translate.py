@@ -63,29 +63,6 @@ def _reading(config, data):
     return {"languages": (config.src_lang, config.tgt_lang), "columns": config.tsv_columns}
 
 
-def _check_tsv_columns(config):
-    """`--tsv-columns` name the columns of a TSV `--data`: refused (not ignored) where the
-    training data has no columns.
-
-    Raises:
-        UsageError: columns other than the default with aligned files, a folder or the sample.
-    """
-    if list(config.tsv_columns) == [1, 2]:
-        return
-    if config.src is not None:
-        where = "aligned --src/--tgt files (each holds one language)"
-    elif config.data is None:
-        where = "the embedded sample"
-    elif resolve_path(config.data).is_dir():
-        where = f"the folder {config.data} (its files train.<src-lang>, ... hold one language)"
-    else:
-        return
-    columns = " ".join(map(str, config.tsv_columns))
-    raise UsageError(f"--tsv-columns {columns} is read only with a TSV --data (the columns of "
-                     f"its source and target sentences), not with {where}: to swap the "
-                     "direction, swap --src and --tgt (or --src-lang and --tgt-lang)")
-
-
 def _load_data(config):
     """The run's splits, unencoded (`data.translation.load_data`)."""
     return load_data(config.data, config.src, config.tgt, val_fraction=config.val_fraction,
@@ -199,7 +176,6 @@ class TranslatePipeline(Pipeline):
     predict_options = PredictOptions
 
     def prepare(self, config, distribution):
-        _check_tsv_columns(config)
         data = _load_data(config)
         if config.max_length is None:
             value, length_source = default_max_length(data.train)

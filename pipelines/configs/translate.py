@@ -2,7 +2,10 @@
 
 import dataclasses
 import typing
+from pathlib import Path
 
+from seqlab.data import datasets
+from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.settings import (
     TaskCard,
     TrainConfig,
@@ -118,6 +121,38 @@ class TranslateConfig(TrainConfig):
                 "embedding_dim must be divisible by num_heads for the transformer. Received: "
                 f"embedding_dim={self.embedding_dim}, num_heads={self.num_heads}"
             )
+
+    def refuse_unread(self, given):
+        """`tsv_columns` name the columns of a TSV `data`: refused (not ignored) where the
+        training data has no columns; `given(name, value)` names the setting as the user gave
+        it (a config file's key). Before TensorFlow loads: a registered name is judged by what
+        it holds, not downloaded.
+
+        Raises:
+            UsageError: columns other than the default with aligned files, a folder or the
+                sample.
+        """
+        if list(self.tsv_columns) == [1, 2]:
+            return
+        if self.src is not None:
+            where = "aligned --src/--tgt files (each holds one language)"
+        elif self.data is None:
+            where = "the embedded sample"
+        elif _is_folder(self.data):
+            where = f"the folder {self.data} (its files train.<src-lang>, ... hold one language)"
+        else:
+            return
+        raise UsageError(f"{given('tsv_columns', self.tsv_columns)} is read only with a TSV "
+                         f"--data (the columns of its source and target sentences), not with "
+                         f"{where}: to swap the direction, swap --src and --tgt (or --src-lang "
+                         "and --tgt-lang)")
+
+
+def _is_folder(data):
+    """Whether `data`, a path or a registered data set's name, is a folder."""
+    if datasets.is_name(data):
+        return datasets.REGISTRY[data].reader_path == "."
+    return Path(data).is_dir()
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from seqlab import cli
+from seqlab.data import datasets
 from seqlab.data.translation import END_ID, START_ID, UNK_ID, Vocabulary, load_data, tokenize
 from seqlab.models import Translator
 from seqlab.pipelines.common import UsageError
@@ -238,6 +239,29 @@ def test_tsv_columns_without_a_tsv_are_refused(tmp_path, capsys):
     assert status == 2
     assert f"not with the folder {tmp_path}" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.de", "a.en"]
+
+
+def test_tsv_columns_without_a_tsv_are_refused_before_tensorflow_loads_as_the_user_gave_them(
+        tmp_path, monkeypatch, capsys):
+    # A config file's `tsv_columns = [2, 1]` was named `--tsv-columns 2 1`, once TensorFlow had
+    # loaded; a registered folder's name is judged by what it holds, not downloaded.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
+    monkeypatch.setattr(datasets, "download", lambda name: pytest.fail("downloaded"))
+    (tmp_path / "a.en").write_text("One.\nTwo.\n", encoding="utf-8")
+    (tmp_path / "a.de").write_text("Eins.\nZwei.\n", encoding="utf-8")
+    (tmp_path / "c.toml").write_text("tsv_columns = [2, 1]\n")
+    assert cli.main(["translate", "train", "--src", "a.en", "--tgt", "a.de", "--config",
+                     "c.toml"]) == 2
+    assert capsys.readouterr().err == (
+        "seqlab translate train: error: tsv_columns = [2, 1] in c.toml is read only with a TSV "
+        "--data (the columns of its source and target sentences), not with aligned --src/--tgt "
+        "files (each holds one language): to swap the direction, swap --src and --tgt (or "
+        "--src-lang and --tgt-lang)\n")
+    assert cli.main(["translate", "train", "--data", "multi30k", "--src-lang", "en",
+                     "--tgt-lang", "de", "--tsv-columns", "2", "1"]) == 2
+    assert "--tsv-columns 2 1 is read only with a TSV --data (the columns of its source and " \
+        "target sentences), not with the folder multi30k" in capsys.readouterr().err
 
 
 def test_decoding_options_are_checked_and_default_to_the_run():
