@@ -54,8 +54,15 @@ MAX_SENTENCE_TOKENS = 1000
 # U+FEFF (byte-order mark / zero-width no-break space), zero-width space, non-joiner, joiner,
 # and the word joiner: invisible, and left behind by copy-paste and editors.
 INVISIBLE_CHARACTERS = "\ufeff\u200b\u200c\u200d\u2060"
-# What a token's edges lose (`_clean`; the ner SavedModel strips the same in its graph).
-TOKEN_EDGE_CHARACTERS = " \t" + INVISIBLE_CHARACTERS
+# Unicode's white space as Python reads it (`str.isspace`, `str.split()`: what parts the fields
+# of a line without tabs): the no-break space, U+3000, U+2028 and the rest besides " " and "\t".
+WHITE_SPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004"
+               "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+# What a token's edges lose (`_clean`; the ner SavedModel strips the same in its graph): white
+# space of every kind, as a line without tabs loses it between its fields (a tab-separated
+# token kept "\xa0moved", which the SavedModel then read as another word than predict's
+# "moved" of a line without tabs), and the invisible characters.
+TOKEN_EDGE_CHARACTERS = WHITE_SPACE + INVISIBLE_CHARACTERS
 PAD, UNKNOWN = "[PAD]", "[UNK]"
 OUTSIDE = "O"
 
@@ -144,7 +151,7 @@ def _read_text_lines(path):
     break lines, as they do not in the CoNLL tools.
     """
     text = normalize_line_endings(read_utf8(resolve_path(path)))
-    if not text.strip(" \t\n" + INVISIBLE_CHARACTERS):
+    if not text.strip(TOKEN_EDGE_CHARACTERS):
         raise empty_file(text, "tokens, one per line", path)
     return text.split("\n")
 
@@ -267,7 +274,8 @@ def read_conll(path, token_column=0, tag_column=-1, scheme=None, strict=False):
         token = fields[token_column]
         if not token:
             raise DataError(
-                f"the token is empty (or only invisible characters): {quoted(line)}",
+                f"the token is empty (or only white space or invisible characters): "
+                f"{quoted(line)}",
                 path=path, line=number,
             )
         tokens.append(token)

@@ -377,9 +377,9 @@ def export_saved_model(model, vocabulary, path):
     """Writes a SavedModel whose `serving_default` tags tokenised sentences.
 
     `serving_default(tokens: string[None, None]) -> {"tags": string[None, None]}`: rows are
-    padded with empty strings and get the empty tag there (as does a token of only spaces or
-    invisible characters, which predict's readers drop; such characters at a token's edges are
-    stripped, as they strip them); the tags are valid BIO
+    padded with empty strings and get the empty tag there (as does a token of only white space
+    or invisible characters, which predict's readers drop; such characters at a token's edges
+    are stripped, as they strip them); the tags are valid BIO
     (`repair_bio_graph`: an I-X that continues nothing is B-X); an empty batch (shape `[0, n]` or
     `[n, 0]`) gets an empty result of its shape. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
@@ -392,9 +392,9 @@ def export_saved_model(model, vocabulary, path):
     max_word_chars = vocabulary.max_word_chars
 
     def tag(tokens):
-        # As predict's readers clean them: spaces, tabs and invisible characters (U+FEFF,
-        # zero-width ones, the word joiner) at a token's edges are not the word (looked up
-        # with them, "\u200bMunich" was an unknown word, and its neighbours' tags changed).
+        # As predict's readers clean them: white space of every kind and invisible characters
+        # (U+FEFF, zero-width ones, the word joiner) at a token's edges are not the word (looked
+        # up with them, "\u200bMunich" was an unknown word, and its neighbours' tags changed).
         tokens = tf.strings.regex_replace(tokens, TOKEN_EDGES, "")
         real = tf.not_equal(tokens, "")
         token_ids = tf.cast(word_lookup(tf.strings.lower(tokens, encoding="utf-8")), tf.int32)

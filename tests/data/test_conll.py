@@ -11,8 +11,11 @@ import tensorflow as tf
 
 from seqlab.data import conll as conll_module
 from seqlab.data.conll import (
+    INVISIBLE_CHARACTERS,
     MAX_SENTENCE_TOKENS,
     SAMPLE_PATH,
+    TOKEN_EDGE_CHARACTERS,
+    WHITE_SPACE,
     Sentence,
     TaggingVocabulary,
     conll_text,
@@ -383,12 +386,29 @@ def test_a_different_number_of_columns(tmp_path):
         read_conll(path)
 
 
-def test_an_empty_token(tmp_path):
-    path = write(tmp_path, "Ada\tB-PER\n\u200b\tO\n")
+@pytest.mark.parametrize("token", ["\u200b", "\xa0", "\u3000\u200d"])
+def test_an_empty_token(tmp_path, token):
+    path = write(tmp_path, f"Ada\tB-PER\n{token}\tO\n")
     with pytest.raises(DataError, match=where(path, 2) + re.escape(
-        "the token is empty (or only invisible characters)"
+        "the token is empty (or only white space or invisible characters)"
     )):
         read_conll(path)
+
+
+def test_white_space_of_every_kind_leaves_a_tab_separated_token_as_it_parts_other_lines():
+    # A line without tabs is split at any white space (str.split()); a tab-separated token kept
+    # a no-break space or U+2028 at its edges, a word unknown to the run's vocabulary.
+    import sys
+
+    assert set(WHITE_SPACE) == {c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()}
+    assert set(TOKEN_EDGE_CHARACTERS) == set(WHITE_SPACE) | set(INVISIBLE_CHARACTERS)
+
+
+def test_a_tab_separated_token_loses_white_space_at_its_edges(tmp_path):
+    tabs = write(tmp_path, "\xa0Ada\u2028\tB-PER\nmoved\u3000\tO\n", name="tabs.conll")
+    spaces = write(tmp_path, "\xa0Ada\u2028 B-PER\nmoved\u3000 O\n", name="spaces.conll")
+    for path in (tabs, spaces):
+        assert [s.tokens for s in read_conll(path).sentences] == [["Ada", "moved"]]
 
 
 @pytest.mark.parametrize("tag", ["PER", "B_PER", "b-PER", "B-", "L-PER"])

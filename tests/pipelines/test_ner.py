@@ -178,11 +178,16 @@ def serve_and_compare(run_dir):
     # Invisible characters and spaces at a token's edges are stripped in the graph, as
     # predict's readers strip them ("\u200bYork" was an unknown word there, and changed its
     # neighbours' tags); a token of nothing else gets the padding's empty tag.
+    # White space of every kind too, as a line without tabs loses it ("\xa0moved" was another
+    # word than predict's "moved", and tags around it changed).
     dirty = [["\ufeffAlice", "lives\u200b", " in", "New\u2060", "\u200cYork\u200d", "."],
-             ["Globex", "\u200b", "hired", "Zoë", "", ""]]
+             ["Globex", "\u200b", "hired", "Zoë", "", ""],
+             ["\xa0Alice", "lives\u3000", "\u2028in", "New\r", "\x1fYork\u202f", "\x85."],
+             ["Globex", "\xa0", "hired", "Zoë", "\u2003", ""]]
     served = serving(tokens=tf.constant(dirty))["tags"].numpy().astype(str)
-    assert list(served[0]) == expected[0]
+    assert list(served[0]) == expected[0] and list(served[2]) == expected[0]
     assert served[1][1] == "" and served[1][0] != ""
+    assert served[3][1] == served[3][4] == "" and served[3][0] != ""
 
 
 INVALID_ROWS = [
