@@ -274,13 +274,24 @@ def read_sources(path, column=1):
     included).
 
     Raises:
-        DataError: as `read_lines`, or, in a TSV, a line without the source column.
+        DataError: as `read_lines`, or, in a TSV, a line without the source column, or a line
+            of text without a tab beside one with (either the tab is a sentence's or the line
+            lacks its pair: "A man\tis walking." was translated as "A man" beside lines
+            translated whole).
     """
     lines = read_lines(path)
     first_tab = next((number for number, line in enumerate(lines, start=1) if "\t" in line),
                      None)
     if first_tab is None:
         return lines
+    untabbed = next((number for number, line in enumerate(lines, start=1)
+                     if line.strip() and "\t" not in line), None)
+    if untabbed is not None:
+        raise DataError(
+            f"the line holds no tab, but line {first_tab} does; expected a TSV of pairs (a tab "
+            "between the columns of every line, the source sentence in column "
+            f"{column}, the run's tsv_columns) or one sentence per line without tabs",
+            path=path, line=untabbed)
     sources = []
     for number, line in enumerate(lines, start=1):
         fields = line.split("\t")

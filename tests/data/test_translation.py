@@ -191,12 +191,18 @@ def test_sentences_to_translate_are_lines_or_a_tsv_source_column(tmp_path):
     tsv = write(tmp_path / "pairs.tsv", "Go.\tGeh.\tCC-BY\nHi.\tHallo!\tCC-BY\n")
     assert read_sources(tsv) == ["Go.", "Hi."]
     assert read_sources(tsv, column=2) == ["Geh.", "Hallo!"]
-    short = write(tmp_path / "short.tsv", "Go.\tGeh.\nHi.\n")
-    assert read_sources(short) == ["Go.", "Hi."]
-    with pytest.raises(DataError, match=r"short.tsv, line 2: the line has 1 tab-separated "
-                                        r"column\(s\); expected at least 2: the file is read "
+    short = write(tmp_path / "short.tsv", "Go.\tGeh.\tCC-BY\nHi.\tHallo!\n")
+    with pytest.raises(DataError, match=r"short.tsv, line 2: the line has 2 tab-separated "
+                                        r"column\(s\); expected at least 3: the file is read "
                                         r"as a TSV \(line 1 holds a tab\) whose source"):
-        read_sources(short, column=2)
+        read_sources(short, column=3)
+    # A line without a tab beside one with: "A man\tis walking." was translated "A man",
+    # silently, beside lines translated whole.
+    mixed = write(tmp_path / "mixed.txt", "A dog sleeps.\n\nA man\tis walking.\n")
+    for column in (1, 2):
+        with pytest.raises(DataError, match=r"mixed.txt, line 1: the line holds no tab, but "
+                                            r"line 3 does; expected a TSV of pairs"):
+            read_sources(mixed, column=column)
 
 
 def test_bad_tsv_lines_are_errors_with_file_and_line(tmp_path):
