@@ -165,8 +165,10 @@ def export_saved_model(generator, path):
         with tf.control_dependencies(checks):
             char_ids = tf.identity(char_ids)
         # No step at all ([batch, 0]) is read as one step of padding, which keeps the states:
-        # the recurrent loop cannot run zero steps. Its logits are sliced off again.
-        steps = ids_shape[1]
+        # the recurrent loop cannot run zero steps. Its logits are sliced off again. The shape
+        # is the checked ids' (`ids_shape[1]` ran beside the checks: char_ids of rank 1 failed
+        # with "slice index 1 of dimension 0 out of bounds", naming no argument).
+        steps = dynamic_shape(char_ids)[1]
         padded = tf.pad(char_ids, [[0, 0], [0, tf.cast(tf.equal(steps, 0), tf.int32)]])
         logits, states = model.call_with_states(padded, list(states))
         logits = logits[:, :steps]

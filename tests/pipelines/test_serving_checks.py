@@ -124,6 +124,14 @@ def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
     assert np.abs(fed_back[state_name]).max() > 0  # so the check above is not of zeros only
     with pytest.raises(REFUSED, match=rf"{state_name} must be float32\[batch of char_ids"):
         step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.zeros([3, units])})
+    # Ranks are named too: char_ids of rank 1 failed, in about 1 call of 15, with "slice index
+    # 1 of dimension 0 out of bounds" (a slice of its shape ran beside the checks): 100 calls.
+    for ids in [tf.constant([3])] * 100 + [tf.constant([[[3]]])]:
+        with pytest.raises(REFUSED, match=r"char_ids must be int32\[batch, time\] \(rank 2\)"):
+            step(char_ids=ids, **states)
+    with pytest.raises(REFUSED, match=rf"{state_name} must be float32\[batch of char_ids, "
+                                      rf"{units}\] \(rank 2\)"):
+        step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.zeros([units])})
     for bad in (np.nan, np.inf):
         with pytest.raises(REFUSED, match=f"{state_name} must hold finite values only"):
             step(char_ids=tf.constant([[3]]), **{**states, state_name: tf.fill([1, units], bad)})
