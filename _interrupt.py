@@ -1,4 +1,4 @@
-"""A Ctrl-C that the command line does not lose.
+"""A Ctrl-C (or SIGTERM) that the command line does not lose.
 
 Python delivers a Ctrl-C as a `KeyboardInterrupt` raised wherever the main thread happens to be.
 Where that is a weakref callback or an object's `__del__` (Keras and TensorFlow free graph
@@ -8,6 +8,11 @@ While `watching` is on, a Ctrl-C also sets a flag, and `check` raises it again a
 place that asks (a batch's start or an epoch's end through `StopOnInterrupt`, and before a run
 is called finished), so a lost interrupt stops the command there instead.
 
+A SIGTERM (`kill`, `timeout`, a job scheduler's stop) is raised as `Terminated`, a
+`KeyboardInterrupt`, so that it stops a command as a Ctrl-C does: a train's finished epochs
+kept and the command to resume them said (it ended the process at once, without a word, and a
+default `--out` named after the time could not be found again by rerunning the command).
+
 Imports nothing heavy: the command line installs it before TensorFlow loads.
 """
 
@@ -15,39 +20,53 @@ import contextlib
 import signal
 import threading
 
-_requested = False
+_requested = None  # the signal that asked, while `watching`
 
 
-def _on_interrupt(signum, frame):
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM, raised where Python would raise a Ctrl-C's `KeyboardInterrupt`."""
+
+
+def _raise(signum):
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _on_signal(signum, frame):
     global _requested
-    _requested = True
-    raise KeyboardInterrupt
+    _requested = signum
+    _raise(signum)
 
 
 @contextlib.contextmanager
 def watching():
-    """Within it, a Ctrl-C raises `KeyboardInterrupt` as Python's own handler does and is also
-    remembered for `check`. Installed only in the main thread and only over Python's default
-    handler (a program that set its own, or ignores Ctrl-C, keeps it; a call in another thread
-    changes nothing); the flag is cleared on entry and exit, so one call of the command line
-    never sees another's interrupt."""
+    """Within it, a Ctrl-C raises `KeyboardInterrupt` as Python's own handler does, a SIGTERM
+    `Terminated`, and either is also remembered for `check`. Installed only in the main thread
+    and only over the default handlers (a program that set its own, or ignores the signal,
+    keeps it; a call in another thread changes nothing); the flag is cleared on entry and exit,
+    so one call of the command line never sees another's interrupt."""
     global _requested
-    own = (threading.current_thread() is threading.main_thread()
-           and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
-    if not own:
-        yield
-        return
-    _requested = False
-    signal.signal(signal.SIGINT, _on_interrupt)
+    main = threading.current_thread() is threading.main_thread()
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    owned = [signum for signum, default in defaults.items()
+             if main and signal.getsignal(signum) is default]
+    _requested = None
+    for signum in owned:
+        signal.signal(signum, _on_signal)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        _requested = False
+        for signum in owned:
+            signal.signal(signum, defaults[signum])
+        _requested = None
 
 
 def check():
-    """Raises `KeyboardInterrupt` if a Ctrl-C came while `watching` was on: again, where Python
-    dropped the first one."""
-    if _requested:
-        raise KeyboardInterrupt
+    """Raises `KeyboardInterrupt` (`Terminated` for a SIGTERM) if one came while `watching` was
+    on: again, where Python dropped the first one."""
+    if _requested is not None:
+        _raise(_requested)
+
+
+def terminated():
+    """Whether a SIGTERM came while `watching` was on."""
+    return _requested == signal.SIGTERM

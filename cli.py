@@ -49,6 +49,8 @@ ACTIONS = {
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# Stopped by a SIGTERM (`_interrupt.Terminated`): the shell's status of a process it ended.
+EXIT_TERMINATED = 143
 # Out of memory (MemoryError, TensorFlow's ResourceExhaustedError): one line, not a traceback.
 EXIT_OUT_OF_MEMORY = 3
 # The status of a command whose reader went away (`seqlab ... | head`): the shell's for a
@@ -523,7 +525,10 @@ def main(argv=None):
     try:
         try:
             with _interrupt.watching():
-                return _main(argv)
+                status = _main(argv)
+                if status == EXIT_INTERRUPTED and _interrupt.terminated():
+                    return EXIT_TERMINATED
+                return status
         finally:
             sys.stdout.flush()  # a pipe's buffered output: broken here, not at the exit
     except BrokenPipeError:

@@ -1,4 +1,5 @@
-"""`train` killed with SIGKILL at several points, then run again with the same command.
+"""`train` killed with SIGKILL at several points (or stopped by SIGTERM), then run again with the
+same command.
 
 Each case starts `python -m seqlab timeseries train` as a real process, watches its
 `<out>.partial` directory, kills it at one point (mid-training, after the last epoch, while the
@@ -137,3 +138,27 @@ def test_killed_after_fit_continues_after_fit(series, tmp_path, point):
     assert (partial / "fit_done.json").is_file() and (partial / "model.keras").is_file()
     stdout = run_again_and_check(series, out)
     assert "training finished earlier: continuing after fit" in stdout
+
+
+def test_a_sigterm_mid_training_says_how_to_resume_as_a_ctrl_c_does(series, tmp_path):
+    # `kill`, `timeout` and job schedulers stop with SIGTERM: it ended the process at once,
+    # without a word, and a default --out named after the time was not found by the same
+    # command again. Now: status 143, the finished epochs kept and the --out to resume said.
+    out = tmp_path / "run"
+    partial = tmp_path / "run.partial"
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        process = subprocess.Popen(command(series, out), stdout=subprocess.DEVNULL,
+                                   stderr=stderr, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        deadline = time.monotonic() + 240
+        while len(history_epochs(partial / "history.csv")) < 2:
+            assert process.poll() is None, "train ended before the signal"
+            assert time.monotonic() < deadline, "no epoch in time"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 143
+    said = (tmp_path / "stderr.txt").read_text()
+    assert (f"interrupted; the finished epochs are kept in {partial}. Rerun with the same "
+            f"settings and --out {out} to resume.") in said
+    assert "Traceback" not in said
+    assert len(history_epochs(partial / "history.csv")) >= 2 and not out.exists()
+    assert "resuming the unfinished run" in run_again_and_check(series, out)
