@@ -46,6 +46,7 @@ from seqlab.data.errors import (
 SCHEMES = ("bio", "iob1", "iobes")
 # The smoke-test sample shipped with the package (data/samples/ner_sample.md describes it).
 SAMPLE_PATH = Path(__file__).parent / "samples" / "ner_sample.conll"
+SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/ner_sample.conll)"
 DOCSTART = "-DOCSTART-"
 # The most tokens of one sentence: a longer one is almost surely a file without its blank lines
 # between sentences, and a batch padded to it would not fit in memory (the character encoder
@@ -681,12 +682,12 @@ def load_splits(files, val_fraction, test_fraction, seed, **read_options):
                 path=files["train"],
             )
         start = 0
+        # The shipped sample named as the other tasks name theirs, not by its installed path.
+        shown = SAMPLE_SOURCE if files["train"] == str(SAMPLE_PATH) else files["train"]
         for split in missing:
             chosen = order[start:start + counts[split]]
             sentences[split] = [train[i] for i in sorted(chosen)]
-            sources[split] = (
-                f"{counts[split]} sentences held out from {files['train']} (seed {seed})"
-            )
+            sources[split] = f"{counts[split]} sentences held out from {shown} (seed {seed})"
             start += counts[split]
         kept = sorted(order[start:])
         sentences["train"] = [train[i] for i in kept]

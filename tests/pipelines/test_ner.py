@@ -270,6 +270,12 @@ def test_the_summary_says_plainly_when_the_model_learned_nothing():
 
 def test_the_sample_runs_summary_says_it_is_a_smoke_test(softmax_run):
     assert "the shipped sample is a smoke test that the pipeline runs" in softmax_run.summary
+    # Named as the other tasks name their samples, its sentences counted once (it said "32
+    # sentences held out from /.../site-packages/seqlab/data/samples/ner_sample.conll (seed
+    # 42), 32 sentences").
+    assert softmax_run.summary.splitlines()[0].endswith(
+        "test split: 32 sentences held out from seqlab smoke-test sample "
+        "(data/samples/ner_sample.conll) (seed 42)")
 
 
 def test_saved_model_matches_the_in_process_crf_model(crf_run):
