@@ -4,7 +4,6 @@ import dataclasses
 import typing
 from pathlib import Path
 
-from seqlab.data import datasets
 from seqlab.pipelines.errors import UsageError
 from seqlab.pipelines.settings import (
     TaskCard,
@@ -150,6 +149,8 @@ class TranslateConfig(TrainConfig):
 
 def _is_folder(data):
     """Whether `data`, a path or a registered data set's name, is a folder."""
+    from seqlab.data import datasets  # the registry, no TensorFlow (see `configs`)
+
     if datasets.is_name(data):
         return datasets.REGISTRY[data].reader_path == "."
     return Path(data).is_dir()
