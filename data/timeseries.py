@@ -594,9 +594,18 @@ def _dropped_note(end, report, fill):
     return f"dropped {what}): {report['column']} has {why} (--fill-ends drop)"
 
 
+# The share of whole numbers from which columns named year, month, ... are taken for time stamps
+# split over columns (as `long_table.DATE_SHARE` of a column of dates): a few missing or
+# fractional values among them are refused with their lines (`_assemble_time`), not read as a
+# sign that the columns are no time (one hour of 6.5 read an hourly file without its stamps,
+# its season estimated as 25, without a word).
+TIME_PART_SHARE = 0.9
+
+
 def _date_part_columns(frame, columns):
     """Columns named year and month (then day, hour, minute, second as far as they go) holding
-    whole numbers: the time stamps a file split over columns, or [] when it has none."""
+    whole numbers (`TIME_PART_SHARE` of their rows at least): the time stamps a file split over
+    columns, or [] when it has none."""
     by_unit = {}
     for name in columns:
         unit = name.lower().removesuffix("s")
@@ -607,13 +616,13 @@ def _date_part_columns(frame, columns):
         if unit not in by_unit:
             break
         names.append(by_unit[unit])
-    if len(names) < 2:
-        return []
-    for name in names:
+    kept = []
+    for name in names:  # a column mostly of other numbers ends the stamps' parts there
         numbers = parse_numbers(frame[name])
-        if numbers.isna().any() or (numbers != numbers.round()).any():
-            return []
-    return names
+        if (numbers.notna() & (numbers == numbers.round())).mean() < TIME_PART_SHARE:
+            break
+        kept.append(name)
+    return kept if len(kept) >= 2 else []
 
 
 # A number written with a comma (`10,5`, `1,000`), which `parse_numbers` does not read.

@@ -1123,6 +1123,24 @@ def test_bad_time_columns_raise_data_errors_naming_file_column_and_line(tmp_path
         prepared(tmp_path, text, time_column=time_column, targets=["y"])
 
 
+@pytest.mark.parametrize("value, message", [
+    ("6.5", r"time column 'hour' \(hour\) has values that are not whole numbers from 0 to 24 at "
+            r"lines 12 \(6\.5\)"),
+    ("", r"time column 'hour' \(hour\) has missing values at lines 12; expected a hour on every "
+         r"row"),
+])
+def test_a_few_bad_time_parts_are_refused_not_read_as_no_time(tmp_path, value, message):
+    # One hour of 6.5 (or none) among whole hours turned the stamps' detection off, silently:
+    # the file was read without time stamps, its season estimated as 25.
+    text, _ = split_time_text()
+    lines = text.splitlines()
+    fields = lines[11].split(",")
+    fields[3] = value
+    lines[11] = ",".join(fields)
+    with pytest.raises(DataError, match=message):
+        prepared(tmp_path, "\n".join(lines) + "\n", targets=["pm"])
+
+
 def test_year_and_month_columns_holding_other_numbers_are_not_taken_for_time(tmp_path):
     schema, _ = prepared(tmp_path, "year,month,y\n2020,1.5,1\n2020,2,2\n", targets=["y"])
     assert schema.time_column is None and schema.features == ["year", "month", "y"]
