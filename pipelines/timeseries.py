@@ -1336,10 +1336,13 @@ class TimeseriesPipeline(Pipeline):
         )[0]
         table = pd.DataFrame(forecast, columns=schema.targets)
         times = future_time_labels(series.time, config.horizon)
-        step = free_column_name("step", [*schema.targets, schema.time_label])
+        # A target may bear the time's name: "time", the label of stamps built from year,
+        # month, ... columns (it failed with pandas' "cannot insert time, already exists").
+        time_label = free_column_name(schema.time_label, schema.targets)
+        step = free_column_name("step", [*schema.targets, time_label])
         table.insert(0, step, np.arange(1, config.horizon + 1))
         if times is not None:
-            table.insert(1, schema.time_label, times)
+            table.insert(1, time_label, times)
         path = Path(output) if output else loaded.file("forecast.csv")
         write_text_atomic(path, table.to_csv(index=False))
         summary = [

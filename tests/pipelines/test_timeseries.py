@@ -235,6 +235,20 @@ def test_a_time_column_called_step_keeps_its_name_and_the_forecasts_count_is_ren
     assert table["step_"].tolist() == [1, 2] and table["step"].tolist() == [300, 305]
 
 
+def test_a_target_named_time_beside_stamps_from_year_month_columns_keeps_its_name(tmp_path):
+    # Stamps built from year, month, ... columns are labelled "time": a target of that name
+    # failed in predict with pandas' "cannot insert time, already exists".
+    stamps = pd.date_range("2021-01-01", periods=60, freq="h")
+    frame = pd.DataFrame({"year": stamps.year, "month": stamps.month, "day": stamps.day,
+                          "hour": stamps.hour, "time": 10 + np.sin(np.arange(60))})
+    frame.to_csv(tmp_path / "hours.csv", index=False)
+    result = train(tiny_config(tmp_path / "hours.csv", tmp_path / "run", model="linear",
+                               target=["time"]))
+    table = pd.read_csv(predict(result.path, output=tmp_path / "forecast.csv").path)
+    assert list(table.columns) == ["step", "time_", "time"]
+    assert table["time_"].tolist() == ["2021-01-03 12:00:00", "2021-01-03 13:00:00"]
+
+
 def test_predict_and_evaluate_never_write_over_the_data_or_the_runs_files(trained, tmp_path,
                                                                           capsys):
     # `--output` naming the training data replaced it with the forecast; naming metrics.json
