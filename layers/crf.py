@@ -148,6 +148,9 @@ class CRF(keras.layers.Layer):
         forbidden_start_tags=None,
         **kwargs,
     ):
+        # Float32 under a mixed-precision policy too: log Z in float16 made a negative
+        # log-likelihood below 0.
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         _check_num_tags(num_tags)
         self.forbidden_transitions = _check_tag_pairs(forbidden_transitions, num_tags)
@@ -593,7 +596,9 @@ class CRFModel(keras.Model):
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         with tf.GradientTape() as tape:
             loss = self._loss(data, training=True)
-            replica_share = loss / replicas
+            # Scaled as Keras's own train_step scales it (a LossScaleOptimizer under a
+            # mixed_float16 policy divided unscaled gradients by its scale, 32768).
+            replica_share = self.optimizer.scale_loss(loss / replicas)
         gradients = tape.gradient(replica_share, self.trainable_variables)
         self.optimizer.apply(gradients, self.trainable_variables)
         return self._track(loss, data)

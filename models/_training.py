@@ -94,6 +94,26 @@ class TracesTrainingOnce:
         build_training_state(self, data)
 
 
+class ForgetsItsStepsOnANewChoice:
+    """Mixin of the models whose `choice` says which member (or mean) `call` runs: Keras keeps
+    the train, test and predict functions it traced, with the member then chosen inside, so
+    `predict` and `evaluate` after `choose` ran the member chosen before, silently. A new
+    choice drops them; Keras traces them again on their next use."""
+
+    @property
+    def choice(self):
+        return self._choice
+
+    @choice.setter
+    def choice(self, value):
+        if getattr(self, "_choice", None) == value and hasattr(self, "_choice"):
+            return
+        self._choice = value
+        for name in ("train_function", "test_function", "predict_function"):
+            if getattr(self, name, None) is not None:
+                setattr(self, name, None)
+
+
 class RestoresItsCompile:
     """For a model whose `compile` is overridden: Keras's `load_model` does not restore the
     compile state of such a model. This one's `compile` takes `keras.Model.compile`'s
@@ -103,3 +123,21 @@ class RestoresItsCompile:
         self.compile(**keras.saving.deserialize_keras_object(config))
         if self.built:
             self.optimizer.build(self.trainable_variables)
+
+
+class ScalesItsLoss(RestoresItsCompile):
+    """Mixin of the models that are float32 themselves (the forecasters: the window's
+    statistics and the forecast in the series' units) while their inner layers follow a
+    `mixed_float16` policy: Keras wraps the optimizer in a `LossScaleOptimizer` only when the
+    model's own policy is `mixed_float16`, so their float16 gradients went unscaled (a
+    transformer forecaster's weights were NaN after one epoch on a series near 1e5). Its
+    `compile` takes `keras.Model.compile`'s arguments: a saved model's compile is restored."""
+
+    def compile(self, optimizer="rmsprop", *args, auto_scale_loss=True, **kwargs):
+        super().compile(optimizer, *args, auto_scale_loss=auto_scale_loss, **kwargs)
+        if (auto_scale_loss and self.optimizer is not None
+                and not isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+                and any(layer.dtype_policy.name == "mixed_float16"
+                        for layer in self._flatten_layers(include_self=False))):
+            self.optimizer = keras.optimizers.LossScaleOptimizer(
+                self.optimizer, name="loss_scale_optimizer")

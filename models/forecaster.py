@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from seqlab.layers import GRU, LSTM, PositionalEncoding, SimpleRNN, TransformerEncoderLayer
 from seqlab.layers._frozen import KeepsFrozenLayers
-from seqlab.models._training import TracesTrainingOnce
+from seqlab.models._training import ForgetsItsStepsOnANewChoice, ScalesItsLoss, TracesTrainingOnce
 
 RECURRENT_LAYERS = {"lstm": LSTM, "gru": GRU, "rnn": SimpleRNN}
 KINDS = (*RECURRENT_LAYERS, "transformer", "linear")
@@ -98,7 +98,7 @@ def checked_window(window, shape, message):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class Forecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
+class Forecaster(KeepsFrozenLayers, ScalesItsLoss, TracesTrainingOnce, keras.Model):
     """Stacked recurrent or Transformer layers and a dense head over one window.
 
     `[batch, lookback, n_features] -> [batch, horizon, n_targets]`. A recurrent forecaster
@@ -365,7 +365,8 @@ MEMBERS = ("neural", "linear")
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class AutoForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
+class AutoForecaster(KeepsFrozenLayers, ForgetsItsStepsOnANewChoice, ScalesItsLoss,
+                     TracesTrainingOnce, keras.Model):
     """Two forecasters over the same windows; it forecasts with the one that did better on
     held-out windows.
 
@@ -442,6 +443,16 @@ class AutoForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
 
     def call(self, window, training=False):
         return self.chosen_member()(window, training=training)
+
+    def fit(self, *args, **kwargs):
+        """Trains the neural member, whatever the choice (the linear one is fitted by
+        `fit_linear`), and reports its figures, validation's included; the choice stays. With
+        "linear" chosen it failed with Keras's "No gradients provided for any variable"."""
+        choice, self.choice = self.choice, None
+        try:
+            return super().fit(*args, **kwargs)
+        finally:
+            self.choice = choice
 
     def fit_linear(self, data):
         """Fits the linear member by least squares (`Forecaster.fit_least_squares`)."""

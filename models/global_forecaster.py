@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from seqlab.layers._frozen import KeepsFrozenLayers
-from seqlab.models._training import TracesTrainingOnce
+from seqlab.models._training import ScalesItsLoss, TracesTrainingOnce
 from seqlab.models.forecaster import checked_window, float_windows, recurrent_stack
 
 KINDS = ("nbeats", "gru", "lstm")
@@ -73,7 +73,7 @@ def _window_statistics(windows, normalization, floor=0.0):
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class GlobalForecaster(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
+class GlobalForecaster(KeepsFrozenLayers, ScalesItsLoss, TracesTrainingOnce, keras.Model):
     """A global univariate forecaster: a window of one series in, its next `horizon` values out.
 
     `[batch, lookback] float32 -> [batch, horizon] float32`, in the series' own units.

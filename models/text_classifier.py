@@ -32,7 +32,11 @@ from seqlab.layers import (
 from seqlab.layers._checks import check_positive_int, check_rate
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.registry import bidirectional
-from seqlab.models._training import RestoresItsCompile, TracesTrainingOnce
+from seqlab.models._training import (
+    ForgetsItsStepsOnANewChoice,
+    RestoresItsCompile,
+    TracesTrainingOnce,
+)
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM, "bilstm": LSTM}
 KINDS = (*RECURRENT_LAYERS, "transformer", "cnn", "ngrams")
@@ -605,6 +609,9 @@ class _MembersTrainedAlone(KeepsFrozenLayers, TracesTrainingOnce, RestoresItsCom
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         with tf.GradientTape() as tape:
             replica_share = self._loss_and_figures(data, training=True) / replicas
+            # Scaled as Keras's own train_step scales it (a LossScaleOptimizer under a
+            # mixed_float16 policy divided unscaled gradients by its scale, 32768).
+            replica_share = self.optimizer.scale_loss(replica_share)
         gradients = tape.gradient(replica_share, self.trainable_variables)
         self.optimizer.apply(gradients, self.trainable_variables)
         return {metric.name: metric.result() for metric in self.metrics}
@@ -747,7 +754,7 @@ AUTO_CHOICES = ("ngrams", "average", "neural")
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
-class AutoTextClassifier(_MembersTrainedAlone):
+class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
     """An n-gram logistic regression and a neural classifier trained side by side; it
     classifies with whichever of them, or their averaged probabilities, did best on held-out
     texts.

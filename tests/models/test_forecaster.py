@@ -288,6 +288,35 @@ def test_auto_forecaster_trains_its_neural_member_and_chooses_the_better_one(tmp
     np.testing.assert_allclose(loaded.predict(windows, verbose=0), model(windows), atol=1e-6)
 
 
+def test_auto_forecaster_predicts_and_evaluates_with_a_new_choice_and_fits_its_network():
+    # Keras's predict and evaluate kept the functions traced before `choose`, with the member
+    # then chosen inside: the neural member's forecasts after "linear" was chosen, silently.
+    # And `fit` with "linear" chosen failed: "No gradients provided for any variable".
+    windows, targets = autoregressive_windows()
+    model = AutoForecaster(lookback=6, n_features=1, units=3, seed=0)
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    model.fit_linear((windows, targets))
+    model.fit(windows, targets, epochs=1, verbose=0)
+    before = model.predict(windows, verbose=0)
+    np.testing.assert_allclose(before, model.neural(windows), atol=1e-6)
+    model.evaluate(windows, targets, verbose=0)
+    model.choose((windows, targets))
+    assert model.choice == "linear"
+    # Tolerances: the same float32 graph traced apart (another order of summation).
+    np.testing.assert_allclose(model.predict(windows, verbose=0), model.linear(windows),
+                               atol=1e-5)
+    linear_error = float(np.mean((model.linear(windows).numpy() - targets) ** 2))
+    assert model.evaluate(windows, targets, verbose=0) == pytest.approx(linear_error, abs=1e-6)
+    neural_weights = [w.copy() for w in model.neural.get_weights()]
+    history = model.fit(windows, targets, epochs=1, verbose=0).history
+    assert model.choice == "linear"
+    assert any(not np.allclose(a, b) for a, b in zip(model.neural.get_weights(), neural_weights))
+    # fit's figures are the network's, not the linear member's (an error near 0 here).
+    assert history["loss"][0] > 1e3 * max(linear_error, 1e-9)
+    np.testing.assert_allclose(model.predict(windows, verbose=0), model.linear(windows),
+                               atol=1e-5)
+
+
 def test_auto_forecaster_keeps_the_neural_member_when_the_linear_one_is_worse():
     windows, targets = autoregressive_windows()
     model = AutoForecaster(lookback=6, n_features=1, units=3, seed=0)

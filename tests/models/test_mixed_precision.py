@@ -7,9 +7,10 @@ import keras
 import numpy as np
 import pytest
 
+from seqlab.layers import CRF, CRFModel
 from seqlab.models import (
     AutoForecaster, CharLanguageModel, Forecaster, GlobalForecaster, SequenceTagger,
-    TextClassifier, Translator,
+    TextClassifier, TextClassifierEnsemble, Translator,
 )
 
 
@@ -86,3 +87,80 @@ def test_the_neural_forecasters_train_and_forecast(mixed_precision):
         network.fit(windows[..., 0], targets[..., 0], epochs=1, batch_size=8, verbose=0)
         forecast = _float32_and_finite(network(windows[..., 0]))
         assert np.all(np.abs(forecast - 1e5) < 1e3)  # in the series' units, not float16's
+
+
+def test_the_forecasters_scale_their_loss_and_keep_it_through_saving(mixed_precision, tmp_path):
+    """The forecasters are float32 themselves, so Keras did not wrap their optimizer in a
+    LossScaleOptimizer while their inner layers computed in float16: a transformer's weights
+    were NaN after one epoch on a series near 1e5."""
+    time = np.arange(300.0)
+    series = (1e5 + 1e3 * np.sin(time / 5))[:, None]
+    windows = np.stack([series[i:i + 10] for i in range(288)]).astype("float32")
+    targets = np.stack([series[i + 10:i + 12] for i in range(288)]).astype("float32")
+    keras.utils.set_random_seed(0)
+    models = [
+        Forecaster(lookback=10, n_features=1, horizon=2, kind="transformer", units=4,
+                   num_heads=2, ff_dim=4, normalization="window"),
+        AutoForecaster(lookback=10, n_features=1, horizon=2, units=4),
+        GlobalForecaster(lookback=10, horizon=2, kind="gru", units=4, layers=1, seed=0),
+    ]
+    for model in models:
+        model.compile(optimizer="adam", loss="mse")
+        assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    models[0].fit(windows, targets, epochs=1, verbose=0)
+    for weight in models[0].get_weights():
+        assert np.isfinite(weight).all()
+    _float32_and_finite(models[0].predict(windows[:4], verbose=0))
+    models[0].save(tmp_path / "forecaster.keras")
+    loaded = keras.saving.load_model(tmp_path / "forecaster.keras")
+    assert isinstance(loaded.optimizer, keras.optimizers.LossScaleOptimizer)
+    keras.mixed_precision.set_global_policy("float32")
+    plain = Forecaster(lookback=10, n_features=1, horizon=2, kind="gru", units=4)
+    plain.compile(optimizer="adam", loss="mse")
+    assert not isinstance(plain.optimizer, keras.optimizers.LossScaleOptimizer)
+
+
+def _largest_change(model, inputs, labels, policy):
+    """The largest weight change of one SGD step of `model()` built under `policy`."""
+    keras.mixed_precision.set_global_policy(policy)
+    keras.utils.set_random_seed(0)
+    network = model()
+    network.compile(optimizer=keras.optimizers.SGD(0.5))
+    network(inputs)
+    before = [w.copy() for w in network.get_weights()]
+    network.train_on_batch(inputs, labels)
+    return max(float(np.abs(a - b).max()) for a, b in zip(network.get_weights(), before))
+
+
+def test_the_models_with_their_own_training_step_scale_their_loss(mixed_precision):
+    """CRFModel's and the ensembles' train_step passed unscaled gradients to the
+    LossScaleOptimizer, which divided them by its scale: steps 32768 times too small (the CRF
+    example's loss did not move in 5 epochs); and a float16 CRF made negative
+    log-likelihoods."""
+    rng = np.random.default_rng(0)
+    token_ids = rng.integers(1, 20, size=(16, 6))
+    tag_ids = token_ids % 3
+
+    def tagger():
+        tokens = keras.Input((None,), dtype="int32")
+        hidden = keras.layers.Embedding(20, 8, mask_zero=True)(tokens)
+        return CRFModel(keras.Model(tokens, keras.layers.Dense(3)(hidden)))
+
+    def ensemble():
+        return TextClassifierEnsemble(num_classes=2, num_members=2, kind="gru",
+                                      vocabulary_size=20, embedding_dim=4, units=4, seed=0)
+
+    for model, inputs, targets in ((tagger, token_ids, tag_ids),
+                                   (ensemble, token_ids, token_ids[:, 0] % 2)):
+        mixed = _largest_change(model, inputs, targets, "mixed_float16")
+        exact = _largest_change(model, inputs, targets, "float32")
+        # Float16's rounding moves the step by far less than a factor of 10; unscaled, the
+        # step was 32768 times smaller.
+        assert exact / 10 < mixed < exact * 10, (model, mixed, exact)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    crf = tagger()
+    assert crf.crf.compute_dtype == "float32"
+    crf.compile(optimizer="adam")
+    crf.fit(token_ids, tag_ids, epochs=3, verbose=0)
+    likelihood = crf.negative_log_likelihood(token_ids, tag_ids)
+    assert (keras.ops.convert_to_numpy(likelihood) >= 0).all()

@@ -673,6 +673,21 @@ def test_auto_answers_with_its_choice_and_keeps_it_through_saving(tmp_path):
     np.testing.assert_allclose(loaded(texts), model(texts), atol=1e-6)
 
 
+def test_auto_predicts_with_a_new_choice_after_keras_traced_the_old_one():
+    # Keras's predict kept the function traced with the member chosen before.
+    model = _auto_model(choice="neural")
+    texts = tf.constant(["great film", "dull and poor film"])
+    model.ngram_model.output_layer.set_weights(
+        [np.random.default_rng(0).normal(size=(len(model.ngram_model.vocabulary), 2)),
+         np.zeros(2)])
+    # Tolerances: the same float32 graph traced apart (another order of summation).
+    np.testing.assert_allclose(model.predict(texts, verbose=0), model.neural(texts), atol=1e-6)
+    model.choice = "ngrams"
+    assert not np.allclose(model.ngram_model(texts), model.neural(texts), atol=1e-3)
+    np.testing.assert_allclose(model.predict(texts, verbose=0), model.ngram_model(texts),
+                               atol=1e-6)
+
+
 @pytest.mark.parametrize("overrides, message", [
     (dict(kind="ngrams"), "the n-gram member is always there"),
     (dict(choice="best"), "choice must be None or one of ngrams, average, neural"),
