@@ -364,6 +364,9 @@ def _describe_training(record, stopped_by, restorer):
                  + ", ".join(str(epoch) for epoch in restorer.best_epochs) + ")")
     elif record["best_epoch_restored"]:
         text += f"; restored the best epoch {record['best_epoch']}"
+        monitor = getattr(restorer, "monitor", None)
+        if monitor and not monitor.startswith("val_"):  # --val-fraction 0: said, not implied
+            text += f" (by its training {monitor}: no validation split)"
     elif record["best_epoch_restored"] is False and run:
         text += "; the model holds the last epoch's weights"
     return text

@@ -1319,3 +1319,11 @@ def test_a_series_growing_past_its_training_values_is_followed_not_noted_as_dive
     result = train(tiny_config(tmp_path / "growth.csv", tmp_path / "run", model="linear",
                                target=["y"], time_column=["t"], lookback=4, horizon=1))
     assert not [note for note in result.metrics["notes"] if "diverged" in note]
+
+
+def test_without_a_validation_split_the_best_epoch_is_said_to_be_by_the_training_loss(tmp_path):
+    # "restored the best epoch 3" did not say by what, with no validation split to judge it.
+    data = write_series(tmp_path / "demand.csv", n_rows=120)
+    result = train(tiny_config(data, tmp_path / "run", val_fraction=0.0, epochs=2))
+    line = next(line for line in result.summary.splitlines() if line.startswith("training:"))
+    assert line.endswith(" (by its training loss: no validation split)"), line
