@@ -877,13 +877,15 @@ def test_the_callback_that_stopped_training_is_named():
     record = training_record(5, rows, 1, stop_watch, callbacks)
     assert record["reason"] == "max_minutes"
     assert record["description"] == ("stopped on time at epoch 1 of 5 (--max-minutes 0); "
-                                      "restored the best epoch 1")
+                                      "restored the best epoch 1 (by its training loss: no "
+                                      "validation split)")
     # Early stopping after epoch 2, although the (unexpired) time box comes first.
     callbacks = [StopAfterMinutes(60), early_stopping()]
     stop_watch, rows = fit_watched(callbacks)
     assert (stop_watch.stopped_by, stop_watch.stopped_at) == (callbacks[1], 2)
     assert training_record(5, rows, 1, stop_watch, callbacks)["description"] == (
-        "stopped early at epoch 2 of 5 (no better loss for 1 epoch); restored the best epoch 1")
+        "stopped early at epoch 2 of 5 (no better loss for 1 epoch); restored the best epoch 1 "
+        "(by its training loss: no validation split)")
     # Stopped inside the epoch: no epoch-end callback is blamed; no weights restored.
     callbacks = [StopAfterMinutes(60), StopInFirstBatch()]
     stop_watch, rows = fit_watched(callbacks)
