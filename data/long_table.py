@@ -27,6 +27,9 @@ DATE_SHARE = 0.9
 # series has one a row; two on one calendar, a half): a stamp or two repeated by mistake in one
 # series does not make it many.
 SHARED_STAMPS = 0.9
+# A text column empty in fewer than this share of its rows can still name the series: its reader
+# then refuses the empty cells, naming their lines.
+ID_EMPTY_SHARE = 0.5
 # At most this share of rows may repeat a series' stamp (a row exported twice): the series'
 # reader then names them, as it would with the id column named.
 REPEATS = 0.01
@@ -51,15 +54,31 @@ _DELIMITERS = (",", ";", "\t")
 @dataclasses.dataclass(frozen=True)
 class IdColumn:
     """A long table's series id column as `find_id_column` found it: its `name`, the
-    `time_column` whose stamps showed it, and the number of `series`."""
+    `time_column` whose stamps showed it, and the number of `series`. `ambiguous`: the caller
+    asks instead of reading it; `other_times` (the other columns of dates whose stamps show
+    the series too) and `unordered` (`time_column`'s whole numbers do not increase within
+    each series) say why, else the pair of columns could each be the other's time."""
 
     name: str
     time_column: str
     series: int
     ambiguous: bool = False
+    other_times: tuple = ()
+    unordered: bool = False
 
     def describe(self):
         """Why the column names the series, for a summary."""
+        if self.other_times:
+            times = ", ".join(map(repr, (self.time_column, *self.other_times)))
+            return (f"the columns {times} all hold dates, whose stamps each repeat in the table "
+                    f"but not within the rows of one value of column {self.name!r} "
+                    f"({self.series} series)")
+        if self.unordered:
+            return (f"the whole numbers of column {self.time_column!r} repeat in the table but "
+                    f"not within the rows of one value of column {self.name!r}, yet do not "
+                    "increase within them in the file's order: "
+                    f"{self.series} series named by {self.name!r} with their rows out of time "
+                    f"order, or one series in which {self.time_column!r} is a value")
         if self.ambiguous:
             return (f"the columns {self.name!r} and {self.time_column!r} could each name the "
                     f"series, or be one series' time stamps together ({self.name!r} holds whole "
@@ -68,9 +87,19 @@ class IdColumn:
         return (f"{self.series} series named by column {self.name!r}: the {self.time_column!r} "
                 "stamps repeat in the table, not within the rows of one of its values")
 
+    def question(self, id_flag="--id-column", time_flag="--time-column"):
+        """What the user names to settle an `ambiguous` table (the flags, or a config's
+        keys)."""
+        if self.other_times:
+            return f"expected one time column: name it with {time_flag}"
+        return f"name the one that names the series with {id_flag} and the time with {time_flag}"
+
     def refusal(self, path):
         """The `DataError` of a run that would read this long table as one series (every
         series end to end) because no id column was named."""
+        if self.other_times:
+            return DataError(f"{self.describe()}; {self.question('id_column', 'time_column')}",
+                             path=path)
         named = "" if self.ambiguous else f"={self.name!r} (--id-column {self.name})"
         return DataError(f"{self.describe()}, which one series would read end to end; expected "
                          f"id_column{named} naming the series, or time_column naming a column "
@@ -88,8 +117,9 @@ def find_id_column(frame, time_column=None):
     else each column of dates (in at least `DATE_SHARE` of its cells), else each column of
     whole numbers that increase within the rows of every value of the id column (years; steps
     1, 2, ...) where another column of numbers is left to forecast; a time column of dates or
-    named is taken before those. An id column holds text (empty in at most 1 - `DATE_SHARE`
-    of the rows, which its reader then refuses, naming them) or whole numbers, with
+    named is taken before those. An id column holds text (empty in fewer than
+    `ID_EMPTY_SHARE` of the rows, which its reader then refuses, naming them; its series are
+    told apart on the other rows) or whole numbers, with
     at least 2 and at most half as many values as the table has rows, and is no calendar part
     (`CALENDAR_PARTS` by name, month or day names by value: the months of one series repeat
     its years once a month). Two columns of whole numbers that could each be the other's time
@@ -100,7 +130,9 @@ def find_id_column(frame, time_column=None):
     calendar parts together where they include year and month (those `data.timeseries` reads as
     the time of one series). Whole numbers that could be a calendar part's cycle (hours 1-24
     beside dates), or a pair of columns each of which could be the other's time, are
-    `IdColumn.ambiguous`: the caller asks.
+    `IdColumn.ambiguous`: the caller asks; so are two columns of dates that each show the
+    series (`IdColumn.other_times`), and whole numbers that would show series but do not
+    increase within them (`IdColumn.unordered`: a table out of time order, or a value column).
 
     Args:
         frame: the table, its cells as read (text or numbers).
@@ -136,17 +168,35 @@ def find_id_column(frame, time_column=None):
             return None  # one series: the stamps a reader takes are distinct in every row
         times = dated + [name for name in columns.complete if columns.is_whole(name)]
     ids = [name for name in columns.complete + columns.gappy_text
-           if 2 <= columns.count(name) <= rows // 2
+           if 2 <= columns.within(name).count(name) <= rows // 2
            and (columns.is_whole(name) or not columns.is_numeric(name))
            and name.lower().removesuffix("s") not in CALENDAR_PARTS
            and not columns.calendar_words(name)]
-    found = [IdColumn(name, time, columns.count(name) - (name in columns.gappy_text))
-             for time in times for name in ids
-             if _names_series(columns, name, time, time_column is None)]
+    found, unordered = [], []
+    for time in times:
+        for name in ids:
+            within = columns.within(name)  # a gappy column's rows with an id
+            shown = _names_series(within, name, time, time_column is None)
+            if shown:
+                found.append(IdColumn(name, time, within.count(name)))
+            elif shown is None:
+                unordered.append(IdColumn(name, time, within.count(name), ambiguous=True,
+                                          unordered=True))
     if not found:
-        return None
+        # Whole numbers that would show series but for their order (a long table shuffled,
+        # or one series with a value column of whole numbers): read as one series, its rows
+        # scrambled or its series end to end; asked instead.
+        return min(unordered, key=lambda f: f.series) if unordered else None
     stamped = [f for f in found if not columns.is_whole(f.time_column) or time_column]
     best = min(stamped or found, key=lambda f: f.series)
+    if time_column is None:
+        # Two columns of dates that each show the series (sent and received, say): which is
+        # the time only the user can tell, as the panel reader refuses them with the id named.
+        other_times = tuple(dict.fromkeys(
+            f.time_column for f in found
+            if f.time_column in dated and f.time_column != best.time_column))
+        if other_times:
+            return dataclasses.replace(best, ambiguous=True, other_times=other_times)
     whole_pair = columns.is_whole(best.name) and columns.is_whole(best.time_column)
     if ((columns.is_whole(best.name) and columns.is_calendar_cycle(best.name))
             or (time_column is None and whole_pair
@@ -160,16 +210,18 @@ def find_id_column(frame, time_column=None):
 def _names_series(columns, name, time, time_found):
     """Whether column `name` names series whose stamps are column `time`'s: the stamps repeat
     in the table but not within one series; `time_found` (not named): whole-number stamps
-    must also increase within each series, and leave a column of numbers to forecast."""
+    must also leave a column of numbers to forecast, and increase within each series (None
+    where all else holds but that: the rows may be out of time order, or `time` a value)."""
     rows = len(columns.frame)
     if (name == time or columns.count(time) > SHARED_STAMPS * rows
             or columns.count(name) * columns.count(time) < (1 - REPEATS) * rows
             or columns.repeated([name, time]) > REPEATS * rows):
         return False
     if time_found and columns.is_whole(time):
-        return bool(_increasing_within(columns.numbers(time), columns.codes(name))
-                    and any(columns.is_numeric(other) for other in columns.complete
-                            if other not in (name, time)))
+        if not any(columns.is_numeric(other) for other in columns.complete
+                   if other not in (name, time)):
+            return False
+        return True if _increasing_within(columns.numbers(time), columns.codes(name)) else None
     return True
 
 
@@ -183,12 +235,23 @@ class _Columns:
         empty = {name: (self.frame[name].isna() | (self.text(name) == "")).to_numpy()
                  for name in self.frame.columns}
         self.complete = [name for name, cells in empty.items() if not cells.any()]
-        # Text columns with a few empty cells (as `DATE_SHARE` allows a time column's): an id
-        # column with an empty cell is still the id column, and its reader then names the
-        # cell; left out, the table was read as one series, its series end to end.
-        few = max(1, int((1 - DATE_SHARE) * len(self.frame)))
+        # Text columns with some empty cells (fewer than `ID_EMPTY_SHARE`): an id column with
+        # empty cells is still the id column, and its reader then names the cells; left out,
+        # the table was read as one series, its series end to end or its rows scrambled.
+        self._empty = empty
         self.gappy_text = [name for name, cells in empty.items()
-                           if 0 < cells.sum() <= few and np.isnan(self.numbers(name)[~cells]).any()]
+                           if 0 < cells.sum() < ID_EMPTY_SHARE * len(self.frame)
+                           and np.isnan(self.numbers(name)[~cells]).any()]
+        self._within = {}
+
+    def within(self, name):
+        """The columns of the rows where column `name` has a value: a gappy id column's
+        series are told apart there (its empty cells, one value "", would repeat stamps)."""
+        if name not in self.gappy_text:
+            return self
+        if name not in self._within:
+            self._within[name] = _Columns(self.frame[~self._empty[name]])
+        return self._within[name]
 
     def text(self, name):
         if name not in self._text:

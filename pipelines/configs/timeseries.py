@@ -62,8 +62,8 @@ def long_table_settings(given):
     if found is None:
         return {}, []
     if found.ambiguous:
-        raise UsageError(f"--data {data}: {found.describe()}; name the one that names the "
-                         f"series with --id-column and the time with --time-column ({ONE_SERIES})")
+        raise UsageError(f"--data {data}: {found.describe()}; {found.question()} "
+                         f"({ONE_SERIES})")
     return ({"id_column": found.name, "time_column": [found.time_column]},
             [f"--id-column {found.name}: {found.describe()}, so the file is a long table of "
              f"many series (--id-column names another; {ONE_SERIES})"])

@@ -209,8 +209,57 @@ def test_the_empty_id_cell_of_a_file_is_then_named_by_its_reader(tmp_path):
 
 def test_a_column_mostly_empty_names_no_series():
     frame = long_table(series=2, shuffle=False)
-    frame.loc[frame.index[:10], "unique_id"] = ""  # 10 of 44 rows
+    frame.loc[frame.index[:23], "unique_id"] = ""  # 23 of 44 rows
     assert find_id_column(frame) is None
+
+
+def shops(rows=60):
+    """Six shops' daily sales, `rows` days each from 2020-01-01, sorted by shop and date."""
+    days = pd.date_range("2020-01-01", periods=rows, freq="D").strftime("%Y-%m-%d")
+    return pd.DataFrame([(f"shop{s}", day, 100.0 + 10 * s + (d * 7 % 5)) for s in range(6)
+                         for d, day in enumerate(days)], columns=["shop", "date", "sales"])
+
+
+def test_an_id_column_empty_in_an_eighth_of_its_rows_still_names_the_series(tmp_path):
+    # Left out (more than a tenth empty), the table was read as one series of 360 rows, its
+    # repeated dates dropped as a column that is no number. Found, the reader names the cells.
+    frame = shops()
+    frame.loc[frame.index[::8], "shop"] = ""
+    assert find_id_column(frame) == IdColumn("shop", "date", 6)
+    path = tmp_path / "shops.csv"
+    frame.to_csv(path, index=False)
+    found = find_id_column_in_file(path)
+    with pytest.raises(DataError, match=r"id column 'shop' is empty at lines 2, 10, 18, 26, 34 "
+                                        r"and 40 more; expected a series id on every row"):
+        read_panel(path, id_column=found.name, time_column=found.time_column)
+
+
+def test_two_columns_of_dates_that_each_show_the_series_are_asked_which_is_the_time():
+    # The first was taken silently (`shipped`, two days after the sale), where the panel
+    # reader, with the id column named, refuses the two.
+    frame = shops()
+    frame.insert(1, "shipped", (pd.to_datetime(frame["date"]) + pd.Timedelta(days=2))
+                 .dt.strftime("%Y-%m-%d"))
+    found = find_id_column(frame)
+    assert found.ambiguous and found.other_times == ("date",)
+    assert (found.name, found.time_column) == ("shop", "shipped")
+    assert found.describe().startswith("the columns 'shipped', 'date' all hold dates")
+    assert found.question() == "expected one time column: name it with --time-column"
+    assert find_id_column(frame, "date") == IdColumn("shop", "date", 6)
+
+
+def test_whole_numbers_out_of_order_within_each_series_are_asked_for():
+    # Days 1..60 of each shop: in order, its time stamps; shuffled, read as one series of 360
+    # scrambled rows, the shops dropped as a column left out.
+    frame = shops().assign(day=np.tile(np.arange(1, 61), 6))[["shop", "day", "sales"]]
+    assert find_id_column(frame) == IdColumn("shop", "day", 6)
+    found = find_id_column(frame.sample(frac=1.0, random_state=0))
+    assert found.ambiguous and found.unordered and (found.name, found.time_column) == (
+        "shop", "day")
+    assert "do not increase within them in the file's order" in found.describe()
+    assert "--id-column" in found.question()
+    assert find_id_column(frame.sample(frac=1.0, random_state=0), "day") == IdColumn(
+        "shop", "day", 6)
 
 
 @pytest.mark.parametrize("values, runs", [

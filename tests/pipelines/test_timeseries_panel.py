@@ -145,6 +145,43 @@ def test_whole_numbers_that_could_each_name_the_series_are_asked_for_in_one_line
     assert not (tmp_path / "run").exists()
 
 
+def shop_table(path, columns=("shop", "date", "sales"), shuffle=False):
+    """Four shops' daily sales, 40 days each, with `shipped` (two days after `date`) and `day`
+    (1..40 within each shop) for the columns that ask for them."""
+    rows = []
+    for shop in range(4):
+        for day in range(40):
+            date = pd.Timestamp("2020-01-01") + pd.Timedelta(days=day)
+            rows.append((f"shop{shop}", str(date.date()),
+                         str((date + pd.Timedelta(days=2)).date()), day + 1,
+                         100.0 + shop + day % 7))
+    frame = pd.DataFrame(rows, columns=["shop", "date", "shipped", "day", "sales"])
+    if shuffle:
+        frame = frame.sample(frac=1.0, random_state=0)
+    frame[list(columns)].to_csv(path, index=False)
+
+
+@pytest.mark.parametrize("columns, shuffle, expected", [
+    # `shipped` was taken as the time column, silently; with --id-column it was refused.
+    (("shop", "shipped", "date", "sales"), False,
+     "the columns 'shipped', 'date' all hold dates, whose stamps each repeat in the table but "
+     "not within the rows of one value of column 'shop' (4 series); expected one time column: "
+     "name it with --time-column"),
+    # One series of 160 scrambled rows was trained, `shop` named only as a column left out.
+    (("shop", "day", "sales"), True,
+     "the whole numbers of column 'day' repeat in the table but not within the rows of one "
+     "value of column 'shop', yet do not increase within them in the file's order"),
+])
+def test_a_long_table_whose_time_column_is_in_doubt_is_asked_for_in_one_line(
+        tmp_path, capsys, columns, shuffle, expected):
+    shop_table(tmp_path / "shops.csv", columns, shuffle)
+    assert main(["timeseries", "train", "--data", str(tmp_path / "shops.csv"), "--target",
+                 "sales", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_config_without_the_id_column_of_a_long_table_is_refused_naming_it(tmp_path):
     """Built in Python (no command line to find it), one series would put every series end
     to end, and many series without an id column would be one series."""
@@ -1044,7 +1081,11 @@ def test_wrong_settings_for_many_series_are_one_line_errors(tmp_path, capsys):
     assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
                  "item", "--model", "transformer", "--out", str(tmp_path / "a")]) == 2
     assert "many series take auto, nbeats, gru, lstm" in capsys.readouterr().err
-    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--model",
+    # One series (the shuffled long table without --id-column is asked about: its numbers
+    # do not increase within each item).
+    pd.DataFrame({"t": range(30), "sales": np.arange(30.0)}).to_csv(tmp_path / "one.csv",
+                                                                   index=False)
+    assert main(["timeseries", "train", "--data", str(tmp_path / "one.csv"), "--model",
                  "nbeats", "--out", str(tmp_path / "b")]) == 2
     assert "--model nbeats is the many-series network" in capsys.readouterr().err
     assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
