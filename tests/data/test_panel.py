@@ -280,6 +280,19 @@ def test_one_file_without_an_id_column_is_one_series_named_by_its_stem(tmp_path)
     assert panel.values[0].tolist() == [112, 118, 132]
 
 
+def test_a_second_measure_is_refused_naming_both_until_the_target_is_named(tmp_path):
+    # As docs/cli.md says: either could be the one to forecast; with one named, the other is
+    # left out and named.
+    table = write(tmp_path, "long.csv", "shop,date,remark,sales,price\n"
+                                        "a,2024-01-01,ok,3,1.5\na,2024-01-02,ok,4,1.5\n")
+    with pytest.raises(DataError, match=r"expected one value column besides the id and time "
+                                        r"columns, or a target named; the numeric ones are "
+                                        r"sales, price"):
+        read_panel(table, "shop", "date")
+    assert (f"{table}: columns left out (not the id, time or value column): remark, price"
+            in read_panel(table, "shop", "date", "sales").notes)
+
+
 def test_columns_besides_the_id_time_and_value_columns_are_named_as_left_out(tmp_path):
     # A text column holds no series' values: left out, but said (it was dropped silently).
     table = write(tmp_path, "long.csv", "store,day,sales,remark\na,1,3,x\na,2,4,\nb,1,5,y\n")
