@@ -387,7 +387,7 @@ def _read_table(path, id_column, time_column, target, find_time=False,
         else:
             kind, time, note = _parse_times(frame[time_column], time_column, lines, path)
             notes += [f"{path}: {line}" for line in (note or "").splitlines()]
-            _refuse_repeats(ids, time, time_column, lines, path)
+            _refuse_repeats(ids, time, frame[time_column], lines, path)
     except DataError as error:
         if not found:
             raise
@@ -505,15 +505,18 @@ def _parse_times(column, name, lines, path):
     return "dates", dates.to_numpy(), note
 
 
-def _refuse_repeats(ids, time, time_column, lines, path):
-    """Raises `DataError` at the first row whose (id, time) an earlier row already has."""
+def _refuse_repeats(ids, time, column, lines, path):
+    """Raises `DataError` at the first row whose (id, time) an earlier row already has; a date
+    is named as the file wrote it in time column `column` (parsed, "2020-01-04" read
+    "2020-01-04 00:00:00", a time the file never had)."""
     keys = pd.DataFrame({"id": ids, "time": time})
     repeated = np.flatnonzero(keys.duplicated().to_numpy())
     if repeated.size:
         row = int(repeated[0])
         first = int(np.flatnonzero((ids == ids[row]) & (time == time[row]))[0])
-        stamp = pd.Timestamp(time[row]) if np.issubdtype(time.dtype, np.datetime64) \
-            else time[row]
+        time_column = column.name
+        stamp = quoted(str(column.iloc[row]).strip()) \
+            if np.issubdtype(time.dtype, np.datetime64) else time[row]
         more = f" ({repeated.size} repeated rows in all)" if repeated.size > 1 else ""
         raise DataError(
             f"series {quoted(ids[row])} has {time_column} {stamp} twice: line {lines[row]} repeats "
