@@ -355,8 +355,10 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_h, h_source = chosen_season, f"one season ({season_source})"
     else:
         chosen_h = max(1, int(np.median(lengths)) // 10)
-        h_source = (f"a tenth of the median series length ({int(np.median(lengths))}), "
-                    "as no season was found")
+        # A season of 1 given is no season found: said as it came.
+        without = ("as --season 1 gives none" if season_source == "--season"
+                   else "as no season was found")
+        h_source = f"a tenth of the median series length ({int(np.median(lengths))}), {without}"
     held = chosen_h if hold_out else 0
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
@@ -367,11 +369,17 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     if season_source == "--season" and chosen_season > 1 and chosen_season >= longest:
         # As one series refuses it: no series has a season of values before its holdout,
         # so no seasonal baseline, MASE or choice of member could be computed.
+        # Where the holdout is one season, a shorter season also shortens the holdout: the
+        # longest season that fits leaves more values than itself before a holdout of itself.
+        most = ((int(max(lengths)) - 1) // 2 if h_source.startswith("one season")
+                else longest - 1)
         raise DataError(
             f"--season {chosen_season} is not shorter than every series' values before its "
             f"holdout of {held} (the longest has {longest}): the seasonal baselines, MASE and "
             f"the choice of member need more values than a season before it; expected "
-            f"--season of at most {longest - 1}", path=panel.source)
+            f"--season of at most {most}"
+            + (" (the holdout is one season, so a shorter season shortens it too)"
+               if h_source.startswith("one season") else ""), path=panel.source)
     if short:
         notes.append(f"{len(short)} series left out: at most {plural(chosen_h + 1, 'value')}, "
                      "too few "

@@ -103,7 +103,9 @@ def test_without_a_season_the_holdout_is_a_tenth_of_the_median_length(tmp_path):
     pd.DataFrame(rows, columns=["item", "t", "sales"]).to_csv(tmp_path / "trend.csv",
                                                               index=False)
     data = read_panel_data(config_for(tmp_path / "trend.csv", season=1))
-    assert data.horizon == 4 and "tenth" in data.horizon_source
+    # The season given is said as given (it read "as no season was found").
+    assert data.horizon == 4 and data.horizon_source == (
+        "a tenth of the median series length (40), as --season 1 gives none")
 
 
 def dated_table(path, frequency, lengths):
@@ -417,6 +419,21 @@ def test_a_season_longer_than_every_series_is_refused_naming_the_longest(tmp_pat
                 f"before it; expected --season of at most {34 - HOLDOUT - 1}"
                 ) in capsys.readouterr().err
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.partial").exists()
+
+
+def test_a_season_that_is_also_the_holdout_is_refused_naming_the_longest_that_fits(tmp_path):
+    # Without --holdout the holdout is one season, so a shorter season leaves more values
+    # before it: the longest series (34) fits a season of 16 (18 values before a holdout of
+    # 16), where the message said "at most 33 - 20 = 13".
+    write_long_table(tmp_path / "long.csv", short=False)
+    with pytest.raises(DataError, match=r"--season 20 is not shorter than every series' values "
+                                        r"before its holdout of 20 \(the longest has 14\).*"
+                                        r"expected --season of at most 16 \(the holdout is one "
+                                        r"season, so a shorter season shortens it too\)"):
+        read_panel_data(config_for(tmp_path / "long.csv", season=20))
+    assert read_panel_data(config_for(tmp_path / "long.csv", season=16)).horizon == 16
+    with pytest.raises(DataError, match=r"--season 17 is not shorter"):
+        read_panel_data(config_for(tmp_path / "long.csv", season=17))
 
 
 def test_a_forecast_missing_for_a_series_is_figured_with_naive2_over_the_others():
