@@ -397,6 +397,32 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
 
 
+def _network_remedies(config, data):
+    """What gets the network past series too short for it to train on (`prepare`): the
+    longest --lookback whose history fits the longest training part beside twice the horizon,
+    and the longest --holdout that leaves it room (its lookback chosen again from the new
+    horizon, as `prepare` chooses it), as "; expected ..." or ""."""
+    h = data.horizon
+    longest_train = max(t.size for t in data.train)
+    remedies = []
+    if longest_train - 2 * h >= 1:
+        # default_min_history: min(lookback // 2, h) of history, so a lookback of up to
+        # 2 * room + 1 needs no more than the room left.
+        remedies.append(f"--lookback of at most {2 * (longest_train - 2 * h) + 1}")
+    lengths = np.array([t.size + v.size for t, v in zip(data.train, data.holdout)])
+    for holdout in range(h - 1, 0, -1):
+        train = lengths - holdout
+        if config.lookback is not None:
+            lookback = config.lookback
+        else:
+            lookback = default_settings(holdout, data.season,
+                                        np.maximum(train - holdout, 1))["lookback"]
+        if (train - holdout >= default_min_history(lookback, holdout) + holdout).any():
+            remedies.append(f"--holdout of at most {holdout}")
+            break
+    return f"; expected {' or '.join(remedies)}" if remedies else ""
+
+
 def panel_season(panel):
     """`(season, where it came from)` of a panel: `choose_season` of each of its
     `SEASON_VOTERS` longest series whose values vary, and the season most of them find (a tie
@@ -903,8 +929,8 @@ class PanelPipeline(Pipeline):
         if not trainable:
             raise DataError(f"no series has the {min_history + 2 * h} values the network "
                             f"needs before the holdout ({min_history} of history and twice "
-                            f"the horizon {h}: training targets and validation)",
-                            path=data.source)
+                            f"the horizon {h}: training targets and validation)"
+                            f"{_network_remedies(config, data)}", path=data.source)
         if config.model == "auto" and "arima" not in classical_members(config, data.season):
             notes.append(f"arima left out: its seasonal search on a season of {data.season} "
                          f"(above {ETS_MAX_SEASON}) takes seconds per series; ets fits the "

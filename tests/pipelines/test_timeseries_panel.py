@@ -987,6 +987,32 @@ def test_the_default_lookback_lets_the_network_be_scored_at_the_validation_origi
     assert prepared.data.horizon == 7 and config.lookback == 26
 
 
+def test_series_too_short_for_the_network_are_refused_naming_what_gets_past_it(tmp_path):
+    # 4 monthly series of 40 values, season and holdout 12: 28 before the holdout, where the
+    # network needs 8 of history and twice 12. The message named no way past it.
+    rows = [(f"s{i}", str(stamp.date()), 50.0 + i + 10 * np.sin(stamp.month / 2) + (k % 3))
+            for i in range(4)
+            for k, stamp in enumerate(pd.date_range("2018-01-31", periods=40, freq="ME"))]
+    pd.DataFrame(rows, columns=["id", "date", "y"]).to_csv(tmp_path / "m.csv", index=False)
+
+    def prepare(**settings):
+        config = TimeseriesConfig(data=str(tmp_path / "m.csv"), id_column="id",
+                                  time_column=["date"], season=12, **settings)
+        return PANEL_PIPELINE.prepare(config, Distribution())
+
+    with pytest.raises(DataError, match=r"no series has the 32 values the network needs before "
+                                        r"the holdout \(8 of history and twice the horizon 12: "
+                                        r"training targets and validation\); expected "
+                                        r"--lookback of at most 9 or --holdout of at most 10$"):
+        prepare(model="nbeats")
+    assert prepare(model="nbeats", lookback=9).data.horizon == 12
+    assert prepare(model="nbeats", holdout=10).data.horizon == 10
+    # A lookback given stays: the holdout that fits beside it.
+    with pytest.raises(DataError, match=r"--lookback of at most 9 or --holdout of at most 11$"):
+        prepare(model="nbeats", lookback=10)
+    assert prepare(model="nbeats", lookback=10, holdout=11).data.horizon == 11
+
+
 def test_a_network_no_validation_history_can_feed_is_left_out_of_the_choice(tmp_path, capsys):
     rows = [(store, day, 100 + 10 * store + 20 * np.sin(2 * np.pi * day / 7) + (day % 3))
             for store in range(4) for day in range(40)]
