@@ -23,6 +23,7 @@ import sys
 import textwrap
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
+from pathlib import Path
 
 from seqlab import _interrupt, _tf_log
 from seqlab.data.errors import DataError, quoted
@@ -330,7 +331,13 @@ def _fetch_named_data_sets(values, task, from_file=(), origin=None):
             _refuse_other_kind(field, value, task, datasets.REGISTRY[value].usage)
             datasets.download(value)
         elif not os.path.exists(value):
-            if os.path.lexists(value):  # a link to nothing: named, not its target
+            if os.path.lexists(value):  # a link to nothing (or a loop): named, not its target
+                try:
+                    os.stat(value)
+                except OSError as error:
+                    if error.errno == errno.ELOOP:
+                        raise DataError("a loop of symbolic links; expected a file or folder",
+                                        path=value) from None
                 raise DataError(f"a link to {os.readlink(value)}, which does not exist",
                                 path=value)
             if value.endswith(("/", os.sep)) and os.path.isfile(value.rstrip("/" + os.sep)):
@@ -410,6 +417,38 @@ def _refuse_empty_paths(values, origin=None):
                                          else ""))
 
 
+def _refuse_unwritable_paths(values, action):
+    """Refuses, before any work, a path to write that the writing would fail on only after it:
+    a name whose bytes are not UTF-8 (TensorFlow writes a SavedModel only under a UTF-8 name:
+    a train ended in a UnicodeEncodeError traceback after its last epoch, and so did every
+    rerun), a loop of links, or a folder on the way that is a link to nothing (tracebacks of
+    RuntimeError and FileExistsError)."""
+    fields = ("out", "output", *(("run",) if action == "export" else ()))
+    for name in fields:
+        value = values.get(name)
+        if not isinstance(value, str):
+            continue
+        where = f"--{name} {quoted(value)}"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # its bytes shown as typed (r\xff), not Python's r\udcff
+            typed = os.fsencode(value).decode("utf-8", "backslashreplace")
+            raise UsageError(f"--{name} {typed}: the name holds bytes that are not UTF-8 text; "
+                             "TensorFlow writes a model only under a UTF-8 name: rename it"
+                             ) from None
+        path = Path(value)
+        for part in (*reversed(path.parents), path):  # the outermost named first
+            try:
+                os.stat(part)
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    raise UsageError(f"{where}: {part} is a loop of symbolic links; expected a "
+                                     "folder or a path to create") from None
+                if part != path and os.path.islink(part):
+                    raise UsageError(f"{where}: {part} is a link to {os.readlink(part)}, which "
+                                     "does not exist; expected a folder") from None
+
+
 def _prepare_action(card, action, values):
     """Everything an action needs that TensorFlow does not: the train config (flags, config
     file, default `--out`), the checks that refuse for certain (`--run` is no finished run of
@@ -419,6 +458,7 @@ def _prepare_action(card, action, values):
 
     _refuse_empty_paths(values)
     _expand_home(values)  # `--out=~/runs/a`: the shell leaves a `~` after `=`
+    _refuse_unwritable_paths(values, action)
     if action == "train":
         config_file = values.pop("config", None)
         overwrite = values.pop("overwrite", False)

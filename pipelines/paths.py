@@ -357,7 +357,9 @@ def data_fingerprint(path, files=None):
     digest, size = hashlib.sha256(), 0
     for file_path in paths:
         if file_path != path:
-            digest.update(file_path.relative_to(path).as_posix().encode() + b"\0")
+            # The name's own bytes: one that is not UTF-8 (os.fsencode keeps its bytes) was a
+            # UnicodeEncodeError traceback, whatever the reader made of the file.
+            digest.update(os.fsencode(file_path.relative_to(path).as_posix()) + b"\0")
         with open(file_path, "rb") as file:
             for block in iter(lambda: file.read(2**20), b""):
                 digest.update(block)
@@ -385,10 +387,12 @@ def check_data_unchanged(run):
     Raises:
         UsageError: naming the file and saying how it changed.
     """
-    try:
-        recorded = read_json(Path(run) / DATA_FILES)
-    except (OSError, ValueError, UsageError):
-        return
+    record_path = Path(run) / DATA_FILES
+    if not record_path.exists():
+        return  # a run from before the record
+    # Unreadable or damaged: refused, naming the file (it was skipped without a word, and
+    # changed data scored).
+    recorded = read_json(record_path)
     for record in recorded.values() if isinstance(recorded, dict) else ():
         path = record.get("path") if isinstance(record, dict) else None
         if not isinstance(path, str) or not os.path.exists(path):

@@ -547,3 +547,33 @@ def test_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatc
     config = cli.train_config("timeseries", ["--data=~/sales.csv", "--out=~/runs/b"])
     assert (config.data, config.out) == (str(home / "sales.csv"), str(home / "runs" / "b"))
     assert sorted(p.name for p in work.iterdir()) == ["c.toml"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["timeseries", "train", "--data", "data.csv", "--out", "loop/run"],
+     "--out 'loop/run': loop is a loop of symbolic links; expected a folder or a path to create"),
+    (["sentiment", "predict", "--run", "run", "--input", "data.csv", "--output", "loop"],
+     "--output 'loop': loop is a loop of symbolic links; expected a folder or a path to create"),
+    (["sentiment", "export", "--run", "run", "--out", "gone/x"],
+     "--out 'gone/x': gone is a link to nowhere, which does not exist; expected a folder"),
+    (["timeseries", "train", "--data", "data.csv", "--out", os.fsdecode(b"r\xff")],
+     "--out r\\xff: the name holds bytes that are not UTF-8 text; TensorFlow writes a model only "
+     "under a UTF-8 name: rename it"),
+    (["timeseries", "train", "--data", "loop"],
+     "loop: a loop of symbolic links; expected a file or folder"),
+])
+def test_paths_to_write_that_would_fail_after_the_work_are_refused_before_it(
+        tmp_path, monkeypatch, capsys, argv, expected):
+    # Each ended in a traceback, some after training: SavedModel's UnicodeEncodeError,
+    # pathlib's "Symlink loop" RuntimeError, a FileExistsError; a loop as --data was called a
+    # link to a file that does not exist.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("t,y\n1,1\n2,2\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text('{"task": "sentiment", "settings": {}}')
+    (tmp_path / "loop").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop")
+    (tmp_path / "gone").symlink_to("nowhere")
+    monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == f"seqlab {argv[0]} {argv[1]}: error: {expected}\n"

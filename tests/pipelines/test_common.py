@@ -560,6 +560,31 @@ def test_files_of_a_data_folder_its_reader_skips_do_not_stop_evaluate(tmp_path):
         check_data_unchanged(run)
 
 
+def test_a_damaged_data_record_is_refused_and_odd_file_names_are_fingerprinted(tmp_path):
+    # A data_files.json that could not be read (damaged, or unreadable to its user) was
+    # skipped without a word, and changed data scored; a file name whose bytes are not UTF-8
+    # in a data folder was a UnicodeEncodeError traceback.
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.csv").write_text("t,y\n1,1\n")
+    odd = os.path.join(os.fsencode(folder), b".\xffnote")
+    with open(odd, "w") as file:
+        file.write("a note\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    write_json_atomic(run / DATA_FILES, data_fingerprints({"data": str(folder)}, ["data"]))
+    check_data_unchanged(run)
+    with open(odd, "w") as file:
+        file.write("changed\n")
+    with pytest.raises(UsageError, match="has changed since the run"):
+        check_data_unchanged(run)
+    (run / DATA_FILES).write_text('{"data": ')
+    with pytest.raises(UsageError, match=r"data_files\.json"):
+        check_data_unchanged(run)
+    (run / DATA_FILES).unlink()
+    check_data_unchanged(run)  # a run from before the record
+
+
 def test_a_partial_folder_of_the_users_own_is_never_deleted(tmp_path):
     mine = tmp_path / "a.partial"
     mine.mkdir()
