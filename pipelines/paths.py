@@ -644,4 +644,23 @@ def export_path(run, out=None, overwrite=False):
         check_export_folder(run)
         return next_export_version(run)
     check_export_path(out, overwrite, run)
+    _refuse_export_inside_data(run, out)
     return Path(out)
+
+
+def _refuse_export_inside_data(run, out):
+    """Refuses an export `out` inside a data folder the run trained on, as train refuses its
+    `--out` there: the export's files would join the data's fingerprint (evaluate then refused
+    the run: "has changed since the run trained on it") and be read as data by the next train
+    on the folder (a charrnn train failed on the SavedModel's bytes)."""
+    record_path = Path(run) / DATA_FILES
+    recorded = read_json(record_path) if record_path.exists() else {}
+    target = Path(out).resolve()
+    for field, record in recorded.items() if isinstance(recorded, dict) else ():
+        path = record.get("path") if isinstance(record, dict) else None
+        if isinstance(path, str) and Path(path).is_dir() and (
+                target == Path(path).resolve() or Path(path).resolve() in target.parents):
+            raise UsageError(
+                f"--out {out} is inside the --{field.replace('_', '-')} folder {path} that the "
+                f"run {run} trained on: the export's files would become part of the data; "
+                "choose an --out outside it")

@@ -41,7 +41,12 @@ from seqlab.pipelines.common import (
     write_text_atomic,
     written_or_refused,
 )
-from seqlab.pipelines.paths import DATA_FILES, check_data_unchanged, data_fingerprints
+from seqlab.pipelines.paths import (
+    DATA_FILES,
+    check_data_unchanged,
+    data_fingerprints,
+    export_path,
+)
 
 
 # --- the run directory -------------------------------------------------------------------------
@@ -690,6 +695,23 @@ def test_export_paths_seqlab_did_not_write_are_refused(tmp_path):
     (tmp_path / "thesis.txt").write_text("draft")
     with pytest.raises(UsageError, match=r"thesis\.txt is a file, not a folder"):
         check_export_path(under_a_file)
+
+
+def test_an_export_inside_a_data_folder_the_run_trained_on_is_refused(tmp_path):
+    # It was written there: evaluate then refused the run ("has changed since the run trained
+    # on it") and the next train on the folder read the SavedModel as data.
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("some text\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    write_json_atomic(run / DATA_FILES, data_fingerprints({"data": str(folder)}, ["data"]))
+    for out in (folder / "export", folder / "deeper" / "1"):
+        with pytest.raises(UsageError, match=rf"--out {out} is inside the --data folder "
+                                             rf"{folder} that the run {run} trained on"):
+            export_path(run, out)
+    assert export_path(run, tmp_path / "elsewhere") == tmp_path / "elsewhere"
+    assert sorted(p.name for p in folder.iterdir()) == ["a.txt"]
 
 
 # --- no NaN figure ------------------------------------------------------------------------------
