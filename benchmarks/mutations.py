@@ -74,8 +74,8 @@ MUTATIONS = [
     # --- recurrent layers -----------------------------------------------------------------
     Mutation(
         "recurrent_dropout_ignored", "layers/rnn_base.py",
-        "                if training and cell.recurrent_dropout > 0",
-        "                if False",
+        "            if training and cell.recurrent_dropout > 0",
+        "            if False",
         RECURRENT_TESTS,
         "the layers' loop never applies recurrent_dropout (issue 19)",
     ),
@@ -181,8 +181,8 @@ MUTATIONS = [
     ),
     Mutation(
         "lstm_input_output_gates_swapped", "layers/lstm.py",
-        "        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)",
-        "        z_o, z_f, z_c, z_i = ops.split(z, 4, axis=-1)",
+        "        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=axis)",
+        "        z_o, z_f, z_c, z_i = ops.split(z, 4, axis=axis)",
         ("tests/layers/test_lstm.py",),
         "LSTM input gate i and output gate o swapped; golden tests only (-k golden), so that "
         "the Keras comparison does not do the catching",
@@ -206,8 +206,8 @@ MUTATIONS = [
     Mutation(
         "scaler_fitted_on_every_row", "data/timeseries.py",
         "            self.scaler = Scaler.fit(scaler, "
-        "self.frame[columns].iloc[train_start:train_end])",
-        "            self.scaler = Scaler.fit(scaler, self.frame[columns])",
+        "self.frame[used].iloc[train_start:train_end])",
+        "            self.scaler = Scaler.fit(scaler, self.frame[used])",
         ("tests/data/test_timeseries.py",),
         "the scaler sees the validation and test rows",
     ),
@@ -241,16 +241,16 @@ MUTATIONS = [
     ),
     Mutation(
         "rmse_without_square_root", "pipelines/metrics.py",
-        '    return {"rmse": float(np.sqrt(np.mean(error**2))), '
-        '"mae": float(np.mean(np.abs(error)))}',
+        '    return {"rmse": float(root_mean_square(error)), "mae": float(np.mean(np.abs(error)))}',
         '    return {"rmse": float(np.mean(error**2)), "mae": float(np.mean(np.abs(error)))}',
         ("tests/pipelines/test_timeseries.py",),
         "RMSE reported as the MSE",
     ),
     Mutation(
         "score_origin_off_by_one", "pipelines/timeseries.py",
-        "    last_rows = starts + lookback - 1",
-        "    last_rows = starts + lookback",
+        "    extra = baseline_forecasts(members, ets_specs, targets, last_rows, horizon)",
+        "    last_rows = last_rows + 1\n"
+        "    extra = baseline_forecasts(members, ets_specs, targets, last_rows, horizon)",
         ("tests/pipelines/test_timeseries.py",),
         "the baselines' origin is one row after the model's window (they see a row it does not)",
     ),
@@ -315,8 +315,8 @@ MUTATIONS = [
     ),
     Mutation(
         "auto_keeps_the_worse_member", "models/forecaster.py",
-        '        self.choice = "linear" if errors["linear"] <= errors["neural"] else "neural"',
-        '        self.choice = "linear" if errors["linear"] >= errors["neural"] else "neural"',
+        '        self.choice = "linear" if ranked["linear"] <= ranked["neural"] else "neural"',
+        '        self.choice = "linear" if ranked["linear"] >= ranked["neural"] else "neural"',
         ("tests/models/test_forecaster.py", "tests/pipelines/test_timeseries.py"),
         "--model auto keeps the member with the higher validation error (issue 16)",
     ),
@@ -372,8 +372,8 @@ MUTATIONS = [
     ),
     Mutation(
         "model_saved_in_place", "pipelines/common.py",
-        "        os.replace(temporary / path.name, path)",
-        "        os.replace(temporary / path.name, path) if model.save(path) else None",
+        "            os.replace(temporary / path.name, path)",
+        "            os.replace(temporary / path.name, path) if model.save(path) else None",
         ("tests/pipelines/test_lifecycle.py",),
         "model.keras is written in place (a kill while it is saved leaves half an archive)",
         select="crash_while",
@@ -468,15 +468,17 @@ MUTATIONS = [
     # --- NER ----------------------------------------------------------------------------------
     Mutation(
         "ner_gold_predicted_swapped", "pipelines/metrics.py",
-        '        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0',
-        '        predicted, gold, mode="strict", scheme=IOB2, output_dict=True, zero_division=0',
+        '            gold, predicted, mode="strict", scheme=IOB2, output_dict=True, '
+        'zero_division=0',
+        '            predicted, gold, mode="strict", scheme=IOB2, output_dict=True, '
+        'zero_division=0',
         NER_TESTS,
         "entity precision and recall exchanged (issue 19)",
     ),
     Mutation(
         "ner_conlleval_swapped", "pipelines/metrics.py",
-        '            "precision": float(precision_score(gold, predicted, zero_division=0)),',
-        '            "precision": float(precision_score(predicted, gold, zero_division=0)),',
+        "            else float(precision_score(gold, predicted, zero_division=0)),",
+        "            else float(precision_score(predicted, gold, zero_division=0)),",
         NER_TESTS,
         "the conlleval-compatible precision is its recall",
     ),
