@@ -419,10 +419,10 @@ def _refuse_empty_paths(values, origin=None):
 
 def _refuse_unwritable_paths(values, action):
     """Refuses, before any work, a path to write that the writing would fail on only after it:
-    a name whose bytes are not UTF-8 (TensorFlow writes a SavedModel only under a UTF-8 name:
-    a train ended in a UnicodeEncodeError traceback after its last epoch, and so did every
-    rerun), a loop of links, or a folder on the way that is a link to nothing (tracebacks of
-    RuntimeError and FileExistsError)."""
+    a run's or export's name whose bytes are not UTF-8 (TensorFlow writes a SavedModel only
+    under a UTF-8 name: a train ended in a UnicodeEncodeError traceback after its last epoch,
+    and so did every rerun), a loop of links, or a folder on the way that is a link to nothing
+    (tracebacks of RuntimeError and FileExistsError)."""
     fields = ("out", "output", *(("run",) if action == "export" else ()))
     for name in fields:
         value = values.get(name)
@@ -430,7 +430,8 @@ def _refuse_unwritable_paths(values, action):
             continue
         where = f"--{name} {quoted(value)}"
         try:
-            value.encode("utf-8")
+            if name != "output":  # a CSV or text file takes any name
+                value.encode("utf-8")
         except UnicodeEncodeError:  # its bytes shown as typed (r\xff), not Python's r\udcff
             typed = os.fsencode(value).decode("utf-8", "backslashreplace")
             raise UsageError(f"--{name} {typed}: the name holds bytes that are not UTF-8 text; "

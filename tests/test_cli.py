@@ -577,3 +577,11 @@ def test_paths_to_write_that_would_fail_after_the_work_are_refused_before_it(
     monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
     assert cli.main(argv) == 2
     assert capsys.readouterr().err == f"seqlab {argv[0]} {argv[1]}: error: {expected}\n"
+
+
+def test_a_csv_to_write_may_have_a_name_that_is_not_utf8(tmp_path, monkeypatch):
+    # Only a SavedModel needs a UTF-8 name: predict's --output writes any name.
+    monkeypatch.chdir(tmp_path)
+    cli._refuse_unwritable_paths({"output": os.fsdecode(b"p\xff.csv")}, "predict")
+    with pytest.raises(cli.UsageError, match="not UTF-8 text"):
+        cli._refuse_unwritable_paths({"out": os.fsdecode(b"p\xff")}, "export")
