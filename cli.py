@@ -312,6 +312,23 @@ def one_line(error):
 DATA_SET_FIELDS = ("data", "validation_data", "test_data", "src", "tgt", "embeddings")
 
 
+LINK_LOOP = "a loop of symbolic links"
+
+
+def _broken_link(path):
+    """What the symbolic link `path` is when it leads nowhere, `LINK_LOOP` or "a link to
+    TARGET, which does not exist", else None (no link, or one to something)."""
+    if not os.path.islink(path):
+        return None
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return LINK_LOOP
+        return f"a link to {os.readlink(path)}, which does not exist"
+    return None
+
+
 def _fetch_named_data_sets(values, task, from_file=(), origin=None):
     """Downloads (or finds in the cache) each registered data-set name among `values`' data
     fields, before TensorFlow loads: a download that cannot succeed fails in seconds; a name
@@ -331,15 +348,10 @@ def _fetch_named_data_sets(values, task, from_file=(), origin=None):
             _refuse_other_kind(field, value, task, datasets.REGISTRY[value].usage)
             datasets.download(value)
         elif not os.path.exists(value):
-            if os.path.lexists(value):  # a link to nothing (or a loop): named, not its target
-                try:
-                    os.stat(value)
-                except OSError as error:
-                    if error.errno == errno.ELOOP:
-                        raise DataError("a loop of symbolic links; expected a file or folder",
-                                        path=value) from None
-                raise DataError(f"a link to {os.readlink(value)}, which does not exist",
-                                path=value)
+            broken = _broken_link(value)  # named, not its target
+            if broken:
+                raise DataError(broken + ("; expected a file or folder" if broken == LINK_LOOP
+                                          else ""), path=value)
             if value.endswith(("/", os.sep)) and os.path.isfile(value.rstrip("/" + os.sep)):
                 raise DataError("is a file, but the / at its end names a folder; expected the "
                                 "file's path without it", path=value)
@@ -439,15 +451,10 @@ def _refuse_unwritable_paths(values, action):
                              ) from None
         path = Path(value)
         for part in (*reversed(path.parents), path):  # the outermost named first
-            try:
-                os.stat(part)
-            except OSError as error:
-                if error.errno == errno.ELOOP:
-                    raise UsageError(f"{where}: {part} is a loop of symbolic links; expected a "
-                                     "folder or a path to create") from None
-                if part != path and os.path.islink(part):
-                    raise UsageError(f"{where}: {part} is a link to {os.readlink(part)}, which "
-                                     "does not exist; expected a folder") from None
+            broken = _broken_link(part)
+            if broken and (broken == LINK_LOOP or part != path):
+                raise UsageError(f"{where}: {part} is {broken}; expected a folder"
+                                 + (" or a path to create" if broken == LINK_LOOP else ""))
 
 
 def _prepare_action(card, action, values):

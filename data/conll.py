@@ -601,13 +601,15 @@ def find_split_files(directory):
 class TaggingSplits:
     """Train / validation / test sentences (`Sentence` lists), per split the file it was read
     from or how it was held out (`sources`), and per file read its description, its invalid
-    tags (`ConllFile.invalid_tags_report`) and removed characters (`files`)."""
+    tags (`ConllFile.invalid_tags_report`) and removed characters (`files`); `held_out`: the
+    splits drawn from the training file."""
 
     train: list
     validation: list
     test: list
     sources: dict
     files: list
+    held_out: tuple = ()
 
 
 def split_files(data=None, validation_data=None, test_data=None):
@@ -706,6 +708,7 @@ def load_splits(files, val_fraction, test_fraction, seed, **read_options):
           "invalid_tags": c.invalid_tags_report(),
           "invisible_characters_removed_on_lines": c.invisible_lines}
          for c in read.values()],
+        held_out=tuple(missing),
     )
 
 

@@ -106,7 +106,7 @@ class ForgetsItsStepsOnANewChoice:
 
     @choice.setter
     def choice(self, value):
-        if getattr(self, "_choice", None) == value and hasattr(self, "_choice"):
+        if hasattr(self, "_choice") and self._choice == value:
             return
         self._choice = value
         for name in ("train_function", "test_function", "predict_function"):

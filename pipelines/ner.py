@@ -573,8 +573,7 @@ class NerPipeline(Pipeline):
             f"{TASK_NAME}: BiLSTM-{metrics['decoder']} with {config.char_encoder} character "
             f"encoder; test split: {splits.sources['test']}"
             # A held-out split's source counts its sentences already.
-            + ("" if " held out from " in splits.sources["test"]
-               else f", {len(splits.test)} sentences"),
+            + ("" if "test" in splits.held_out else f", {len(splits.test)} sentences"),
             *([prepared.embeddings.summary_line(config.freeze_embeddings)]
               if prepared.embeddings is not None else []),
             entity_scores_table(metrics),

@@ -378,6 +378,18 @@ def data_fingerprints(settings, fields, folder_files=None):
             and os.path.exists(settings[field])}
 
 
+def _recorded_data(run):
+    """`[(setting, record)]` of the run's record of its data (`DATA_FILES`), each record with
+    its `path`; none for a run from before the record. Unreadable or damaged, it is refused,
+    naming the file (it was skipped without a word, and changed data scored)."""
+    record_path = Path(run) / DATA_FILES
+    recorded = read_json(record_path) if record_path.exists() else {}
+    if not isinstance(recorded, dict):
+        return []
+    return [(field, record) for field, record in recorded.items()
+            if isinstance(record, dict) and isinstance(record.get("path"), str)]
+
+
 def check_data_unchanged(run):
     """Refuses to score a run's own test split again when data it trained on (a file or a
     folder) has changed since (`DATA_FILES`; a run without that record is not checked): the
@@ -387,15 +399,9 @@ def check_data_unchanged(run):
     Raises:
         UsageError: naming the file and saying how it changed.
     """
-    record_path = Path(run) / DATA_FILES
-    if not record_path.exists():
-        return  # a run from before the record
-    # Unreadable or damaged: refused, naming the file (it was skipped without a word, and
-    # changed data scored).
-    recorded = read_json(record_path)
-    for record in recorded.values() if isinstance(recorded, dict) else ():
-        path = record.get("path") if isinstance(record, dict) else None
-        if not isinstance(path, str) or not os.path.exists(path):
+    for _, record in _recorded_data(run):
+        path = record["path"]
+        if not os.path.exists(path):
             continue  # gone: the task's own reading says so
         files = record.get("files")
         change = _change(record, data_fingerprint(path, files if isinstance(files, str) else None))
@@ -653,12 +659,10 @@ def _refuse_export_inside_data(run, out):
     `--out` there: the export's files would join the data's fingerprint (evaluate then refused
     the run: "has changed since the run trained on it") and be read as data by the next train
     on the folder (a charrnn train failed on the SavedModel's bytes)."""
-    record_path = Path(run) / DATA_FILES
-    recorded = read_json(record_path) if record_path.exists() else {}
     target = Path(out).resolve()
-    for field, record in recorded.items() if isinstance(recorded, dict) else ():
-        path = record.get("path") if isinstance(record, dict) else None
-        if isinstance(path, str) and Path(path).is_dir() and (
+    for field, record in _recorded_data(run):
+        path = record["path"]
+        if Path(path).is_dir() and (
                 target == Path(path).resolve() or Path(path).resolve() in target.parents):
             raise UsageError(
                 f"--out {out} is inside the --{field.replace('_', '-')} folder {path} that the "

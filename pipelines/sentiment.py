@@ -373,18 +373,23 @@ def checked_classes(classes, path):
     return classes
 
 
+def _words_among(entries, ngrams):
+    """The texts' words among a vocabulary's `entries`: padding and [UNK] are none (ngrams:
+    [UNK] alone)."""
+    return entries - (1 if ngrams else 2)
+
+
 def vocabulary_words(entries, ngrams):
-    """'1,304 n-grams' (or 'tokens') of a vocabulary of `entries`, its padding and [UNK] not
-    counted (ngrams: [UNK] alone): they are no words of the texts ('vocabulary 3 tokens' was
-    said of `--vocabulary-size 3`, which keeps one)."""
-    return f"{entries - (1 if ngrams else 2):,} {'n-grams' if ngrams else 'tokens'}"
+    """'1,304 n-grams' (or 'tokens') of a vocabulary of `entries` (`_words_among`: 'vocabulary
+    3 tokens' was said of `--vocabulary-size 3`, which keeps one)."""
+    return f"{_words_among(entries, ngrams):,} {'n-grams' if ngrams else 'tokens'}"
 
 
 def vocabulary_cap_line(data, ngrams):
     """The summary's line of a vocabulary cut to `--vocabulary-size`, whose entries count
     padding and [UNK] (ngrams: [UNK] alone) beside the tokens kept."""
-    special = 1 if ngrams else 2
-    kept, left_out = data["vocabulary_size"] - special, data["vocabulary_left_out"]
+    kept = _words_among(data["vocabulary_size"], ngrams)
+    left_out = data["vocabulary_left_out"]
     what = "n-grams" if ngrams else "tokens"
     return (f"vocabulary: the {kept:,} most frequent of the {kept + left_out:,} distinct "
             f"training {what} ({data['vocabulary_size']:,} entries with "

@@ -196,15 +196,20 @@ def test_an_id_column_with_a_few_empty_cells_still_names_the_series(cells):
     assert found.series == len({"M0", "M1", *cells} - {"", " ", None})
 
 
+def read_with_the_columns_found(frame, path):
+    """`read_panel` of `frame` written to `path`, with the columns `find_id_column_in_file`
+    finds there."""
+    frame.to_csv(path, index=False)
+    found = find_id_column_in_file(path)
+    return read_panel(path, id_column=found.name, time_column=found.time_column)
+
+
 def test_the_empty_id_cell_of_a_file_is_then_named_by_its_reader(tmp_path):
     frame = long_table(series=3, shuffle=False)
     frame.loc[frame.index[5], "unique_id"] = ""
-    path = tmp_path / "long.csv"
-    frame.to_csv(path, index=False)
-    found = find_id_column_in_file(path)
     with pytest.raises(DataError, match=r"long\.csv: id column 'unique_id' is empty at lines 7; "
                                         r"expected a series id on every row"):
-        read_panel(path, id_column=found.name, time_column=found.time_column)
+        read_with_the_columns_found(frame, tmp_path / "long.csv")
 
 
 def test_a_column_mostly_empty_names_no_series():
@@ -226,12 +231,9 @@ def test_an_id_column_empty_in_an_eighth_of_its_rows_still_names_the_series(tmp_
     frame = shops()
     frame.loc[frame.index[::8], "shop"] = ""
     assert find_id_column(frame) == IdColumn("shop", "date", 6)
-    path = tmp_path / "shops.csv"
-    frame.to_csv(path, index=False)
-    found = find_id_column_in_file(path)
     with pytest.raises(DataError, match=r"id column 'shop' is empty at lines 2, 10, 18, 26, 34 "
                                         r"and 40 more; expected a series id on every row"):
-        read_panel(path, id_column=found.name, time_column=found.time_column)
+        read_with_the_columns_found(frame, tmp_path / "shops.csv")
 
 
 def test_two_columns_of_dates_that_each_show_the_series_are_asked_which_is_the_time():
