@@ -397,11 +397,26 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
 
 
-def _network_remedies(config, data):
+def lookback_that_trains(lookback, fitting_lengths, horizon):
+    """`lookback`, or where it leaves no series the history a training origin takes
+    (`default_min_history`) beside its targets, the longest lookback that lets the longest
+    series train: the default's window comes from the median length, and on a panel of
+    short series its half-window of history may fit none of them, though a shorter window
+    would (`fitting_lengths`: each series' values before its validation origin). Unchanged
+    where no lookback fits (not one value of history beside the targets)."""
+    fitting_lengths = np.asarray(fitting_lengths)
+    room = int(fitting_lengths.max()) - horizon
+    if room < 1 or (fitting_lengths >= default_min_history(lookback, horizon) + horizon).any():
+        return lookback
+    # default_min_history: min(lookback // 2, horizon), and here room < horizon.
+    return min(lookback, 2 * room + 1)
+
+
+def _network_remedies(config, data, lookback_given):
     """What gets the network past series too short for it to train on (`prepare`): the
     longest --lookback whose history fits the longest training part beside twice the horizon,
-    and the longest --holdout that leaves it room (its lookback chosen again from the new
-    horizon, as `prepare` chooses it), as "; expected ..." or ""."""
+    and the longest --holdout that leaves it room (with the --lookback given, or the lookback
+    chosen again from the new horizon, as `prepare` chooses it), as "; expected ..." or ""."""
     h = data.horizon
     longest_train = max(t.size for t in data.train)
     remedies = []
@@ -412,11 +427,12 @@ def _network_remedies(config, data):
     lengths = np.array([t.size + v.size for t, v in zip(data.train, data.holdout)])
     for holdout in range(h - 1, 0, -1):
         train = lengths - holdout
-        if config.lookback is not None:
+        if lookback_given:
             lookback = config.lookback
         else:
             lookback = default_settings(holdout, data.season,
                                         np.maximum(train - holdout, 1))["lookback"]
+            lookback = lookback_that_trains(lookback, train - holdout, holdout)
         if (train - holdout >= default_min_history(lookback, holdout) + holdout).any():
             remedies.append(f"--holdout of at most {holdout}")
             break
@@ -901,10 +917,23 @@ class PanelPipeline(Pipeline):
             if getattr(config, name) is not None:
                 settings[name] = getattr(config, name)
             setattr(config, name, kind(settings[name]))
+        notes = list(data.notes)
         if config.lookback is not None:
             settings["lookback"] = config.lookback
         else:
-            fill_in_setting(config, "lookback", int(settings["lookback"]), source)
+            lookback = int(settings["lookback"])
+            fitting = lengths - data.horizon
+            shorter = lookback_that_trains(lookback, fitting, data.horizon)
+            if shorter != lookback:
+                notes.append(
+                    f"lookback {shorter}, not the default's {lookback}: a window of "
+                    f"{lookback} takes {default_min_history(lookback, data.horizon)} values of "
+                    f"history before a training target, and no series has them beside its "
+                    f"targets and validation values (the longest has "
+                    f"{plural(int(fitting.max() - data.horizon), 'value')}); a window of "
+                    f"{shorter} takes {default_min_history(shorter, data.horizon)}")
+                settings["lookback"] = lookback = shorter
+            fill_in_setting(config, "lookback", lookback, source)
         # An epoch is `steps_per_epoch` batches of the endless window sampler; the network
         # trains for the default's steps unless --epochs says otherwise (early stopping on
         # the validation origin may end it sooner).
@@ -925,12 +954,12 @@ class PanelPipeline(Pipeline):
                              f"would forecast none of them; give a lookback of at most "
                              f"{longest}, or leave it to the data")
         trainable = [s for s in fit_series if s.size >= min_history + h]
-        notes = list(data.notes)
         if not trainable:
             raise DataError(f"no series has the {min_history + 2 * h} values the network "
                             f"needs before the holdout ({min_history} of history and twice "
                             f"the horizon {h}: training targets and validation)"
-                            f"{_network_remedies(config, data)}", path=data.source)
+                            f"{_network_remedies(config, data, 'lookback' in given)}",
+                            path=data.source)
         if config.model == "auto" and "arima" not in classical_members(config, data.season):
             notes.append(f"arima left out: its seasonal search on a season of {data.season} "
                          f"(above {ETS_MAX_SEASON}) takes seconds per series; ets fits the "

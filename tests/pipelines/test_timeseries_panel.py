@@ -987,30 +987,58 @@ def test_the_default_lookback_lets_the_network_be_scored_at_the_validation_origi
     assert prepared.data.horizon == 7 and config.lookback == 26
 
 
-def test_series_too_short_for_the_network_are_refused_naming_what_gets_past_it(tmp_path):
-    # 4 monthly series of 40 values, season and holdout 12: 28 before the holdout, where the
-    # network needs 8 of history and twice 12. The message named no way past it.
+def _monthly_panel(path, values):
     rows = [(f"s{i}", str(stamp.date()), 50.0 + i + 10 * np.sin(stamp.month / 2) + (k % 3))
             for i in range(4)
-            for k, stamp in enumerate(pd.date_range("2018-01-31", periods=40, freq="ME"))]
-    pd.DataFrame(rows, columns=["id", "date", "y"]).to_csv(tmp_path / "m.csv", index=False)
+            for k, stamp in enumerate(pd.date_range("2018-01-31", periods=values, freq="ME"))]
+    pd.DataFrame(rows, columns=["id", "date", "y"]).to_csv(path, index=False)
 
-    def prepare(**settings):
-        config = TimeseriesConfig(data=str(tmp_path / "m.csv"), id_column="id",
-                                  time_column=["date"], season=12, **settings)
-        return PANEL_PIPELINE.prepare(config, Distribution())
 
-    with pytest.raises(DataError, match=r"no series has the 32 values the network needs before "
-                                        r"the holdout \(8 of history and twice the horizon 12: "
+def _prepare_panel(path, **settings):
+    config = TimeseriesConfig(data=str(path), id_column="id", time_column=["date"], season=12,
+                              **settings)
+    return PANEL_PIPELINE.prepare(config, Distribution())
+
+
+def test_the_default_lookback_shrinks_to_one_that_lets_short_series_train(tmp_path):
+    # 4 monthly series of 40 values, season and holdout 12: 28 before the holdout. The
+    # default's window (the median history, 16) takes 8 of history before a training target,
+    # and 8 + twice 12 is more than 28, so the run was refused, though --lookback 9 (4 of
+    # history) trains.
+    _monthly_panel(tmp_path / "m.csv", 40)
+    prepared = _prepare_panel(tmp_path / "m.csv", model="nbeats")
+    assert prepared.data.horizon == 12 and prepared.network["lookback"] == 9
+    assert prepared.network["min_history"] == 4
+    assert ("lookback 9, not the default's 16: a window of 16 takes 8 values of history before "
+            "a training target, and no series has them beside its targets and validation values "
+            "(the longest has 4 values); a window of 9 takes 4") in prepared.notes
+    # Where the default fits, it stays: 5 more values give its window the history it takes.
+    _monthly_panel(tmp_path / "longer.csv", 50)
+    prepared = _prepare_panel(tmp_path / "longer.csv", model="nbeats")
+    assert prepared.network["lookback"] > 16
+    assert not any(note.startswith("lookback") for note in prepared.notes)
+
+
+def test_series_too_short_for_the_network_are_refused_naming_what_gets_past_it(tmp_path):
+    # A lookback given stays: the message names the longest that fits, or the holdout that
+    # fits beside it.
+    _monthly_panel(tmp_path / "m.csv", 40)
+    with pytest.raises(DataError, match=r"no series has the 34 values the network needs before "
+                                        r"the holdout \(10 of history and twice the horizon 12: "
                                         r"training targets and validation\); expected "
                                         r"--lookback of at most 9 or --holdout of at most 10$"):
-        prepare(model="nbeats")
-    assert prepare(model="nbeats", lookback=9).data.horizon == 12
-    assert prepare(model="nbeats", holdout=10).data.horizon == 10
-    # A lookback given stays: the holdout that fits beside it.
-    with pytest.raises(DataError, match=r"--lookback of at most 9 or --holdout of at most 11$"):
-        prepare(model="nbeats", lookback=10)
-    assert prepare(model="nbeats", lookback=10, holdout=11).data.horizon == 11
+        _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=20)
+    assert _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=9).data.horizon == 12
+    assert _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=20,
+                          holdout=10).data.horizon == 10
+    # 36 values leave no history beside twice the horizon: no lookback trains, a shorter
+    # holdout does, its default lookback shrunk as above (the message named the holdout that
+    # fits the lookback chosen for 12, not the one chosen for it).
+    _monthly_panel(tmp_path / "short.csv", 36)
+    with pytest.raises(DataError, match=r"no series has the 30 values .*; expected --holdout of "
+                                        r"at most 11$"):
+        _prepare_panel(tmp_path / "short.csv", model="nbeats")
+    assert _prepare_panel(tmp_path / "short.csv", model="nbeats", holdout=11).data.horizon == 11
 
 
 def test_a_network_no_validation_history_can_feed_is_left_out_of_the_choice(tmp_path, capsys):
