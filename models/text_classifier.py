@@ -50,13 +50,28 @@ STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation", None
 MEMBER_SEED_STRIDE = 1000
 
 
+# Unicode's white space: TensorFlow's whitespace split parts words at ASCII's alone, so
+# "good\xa0movie" (a no-break space, common in text taken from web pages) was one word, out of
+# every vocabulary; U+2000-U+200A, U+2028, U+3000 and the rest likewise. The same class as the
+# translation tokenizer's (`data/translation.py`).
+UNICODE_SPACE = r"[\s\pZ\x0b\x1c-\x1f\x85]+"
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def split_at_white_space(texts):
+    """`TextVectorization`'s split: words parted by any Unicode white space (`str.split()`'s
+    rule), not ASCII's alone."""
+    return tf.strings.split(tf.strings.regex_replace(texts, UNICODE_SPACE, " "))
+
+
 def _derived_seed(seed, offset):
     return None if seed is None else seed + offset
 
 
 def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_length=64,
                     standardize="lower_and_strip_punctuation", ngrams=2, truncate="end"):
-    """The `TextVectorization` layer of a classifier of `kind`, splitting on whitespace.
+    """The `TextVectorization` layer of a classifier of `kind`, splitting on white space of
+    every kind (`split_at_white_space`).
 
     Word-sequence kinds: token ids `int64[B, sequence_length]` padded with id 0 (id 1 is
     `[UNK]`), longer texts cut at the end; with `truncate="start"`, `int64[B, T]` padded to the
@@ -75,11 +90,11 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
     """
     if kind == "ngrams":
         return keras.layers.TextVectorization(
-            max_tokens=max_tokens, standardize=standardize, split="whitespace", ngrams=ngrams,
+            max_tokens=max_tokens, standardize=standardize, split=split_at_white_space, ngrams=ngrams,
             output_mode="multi_hot", sparse=True, vocabulary=vocabulary, name="vectorizer",
         )
     return keras.layers.TextVectorization(
-        max_tokens=max_tokens, standardize=standardize, split="whitespace", output_mode="int",
+        max_tokens=max_tokens, standardize=standardize, split=split_at_white_space, output_mode="int",
         output_sequence_length=sequence_length if truncate == "end" else None,
         vocabulary=vocabulary, name="vectorizer",
     )

@@ -237,6 +237,28 @@ def test_count_tokens_counts_the_words_the_model_reads_before_any_cut():
     assert count_tokens([]).tolist() == []
 
 
+@pytest.mark.parametrize("kind", ["gru", "ngrams"])
+def test_words_are_parted_by_white_space_of_every_kind_as_str_split_parts_them(kind, tmp_path):
+    # TensorFlow's whitespace split parted words at ASCII's white space alone: "good\xa0movie"
+    # (a no-break space, as text from web pages has) was one word, unknown to the vocabulary
+    # learned from "good movie". The reference is Python's str.split().
+    spaces = "\xa0\u2003\u3000\u2028\x85\x1f\u202f\u1680"
+    texts = [f"good{space}movie" for space in spaces] + ["good movie", "dull\u2009plot"]
+    for text in texts:
+        assert count_tokens([text]).tolist() == [len(text.split())]
+    vocabulary = adapt_vocabulary(texts, kind=kind)
+    expected = {"good", "movie", "dull", "plot"} | (
+        {"good movie", "dull plot"} if kind == "ngrams" else {"", "[UNK]"})
+    assert set(vocabulary) == expected | {"[UNK]"}
+    model = tiny_classifier(kind, vocabulary=vocabulary)
+    spaced = model(tf.constant(["good movie"] * len(spaces))).numpy()
+    np.testing.assert_array_equal(model(tf.constant(texts[:len(spaces)])).numpy(), spaced)
+    # A saved model splits alike when loaded.
+    model.save(tmp_path / "m.keras")
+    loaded = keras.models.load_model(tmp_path / "m.keras")
+    np.testing.assert_array_equal(loaded(tf.constant(texts[:len(spaces)])).numpy(), spaced)
+
+
 @pytest.mark.parametrize("kind", ["gru", "transformer"])
 def test_truncate_start_reads_the_last_words_and_end_the_first(kind):
     words = [f"w{i}" for i in range(20)]
