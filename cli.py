@@ -429,24 +429,26 @@ def _refuse_empty_paths(values, origin=None):
                                          else ""))
 
 
-def _refuse_unwritable_paths(values, action):
+def _refuse_unwritable_paths(values, action, origin=None):
     """Refuses, before any work, a path to write that the writing would fail on only after it:
     a run's or export's name whose bytes are not UTF-8 (TensorFlow writes a SavedModel only
     under a UTF-8 name: a train ended in a UnicodeEncodeError traceback after its last epoch,
     and so did every rerun), a loop of links, or a folder on the way that is a link to nothing
-    (tracebacks of RuntimeError and FileExistsError)."""
+    (tracebacks of RuntimeError and FileExistsError). `origin`: the config file that gave
+    `values` (None: flags)."""
     fields = ("out", "output", *(("run",) if action == "export" else ()))
     for name in fields:
         value = values.get(name)
         if not isinstance(value, str):
             continue
-        where = f"--{name} {quoted(value)}"
+        label = f"{origin}: {name}" if origin else f"--{name}"
+        where = f"{label} {quoted(value)}"
         try:
             if name != "output":  # a CSV or text file takes any name
                 value.encode("utf-8")
         except UnicodeEncodeError:  # its bytes shown as typed (r\xff), not Python's r\udcff
             typed = os.fsencode(value).decode("utf-8", "backslashreplace")
-            raise UsageError(f"--{name} {typed}: the name holds bytes that are not UTF-8 text; "
+            raise UsageError(f"{label} {typed}: the name holds bytes that are not UTF-8 text; "
                              "TensorFlow writes a model only under a UTF-8 name: rename it"
                              ) from None
         path = Path(value)
@@ -473,6 +475,8 @@ def _prepare_action(card, action, values):
         file_values = read_config_file(config_file) if config_file else {}
         _refuse_empty_paths(file_values, origin=config_file)
         _expand_home(file_values)
+        if values.get("out") is None:  # the file's `out` is the run's
+            _refuse_unwritable_paths({"out": file_values.get("out")}, action, config_file)
         # Typed before the data settings read them (`{"time_column": 5}` was a TypeError).
         file_values = checked_file_values(card.config_class, file_values,
                                           origin=config_file or "config")

@@ -579,6 +579,26 @@ def test_paths_to_write_that_would_fail_after_the_work_are_refused_before_it(
     assert capsys.readouterr().err == f"seqlab {argv[0]} {argv[1]}: error: {expected}\n"
 
 
+def test_a_config_files_out_that_would_fail_after_the_work_is_refused_before_it(
+        tmp_path, monkeypatch, capsys):
+    # The check read the flags alone: a config file's `out` through a loop of links trained,
+    # then ended in pathlib's "Symlink loop" traceback.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("t,y\n1,1\n2,2\n")
+    (tmp_path / "loop").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop")
+    (tmp_path / "c.json").write_text('{"data": "data.csv", "out": "loop/run"}')
+    monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
+    assert cli.main(["timeseries", "train", "--config", "c.json"]) == 2
+    assert capsys.readouterr().err == (
+        "seqlab timeseries train: error: c.json: out 'loop/run': loop is a loop of symbolic "
+        "links; expected a folder or a path to create\n")
+    # An --out given wins over the file's, which is then not read.
+    (tmp_path / "c.json").write_text('{"data": "data.csv", "out": "loop/run", "epochs": 0}')
+    assert cli.main(["timeseries", "train", "--config", "c.json", "--out", "r"]) == 2
+    assert "loop" not in capsys.readouterr().err
+
+
 def test_a_csv_to_write_may_have_a_name_that_is_not_utf8(tmp_path, monkeypatch):
     # Only a SavedModel needs a UTF-8 name: predict's --output writes any name.
     monkeypatch.chdir(tmp_path)
