@@ -352,10 +352,10 @@ class TextGenerator:
 
         Refused with `tf.errors.InvalidArgumentError` naming the argument: an input that is not
         a vector (rank 1), inputs of different lengths, a prompt that is not UTF-8, `num_chars`
-        outside
-        `[0, MAX_NUM_CHARS]`, a `temperature` that is negative, NaN or infinite; and, before any
-        work, a request of more than `MAX_REQUEST_STEPS` steps (prompts x the largest
-        `num_chars`) or `MAX_PROMPT_CHARS` prompt characters (prompts x the longest prompt).
+        outside `[0, MAX_NUM_CHARS]`, a `temperature` that is negative, NaN or infinite, a
+        negative `seed` (as `--seed`); and, before any work, a request of more than
+        `MAX_REQUEST_STEPS` steps (prompts x the largest `num_chars`) or `MAX_PROMPT_CHARS`
+        prompt characters (prompts x the longest prompt).
         """
         shapes = {name: dynamic_shape(value) for name, value in (
             ("prompt", prompt), ("num_chars", num_chars), ("temperature", temperature),
@@ -385,6 +385,9 @@ class TextGenerator:
                     temperature, 0.0, message="temperature must be finite and >= 0"),
                 tf.debugging.assert_less(
                     temperature, float("inf"), message="temperature must be finite and >= 0"),
+                # As `seqlab charrnn predict --seed` refuses it: a negative seed was answered.
+                tf.debugging.assert_non_negative(
+                    seed, message=f"seed must lie in [0, {2**31 - 1}]"),
                 # Its bytes come back in the text: a prompt that is not UTF-8 made an answer
                 # that the client's decode refused.
                 tf.debugging.assert_equal(

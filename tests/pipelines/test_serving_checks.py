@@ -103,6 +103,8 @@ def test_charrnn_generate_and_step_inputs_are_checked(tmp_path):
         ({"temperature": tf.constant([-0.5, 1.0])}, "temperature must be finite and >= 0"),
         ({"prompt": tf.constant([["a", "b"]])}, r"prompt must be a vector \[batch\] \(rank 1\)"),
         ({"seed": tf.constant([1])}, "seed must have one value per prompt"),
+        # As --seed: a negative seed was answered.
+        ({"seed": tf.constant([-1, 2])}, r"seed must lie in \[0, 2147483647\]"),
         # Its bytes were echoed into an answer the client's decode refused.
         ({"prompt": tf.constant([b"ok", b"\xff\xfe\xed\xa0\x80"])}, "prompt must be UTF-8 text"),
     ]:
