@@ -12,7 +12,7 @@ from seqlab.layers import GRU, LSTM, reset_states
 from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
-from seqlab.models.serving import checked_ids, dynamic_shape
+from seqlab.models.serving import checked_ids, checked_utf8, dynamic_shape
 
 RECURRENT_LAYERS = {"gru": GRU, "lstm": LSTM}
 # The ids a `keras.layers.StringLookup` with a mask token and one OOV token gives them.
@@ -374,6 +374,9 @@ class TextGenerator:
                 for name, shape in shapes.items() if name != "prompt"
             ]
         with tf.control_dependencies(checks):
+            # Its bytes come back in the text: a prompt that is not UTF-8 made an answer that
+            # the client's decode refused.
+            prompt = checked_utf8(prompt, "prompt")
             checks = [
                 tf.debugging.assert_greater_equal(
                     num_chars, 0,
@@ -388,12 +391,6 @@ class TextGenerator:
                 # As `seqlab charrnn predict --seed` refuses it: a negative seed was answered.
                 tf.debugging.assert_non_negative(
                     seed, message=f"seed must lie in [0, {2**31 - 1}]"),
-                # Its bytes come back in the text: a prompt that is not UTF-8 made an answer
-                # that the client's decode refused.
-                tf.debugging.assert_equal(
-                    tf.reduce_all(tf.equal(prompt, tf.strings.unicode_transcode(
-                        prompt, "UTF-8", "UTF-8", errors="replace"))), True,
-                    message="prompt must be UTF-8 text"),
             ]
             # The work of the whole request: every row runs as many steps as the longest
             # continuation, and reads as many characters as the longest prompt (an empty prompt

@@ -26,6 +26,17 @@ def checked_rank(tensor, name, expected, rank):
         return tf.identity(tensor)
 
 
+def checked_utf8(strings, name):
+    """`strings` behind a check inside the graph that every one is UTF-8 text
+    (`InvalidArgumentError` "`name` must be UTF-8 text"), as the command line refuses a file that
+    is not: the graph's string ops read such bytes without a word (a made-up answer)."""
+    valid = tf.reduce_all(tf.equal(
+        strings, tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace")))
+    checked = tf.debugging.assert_equal(valid, True, message=f"{name} must be UTF-8 text")
+    with tf.control_dependencies([checked]):
+        return tf.identity(strings)
+
+
 def checked_ids(ids, name, size, size_name):
     """`ids` as int32 `[B, T]`, refused unless they are integer ids of rank 2 within
     `[0, size)`: a `ValueError` for the dtype or a known wrong rank, an `InvalidArgumentError`

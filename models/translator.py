@@ -23,7 +23,7 @@ from seqlab.layers._frozen import KeepsFrozenLayers
 from seqlab.layers.registry import bidirectional
 from seqlab.models._training import TracesTrainingOnce
 from seqlab.models.samplers import BeamSampler, get_sampler
-from seqlab.models.serving import checked_ids, checked_rank
+from seqlab.models.serving import checked_ids, checked_rank, checked_utf8
 
 KINDS = ("gru-attention", "transformer")
 PADDING_ID = 0
@@ -630,10 +630,11 @@ class TextTranslator:
     def export_archive(self, beam_width, length_penalty):
         """A `keras.export.ExportArchive` of `serving_default(text: string[None]) ->
         {"translation": string[None]}`: tokenising, beam search with these settings and
-        detokenising, all inside the graph; `write_out(path)` writes the SavedModel. A text of
-        more than `MAX_INPUT_TOKENS` tokens is refused (`InvalidArgumentError`), and so is a
-        batch of more than one text beyond `MAX_REQUEST_POSITIONS` (texts x beam width x (the
-        longest text's tokens + the model's `max_length`)); an empty batch gets an empty batch."""
+        detokenising, all inside the graph; `write_out(path)` writes the SavedModel. A text
+        that is not UTF-8 or of more than `MAX_INPUT_TOKENS` tokens is refused
+        (`InvalidArgumentError`), and so is a batch of more than one text beyond
+        `MAX_REQUEST_POSITIONS` (texts x beam width x (the longest text's tokens + the model's
+        `max_length`)); an empty batch gets an empty batch."""
         translate = self.function(beam_width, length_penalty)  # the one `translate` uses
         hypotheses = beam_width or 1
         positions_message = (
@@ -643,7 +644,7 @@ class TextTranslator:
 
         def serve(text):
             # Checked in the graph: the loaded signature checks no shapes itself.
-            text = checked_rank(text, "text", "a vector [batch]", 1)
+            text = checked_utf8(checked_rank(text, "text", "a vector [batch]", 1), "text")
             lengths = self.tokenize(text).row_lengths()
             longest = tf.reduce_max(tf.concat([tf.cast(lengths, tf.int32), [0]], axis=0))
             too_long = tf.debugging.assert_less_equal(

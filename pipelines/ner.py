@@ -51,7 +51,7 @@ from seqlab.data.conll import (
     to_bio,
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
-from seqlab.models.serving import checked_rank, dynamic_shape
+from seqlab.models.serving import checked_rank, checked_utf8, dynamic_shape
 from seqlab.models.tagger import SequenceTagger, bio_transition_constraints
 from seqlab.pipelines.common import (
     ActionResult,
@@ -383,8 +383,9 @@ def export_saved_model(model, vocabulary, path):
     (`repair_bio_graph`: an I-X that continues nothing is B-X); an empty batch (shape `[0, n]` or
     `[n, 0]`) gets an empty result of its shape. Words are lower-cased and looked up,
     words split into characters and looked up, inside the graph, with the run's vocabularies.
-    A row of more than `MAX_SENTENCE_TOKENS` words, or a request of more than
-    `MAX_REQUEST_TOKENS` (rows x words), is refused (`InvalidArgumentError`) before any work.
+    A row of more than `MAX_SENTENCE_TOKENS` words, a request of more than
+    `MAX_REQUEST_TOKENS` (rows x words), or a token that is not UTF-8 (as predict refuses such a
+    file) is refused (`InvalidArgumentError`) before any work.
     """
     word_lookup, char_lookup = vocabulary.lookup_layers()
     tag_names = tf.constant(vocabulary.tags)
@@ -405,7 +406,8 @@ def export_saved_model(model, vocabulary, path):
 
     def serve(tokens):
         # Checked in the graph: the loaded signature checks no shapes itself.
-        tokens = checked_rank(tokens, "tokens", "a matrix [batch, words] of strings", 2)
+        tokens = checked_utf8(
+            checked_rank(tokens, "tokens", "a matrix [batch, words] of strings", 2), "tokens")
         # Bounded before any lookup: the work and memory of a request grow with rows x words.
         shape = dynamic_shape(tokens)
         # A row's words are its strings but the padding "" (an empty batch has none).

@@ -41,7 +41,7 @@ from seqlab.data.classification import (
 )
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.data.errors import DataError, decode_utf8
-from seqlab.models.serving import checked_rank
+from seqlab.models.serving import checked_rank, checked_utf8
 from seqlab.models.text_classifier import (
     AUTO_CHOICES,
     AutoTextClassifier,
@@ -316,14 +316,15 @@ def export_saved_model(model, classes, path):
     """Writes a SavedModel whose `serving_default` classifies raw strings.
 
     `serving_default(text: string[None]) -> {"probabilities": float32[None, n_classes],
-    "label": string[None]}`; the label is the class of highest probability. Written to a
+    "label": string[None]}`; the label is the class of highest probability. A text that is not
+    UTF-8 is refused (`InvalidArgumentError`), as predict refuses such a file. Written to a
     temporary directory, then renamed.
     """
     class_names = tf.constant(list(classes), dtype=tf.string)
 
     def serve(text):
         # Checked in the graph: the loaded signature checks no shapes itself.
-        text = checked_rank(text, "text", "a vector [batch] of strings", 1)
+        text = checked_utf8(checked_rank(text, "text", "a vector [batch] of strings", 1), "text")
         probabilities = model(text, training=False)
         label = tf.gather(class_names, tf.argmax(probabilities, axis=-1))
         return {"probabilities": probabilities, "label": label}

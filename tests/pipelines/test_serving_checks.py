@@ -268,3 +268,17 @@ def test_sentiment_empty_batch_gets_empty_results(tmp_path):
         with pytest.raises(REFUSED, match=r"text must be a vector \[batch\] of strings "
                                           r"\(rank 1\)"):
             serve(text=text)
+
+
+@pytest.mark.parametrize("task, argument, good, bad", [
+    ("sentiment", "text", ["é dog"], [b"ok", b"a \xff\xfe"]),
+    ("translate", "text", ["é dog"], [b"ok", b"a \xff\xfe"]),
+    ("ner", "tokens", [["é", "dog"]], [[b"ok", b"\xed\xa0\x80"]]),
+])
+def test_text_signatures_refuse_strings_that_are_not_utf8(tmp_path, task, argument, good, bad):
+    # As predict refuses such a file (and charrnn's generate such a prompt): they were answered.
+    _, _, saved = exported(task, tmp_path)
+    serve = saved.signatures["serving_default"]
+    serve(**{argument: tf.constant(good)})
+    with pytest.raises(REFUSED, match=f"{argument} must be UTF-8 text"):
+        serve(**{argument: tf.constant(bad)})
