@@ -484,14 +484,14 @@ def _prepare_action(card, action, values):
         check_given_settings(card.config_class, {
             name: value for name, value in file_values.items() if values.get(name) is None
         }, origin=config_file)
-        check_given_settings(card.config_class, values)
+        check_given_settings(card.config_class, values, as_flags=True)
         if card.data_settings is not None:
             found, notes = card.data_settings({**file_values, **values})
             values.update(found)
             for note in notes:
                 print(f"{PROG} {card.name} train: {note}", file=sys.stderr)
         config = make_config(card.config_class, file_values, values,
-                             origin=config_file or "config")
+                             origin=config_file or "config", as_flags=True)
         from_file = file_settings(file_values, values)
         refuse_unread_settings(config, from_file, config_file)  # named as the file gave them
         if config.out is None:

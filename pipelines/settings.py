@@ -162,12 +162,12 @@ def check_settings(config):
         _check_setting(field, getattr(config, field.name))
 
 
-def check_given_settings(config_class, values, origin=None):
+def check_given_settings(config_class, values, origin=None, as_flags=False):
     """The settings in `values` (flags and a config file's, before the config is built) checked
     as `check_settings` checks a config's, so that a value beyond its limit is refused before
     any data is read (the id column found in a long table was reported first); unset (None)
     and unknown names are left to the config. `origin`: the config file they came from, named
-    in front of the message.
+    in front of the message. `as_flags`: `values` are flags, named as such (`named_as_flags`).
 
     Raises:
         UsageError: "<name> must ... Received: <name>=<value>".
@@ -178,7 +178,9 @@ def check_given_settings(config_class, values, origin=None):
             if name in fields and value is not None:
                 _check_setting(fields[name], value)
     except ValueError as error:
-        raise UsageError(f"{origin}: {error}" if origin else str(error)) from None
+        given = {name for name, value in values.items() if value is not None}
+        message = named_as_flags(str(error), given) if as_flags else str(error)
+        raise UsageError(f"{origin}: {message}" if origin else message) from None
 
 
 def _check_setting(field, value):
@@ -313,6 +315,29 @@ def _field_type(field):
 
 def flag_name(name):
     return "--" + name.replace("_", "-")
+
+
+def named_as_flags(message, names):
+    """A refused setting's `message` ("<name> must ... Received: <name>=<value>, ...", as the
+    config checks word it for Python) as the command line says it: each of `names`, the
+    settings that are flags there, written as its flag ("--lookback must be at least 1.
+    Received: --lookback 0"; a switch as typed, `--crf` or `--no-crf`; "no --embeddings" for
+    one left unset). Before "Received:" only the subject and names with an underscore are
+    rewritten: a plain name elsewhere may be a word of the sentence ("a target is a column")."""
+    head, mark, received = message.rpartition(" Received: ")
+    if not mark:
+        head, received = message, ""
+    for name in names:
+        flag = flag_name(name)
+        if "_" in name:
+            head = re.sub(rf"(?<![\w-]){name}(?!\w)", flag, head)
+        else:
+            head = re.sub(rf"^{name}(?![\w-])", flag, head)
+        for value, typed in ((True, typed_flag(name, True)), (False, typed_flag(name, False)),
+                             (None, f"no {flag}")):
+            received = re.sub(rf"(?<![\w-]){name}={value}\b", typed, received)
+        received = re.sub(rf"(?<![\w-]){name}=", f"{flag} ", received)
+    return head + (mark + received if mark else "")
 
 
 def typed_flag(name, value):
@@ -568,7 +593,8 @@ def checked_file_values(config_class, file_values, origin="config"):
     return values
 
 
-def make_config(config_class, file_values=None, flag_values=None, origin="config"):
+def make_config(config_class, file_values=None, flag_values=None, origin="config",
+                as_flags=False):
     """Builds a config: dataclass defaults, then the config file's values, then the flags.
 
     Args:
@@ -577,6 +603,9 @@ def make_config(config_class, file_values=None, flag_values=None, origin="config
             refused).
         flag_values: settings given on the command line (already typed by argparse).
         origin: the config file's name, for messages.
+        as_flags: name in messages every setting but those of the config file as its flag
+            (`named_as_flags`), as the command line does; from Python they are keyword
+            arguments, named as such.
 
     Raises:
         UsageError: an unknown key, a value of the wrong type or one the config refuses.
@@ -602,7 +631,8 @@ def make_config(config_class, file_values=None, flag_values=None, origin="config
         received = str(error).rpartition("Received:")[2]
         named = set(re.findall(r"(\w+)=", received)) | set(re.findall(r"^(\w+) ", str(error)))
         where = f"{origin}: " if named & from_file else ""
-        raise UsageError(f"{where}{error}") from None
+        message = named_as_flags(str(error), fields.keys() - from_file) if as_flags else str(error)
+        raise UsageError(f"{where}{message}") from None
 
 
 def file_settings(file_values, flag_values):

@@ -13,6 +13,9 @@ import pytest
 
 from seqlab import cli
 from seqlab.data.errors import DataError
+from seqlab.pipelines.configs.timeseries import TimeseriesConfig
+from seqlab.pipelines.errors import UsageError
+from seqlab.pipelines.settings import make_config
 
 
 
@@ -198,8 +201,8 @@ def test_limits_are_checked_before_the_data_is_read_and_a_config_file_is_named(
     pd.DataFrame({"store": np.repeat(["a", "b"], 30), "day": np.tile(steps, 2),
                   "y": np.tile(np.sin(steps), 2)}).to_csv("long.csv", index=False)
     assert cli.main(["timeseries", "train", "--data", "long.csv", "--epochs", "100001"]) == 2
-    assert capsys.readouterr().err == ("seqlab timeseries train: error: epochs must be at most "
-                                       "100000. Received: epochs=100001\n")
+    assert capsys.readouterr().err == ("seqlab timeseries train: error: --epochs must be at most "
+                                       "100000. Received: --epochs 100001\n")
     Path("c.toml").write_text("epochs = 1000000\n")
     assert cli.main(["timeseries", "train", "--data", "long.csv", "--config", "c.toml"]) == 2
     assert capsys.readouterr().err == ("seqlab timeseries train: error: c.toml: epochs must be "
@@ -500,12 +503,36 @@ def test_a_config_files_refused_value_is_named_as_the_file_gave_it(tmp_path, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]
 
 
+@pytest.mark.parametrize("flags, expected", [
+    # Each named the setting ("lookback must be at least 1. Received: lookback=0").
+    (["--lookback", "0"], "--lookback must be at least 1. Received: --lookback 0"),
+    (["--season", "0"], "--season must be at least 1. Received: --season 0"),
+    (["--backtest", "-1"], "--backtest must be at least 0. Received: --backtest -1"),
+    (["--horizon", "10001"], "--horizon must be at most 10000. Received: --horizon 10001"),
+    (["--val-fraction", "1"], "--val-fraction must lie in [0, 1), --test-fraction in (0, 1), "
+                              "their sum below 1. Received: --val-fraction 1.0, "
+                              "--test-fraction 0.15"),
+    (["--model", "transformer", "--units", "9", "--num-heads", "2"],
+     "--units (the transformer's width) must be a multiple of --num-heads. Received: --units 9, "
+     "--num-heads 2"),
+])
+def test_a_refused_timeseries_flag_is_named_as_typed(tmp_path, monkeypatch, capsys, flags,
+                                                     expected):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["timeseries", "train", *flags]) == 2
+    assert capsys.readouterr().err == f"seqlab timeseries train: error: {expected}\n"
+    assert list(tmp_path.iterdir()) == []
+    # From Python the settings are arguments, named as such.
+    with pytest.raises(UsageError, match=r"^lookback must be at least 1\. Received: lookback=0$"):
+        make_config(TimeseriesConfig, flag_values={"lookback": 0})
+
+
 def test_a_flag_over_a_config_files_value_is_named_as_a_flag(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     Path("c.toml").write_text("dropout = 0.5\n")
     assert cli.main(["timeseries", "train", "--config", "c.toml", "--dropout", "1.5"]) == 2
-    assert capsys.readouterr().err == ("seqlab timeseries train: error: dropout must lie in "
-                                       "[0, 1). Received: dropout=1.5\n")
+    assert capsys.readouterr().err == ("seqlab timeseries train: error: --dropout must lie in "
+                                       "[0, 1). Received: --dropout 1.5\n")
     Path("c.toml").write_text('no-crf = true\n')
     assert cli.main(["ner", "train", "--config", "c.toml"]) == 2
     assert "c.toml: unknown setting 'no_crf' (write crf = false); the settings are: " in \
