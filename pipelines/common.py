@@ -99,7 +99,7 @@ def write_bytes_atomic(path, data):
     blocking = next((p for p in path.parents if p.exists()), None)
     if blocking is not None and not blocking.is_dir():
         raise UsageError(f"{path}: cannot write there ({blocking} is a file, not a folder)")
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    temporary = _temporary_file(path, blocking)
     try:
         with written_or_refused(path):  # read-only, under a file, disk full, ...
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +110,21 @@ def write_bytes_atomic(path, data):
             temporary.unlink(missing_ok=True)
         except OSError:  # its folder could not be made: there is no temporary
             pass
+
+
+def _temporary_file(path, folder):
+    """`.NAME.tmp-PID` beside `path`, NAME cut to keep it within the longest name the file
+    system takes in `folder` (`path`'s or the nearest that exists; 255 bytes where it does not
+    say): a name of 241 to 255 bytes, fine itself, was refused as too long for its temporary's."""
+    suffix = f".tmp-{os.getpid()}"
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, TypeError, ValueError):  # no folder, or none that tells
+        longest = 255
+    # In bytes, as the limit counts them: a UTF-8 character cut in two (or a name that is not
+    # UTF-8) is kept as its bytes, which fsdecode and fsencode carry unchanged.
+    name = os.fsencode(path.name)[:max(1, longest - len(suffix) - 1)]
+    return path.with_name(f".{os.fsdecode(name)}{suffix}")
 
 
 def _opened_special(path):

@@ -147,6 +147,20 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     assert (tmp_path / "sub" / "a.txt").read_text() == "two"
 
 
+# The é names: one is cut inside a character, whatever the length of the process id.
+@pytest.mark.parametrize("name", ["a" * 251 + ".txt", "é" * 125 + ".txt", "aé" + "é" * 124 + ".tx",
+                                  "b" * 255])
+def test_atomic_write_takes_any_name_the_file_system_takes(tmp_path, name):
+    # Names of 241 to 255 bytes were refused, "File name too long": the temporary's name
+    # (".NAME.tmp-PID") was longer.
+    if os.pathconf(tmp_path, "PC_NAME_MAX") < 255:
+        pytest.skip("the file system takes shorter names")
+    write_text_atomic(tmp_path / name, "one")
+    write_text_atomic(tmp_path / name, "two")
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert (tmp_path / name).read_text() == "two"
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
 def test_atomic_write_writes_into_a_named_pipe_or_device_instead_of_replacing_it(tmp_path,
                                                                                    capsys):
