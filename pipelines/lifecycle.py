@@ -175,6 +175,14 @@ class RecordFitEnd(keras.callbacks.Callback):
         self.record()
 
 
+def unreadable_run_file(path):
+    """The refusal of a run's file that is there but that this user may not read: it was
+    reported as damaged (a model.keras read as no archive) or missing, and a retraining was
+    advised."""
+    return UsageError(f"{path}: cannot be read (Permission denied): this user may not read it; "
+                      "give them read permission, or run as the file's owner")
+
+
 # A model's sizes that its config.json gives and that a weight's shape need not show.
 SHAPE_SETTINGS = ("lookback", "n_features", "horizon", "n_targets")
 
@@ -788,6 +796,8 @@ class Pipeline:
             artifacts = self.read_artifacts(record.path, config)
         except (DataError, UsageError):
             raise
+        except PermissionError as error:
+            raise unreadable_run_file(error.filename) from None
         except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
             what = (f"{error.filename}: {error.strerror}"
                     if isinstance(error, OSError) and error.filename else
@@ -797,6 +807,11 @@ class Pipeline:
         model_path = record.file("model.keras")
         if not model_path.is_file():
             raise UsageError(f"{model_path}: not found; the run is incomplete")
+        try:
+            with open(model_path, "rb"):  # is_zipfile reads a file it may not open as no archive
+                pass
+        except PermissionError:
+            raise unreadable_run_file(model_path) from None
         if not zipfile.is_zipfile(model_path):
             raise UsageError(f"{model_path}: damaged (not a complete .keras archive; "
                              f"{model_path.stat().st_size} bytes); retrain the run or put back "

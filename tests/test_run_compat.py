@@ -15,6 +15,7 @@ the fixtures stay untouched.
 import csv
 import json
 import math
+import os
 import re
 import shutil
 from pathlib import Path
@@ -181,3 +182,17 @@ def test_a_missing_vocabulary_of_an_old_run_is_named(tmp_path):
                                          rf"\({re.escape(str(run / 'vocabulary.txt'))}: No such "
                                          r"file or directory\)"):
         load_task("sentiment").predict(run=str(run), texts=["a fine film"])
+
+
+@pytest.mark.parametrize("name", ["model.keras", "vocabulary.txt"])
+def test_a_file_of_the_run_that_cannot_be_read_is_named_so(tmp_path, name):
+    # Said "damaged (not a complete .keras archive ...)" and "missing or damaged": the file is
+    # whole, this user may not read it.
+    run = tmp_path / "charrnn"
+    shutil.copytree(FIXTURES / "charrnn", run)
+    (run / name).chmod(0)
+    if os.access(run / name, os.R_OK):
+        pytest.skip("this user reads any file (root)")
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(run / name))}: cannot be read "
+                                         r"\(Permission denied\): this user may not read it"):
+        load_task("charrnn").evaluate(run=str(run))
