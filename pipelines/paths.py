@@ -392,17 +392,23 @@ def _recorded_data(run):
 
 def check_data_unchanged(run):
     """Refuses to score a run's own test split again when data it trained on (a file or a
-    folder) has changed since (`DATA_FILES`; a run without that record is not checked): the
-    rows it would hold out are no longer the ones training held out, and training rows could
-    be scored.
+    folder) has changed since or is no longer there (`DATA_FILES`; a run without that record
+    is not checked): the rows it would hold out are no longer the ones training held out, and
+    training rows could be scored.
 
     Raises:
-        UsageError: naming the file and saying how it changed.
+        UsageError: naming the file and saying how it changed, or where it was.
     """
     for _, record in _recorded_data(run):
         path = record["path"]
         if not os.path.exists(path):
-            continue  # gone: the task's own reading says so
+            # The reader's "file not found" did not say what the user can do about it.
+            raise UsageError(
+                f"{path}: not found; the run {run} trained on it (moved or deleted since?): "
+                "put it back there to score the run's test split again, or give the data at "
+                "its new place with --data (scored as given, not split: the rows training saw "
+                "count too)"
+            )
         files = record.get("files")
         change = _change(record, data_fingerprint(path, files if isinstance(files, str) else None))
         if change:

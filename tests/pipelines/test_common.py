@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -547,6 +548,21 @@ def test_evaluate_refuses_a_data_folder_changed_since_training(tmp_path):
     check_data_unchanged(run)
     (folder / "b.csv").rename(folder / "c.csv")  # a file renamed is another series
     with pytest.raises(UsageError, match="has changed since the run"):
+        check_data_unchanged(run)
+
+
+def test_evaluate_says_what_to_do_when_the_data_of_the_run_was_moved(tmp_path):
+    # It said "file not found" (the reader's), without a word about --data.
+    data = tmp_path / "series.csv"
+    data.write_text("t,y\n1,1\n2,2\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    write_json_atomic(run / DATA_FILES, data_fingerprints({"data": str(data)}, ["data"]))
+    data.rename(tmp_path / "moved.csv")
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(data))}: not found; the run "
+                                         rf"{re.escape(str(run))} trained on it .*put it back "
+                                         r"there .*or give the data at its new place with "
+                                         r"--data \(scored as given, not split"):
         check_data_unchanged(run)
 
 
