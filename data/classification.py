@@ -329,6 +329,10 @@ def read_line_files(paths, classes=None):
                     excluded_labels=sorted(excluded))
 
 
+# The note of `read_class_folders` on files it skipped, which `check_several_classes` repeats.
+LOOSE_FILES = "files beside the class folders:"
+
+
 def read_class_folders(folder, classes=None):
     """Reads a folder with one sub-folder per class, each holding one file per example.
 
@@ -360,7 +364,7 @@ def read_class_folders(folder, classes=None):
             labels.append(entry.name)
             origins.append((str(path), None))
     if loose:
-        notes.append(f"files beside the class folders: {_listing(loose)}")
+        notes.append(f"{LOOSE_FILES} {_listing(loose)}")
     return Examples(texts, labels, origins, source=str(folder), skipped=notes,
                     excluded_labels=sorted(excluded))
 
@@ -463,9 +467,14 @@ def check_several_classes(examples, label_column=None, classes=None):
             f"{lines[0]}-{lines[-1]}); expected at least two classes",
             path=examples.source,
         )
+    # A sub-folder beside line files (a backup, a link) makes the folder one of class folders,
+    # and the files, the classes meant, were skipped: said, or the message blamed the folder.
+    loose = [note for note in examples.skipped if note.startswith(LOOSE_FILES)]
     raise DataError(
         f"found one class ({quoted(only)}); expected at least two classes (one file or sub-folder "
-        "per class)",
+        "per class)" + (f"; {loose[0]} (not read: a folder holding a sub-folder is read as one "
+                        "sub-folder per class; move the sub-folder out to read the files as "
+                        "classes)" if loose else ""),
         path=examples.source,
     )
 

@@ -339,6 +339,20 @@ def test_folder_with_one_class(tmp_path):
         check_several_classes(read_labelled(tmp_path).train)
 
 
+def test_line_files_beside_one_sub_folder_are_named_where_one_class_is_found(tmp_path):
+    # pos.txt and neg.txt beside a backup folder: the folder is read as class folders, and the
+    # message blamed 'backup' alone, not the files skipped.
+    write(tmp_path / "pos.txt", "good\nfine\n")
+    write(tmp_path / "neg.txt", "bad\npoor\n")
+    write(tmp_path / "backup" / "old.txt", "so-so\n")
+    with pytest.raises(DataError, match=re.escape(
+        f"{tmp_path}: found one class ('backup'); expected at least two classes (one file or "
+        "sub-folder per class); files beside the class folders: neg.txt, pos.txt (not read: a "
+        "folder holding a sub-folder is read as one sub-folder per class; move the sub-folder "
+        "out to read the files as classes)")):
+        check_several_classes(read_labelled(tmp_path).train)
+
+
 @pytest.mark.parametrize("name", ["empty.csv", "blank.tsv"])
 def test_empty_table(tmp_path, name):
     path = write(tmp_path / name, "" if name == "empty.csv" else "\n \n")
