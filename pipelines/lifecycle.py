@@ -74,6 +74,7 @@ from seqlab.pipelines.paths import (
     export_path,
     missing_train_files,
     refuse_changed_data,
+    refuse_data_changed_while_read,
 )
 from seqlab.pipelines.settings import (
     LARGE_MODEL_PARAMETERS,
@@ -623,10 +624,16 @@ class Pipeline:
         config, distribution, run = begin_run(config, self.name, overwrite, self.data_paths)
         run.claim()
         try:
+            # Taken before the reading and after it: the record must name the bytes training
+            # read (a file rewritten while it was read had its new bytes recorded, and evaluate
+            # then scored them as the run's own data).
+            read_from = data_fingerprints(dataclasses.asdict(config), self.data_paths,
+                                          self.data_folder_files)
             prepared = self.prepare(config, distribution)
-            start_run(run, config)
             fingerprints = data_fingerprints(dataclasses.asdict(config), self.data_paths,
                                              self.data_folder_files)
+            refuse_data_changed_while_read(read_from, fingerprints)
+            start_run(run, config)
             if run.path(DATA_FILES).is_file():  # a resumed run keeps its first record
                 refuse_changed_data(run.work, fingerprints)
             elif fingerprints:

@@ -441,6 +441,23 @@ def refuse_changed_data(work, fingerprints):
             )
 
 
+def refuse_data_changed_while_read(before, after):
+    """Refuses a train whose data changed while it was read (`before`, `after`: the
+    `data_fingerprints` taken before and after the reading): the run could not say which bytes
+    it trained on.
+
+    Raises:
+        UsageError: naming the file, with both sizes.
+    """
+    for field, now in after.items():
+        then = before.get(field)
+        change = _change(then, now) if then and then["path"] == now["path"] else None
+        if change:
+            raise UsageError(
+                f"{now['path']} changed while train read it ({change}); nothing was trained: "
+                "give the command again once nothing writes the file")
+
+
 def _change(record, now):
     """How the fingerprint `now` differs from the `record` kept, or None."""
     if (now["bytes"], now["sha256"]) == (record.get("bytes"), record.get("sha256")):

@@ -491,6 +491,29 @@ def test_an_unfinished_run_is_not_resumed_on_changed_data(tmp_path, monkeypatch)
     assert timeseries.train(config).path == tmp_path / "run"
 
 
+def test_data_rewritten_while_train_reads_it_is_refused_not_recorded(tmp_path, monkeypatch):
+    # The record (data_files.json) was taken after the reading: a file rewritten meanwhile had
+    # its new bytes recorded, and evaluate scored them as the run's own data without a word.
+    config = tiny_config(tmp_path, model="gru")
+    data = tmp_path / "series.csv"
+    prepare = timeseries.TimeseriesPipeline.prepare
+
+    def prepare_then_rewrite(self, config, distribution):
+        prepared = prepare(self, config, distribution)
+        write_series(data, n_rows=121)  # another program writes the file meanwhile
+        return prepared
+
+    monkeypatch.setattr(timeseries.TimeseriesPipeline, "prepare", prepare_then_rewrite)
+    with pytest.raises(UsageError, match=rf"{re.escape(str(data))} changed while train read it "
+                                         r"\(\d+ bytes then, \d+ now; another SHA-256\); "
+                                         r"nothing was trained"):
+        timeseries.train(config)
+    # Nothing written: the same command on the file as it is now trains.
+    assert not (tmp_path / "run.partial").exists() and not (tmp_path / "run").exists()
+    monkeypatch.undo()
+    assert timeseries.train(config).path == tmp_path / "run"
+
+
 # --- a crash after fit resumes after fit ---------------------------------------------------------
 
 
