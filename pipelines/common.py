@@ -256,9 +256,11 @@ def write_export_archive(archive, path):
         os.replace(temporary, path)
     except (OSError, tf.errors.OpError) as error:  # TensorFlow's file errors are OpErrors
         if path.is_dir() and any(path.iterdir()):
-            # Another export (the same command twice at once) got there first.
-            raise UsageError(f"{path} was written by another export while this one ran; pass "
-                             "--overwrite to replace it, or choose another --out") from None
+            # Another export (the same command twice at once) got there first. Not "pass
+            # --overwrite": two `export --overwrite` into a new folder at once meet here too.
+            raise UsageError(f"{path} was written by another export while this one ran, and is "
+                             "kept; give the command again, with --overwrite, to replace it, or "
+                             "choose another --out") from None
         reason = (error.strerror if isinstance(error, OSError) else error.message) or error
         # TensorFlow's "<its temporary file>; File too large": the reason, not the file.
         reason = str(reason).splitlines()[0].rsplit("; ", 1)[-1]
@@ -405,22 +407,26 @@ def take_lock(path):
 
     A lock left by a process that no longer runs on this host is taken over; one held by a
     live process, or by a process on another host (which cannot be checked from here), is
-    refused.
+    refused. The lock appears with its contents (linked into place whole), and a takeover is
+    made under an exclusive lock of the folder (`_takeover_guard`), so that of two processes
+    finding the same dead owner one takes the lock and the other sees it taken: each read the
+    dead owner, removed the lock and made its own, and the second removed the first's (both
+    then owned the run directory).
 
     Raises:
         UsageError: another process owns the lock; the message names it.
     """
     path = Path(path)
     me = {"pid": os.getpid(), "host": platform.node(), "since_utc": utc_timestamp()}
-    for _ in range(2):
-        try:
-            with open(path, "x", encoding="utf-8") as file:
-                json.dump(me, file)
+    for _ in range(3):
+        if _create_lock(path, me):
             return
-        except FileExistsError:
+        with _takeover_guard(path.parent):
             try:
                 owner = json.loads(path.read_text(encoding="utf-8"))
                 pid, host = int(owner["pid"]), str(owner["host"])
+            except FileNotFoundError:  # released meanwhile: create it again
+                continue
             except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 owner, pid, host = {}, None, None
             if pid == os.getpid() and host == me["host"]:
@@ -431,9 +437,62 @@ def take_lock(path):
                     f"{owner.get('since_utc', '?')}); wait for it to finish, or choose another "
                     f"--out. If that process is gone, delete {path}"
                 ) from None
-            # A dead owner's (or an unreadable) lock: take it over.
+            # A dead owner's (or an unreadable) lock: taken over inside the guard.
             path.unlink(missing_ok=True)
+            if _create_lock(path, me):
+                return
     raise UsageError(f"{path.parent}: could not take the lock {path}")
+
+
+def _create_lock(path, me):
+    """Creates the lock file `path` holding `me` (JSON) where there is none: True, or False
+    where one is there. Written beside it and linked into place, so that no reader finds it
+    empty (an empty lock read as unreadable was taken over); where the file system makes no
+    hard links, created exclusively and written."""
+    temporary = path.with_name(f"{path.name}.new-{os.getpid()}")
+    try:
+        temporary.write_text(json.dumps(me), encoding="utf-8")
+        try:
+            os.link(temporary, path)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                raise
+        try:
+            with open(path, "x", encoding="utf-8") as file:
+                json.dump(me, file)
+            return True
+        except FileExistsError:
+            return False
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _takeover_guard(folder):
+    """An exclusive `flock` of `folder` while a stale lock in it is taken over (held for
+    microseconds; released by the system if this process dies). Without `fcntl` (Windows), or
+    on a file system that refuses it, no guard."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(descriptor)  # releases the flock
 
 
 def claim_export_version(run):

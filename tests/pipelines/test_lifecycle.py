@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from seqlab import cli
 from seqlab.models import AutoForecaster
+from seqlab.pipelines import common
 from seqlab.pipelines import paths as paths_module
 from seqlab.pipelines import timeseries
 from seqlab.pipelines.common import (
@@ -398,7 +399,8 @@ def test_an_export_that_another_export_beat_to_the_same_path_says_so(tmp_path):
             (tmp_path / "model" / "saved_model.pb").write_bytes(b"the other export's")
 
     with pytest.raises(UsageError, match=r"model was written by another export while this one "
-                                         r"ran; pass --overwrite"):
+                                         r"ran, and is kept; give the command again, with "
+                                         r"--overwrite, to replace it"):
         write_export_archive(RacedArchive(), tmp_path / "model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
     assert (tmp_path / "model" / "saved_model.pb").read_bytes() == b"the other export's"
@@ -428,6 +430,37 @@ def test_a_run_directory_in_use_by_a_live_process_is_refused_and_a_dead_ones_is_
     # Now the owner is dead: its lock is stale and the run goes ahead.
     result = timeseries.train(tiny_config(tmp_path, model="gru"))
     assert (result.path / "metrics.json").is_file() and not (result.path / ".lock").exists()
+
+
+def test_a_dead_owners_lock_is_taken_over_under_a_lock_of_its_folder(tmp_path, monkeypatch):
+    # Two processes that found the same dead owner each removed the lock and made their own,
+    # the second removing the first's: both owned the run directory (6 of 200 tries of two
+    # processes at once). The owner is now read, and the lock replaced, under a flock of the
+    # folder, so the second reads the first's lock and is refused.
+    fcntl = pytest.importorskip("fcntl")
+    lock = tmp_path / "run.partial" / ".lock"
+    lock.parent.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    lock.write_text(json.dumps({"pid": gone.pid, "host": os.uname().nodename}))
+    seen = []
+
+    def alive(pid):  # asked while deciding: is the folder guarded then?
+        descriptor = os.open(lock.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            seen.append("unguarded")
+        except BlockingIOError:
+            seen.append("guarded")
+        finally:
+            os.close(descriptor)
+        return False
+
+    monkeypatch.setattr(common, "_process_alive", alive)
+    take_lock(lock)
+    assert seen == ["guarded"]
+    assert json.loads(lock.read_text())["pid"] == os.getpid()
+    assert _files(lock.parent) == [".lock"]  # the lock's temporary is gone
 
 
 def test_train_owns_the_run_directory_while_it_reads_its_data_and_leaves_nothing_when_it_fails(
