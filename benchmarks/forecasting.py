@@ -43,7 +43,7 @@ from seqlab.data import datasets  # noqa: E402
 from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.pipelines.common import format_table  # noqa: E402
 from seqlab.pipelines.errors import UsageError  # noqa: E402
-from seqlab.pipelines.timeseries import TASK, load_table  # noqa: E402
+from seqlab.pipelines.timeseries import TASK, infer_schema, load_table  # noqa: E402
 
 # The registered single series the benchmark runs when no `--series` folder is given (the
 # files of the project's shared data folder, which a user's machine does not have).
@@ -246,22 +246,23 @@ def default_config(data, extra, out):
 
 def run_seqlab(data, extra, out):
     """Trains with the defaults on `data` (None: the embedded sunspots); returns the metrics,
-    the settled settings and the seconds taken."""
+    the settled settings, the seconds taken and the config trained."""
     config = default_config(data, extra, out)
     started = time.perf_counter()
     result = TASK.train(config)
     seconds = time.perf_counter() - started
     settings = json.loads((Path(result.path) / "config.json").read_text())["settings"]
-    return result.metrics, settings, seconds
+    return result.metrics, settings, seconds, config
 
 
-def target_values(data, metrics):
-    """The run's first target as it read it (float64), for the peers."""
-    frame, _ = load_table(None if data is None else str(data))
-    column = metrics["targets"][0]
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype="float64")
+def target_values(config, metrics):
+    """The run's first target as it read it (float64, repaired as its `--fill` repaired it),
+    for the peers."""
+    frame, source = load_table(config.data)
+    series = infer_schema(config, frame, source).prepare(frame, source)
+    values = series.values[metrics["targets"][0]].to_numpy(dtype="float64")
     if len(values) != metrics["data"]["rows"] or not np.all(np.isfinite(values)):
-        raise ValueError(f"{data}: the target as read here differs from the run's")
+        raise ValueError(f"{source}: the target as read here differs from the run's")
     return values
 
 
@@ -294,8 +295,8 @@ def run_peers(values, test_rows, horizon, season):
 
 
 def benchmark(name, data, extra, out):
-    metrics, settings, seconds = run_seqlab(data, extra, out)
-    values = target_values(data, metrics)
+    metrics, settings, seconds, config = run_seqlab(data, extra, out)
+    values = target_values(config, metrics)
     peers = run_peers(values, metrics["data"]["split_rows"]["test"], metrics["horizon"],
                       max(metrics["season"], 1))
     best = min(PEERS, key=lambda peer: peers[peer][0])

@@ -88,3 +88,15 @@ def test_an_m4_folder_without_a_sets_files_exits_with_the_usage_status(monkeypat
     assert stopped.value.code == 2
     error = capsys.readouterr().err
     assert error.startswith("m4.py: error: M4 hourly: ") and str(tmp_path) in error, error
+
+
+def test_the_peers_read_the_target_as_the_run_filled_it(monkeypatch, tmp_path):
+    # `--fill ffill`, the advice given for a series with a missing value, ended the benchmark
+    # with "the target as read here differs from the run's": the peers read the gap unfilled.
+    forecasting = load("forecasting", monkeypatch)
+    path = tmp_path / "gap.csv"
+    path.write_text("date,v\n" + "".join(f"2000-{1 + t // 28:02d}-{1 + t % 28:02d},"
+                                         f"{'' if t == 5 else t}\n" for t in range(30)))
+    config = forecasting.default_config(path, ["--fill", "ffill"], tmp_path / "run")
+    values = forecasting.target_values(config, {"targets": ["v"], "data": {"rows": 30}})
+    assert values[5] == 4.0 and np.isfinite(values).all()
