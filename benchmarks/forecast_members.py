@@ -33,9 +33,11 @@ import numpy as np  # noqa: E402
 from forecasting import (  # noqa: E402
     add_series_arguments,
     benchmark_series,
+    NO_RATIO,
     default_config,
-    geometric_mean,
+    describe_ratios,
     measure_each,
+    ratio_to,
     report_skipped,
     run_peers,
 )
@@ -108,12 +110,13 @@ def measure(name, data, out):
         "rows": len(values),
         "season": season,
         "kept": selection.name,
-        "rule": rmse(combine(test, selection.kept), test_target) / best_peer,
+        "rule": ratio_to(rmse(combine(test, selection.kept), test_target), best_peer),
         "best_member": member,
-        "best_member_ratio": member_rmse[member] / best_peer,
+        "best_member_ratio": ratio_to(member_rmse[member], best_peer),
         "best_mean": " + ".join(subset),
-        "best_mean_ratio": subset_error / best_peer,
-        "members": {name: error / best_peer for name, error in member_rmse.items()},
+        "best_mean_ratio": ratio_to(subset_error, best_peer),
+        "members": {name: ratio_to(error, best_peer) for name, error in member_rmse.items()},
+        **({"ratio_note": NO_RATIO} if best_peer == 0 else {}),
     }
 
 
@@ -128,12 +131,10 @@ def main(argv=None):
     if results:
         columns = ["series", "rows", "kept", "rule", "best_member", "best_member_ratio",
                    "best_mean", "best_mean_ratio"]
-        print(format_table(columns, [[r[c] for c in columns] for r in results]))
+        print(format_table(columns, [["-" if r[c] is None else r[c] for c in columns]
+                                     for r in results]))
         for column in ("rule", "best_member_ratio", "best_mean_ratio"):
-            ratios = [r[column] for r in results]
-            print(f"{column}: geometric mean {geometric_mean(ratios):.4f}, worst "
-                  f"{max(ratios):.3f}, at most 1.0 on {sum(r <= 1.0 for r in ratios)} of "
-                  f"{len(ratios)}")
+            print(describe_ratios(column, [r[column] for r in results], digits=4))
     return report_skipped(skipped)
 
 

@@ -166,6 +166,8 @@ CONFIRMATION_SERIES = [
     ("fpp2", "arrivals", 4, "US", (1981, 0)),
 ]
 PEERS = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
+# Why a ratio to the best peer has no value (None in the JSON lines, "-" in the table).
+NO_RATIO = "n/a: the best peer's RMSE is 0"
 
 
 def public_series(folder, series=None):
@@ -266,6 +268,12 @@ def target_values(config, metrics):
     return values
 
 
+def ratio_to(error, best):
+    """`error / best`, or None where `best` is 0: a peer forecast the test rows exactly (a
+    constant or exactly periodic series), and no ratio to it is defined."""
+    return error / best if best > 0 else None
+
+
 def run_peers(values, test_rows, horizon, season):
     """`{peer: (test RMSE, seconds)}` of statsforecast's models on seqlab's test origins."""
     from statsforecast.models import AutoARIMA, AutoETS, AutoTheta, SeasonalNaive
@@ -301,6 +309,7 @@ def benchmark(name, data, extra, out):
                       max(metrics["season"], 1))
     best = min(PEERS, key=lambda peer: peers[peer][0])
     auto = metrics.get("auto") or {}
+    ratio = ratio_to(metrics["model"]["rmse"], peers[best][0])
     return {
         "series": name,
         "rows": metrics["data"]["rows"],
@@ -311,7 +320,8 @@ def benchmark(name, data, extra, out):
         "seqlab": metrics["model"]["rmse"],
         **{peer: peers[peer][0] for peer in PEERS},
         "best_peer": best,
-        "ratio": metrics["model"]["rmse"] / peers[best][0],
+        "ratio": ratio,
+        **({} if ratio is not None else {"ratio_note": NO_RATIO}),
         "seqlab_seconds": round(seconds, 1),
         "peer_seconds": {peer: round(peers[peer][1], 1) for peer in PEERS},
         "ratio_to_own_best_baseline": metrics["rmse_ratio_to_best_baseline"],
@@ -385,7 +395,27 @@ def benchmark_series(args, folder):
 
 
 def geometric_mean(values):
-    return math.exp(np.mean(np.log(values)))
+    """`(geometric mean, count)` of the values that are not None (None where none is), and
+    how many None it left out (ratios without a value: `ratio_to`)."""
+    defined = [value for value in values if value is not None]
+    mean = math.exp(np.mean(np.log(defined))) if defined else None
+    return mean, len(defined), len(values) - len(defined)
+
+
+def describe_ratios(label, ratios, digits=3):
+    """One line: the geometric mean of `ratios` (None: no value, left out and counted), the
+    worst and on how many they are at most 1.0."""
+    mean, count, left_out = geometric_mean(ratios)
+    if mean is None:
+        line = f"{label}: no geometric mean"
+    else:
+        defined = [ratio for ratio in ratios if ratio is not None]
+        line = (f"{label}: geometric mean {mean:.{digits}f} over {count} series, worst "
+                f"{max(defined):.3f}, at most 1.0 on {sum(r <= 1.0 for r in defined)} of "
+                f"{count}")
+    if left_out:
+        line += f"; {left_out} series left out ({NO_RATIO})"
+    return line
 
 
 def main(argv=None):
@@ -412,10 +442,9 @@ def main(argv=None):
     if results:
         columns = ["series", "rows", "season", "kept", "seqlab", *PEERS, "ratio",
                    "seqlab_seconds"]
-        print(format_table(columns, [[r[c] for c in columns] for r in results]))
-        ratios = [r["ratio"] for r in results]
-        print(f"geometric mean of the ratios: {geometric_mean(ratios):.3f} over {len(ratios)} "
-              f"series; at most 1.0 on {sum(r <= 1.0 for r in ratios)} of {len(ratios)}")
+        print(format_table(columns, [["-" if r[c] is None else r[c] for c in columns]
+                                     for r in results]))
+        print(describe_ratios("ratio", [r["ratio"] for r in results]))
     return report_skipped(skipped)
 
 

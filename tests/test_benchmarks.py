@@ -90,6 +90,28 @@ def test_an_m4_folder_without_a_sets_files_exits_with_the_usage_status(monkeypat
     assert error.startswith("m4.py: error: M4 hourly: ") and str(tmp_path) in error, error
 
 
+def test_a_series_a_peer_forecasts_exactly_has_no_ratio_and_is_left_out_of_the_mean(
+        monkeypatch, capsys):
+    # A constant (or exactly periodic) series: the best peer's RMSE is 0, and the ratio to it
+    # ended the benchmark with ZeroDivisionError, losing the table of the series before it.
+    forecasting = load("forecasting", monkeypatch)
+    metrics = {"data": {"rows": 40, "split_rows": {"test": 8}}, "horizon": 1, "season": 12,
+               "windows": 8, "model": {"rmse": 0.5}, "rmse_ratio_to_best_baseline": 1.0}
+    monkeypatch.setattr(forecasting, "run_seqlab",
+                        lambda data, extra, out: (metrics, {"lookback": 4, "model": "auto"},
+                                                  1.0, None))
+    monkeypatch.setattr(forecasting, "target_values", lambda config, metrics: np.ones(40))
+    monkeypatch.setattr(forecasting, "run_peers", lambda *args: {
+        peer: (0.0 if peer == "SeasonalNaive" else 1.0, 0.1) for peer in forecasting.PEERS})
+    figures = forecasting.benchmark("flat", "flat.csv", [], "out")
+    assert figures["ratio"] is None and figures["ratio_note"] == forecasting.NO_RATIO
+    assert forecasting.describe_ratios("ratio", [0.5, None, 2.0]) == (
+        "ratio: geometric mean 1.000 over 2 series, worst 2.000, at most 1.0 on 1 of 2; "
+        "1 series left out (n/a: the best peer's RMSE is 0)")
+    assert forecasting.describe_ratios("ratio", [None]) == (
+        "ratio: no geometric mean; 1 series left out (n/a: the best peer's RMSE is 0)")
+
+
 def test_the_peers_read_the_target_as_the_run_filled_it(monkeypatch, tmp_path):
     # `--fill ffill`, the advice given for a series with a missing value, ended the benchmark
     # with "the target as read here differs from the run's": the peers read the gap unfilled.
@@ -100,3 +122,4 @@ def test_the_peers_read_the_target_as_the_run_filled_it(monkeypatch, tmp_path):
     config = forecasting.default_config(path, ["--fill", "ffill"], tmp_path / "run")
     values = forecasting.target_values(config, {"targets": ["v"], "data": {"rows": 30}})
     assert values[5] == 4.0 and np.isfinite(values).all()
+
