@@ -46,7 +46,8 @@ def test_flags_for_every_run_are_refused_once_before_the_first(monkeypatch, caps
     with pytest.raises(SystemExit) as stopped:
         forecasting.main(["--no-public", "--only", "sunspots", "--", "--epochs", "0"])
     assert stopped.value.code == 2
-    assert "error: the flags after --: epochs must be at least 1" in capsys.readouterr().err
+    assert ("error: the flags after --: --epochs must be at least 1. Received: --epochs 0"
+            in capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("validate", [False, True])
