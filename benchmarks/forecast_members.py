@@ -42,6 +42,7 @@ from forecasting import (  # noqa: E402
     run_peers,
 )
 
+from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.models.forecasting.selection import Fold, combine, rmse, select  # noqa: E402
 from seqlab.pipelines.common import format_table  # noqa: E402
 from seqlab.pipelines.distribute import Distribution  # noqa: E402
@@ -64,8 +65,9 @@ def member_forecasts(data, out):
     """
     config = default_config(data, [], out)
     prepared = PIPELINE.prepare(config, Distribution())
-    if prepared.plan is None:
-        raise ValueError(f"{data}: too few rows for a backtest")
+    if prepared.plan is None:  # a DataError: the series is skipped, as forecasting.py does
+        raise DataError(f"{len(prepared.series.values)} rows: too few for a backtest, which "
+                        "the choice among the members needs", path=data)
     schema, values, plan = prepared.schema, prepared.series.values, prepared.plan
     if len(schema.targets) != 1:
         raise ValueError(f"{data}: the peers forecast one target; this one has {schema.targets}")

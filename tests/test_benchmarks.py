@@ -124,3 +124,18 @@ def test_the_peers_read_the_target_as_the_run_filled_it(monkeypatch, tmp_path):
     values = forecasting.target_values(config, {"targets": ["v"], "data": {"rows": 30}})
     assert values[5] == 4.0 and np.isfinite(values).all()
 
+
+
+def test_a_series_too_short_for_a_backtest_is_skipped_by_the_members_benchmark(
+        monkeypatch, capsys, tmp_path):
+    # A 12-row CSV, which forecasting.py measures, ended forecast_members.py with a ValueError.
+    members = load("forecast_members", monkeypatch)
+    path = tmp_path / "short.csv"
+    path.write_text("date,value\n" + "".join(f"2000-{month:02d}-01,{10 + 1.5 * month}\n"
+                                             for month in range(1, 13)))
+    results, skipped = members.measure_each(
+        [("short", path)], lambda name, data, index: members.measure(name, data, tmp_path / "r"))
+    assert results == [] and skipped == [
+        ("short", f"{path}: 12 rows: too few for a backtest, which the choice among the "
+                  "members needs")]
+    assert members.report_skipped(skipped) == 1
