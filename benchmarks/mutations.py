@@ -1,11 +1,14 @@
 """Mutation run: does the test suite catch a wrong figure?
 
-Applies one-line bugs ("mutations"), one at a time, to a temporary copy of the repository and runs
-the test files that guard the mutated code. A mutation is *caught* when a test fails. Each
-mutation names its file, the exact original line (indentation included) and the replacement;
-a line that is no longer in the file (the code moved) or that is there more than once is
-reported as such, never skipped silently. The unmutated tests are run first, once per set of
-test files, so that a failure means the mutation and not a broken tree.
+Applies one-line bugs ("mutations"), one at a time, to a temporary copy of the repository and
+runs the test files that guard the mutated code. A mutation is *caught* when a test fails (or
+its run outlasts `--timeout`: "caught (timeout)"). Each mutation names its file, the exact
+original line (indentation included) and the replacement; a line that is no longer in the file
+(the code moved) or that is there more than once is reported as such, never skipped silently.
+A mutation whose tests pytest does not run (exit status 4, a usage error, or 5, no test
+collected: a `-k` that selects nothing) is an error of the mutation list, "LIST ERROR", neither
+caught nor survived. The unmutated tests are run first, once per set of test files, so that a
+failure means the mutation and not a broken tree.
 
 The copy (without .venv, .git and caches) is placed in a temporary folder under the name
 `seqlab`, first on PYTHONPATH, so it is imported ahead of the installed seqlab (editable or
@@ -18,8 +21,9 @@ never changed.
     python benchmarks/mutations.py --list           # names, files and test files
 
 Prints one line per mutation as it finishes, then a Markdown table (the one in docs/testing.md)
-and one JSON line. Exit status 1 when a mutation was not caught, its line was not found, or the
-unmutated tests failed. Not part of the test suite (a full run takes several minutes on 2 cores).
+and one JSON line. Exit status 1 when a mutation was not caught, its line was not found, its
+tests did not run, or the unmutated tests failed. Not part of the test suite (a full run takes
+several minutes on 2 cores).
 """
 
 import argparse
@@ -562,6 +566,22 @@ def run_tests(copy, environment, tests, select, timeout):
     return f"pytest exit {done.returncode}", note, seconds
 
 
+# pytest's exit statuses that say the mutation list is wrong, not the mutated code: a test file
+# or option pytest refuses (4), or a -k that selects no test (5). Counted as neither caught nor
+# survived: an error of the list.
+LIST_ERRORS = {"pytest exit 4": "usage error", "pytest exit 5": "no tests collected"}
+
+
+def verdict_of(outcome):
+    """The table's verdict on a mutation's pytest `outcome` (`run_tests`): "caught" (a test
+    failed; "caught (timeout)" where the run ran out of time, the usual convention, or "caught
+    (pytest exit N)" for another status, a collection error the mutation caused among them),
+    "NOT CAUGHT", or "LIST ERROR (...)" where pytest ran no test of the list."""
+    if outcome in LIST_ERRORS:
+        return f"LIST ERROR ({outcome}: {LIST_ERRORS[outcome]})"
+    return {"failed": "caught", "passed": "NOT CAUGHT"}.get(outcome, f"caught ({outcome})")
+
+
 def apply(copy, mutation):
     """Applies `mutation` to the copy; returns the original text, or a reason it cannot."""
     path = copy / mutation.file
@@ -593,10 +613,13 @@ def main(argv=None):
                         help="run this mutation (repeatable; default: all)")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--timeout", type=float, default=1200,
-                        help="seconds per pytest run (default 1200)")
+                        help="seconds per pytest run (default 1200); a mutation whose run "
+                        "ends by it counts as caught, its verdict 'caught (timeout)'")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the run of the unmutated tests")
     args = parser.parse_args(argv)
+    if not args.timeout > 0:  # 0 or less ended every run at once, each "caught (timeout)"
+        parser.error(f"--timeout must be above 0 seconds, not {args.timeout:g}")
 
     mutations = MUTATIONS
     if args.only:
@@ -633,9 +656,8 @@ def main(argv=None):
                                                        mutation.select, args.timeout)
                 finally:
                     (copy / mutation.file).write_text(original, encoding="utf-8")
-                verdict = {"failed": "caught", "passed": "NOT CAUGHT"}.get(
-                    outcome, f"caught ({outcome})")
-            if verdict in ("LINE NOT FOUND", "NOT CAUGHT"):
+                verdict = verdict_of(outcome)
+            if verdict in ("LINE NOT FOUND", "NOT CAUGHT") or verdict.startswith("LIST ERROR"):
                 problems += 1
             results.append(dict(name=mutation.name, file=mutation.file, verdict=verdict,
                                 note=note, seconds=round(seconds, 1), what=mutation.what))
@@ -647,8 +669,12 @@ def main(argv=None):
         print(f"| `{r['name']}` | {r['file']} | {r['what']} | {r['verdict']} | "
               f"{r['note'].replace('|', '/')} | {r['seconds']:.0f} |")
     caught = sum(r["verdict"].startswith("caught") for r in results)
-    print(f"\n{caught} of {len(results)} mutations caught")
-    print(json.dumps({"caught": caught, "total": len(results), "results": results}))
+    errors = sum(r["verdict"].startswith("LIST ERROR") for r in results)
+    print(f"\n{caught} of {len(results)} mutations caught"
+          + (f"; {errors} not run by pytest (LIST ERROR: fix their tests or -k)" if errors
+             else ""))
+    print(json.dumps({"caught": caught, "list_errors": errors, "total": len(results),
+                      "results": results}))
     return 1 if problems else 0
 
 

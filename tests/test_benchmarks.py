@@ -139,3 +139,23 @@ def test_a_series_too_short_for_a_backtest_is_skipped_by_the_members_benchmark(
         ("short", f"{path}: 12 rows: too few for a backtest, which the choice among the "
                   "members needs")]
     assert members.report_skipped(skipped) == 1
+
+
+def test_a_mutation_whose_tests_do_not_run_is_a_list_error_and_a_timeout_is_said(
+        monkeypatch, capsys):
+    # pytest's exit 4 (usage error) and 5 (no test collected: a -k selecting nothing) counted
+    # as "caught"; --timeout 0 was taken, and every run ended at once as caught.
+    mutations = load("mutations", monkeypatch)
+    assert mutations.verdict_of("failed") == "caught"
+    assert mutations.verdict_of("passed") == "NOT CAUGHT"
+    assert mutations.verdict_of("timeout") == "caught (timeout)"
+    assert mutations.verdict_of("pytest exit 2") == "caught (pytest exit 2)"
+    assert mutations.verdict_of("pytest exit 5") == (
+        "LIST ERROR (pytest exit 5: no tests collected)")
+    assert mutations.verdict_of("pytest exit 4").startswith("LIST ERROR (pytest exit 4")
+    for timeout in ("0", "-3"):
+        with pytest.raises(SystemExit) as stopped:
+            mutations.main(["--timeout", timeout, "--list"])
+        assert stopped.value.code == 2
+        assert f"error: --timeout must be above 0 seconds, not {timeout}" in (
+            capsys.readouterr().err)
