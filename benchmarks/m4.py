@@ -30,6 +30,8 @@ given). Without it each set is read by its registered name, downloaded on first 
 """
 
 import argparse
+import os
+import shutil
 import sys
 import time
 import warnings
@@ -93,8 +95,14 @@ def read_set(source, frequency):
     try:
         return read_m4_folder(source, frequency)
     except DataError as error:
-        print(f"m4.py: error: M4 {frequency}: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        refuse(f"M4 {frequency}: {error}")
+
+
+def refuse(message):
+    """Ends the script with `message` in one line and exit status 2, as `parser.error` does
+    (status 1 is a failure to reproduce Naive2's figures)."""
+    print(f"m4.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def benchmark_forecasts(panel, frequency):
@@ -137,9 +145,34 @@ def peer_forecasts(panel, frequency, limit):
     return forecasts, seconds
 
 
+def link_set_files(source, frequency, work):
+    """`work/<frequency>-files`, a folder of links to the set's two files in `source` (the
+    files the run reads, without the other sets'). A link there to another folder's file of
+    that name (one this script made for an earlier `--data`) is replaced; anything else in
+    its place is refused in one line, never deleted."""
+    files = work / f"{frequency}-files"
+    try:
+        files.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        refuse(f"--out {work}: cannot hold the folder {files.name} (a file stands in its "
+               "way); give another --out")
+    for part in ("train", "test"):
+        name = f"{frequency.capitalize()}-{part}.csv"
+        target, link = (source / name).resolve(), files / name
+        if link.is_symlink() and Path(os.readlink(link)).name == name:
+            if Path(os.readlink(link)) == target:
+                continue
+            link.unlink()  # this script's link to an earlier --data's file
+        elif link.exists() or link.is_symlink():
+            refuse(f"{link} is not a link m4.py made; remove it or give another --out")
+        link.symlink_to(target)
+    return files
+
+
 def seqlab_forecasts(data, frequency, panel, out=None):
     """`({"seqlab": [...], "seqlab:<member>": [...]}, seconds)`: runs `seqlab timeseries
-    train` with its defaults on the set's two files and reads the run's holdout forecasts."""
+    train` with its defaults on the set's two files and reads the run's holdout forecasts.
+    Without `out` the run is made in a temporary folder, deleted before returning."""
     import tempfile
 
     import pandas as pd
@@ -151,21 +184,19 @@ def seqlab_forecasts(data, frequency, panel, out=None):
         from seqlab.data.datasets import resolve_path
         source = resolve_path(data)
     work = Path(out) if out else Path(tempfile.mkdtemp(prefix="seqlab-m4-"))
-    files = work / f"{frequency}-files"
-    files.mkdir(parents=True, exist_ok=True)
-    for part in ("train", "test"):
-        name = f"{frequency.capitalize()}-{part}.csv"
-        link = files / name
-        if not link.exists():
-            link.symlink_to((source / name).resolve())
-    run = work / f"{frequency}-run"
-    start = time.perf_counter()
-    status = seqlab_main(["timeseries", "train", "--data", str(files), "--out", str(run),
-                          "--overwrite"])
-    seconds = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"seqlab timeseries train failed on {frequency} (status {status})")
-    table = pd.read_csv(run / "holdout_forecasts.csv", dtype={"id": str})
+    try:
+        files = link_set_files(source, frequency, work)
+        run = work / f"{frequency}-run"
+        start = time.perf_counter()
+        status = seqlab_main(["timeseries", "train", "--data", str(files), "--out", str(run),
+                              "--overwrite"])
+        seconds = time.perf_counter() - start
+        if status != 0:
+            raise SystemExit(f"seqlab timeseries train failed on {frequency} (status {status})")
+        table = pd.read_csv(run / "holdout_forecasts.csv", dtype={"id": str})
+    finally:
+        if not out:
+            shutil.rmtree(work, ignore_errors=True)
     groups = {key: rows for key, rows in table.groupby("id", sort=False)}
     columns = [c for c in table.columns if c not in ("id", "step", "actual")]
     forecasts = {}
@@ -206,6 +237,18 @@ def add_data_arguments(parser):
                         help="default: the set --data names, else hourly and weekly")
 
 
+def check_out(parser, out):
+    """A one-line `parser.error` where `--out` is a file, or lies under one (the run would
+    end, after the sets were read, in a NotADirectoryError traceback)."""
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "" if folder == out else f" ({folder} is a file)"
+                parser.error(f"--out {out}: not a folder{where}; expected a folder for the "
+                             "runs (made if missing)")
+            return
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_arguments(parser)
@@ -216,8 +259,13 @@ def main(argv=None):
     parser.add_argument("--seqlab", action="store_true",
                         help="also run `seqlab timeseries train` with its defaults on each set")
     parser.add_argument("--out", default=None,
-                        help="--seqlab: folder for the runs (default: a temporary folder)")
+                        help="--seqlab: folder for the runs, kept (default: a temporary folder, "
+                        "deleted at the end)")
     args = parser.parse_args(argv)
+    if args.limit < 0:  # a negative limit ran every series, as 0 does
+        parser.error(f"--limit must be 0 (every series) or more, not {args.limit}")
+    if args.out is not None:
+        check_out(parser, Path(args.out))
     sources = set_sources(parser, args.data, args.sets)
     failures = []
     for frequency, source in sources.items():

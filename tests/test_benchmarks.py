@@ -159,3 +159,56 @@ def test_a_mutation_whose_tests_do_not_run_is_a_list_error_and_a_timeout_is_said
         assert stopped.value.code == 2
         assert f"error: --timeout must be above 0 seconds, not {timeout}" in (
             capsys.readouterr().err)
+
+
+def test_m4_links_a_second_data_folder_and_deletes_its_temporary_folder(monkeypatch, capsys,
+                                                                        tmp_path):
+    # A reused --out kept the links to the first --data's files (the run then trained on them,
+    # and ended in a KeyError); without --out the temporary folder was never deleted.
+    m4 = load("m4", monkeypatch)
+    first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
+    for folder in (first, second):
+        folder.mkdir()
+        for part in ("train", "test"):
+            (folder / f"Hourly-{part}.csv").write_text(folder.name)
+    m4.link_set_files(first, "hourly", out)
+    files = m4.link_set_files(second, "hourly", out)
+    assert (files / "Hourly-train.csv").read_text() == "second"
+    (files / "Hourly-test.csv").unlink()
+    (files / "Hourly-test.csv").write_text("the user's")  # not a link it made: kept
+    with pytest.raises(SystemExit) as stopped:
+        m4.link_set_files(second, "hourly", out)
+    assert stopped.value.code == 2 and (files / "Hourly-test.csv").read_text() == "the user's"
+    assert "Hourly-test.csv is not a link m4.py made" in capsys.readouterr().err
+
+    made = []
+
+    def train(argv):
+        run = Path(argv[argv.index("--out") + 1])
+        made.append(run.parent)
+        run.mkdir()
+        (run / "holdout_forecasts.csv").write_text("id,step,actual,model\nH1,1,1.0,2.0\n")
+        return 0
+
+    monkeypatch.setattr("seqlab.cli.main", train)
+    panel = type("Panel", (), {"ids": ["H1"]})()
+    forecasts, _ = m4.seqlab_forecasts(str(second), "hourly", panel)
+    assert forecasts["seqlab"][0].tolist() == [2.0]
+    assert made and not made[0].exists()
+
+
+@pytest.mark.parametrize("flags, error", [
+    (["--limit", "-3"], "--limit must be 0 (every series) or more, not -3"),
+    (["--seqlab", "--out", "{file}"], "--out {file}: not a folder"),
+    (["--seqlab", "--out", "{file}/runs"], "--out {file}/runs: not a folder ({file} is a file)"),
+])
+def test_m4_refuses_a_negative_limit_and_an_out_that_is_a_file(flags, error, monkeypatch,
+                                                               capsys, tmp_path):
+    m4 = load("m4", monkeypatch)
+    file = tmp_path / "file"
+    file.write_text("")
+    flags = [flag.format(file=file) for flag in flags]
+    with pytest.raises(SystemExit) as stopped:
+        m4.main(["--data", str(tmp_path), "--sets", "hourly", *flags])
+    assert stopped.value.code == 2
+    assert f"error: {error.format(file=file)}" in capsys.readouterr().err
