@@ -21,7 +21,8 @@ trained run (the speed does not depend on the weights).
     python benchmarks/generation.py [--run DIR] [--chars 500] [--rounds 2] [--model gru]
                                     [--units 256] [--layers 1] [--embedding-dim 64]
 
-Prints a table, then one JSON line with the figures.
+Prints a table, then one JSON line with the figures. The SavedModel is exported into a
+temporary folder, deleted at the end (a failure included).
 """
 
 import argparse
@@ -39,6 +40,7 @@ import seqlab  # noqa: E402,F401
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.data.text import CharVocabulary, load_default_text  # noqa: E402
 from seqlab.models.char_lm import NEVER, TextGenerator  # noqa: E402
 from seqlab.pipelines.charrnn import (  # noqa: E402
@@ -48,6 +50,7 @@ from seqlab.pipelines.charrnn import (  # noqa: E402
     export_saved_model,
 )
 from seqlab.pipelines.common import format_table  # noqa: E402
+from seqlab.pipelines.errors import UsageError  # noqa: E402
 
 PROMPT = "The "
 
@@ -72,19 +75,33 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, default=1)
     parser.add_argument("--embedding-dim", type=int, default=64)
     args = parser.parse_args(argv)
+    # 0 ended in a KeyError (--rounds), a ZeroDivisionError (--chars) or Keras's ValueError.
+    for flag in ("chars", "rounds", "units", "layers", "embedding_dim"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1, not "
+                         f"{getattr(args, flag)}")
 
     if args.run:
-        run = PIPELINE.load_run(args.run)
+        try:
+            run = PIPELINE.load_run(args.run)
+        except (DataError, UsageError) as error:  # no such folder, or not a charrnn run
+            parser.error(f"--run {args.run}: {error}")
         config, vocabulary, model = run.config, run.artifacts["vocabulary"], run.model
         if config.stateful:
-            raise SystemExit("--run: the naive loop needs a stateless run (any length, batch 1)")
+            parser.error("--run: the naive loop needs a stateless run (any length, batch 1)")
     else:
         config = CharRNNConfig(model=args.model, units=args.units, layers=args.layers,
                                embedding_dim=args.embedding_dim)
         vocabulary = CharVocabulary.from_text(load_default_text()[0])
         model = build_model(config, vocabulary.size)
+    with tempfile.TemporaryDirectory(prefix="seqlab-generation-") as export_dir:
+        return compare(args, config, vocabulary, model, export_dir)
+
+
+def compare(args, config, vocabulary, model, export_dir):
+    """Times the contenders on `model` (its SavedModel exported into `export_dir`), prints the
+    figures; the exit status: 1 if the greedy texts differ."""
     generator = TextGenerator(model, vocabulary.lookup, vocabulary.inverse)
-    export_dir = tempfile.mkdtemp(prefix="seqlab-generation-")
     export_saved_model(generator, os.path.join(export_dir, "saved_model"))
     exported = tf.saved_model.load(os.path.join(export_dir, "saved_model"))
     compiled_model = tf.function(
