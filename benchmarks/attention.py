@@ -146,6 +146,15 @@ def main(argv=None):
     parser.add_argument("--calls", type=int, default=10, help="layer calls per timed function")
     parser.add_argument("--steps", type=int, default=128, help="positions generated")
     args = parser.parse_args(argv)
+    # Each ended in a traceback: 0 repetitions or steps timed nothing (statistics' error or a
+    # KeyError), and the layers refuse a model dimension the heads do not divide.
+    for flag in ("repetitions", "batch", "length", "model_dim", "num_heads", "calls", "steps"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1, not "
+                         f"{getattr(args, flag)}")
+    if args.model_dim % args.num_heads:
+        parser.error(f"--model-dim {args.model_dim} is not a multiple of --num-heads "
+                     f"{args.num_heads}: each head gets model-dim / num-heads dimensions")
 
     medians = interleaved_medians(
         attention_variants(args.batch, args.length, args.model_dim, args.num_heads, args.calls),
