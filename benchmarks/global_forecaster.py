@@ -29,6 +29,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 # seqlab first: its import hook keeps TensorFlow's load notices (which ignore
 # TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does.
@@ -156,6 +157,15 @@ def main(argv=None):
     parser.add_argument("--validate", action="store_true")
     parser.add_argument("--out", help="append one JSON line per run to this file")
     args = parser.parse_args(argv)
+    if not 0 <= args.seed < 2 ** 32:  # NumPy's range of seeds: -1 was a traceback
+        parser.error(f"--seed must lie in [0, 2**32), not {args.seed}")
+    if args.out is not None:  # checked before the first run trains, not after
+        out = Path(args.out)
+        if out.is_dir():
+            parser.error(f"--out {out}: a folder; expected a file to append the runs' JSON "
+                         "lines to (made if missing)")
+        if not out.parent.is_dir():
+            parser.error(f"--out {out}: no folder {out.parent} to write it in")
     sources = set_sources(parser, args.data, args.sets)
     for spec in args.runs:
         try:

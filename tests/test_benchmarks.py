@@ -212,3 +212,21 @@ def test_m4_refuses_a_negative_limit_and_an_out_that_is_a_file(flags, error, mon
         m4.main(["--data", str(tmp_path), "--sets", "hourly", *flags])
     assert stopped.value.code == 2
     assert f"error: {error.format(file=file)}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, error", [
+    (["--seed", "-1"], "--seed must lie in [0, 2**32), not -1"),
+    (["--out", "{folder}"], "--out {folder}: a folder; expected a file"),
+    (["--out", "{folder}/missing/runs.jsonl"], "--out {folder}/missing/runs.jsonl: no folder"),
+])
+def test_the_global_forecaster_refuses_a_bad_seed_or_out_before_it_trains(flags, error,
+                                                                          monkeypatch, capsys,
+                                                                          tmp_path):
+    # An --out that is a folder failed after the first run had trained (IsADirectoryError);
+    # --seed -1 was a traceback.
+    benchmark = load("global_forecaster", monkeypatch)
+    flags = [flag.format(folder=tmp_path) for flag in flags]
+    with pytest.raises(SystemExit) as stopped:
+        benchmark.main(["--data", str(tmp_path), "--sets", "hourly", *flags])
+    assert stopped.value.code == 2
+    assert f"error: {error.format(folder=tmp_path)}" in capsys.readouterr().err
