@@ -12,7 +12,9 @@ separate parts: the training documents that the pipeline's seeded split (seed 42
 10 %) will hold out for validation are found by running that split on the folder, so no
 validation or test sentence is seen in training. Written as class folders,
 `train/{pos,neg}/*.txt` and `test/{pos,neg}/*.txt` (1,800 and 200 documents by default), the
-layout `seqlab sentiment train --data FOLDER` reads as given splits.
+layout `seqlab sentiment train --data FOLDER` reads as given splits. OUT_FOLDER must be new,
+empty, or an earlier build (it holds `BUILD_MARKER`), which is replaced whole: a document of an
+earlier build left among the new ones would bring back the overlap the split avoids.
 
     python benchmarks/long_documents.py build OUT_FOLDER [--source FOLDER]
     python benchmarks/long_documents.py run [--long FOLDER] [--polarity FOLDER] [--only ...]
@@ -21,8 +23,10 @@ layout `seqlab sentiment train --data FOLDER` reads as given splits.
 `run` trains the default command (`seqlab sentiment train --data ...`, nothing else but the
 extra flags) on each data set and prints its summary, then one JSON line of figures per data
 set (test accuracy, the model kept, every auto candidate's validation and test figures, the
-length and cut, the time). `--polarity` (default: `sentence-polarity`) is both the polarity
-data set and, without `--long`, the snippets the long documents are built from.
+length and cut, the time). The runs, and the documents built without `--long`, are in a
+temporary folder deleted at exit: the summary leaves out its run directory. `--polarity`
+(default: `sentence-polarity`) is both the polarity data set and, without `--long`, the
+snippets the long documents are built from.
 
 This is not the real long-review figure: that needs the 2,000-review set, not measured here.
 """
@@ -31,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -38,7 +43,16 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from seqlab.data.errors import DataError  # noqa: E402
+from seqlab.pipelines.errors import UsageError  # noqa: E402
+
 POLARITY = "sentence-polarity"
+# The file `build` writes last into its folder: a folder holding it is a whole build of this
+# script, which a later build replaces; any other non-empty folder is refused.
+BUILD_MARKER = ".long_documents-build.json"
+# The fewest documents `build` makes: one test document of each class (10 % of them, rounded)
+# and enough training documents of each class for the run's validation split.
+MIN_DOCUMENTS = 20
 
 
 def polarity_folder(parser, value, flag):
@@ -46,7 +60,6 @@ def polarity_folder(parser, value, flag):
     registered name `sentence-polarity` (downloaded on first use). Anything else, or a failed
     download, is a one-line `parser.error` rather than a traceback from the reader."""
     from seqlab.data.datasets import resolve_path
-    from seqlab.data.errors import DataError
 
     try:
         folder = resolve_path(value)
@@ -89,10 +102,57 @@ def build(out, source, documents=2000, words=700, majority=(0.6, 0.8),
     """Writes the long-document folder (see the module docstring) from the snippets in the
     folder `source`; returns its path.
 
-    The training documents that `seqlab sentiment train` (`--val-fraction val_share`,
-    `--seed split_seed`) will hold out for validation are found first, by running its split
-    on the folder with placeholder texts, and then written from their own snippets.
+    `out` must be new, empty, or a folder this function built (it holds `BUILD_MARKER`),
+    which is replaced whole: the documents are written into a temporary sibling that then
+    takes its place, so no document of an earlier build (another `documents`, another seed)
+    stays among them, which would bring validation or test sentences back into training.
+
+    Raises:
+        DataError: `out` is a file or holds files this function did not write, or the
+            snippets are too few to split.
     """
+    out = Path(out)
+    refusal = refuse_out(out)
+    if refusal:
+        raise DataError(refusal, path=out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        write_documents(staging, source, documents, words, majority, test_share, val_share,
+                        seed, split_seed)
+        (staging / BUILD_MARKER).write_text(json.dumps({
+            "documents": documents, "words": words, "majority": list(majority),
+            "seed": seed}) + "\n", encoding="utf-8")
+        if out.exists():  # empty, or an earlier build: moved aside, then deleted
+            previous = Path(tempfile.mkdtemp(prefix=f".{out.name}.previous-", dir=out.parent))
+            out.rename(previous / out.name)
+            staging.rename(out)
+            shutil.rmtree(previous)
+        else:
+            staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def refuse_out(out):
+    """Why `build` may not write `out`, or None: a file (or a folder under one), or a
+    non-empty folder without `BUILD_MARKER` (files `build` did not write, never deleted)."""
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "a file" if folder == out else f"under {folder}, a file"
+                return f"{where}; expected a folder to build the documents in"
+            break
+    if out.is_dir() and any(out.iterdir()) and not (out / BUILD_MARKER).is_file():
+        return ("not empty, and not a folder build wrote (no " + BUILD_MARKER + "); expected "
+                "a new or empty folder, or an earlier build, which is replaced whole")
+    return None
+
+
+def write_documents(out, source, documents, words, majority, test_share, val_share, seed,
+                    split_seed):
+    """The documents of `build`, written into the empty folder `out`."""
     from seqlab.data.classification import load_training_data, make_splits
 
     rng = random.Random(seed)
@@ -105,7 +165,6 @@ def build(out, source, documents=2000, words=700, majority=(0.6, 0.8),
         pools["test"][label] = lines[:test_cut]
         pools["val"][label] = lines[test_cut:val_cut]
         pools["train"][label] = lines[val_cut:]
-    out = Path(out)
     test_documents = int(round(documents * test_share))
     per_class = {"train": (documents - test_documents) // 2, "test": test_documents // 2}
     paths = {split: [(label, out / split / label / f"{index:05d}.txt")
@@ -125,7 +184,6 @@ def build(out, source, documents=2000, words=700, majority=(0.6, 0.8),
             path.parent.mkdir(parents=True, exist_ok=True)
             text = build_document(pools[pool], label, words, majority, rng)
             path.write_text(text + "\n", encoding="utf-8")
-    return out
 
 
 def run_data(data, extra, out):
@@ -170,25 +228,50 @@ def main(argv=None):
     run_parser.add_argument("--polarity", default=POLARITY,
                             help="a folder holding rt-polarity.pos and rt-polarity.neg, or a "
                             "registered name (default: %(default)s)")
-    run_parser.add_argument("--only", nargs="*", choices=("long", "polarity"),
+    run_parser.add_argument("--only", nargs="+", choices=("long", "polarity"),
                             default=("long", "polarity"))
     args = parser.parse_args(argv)
     if args.action == "build":
-        source = polarity_folder(build_parser, args.source, "--source")
-        print(build(args.out, source, words=args.words, documents=args.documents,
-                    majority=tuple(args.majority), seed=args.seed))
-        return
+        return build_action(build_parser, args)
+    if args.long is not None and not (Path(args.long) / "train").is_dir():
+        run_parser.error(f"--long {args.long}: "
+                         + ("not a folder build wrote (no train/ in it)"
+                            if Path(args.long).is_dir() else "no such folder"))
     polarity = None
     if "polarity" in args.only or not args.long:
         polarity = polarity_folder(run_parser, args.polarity, "--polarity")
     with tempfile.TemporaryDirectory() as scratch:
-        long_folder = args.long or build(Path(scratch) / "long", polarity)
+        # Named as given, never by the temporary folder (deleted at exit) the runs are in.
+        names = {"long": args.long or f"long documents built from {polarity} (deleted at exit)",
+                 "polarity": str(polarity)}
         for name in args.only:
-            data = long_folder if name == "long" else polarity
-            figures = run_data(data, extra, Path(scratch) / f"run-{name}")
-            print(figures.pop("summary"))
-            print(json.dumps({"set": name, **figures}), flush=True)
+            data = polarity
+            if name == "long":
+                data = args.long or build(Path(scratch) / "long", polarity)
+            try:
+                figures = run_data(data, extra, Path(scratch) / f"run-{name}")
+            except (DataError, UsageError) as error:
+                run_parser.error(f"{name}: {error}")
+            print(figures.pop("summary").split("\nrun directory: ")[0])
+            print(json.dumps({"set": name, **figures, "data": names[name]}), flush=True)
 
+
+def build_action(parser, args):
+    """`build`: its settings and OUT checked in one line each, then the folder built."""
+    if args.words < 1:  # 0 wrote empty documents
+        parser.error(f"--words must be at least 1, not {args.words}")
+    if args.documents < MIN_DOCUMENTS:  # too few to split: a DataError traceback
+        parser.error(f"--documents must be at least {MIN_DOCUMENTS} (one test document of "
+                     f"each class), not {args.documents}")
+    refusal = refuse_out(Path(args.out))
+    if refusal:
+        parser.error(f"{args.out}: {refusal}")
+    source = polarity_folder(parser, args.source, "--source")
+    try:
+        print(build(args.out, source, words=args.words, documents=args.documents,
+                    majority=tuple(args.majority), seed=args.seed))
+    except DataError as error:
+        parser.error(str(error))
 
 if __name__ == "__main__":
     main()
