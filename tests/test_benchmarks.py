@@ -230,3 +230,16 @@ def test_the_global_forecaster_refuses_a_bad_seed_or_out_before_it_trains(flags,
         benchmark.main(["--data", str(tmp_path), "--sets", "hourly", *flags])
     assert stopped.value.code == 2
     assert f"error: {error.format(folder=tmp_path)}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("examples", ["abc", "0", "-3"])
+def test_fuzz_sh_refuses_a_budget_that_is_no_positive_whole_number(examples):
+    # 'abc' reached pytest as a collection error, 0 ran the normal budget silently.
+    import subprocess
+
+    finished = subprocess.run(["bash", str(BENCHMARKS / "fuzz.sh"), examples, "no_such_test"],
+                              capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 2
+    assert finished.stderr.startswith(
+        f"fuzz.sh: error: N must be a whole number of at least 1, not '{examples}'")
+    assert finished.stderr.count("\n") == 1
