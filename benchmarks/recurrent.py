@@ -124,6 +124,9 @@ def run_settings(args, argv):
     setting finished. The first setting that fails ends the run: its stderr's last lines are
     shown, and the results of the settings before it are returned rather than lost."""
     shapes = list(SHAPES) if args.shape == "all" else [s.strip() for s in args.shape.split(",")]
+    if "all" in shapes and args.shape != "all":  # "unknown all; known: ..., all" before
+        raise SystemExit(f"--shape {args.shape}: all stands alone (every shape); give all, or "
+                         f"a comma-separated list of {', '.join(SHAPES)}")
     unknown = [shape for shape in shapes if shape not in SHAPES]
     if unknown:
         raise SystemExit(f"--shape: unknown {', '.join(unknown)}; known: {', '.join(SHAPES)}, all")
