@@ -2,7 +2,10 @@
 
 Run from the repository root:
 
-    TF_CPP_MIN_LOG_LEVEL=2 python benchmarks/attention.py
+    python benchmarks/attention.py
+
+(TensorFlow's log stays off the terminal, as the command line keeps it; setting
+TF_CPP_MIN_LOG_LEVEL asks for it, its load notices included.)
 
 1. MultiHeadAttention (ours) vs keras.layers.MultiHeadAttention with the same
    weights: a forward pass and a training step (gradient + SGD update), each a

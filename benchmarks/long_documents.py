@@ -33,7 +33,6 @@ This is not the real long-review figure: that needs the 2,000-review set, not me
 
 import argparse
 import json
-import os
 import random
 import shutil
 import sys
@@ -41,7 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# seqlab first: its import hook keeps TensorFlow's load notices (which ignore
+# TF_CPP_MIN_LOG_LEVEL) and C++ log off the terminal, as the command line does. Setting the
+# variable here, as this script did, passed for the user's own level and showed them.
+import seqlab  # noqa: E402,F401
 
 from seqlab.data.errors import DataError  # noqa: E402
 from seqlab.pipelines.errors import UsageError  # noqa: E402

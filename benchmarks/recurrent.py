@@ -55,7 +55,6 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Every setting measures its loops afresh (the figures say what this run measured), and
 # remembers nothing (`seqlab/layers/_loop_choice.py`).
 os.environ["SEQLAB_LOOP_MEMORY"] = "off"
@@ -182,6 +181,9 @@ def main(argv=None):
 
 def time_setting(args):
     """Times one shape at one thread count, in this process."""
+    # seqlab first: its import hook keeps TensorFlow's load notices and C++ log off stderr
+    # (shown when a setting fails), unless the user set TF_CPP_MIN_LOG_LEVEL.
+    import seqlab  # noqa: F401
     import tensorflow as tf
 
     threads = 0 if args.threads == "all" else int(args.threads)

@@ -243,3 +243,25 @@ def test_fuzz_sh_refuses_a_budget_that_is_no_positive_whole_number(examples):
     assert finished.stderr.startswith(
         f"fuzz.sh: error: N must be a whole number of at least 1, not '{examples}'")
     assert finished.stderr.count("\n") == 1
+
+
+def test_long_documents_keeps_tensorflows_log_off_the_terminal(tmp_path):
+    # It set TF_CPP_MIN_LOG_LEVEL itself, which seqlab takes for the user's own level: every
+    # run showed TensorFlow's load notices (oneDNN, cuda drivers, absl).
+    import subprocess
+    import sys
+
+    from tests.test_quiet import environment_without_log_level, tensorflow_log
+
+    source = tmp_path / "snippets"
+    source.mkdir()
+    for label in ("pos", "neg"):
+        (source / f"rt-polarity.{label}").write_text(
+            "".join(f"a {label} sentence number {index}\n" for index in range(20)))
+    finished = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "long_documents.py"), "build", str(tmp_path / "out"),
+         "--source", str(source), "--documents", "20", "--words", "5"],
+        capture_output=True, text=True, timeout=300, env=environment_without_log_level())
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert tensorflow_log(finished.stderr) == [] and finished.stderr == "", finished.stderr
+    assert len(list((tmp_path / "out").glob("*/*/*.txt"))) == 20
