@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import keras
@@ -107,7 +108,33 @@ def _cluster_role():
         raise UsageError(
             f"TF_CONFIG names task {task_type}:{task_id}, which is not in its cluster {cluster}"
         )
+    for address in (address for tasks in cluster.values() for address in tasks):
+        _checked_port(address)
+    _check_resolves(cluster[task_type][task_id])
     return task_type, task_id, "chief" in cluster
+
+
+def _checked_port(address):
+    """The port of a cluster's `"host:port"` (`"[::1]:port"` too), refused unless it is one:
+    TensorFlow's "Could not parse port for local server" was a traceback, and a port out of
+    range was accepted."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError(f"TF_CONFIG's cluster address {address!r} is not \"host:port\" with a "
+                         "port of 1 to 65535")
+    return int(port)
+
+
+def _check_resolves(address):
+    """Refuses this worker's own address where its host does not resolve: TensorFlow then
+    waited for ever, deaf to every signal but SIGKILL."""
+    host = address.rpartition(":")[0].strip("[]")
+    try:
+        socket.getaddrinfo(host, _checked_port(address))
+    except (OSError, UnicodeError) as error:
+        raise UsageError(f"TF_CONFIG names this worker at {address!r}, whose host does not "
+                         f"resolve ({getattr(error, 'strerror', None) or error}); give a name "
+                         "or address of this machine") from None
 
 
 class Distribution:

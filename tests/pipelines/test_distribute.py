@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from seqlab import cli
+from seqlab.pipelines.configs.timeseries import TimeseriesConfig
 from seqlab.pipelines.distribute import Distribution
 from seqlab.pipelines.errors import UsageError
 
@@ -69,6 +70,17 @@ def test_mirrored_shards_by_data_and_batches_globally():
          "task index must be a whole number of at least 0"),
         ('{"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, '
          '"task": {"type": "ps", "index": 0}}', "has the job 'ps'"),
+        # TensorFlow's "Could not parse port for local server" traceback; a port out of range
+        # was accepted.
+        ('{"cluster": {"worker": ["localhost"]}, "task": {"type": "worker", "index": 0}}',
+         "cluster address 'localhost' is not \"host:port\" with a port of 1 to 65535"),
+        ('{"cluster": {"worker": ["127.0.0.1:1", "h:99999"]}, "task": {"type": "worker", '
+         '"index": 0}}', "cluster address 'h:99999' is not \"host:port\""),
+        # TensorFlow waited for ever, deaf to every signal but SIGKILL (.invalid never
+        # resolves: RFC 2606).
+        ('{"cluster": {"worker": ["nohost.invalid:23459"]}, "task": {"type": "worker", '
+         '"index": 0}}', "names this worker at 'nohost.invalid:23459', whose host does not "
+                         "resolve"),
     ],
 )
 def test_multiworker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
@@ -77,6 +89,15 @@ def test_multiworker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
         monkeypatch.setenv("TF_CONFIG", tf_config)
     with pytest.raises(UsageError, match=message):
         Distribution("multiworker")
+
+
+def test_a_time_box_is_refused_with_several_workers():
+    # Each worker timed itself: one stopped an epoch before the chief, whose next collective
+    # step failed in a traceback, and the run resumed on mismatched weights.
+    with pytest.raises(ValueError, match="max_minutes is not offered with multiworker "
+                                         "distribution: each worker would time itself"):
+        TimeseriesConfig(distribute="multiworker", max_minutes=1.0)
+    assert TimeseriesConfig(distribute="mirrored", max_minutes=1.0).max_minutes == 1.0
 
 
 def test_unknown_kind_is_refused():
