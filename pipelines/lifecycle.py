@@ -618,6 +618,13 @@ class Pipeline:
             raise UsageError("--tensorboard needs the tensorboard package: pip install "
                              "tensorboard (or pip install 'seqlab[tensorboard]')")
         refuse_unread_settings(config)
+        if config.max_minutes and config.distribute == "multiworker":
+            # Each worker timed itself: one stopped an epoch before the others, whose next
+            # collective step then failed ("Collective ops is aborted"). Refused here, not by
+            # the config: a run trained so before still loads.
+            raise UsageError("--max-minutes is not offered with --distribute multiworker: each "
+                             "worker would time itself and stop at another epoch; bound the "
+                             "run with --epochs instead")
         size = self.least_parameters(config)
         if size is not None:
             refuse_oversized_model(*size)

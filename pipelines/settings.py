@@ -122,14 +122,6 @@ class TrainConfig:
         check_settings(self)
         check_at_least(self, 1, "epochs", "batch_size")
         check_positive(self, "max_minutes")
-        if self.max_minutes and self.distribute == "multiworker":
-            # Each worker times itself: one stopped an epoch before the others, whose next
-            # collective step then failed ("Collective ops is aborted").
-            raise ValueError(
-                "max_minutes is not offered with multiworker distribution: each worker would "
-                "time itself and stop at another epoch; bound the run by its epochs instead. "
-                "Received: "
-                f"max_minutes={self.max_minutes}, distribute='multiworker'")
         if hasattr(self, "learning_rate"):
             check_positive(self, "learning_rate")
         if hasattr(self, "clipnorm"):
