@@ -141,7 +141,8 @@ def _add_action_parsers(task_parser, card):
     formatter = _HelpFormatter
     # The name typed (an alias too) goes to `typed_action`, for error messages; `action` is the
     # action it names.
-    actions = task_parser.add_subparsers(dest="typed_action", metavar="<action>")
+    actions = task_parser.add_subparsers(dest="typed_action", metavar="<action>",
+                                         action=_TypedSubCommands)
     parsers = {}
     for action, summary in ACTIONS.items():
         parsers[action] = actions.add_parser(
@@ -199,6 +200,18 @@ def _add_action_parsers(task_parser, card):
             "--debug", action="store_true",
             help="show the traceback of data and usage errors, and TensorFlow's own log",
         )
+
+
+class _TypedSubCommands(argparse._SubParsersAction):
+    """Sub-commands whose usage and errors name the action as it was typed: an alias shares
+    its action's parser, so `charrnn generate --seed 1.5` was "seqlab charrnn predict:
+    error: ...", a command the user had not typed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        chosen = self._name_parser_map.get(values[0]) if values else None
+        if chosen is not None:
+            chosen.prog = f"{chosen.prog.rsplit(' ', 1)[0]} {values[0]}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def build_parser(task_name=None):

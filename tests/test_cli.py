@@ -393,6 +393,12 @@ def test_an_error_names_the_action_as_it_was_typed(tmp_path, capsys):
     for typed in ("generate", "predict"):
         assert cli.main(["charrnn", typed, "--run", str(tmp_path)]) == 2
         assert capsys.readouterr().err.startswith(f"seqlab charrnn {typed}: error: ")
+    # argparse's own errors too: the alias shares predict's parser, whose name they gave.
+    for typed in ("generate", "predict", "generate"):
+        with pytest.raises(SystemExit):
+            cli.main(["charrnn", typed, "--run", str(tmp_path), "--seed", "1.5"])
+        assert f"seqlab charrnn {typed}: error: argument --seed: invalid int value: '1.5'" in (
+            capsys.readouterr().err)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
