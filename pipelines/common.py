@@ -824,16 +824,18 @@ class RunDirectory:
                 ", added while this run trained; seqlab never deletes what it did not write: move "
                 "them out of it and give the same command again, which finishes this run (kept "
                 f"in {self.work}) without training it again")
-        self.lock_path.unlink(missing_ok=True)
         # The marker, written again, keeps what train wrote: evaluate's and predict's --output
-        # may not overwrite it (paths.check_output).
+        # may not overwrite it (paths.check_output). The lock is held until the run is in
+        # place (removed before, it let a second train take `<out>.partial` in between, and
+        # the rename carried that train's lock into the finished run).
+        unlisted = (RUN_MARKER, FIT_DONE_NAME, LOCK_NAME)
         write_marker(self.work, RUN_MARKER, "run", task=self.task, files=sorted(
-            entry.name for entry in self.work.iterdir()
-            if entry.name not in (RUN_MARKER, FIT_DONE_NAME)),
-            tree=[path for path in written_tree(self.work, RUN_MARKER) if path != FIT_DONE_NAME],
+            entry.name for entry in self.work.iterdir() if entry.name not in unlisted),
+            tree=[path for path in written_tree(self.work, RUN_MARKER) if path not in unlisted],
             digests={name: data_fingerprint(self.work / name)["sha256"] for name in digested
                      if (self.work / name).is_file()})
         final = replace_directory(self.work, self.final)
+        (final / LOCK_NAME).unlink(missing_ok=True)
         (final / FIT_DONE_NAME).unlink(missing_ok=True)
         return final
 

@@ -463,6 +463,24 @@ def test_a_dead_owners_lock_is_taken_over_under_a_lock_of_its_folder(tmp_path, m
     assert _files(lock.parent) == [".lock"]  # the lock's temporary is gone
 
 
+def test_the_lock_is_held_until_the_finished_run_is_in_place(tmp_path, monkeypatch):
+    # It was removed before the rename: a second train could take `<out>.partial` in between,
+    # and the rename then carried its lock into the finished run.
+    held = []
+    replace = common.replace_directory
+
+    def replace_watched(new, path):
+        if Path(path) == tmp_path / "run":
+            held.append((Path(new) / ".lock").is_file())
+        return replace(new, path)
+
+    monkeypatch.setattr(common, "replace_directory", replace_watched)
+    result = timeseries.train(tiny_config(tmp_path, model="gru"))
+    assert held == [True] and not (result.path / ".lock").exists()
+    marker = json.loads((result.path / "seqlab-run.json").read_text())
+    assert ".lock" not in marker["files"] and ".lock" not in marker["tree"]
+
+
 def test_train_owns_the_run_directory_while_it_reads_its_data_and_leaves_nothing_when_it_fails(
         tmp_path, monkeypatch):
     # The lock is taken before the data is read: a second train into the same --out is refused
