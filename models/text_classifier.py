@@ -57,6 +57,12 @@ MEMBER_SEED_STRIDE = 1000
 UNICODE_SPACE = r"[\s\pZ\x0b\x1c-\x1f\x85]+"
 
 
+# How a classifier parts words: "unicode" at any white space (`split_at_white_space`), or
+# "ascii" at ASCII's alone, as TensorFlow's whitespace split does and as every classifier
+# saved before the split was recorded did (it loads so, tokenising as it was trained).
+SPLITS = ("unicode", "ascii")
+
+
 @keras.saving.register_keras_serializable(package="seqlab")
 def split_at_white_space(texts):
     """`TextVectorization`'s split: words parted by any Unicode white space (`str.split()`'s
@@ -64,14 +70,27 @@ def split_at_white_space(texts):
     return tf.strings.split(tf.strings.regex_replace(texts, UNICODE_SPACE, " "))
 
 
+def _recorded_split(config):
+    """`config` of a classifier's `from_config`, with the split of a file saved before the
+    split was recorded (ASCII's)."""
+    return {"split": "ascii", **config}
+
+
+def _check_split(split):
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}. Received: split={split!r}")
+    return split
+
+
 def _derived_seed(seed, offset):
     return None if seed is None else seed + offset
 
 
 def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_length=64,
-                    standardize="lower_and_strip_punctuation", ngrams=2, truncate="end"):
+                    standardize="lower_and_strip_punctuation", ngrams=2, truncate="end",
+                    split="unicode"):
     """The `TextVectorization` layer of a classifier of `kind`, splitting on white space of
-    every kind (`split_at_white_space`).
+    every kind (`split_at_white_space`; `split="ascii"`: ASCII's alone, `SPLITS`).
 
     Word-sequence kinds: token ids `int64[B, sequence_length]` padded with id 0 (id 1 is
     `[UNK]`), longer texts cut at the end; with `truncate="start"`, `int64[B, T]` padded to the
@@ -87,14 +106,16 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
         standardize: Keras's standardization before splitting, or None.
         ngrams: the longest n-gram of the ngrams kind.
         truncate: "end" (the layer cuts longer texts at the end) or "start" (it does not cut).
+        split: "unicode" or "ascii" (`SPLITS`).
     """
+    split = split_at_white_space if _check_split(split) == "unicode" else "whitespace"
     if kind == "ngrams":
         return keras.layers.TextVectorization(
-            max_tokens=max_tokens, standardize=standardize, split=split_at_white_space, ngrams=ngrams,
+            max_tokens=max_tokens, standardize=standardize, split=split, ngrams=ngrams,
             output_mode="multi_hot", sparse=True, vocabulary=vocabulary, name="vectorizer",
         )
     return keras.layers.TextVectorization(
-        max_tokens=max_tokens, standardize=standardize, split=split_at_white_space, output_mode="int",
+        max_tokens=max_tokens, standardize=standardize, split=split, output_mode="int",
         output_sequence_length=sequence_length if truncate == "end" else None,
         vocabulary=vocabulary, name="vectorizer",
     )
@@ -293,6 +314,10 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         truncate: which end of a longer raw text is cut: "end" keeps its first
             `sequence_length` tokens (padded to `sequence_length`, as 0.1.0 did), "start" its
             last ones (padded to the batch's longest kept text: short batches run narrower).
+        split: where raw texts are parted into words: "unicode" at white space of every kind
+            (the no-break space too, as Python's `str.split()`), "ascii" at ASCII's alone
+            (TensorFlow's whitespace split; what a classifier saved before this setting was
+            recorded loads with).
 
     Call arguments:
         inputs: `string[B]`, or token ids `int[B, T]` padded with 0.
@@ -315,7 +340,8 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     def __init__(self, num_classes, vocabulary=None, vocabulary_size=None, kind="bilstm",
                  pooling="mean", sequence_length=64, standardize="lower_and_strip_punctuation",
                  ngrams=2, embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128,
-                 dropout=0.5, token_dropout=0.5, seed=None, truncate="end", **kwargs):
+                 dropout=0.5, token_dropout=0.5, seed=None, truncate="end", split="unicode",
+                 **kwargs):
         size = _check_hyperparameters(
             num_classes=num_classes, vocabulary=vocabulary, vocabulary_size=vocabulary_size,
             kind=kind, pooling=pooling, sequence_length=sequence_length,
@@ -333,11 +359,11 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         self.embedding_dim, self.units, self.num_layers = embedding_dim, units, layers
         self.num_heads, self.ff_dim = num_heads, ff_dim
         self.dropout, self.token_dropout, self.seed = dropout, token_dropout, seed
-        self.truncate = truncate
+        self.truncate, self.split = truncate, _check_split(split)
 
         self.vectorizer = None if vocabulary is None else text_vectorizer(
             kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
-            ngrams=ngrams, truncate=truncate,
+            ngrams=ngrams, truncate=truncate, split=split,
         )
         self.token_dropper = self.embedding = self.embedding_dropout = None
         self.sequence_layers, self.pooler, self.pooled_dropout = [], None, None
@@ -484,7 +510,12 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             "token_dropout": self.token_dropout,
             "seed": self.seed,
             "truncate": self.truncate,
+            "split": self.split,
         }
+
+    @classmethod
+    def from_config(cls, config, *args, **kwargs):
+        return super().from_config(_recorded_split(config), *args, **kwargs)
 
 
 def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooling,
@@ -685,7 +716,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
                  kind="bilstm", pooling="mean", sequence_length=64,
                  standardize="lower_and_strip_punctuation", ngrams=2, embedding_dim=64,
                  units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5, token_dropout=0.5,
-                 seed=None, truncate="end", **kwargs):
+                 seed=None, truncate="end", split="unicode", **kwargs):
         check_positive_int("num_members", num_members)
         _check_vocabulary_form(vocabulary, kind)
         size = _check_vocabulary(vocabulary, vocabulary_size)
@@ -694,7 +725,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
         self.num_members, self.num_classes = num_members, num_classes
         self.vocabulary = None if vocabulary is None else [str(token) for token in vocabulary]
         self.vocabulary_size = size
-        self.seed = seed
+        self.seed, self.split = seed, _check_split(split)
         self.member_config = dict(
             num_classes=num_classes, kind=kind, pooling=pooling,
             sequence_length=sequence_length, standardize=standardize, ngrams=ngrams,
@@ -703,7 +734,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
         )
         self.vectorizer = None if vocabulary is None else text_vectorizer(
             kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
-            ngrams=ngrams, truncate=truncate,
+            ngrams=ngrams, truncate=truncate, split=split,
         )
         self.members = [
             TextClassifier(vocabulary_size=size, seed=_derived_seed(seed, MEMBER_SEED_STRIDE * k),
@@ -760,7 +791,12 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
             "vocabulary_size": self.vocabulary_size,
             **self.member_config,
             "seed": self.seed,
+            "split": self.split,
         }
+
+    @classmethod
+    def from_config(cls, config, *args, **kwargs):
+        return super().from_config(_recorded_split(config), *args, **kwargs)
 
 
 # What `AutoTextClassifier` may classify with, in the order that breaks ties: the n-gram model
@@ -816,7 +852,8 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
     def __init__(self, num_classes, vocabulary, ngram_vocabulary, kind="cnn", pooling="mean",
                  sequence_length=64, standardize="lower_and_strip_punctuation", ngrams=2,
                  embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5,
-                 token_dropout=0.5, seed=None, truncate="end", choice=None, **kwargs):
+                 token_dropout=0.5, seed=None, truncate="end", choice=None, split="unicode",
+                 **kwargs):
         if kind == "ngrams" or kind not in KINDS:
             raise ValueError(
                 f"kind must be one of {', '.join(k for k in KINDS if k != 'ngrams')} (the "
@@ -835,12 +872,13 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
             ff_dim=ff_dim, dropout=dropout, token_dropout=token_dropout, seed=seed,
             truncate=truncate,
         )
-        shared = dict(num_classes=num_classes, standardize=standardize, ngrams=ngrams)
+        shared = dict(num_classes=num_classes, standardize=standardize, ngrams=ngrams,
+                      split=split)
         self.ngram_model = TextClassifier(vocabulary=ngram_vocabulary, kind="ngrams",
                                           name="ngrams", **shared)
         self.neural = TextClassifier(vocabulary=vocabulary, name="neural",
                                      **shared, **self.member_config)
-        self.standardize, self.ngrams = standardize, ngrams
+        self.standardize, self.ngrams, self.split = standardize, ngrams, split
         self._make_trackers()
         self.built = True  # the members built themselves
 
@@ -905,7 +943,12 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
             "ngrams": self.ngrams,
             **self.member_config,
             "choice": self.choice,
+            "split": self.split,
         }
+
+    @classmethod
+    def from_config(cls, config, *args, **kwargs):
+        return super().from_config(_recorded_split(config), *args, **kwargs)
 
 
 def candidate_figures(probabilities, label_ids):

@@ -259,6 +259,42 @@ def test_words_are_parted_by_white_space_of_every_kind_as_str_split_parts_them(k
     np.testing.assert_array_equal(loaded(tf.constant(texts[:len(spaces)])).numpy(), spaced)
 
 
+def test_a_classifier_saved_before_the_split_was_recorded_splits_as_it_was_trained(tmp_path):
+    # Its file has no `split`: loaded with the new default, "fine\xa0film", one word of its
+    # vocabulary when it was trained, became two, and an old run's evaluate and predict no
+    # longer read texts as its training and its SavedModel did.
+    import zipfile
+    vocabulary = ["", "[UNK]", "a", "fine\xa0film", "fine", "film"]
+    ngram_vocabulary = ["[UNK]", "a", "fine\xa0film", "fine", "film"]
+    models = {
+        "classifier": TextClassifier(num_classes=2, vocabulary=vocabulary, kind="gru", **TINY),
+        "ensemble": TextClassifierEnsemble(num_members=2, num_classes=2, vocabulary=vocabulary,
+                                           kind="gru", **TINY),
+        "auto": AutoTextClassifier(num_classes=2, vocabulary=vocabulary, kind="gru",
+                                   ngram_vocabulary=ngram_vocabulary, **TINY),
+    }
+    for name, model in models.items():
+        path = tmp_path / f"{name}.keras"
+        model.save(path)
+        with zipfile.ZipFile(path) as archive:
+            files = {item: archive.read(item) for item in archive.namelist()}
+        config = json.loads(files["config.json"])
+        assert config["config"].pop("split") == "unicode"
+        old = tmp_path / f"{name}_old.keras"
+        with zipfile.ZipFile(old, "w") as archive:
+            for item, data in files.items():
+                archive.writestr(item, json.dumps(config) if item == "config.json" else data)
+        ids = {}
+        for version, file in (("new", path), ("old", old)):
+            loaded = keras.models.load_model(file)
+            ids[version] = loaded.vectorizer(tf.constant(["a fine\xa0film"])).numpy()[0, :3]
+            assert loaded.get_config()["split"] == ("unicode" if version == "new" else "ascii")
+        assert ids["old"].tolist() == [2, 3, 0], name  # "fine\xa0film" one word, as trained
+        assert ids["new"].tolist() == [2, 4, 5], name
+    with pytest.raises(ValueError, match="split must be one of unicode, ascii"):
+        TextClassifier(num_classes=2, vocabulary_size=5, split="latin")
+
+
 @pytest.mark.parametrize("kind", ["gru", "transformer"])
 def test_truncate_start_reads_the_last_words_and_end_the_first(kind):
     words = [f"w{i}" for i in range(20)]
