@@ -119,11 +119,14 @@ def _temporary_file(path, folder):
     suffix = f".tmp-{os.getpid()}"
     try:
         longest = os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, TypeError, ValueError):  # no folder, or none that tells
+    except (OSError, TypeError, ValueError, AttributeError):  # none that tells (Windows: none)
         longest = 255
+    keep = max(1, longest - len(suffix) - 1)
+    if os.name == "nt":  # names are UTF-16 there: cut in characters, not in bytes
+        return path.with_name(f".{path.name[:keep]}{suffix}")
     # In bytes, as the limit counts them: a UTF-8 character cut in two (or a name that is not
     # UTF-8) is kept as its bytes, which fsdecode and fsencode carry unchanged.
-    name = os.fsencode(path.name)[:max(1, longest - len(suffix) - 1)]
+    name = os.fsencode(path.name)[:keep]
     return path.with_name(f".{os.fsdecode(name)}{suffix}")
 
 
