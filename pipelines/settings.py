@@ -333,10 +333,12 @@ def named_as_flags(message, names):
             head = re.sub(rf"(?<![\w-]){name}(?!\w)", flag, head)
         else:
             head = re.sub(rf"^{name}(?![\w-])", flag, head)
+        # Only at an item's start: a value's own text ("features=['units=kg']") is kept.
+        item = r"(?:^|(?<=, ))"
         for value, typed in ((True, typed_flag(name, True)), (False, typed_flag(name, False)),
                              (None, f"no {flag}")):
-            received = re.sub(rf"(?<![\w-]){name}={value}\b", typed, received)
-        received = re.sub(rf"(?<![\w-]){name}=", f"{flag} ", received)
+            received = re.sub(rf"{item}{name}={value}\b", typed, received)
+        received = re.sub(rf"{item}{name}=", f"{flag} ", received)
     return head + (mark + received if mark else "")
 
 

@@ -14,6 +14,7 @@ from seqlab.pipelines.settings import (
     MAXIMUMS,
     TrainConfig,
     make_config,
+    named_as_flags,
     option,
     read_config_file,
     recurrent_parameters,
@@ -366,3 +367,12 @@ def test_a_key_repeated_inside_a_settings_value_is_no_setting_given_twice(tmp_pa
     path.write_text('{"epochs": {"a": 1, "a": 2}}')
     with pytest.raises(UsageError, match=r"nested\.json: epochs must be int\. Received: "):
         make_config(ToyConfig, read_config_file(path), origin=str(path))
+
+
+def test_a_message_named_as_flags_keeps_the_values_own_text():
+    # A column named "units=kg" among the values was rewritten as if it were the setting.
+    message = ("features must name columns of the table, each once. Received: "
+               "features=['units=kg', 'units=kg'], units=0, crf=True, embeddings=None")
+    assert named_as_flags(message, {"features", "units", "crf", "embeddings"}) == (
+        "--features must name columns of the table, each once. Received: "
+        "--features ['units=kg', 'units=kg'], --units 0, --crf, no --embeddings")
