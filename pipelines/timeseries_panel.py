@@ -47,7 +47,7 @@ from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import DataError, listed
 from seqlab.data.long_table import find_id_column_in_file
 from seqlab.data.panel import M4_SETS, read_m4_folder, read_panel
-from seqlab.data.timeseries import choose_season, future_times
+from seqlab.data.timeseries import calendar_season, choose_season, future_times
 from seqlab.models.forecasting import metrics as forecast_metrics
 from seqlab.models.global_forecaster import (
     KINDS as NETWORK_KINDS,
@@ -397,6 +397,17 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
 
 
+def validation_histories(train_lengths, horizon):
+    """The histories the network reads at the validation origin, which bound the default
+    lookback (`default_settings`): each training part without its last `horizon` values, of
+    the series that have one. A series of at most `horizon` training values has none: counted
+    as 1, ten such series beside two long ones pulled the median, and the lookback, to 1 (the
+    long series read one value at a time). Every series' (at least 1) where none has one."""
+    histories = np.asarray(train_lengths) - horizon
+    present = histories[histories >= 1]
+    return present if present.size else np.maximum(histories, 1)
+
+
 def lookback_that_trains(lookback, fitting_lengths, horizon):
     """`lookback`, or where it leaves no series the history a training origin takes
     (`default_min_history`) beside its targets, the longest lookback that lets the longest
@@ -419,11 +430,17 @@ def _network_remedies(config, data, lookback_given):
     chosen again from the new horizon, as `prepare` chooses it), as "; expected ..." or ""."""
     h = data.horizon
     longest_train = max(t.size for t in data.train)
+    room = longest_train - 2 * h
     remedies = []
-    if longest_train - 2 * h >= 1:
+    if room >= 1:
         # default_min_history: min(lookback // 2, h) of history, so a lookback of up to
-        # 2 * room + 1 needs no more than the room left.
-        remedies.append(f"--lookback of at most {2 * (longest_train - 2 * h) + 1}")
+        # 2 * room + 1 needs no more than the room left (any lookback, where room >= h, up
+        # to the training part's length, the longest a window reads of it).
+        remedies.append(f"--lookback of at most "
+                        f"{longest_train if room >= h else 2 * room + 1}")
+    if is_m4_source(config.data) is not None:  # M4's holdout is its test files'
+        return (f"; expected {remedies[0]}" if remedies else
+                "; M4's files fix the holdout, and no lookback fits beside it")
     lengths = np.array([t.size + v.size for t, v in zip(data.train, data.holdout)])
     for holdout in range(h - 1, 0, -1):
         train = lengths - holdout
@@ -431,9 +448,11 @@ def _network_remedies(config, data, lookback_given):
             lookback = config.lookback
         else:
             lookback = default_settings(holdout, data.season,
-                                        np.maximum(train - holdout, 1))["lookback"]
+                                        validation_histories(train, holdout))["lookback"]
             lookback = lookback_that_trains(lookback, train - holdout, holdout)
-        if (train - holdout >= default_min_history(lookback, holdout) + holdout).any():
+        # As `prepare` asks: some series trains, and some series is as long as the window.
+        if ((train - holdout >= default_min_history(lookback, holdout) + holdout).any()
+                and (train >= lookback).any()):
             remedies.append(f"--holdout of at most {holdout}")
             break
     return f"; expected {' or '.join(remedies)}" if remedies else ""
@@ -443,18 +462,25 @@ def panel_season(panel):
     """`(season, where it came from)` of a panel: `choose_season` of each of its
     `SEASON_VOTERS` longest series whose values vary, and the season most of them find (a tie
     goes to the longer series'). One series alone would decide for all by its file's name or
-    its place in the table, a constant one among them."""
+    its place in the table, a constant one among them. A series too short for its time stamps'
+    season (fewer than three cycles) finds none and does not vote, unless no series can test
+    it: ten 20-month series out-voted two of 120 months that found 12."""
     lengths = panel.lengths  # a property that builds the array: once, not once a series
     order = sorted(range(len(panel)), key=lambda i: -lengths[i])  # stable: ties by place
     varying = [i for i in order if np.ptp(panel.values[i]) > 0]
     voters = (varying or order)[:SEASON_VOTERS]
-    found = {}
+    found, untested = {}, set()
     for i in voters:  # longest first, so that a tie keeps the longer series' season
         stamps = pd.Series(panel.times[i]) if panel.time_kind == "dates" else None
         found[i] = choose_season(panel.values[i], stamps, panel.target)
+        calendar = calendar_season(stamps)
+        if found[i][0] == 1 and calendar and calendar[0] > len(panel.values[i]) // 3:
+            untested.add(i)
+    if len(untested) < len(voters):
+        voters = [i for i in voters if i not in untested]
     votes = {}
-    for season, _ in found.values():
-        votes[season] = votes.get(season, 0) + 1
+    for i in voters:
+        votes[found[i][0]] = votes.get(found[i][0], 0) + 1
     season = max(votes, key=votes.get)
     first = next(i for i in voters if found[i][0] == season)
     where = found[first][1]
@@ -462,9 +488,11 @@ def panel_season(panel):
         return season, f"{where} (the longest series, {panel.ids[first]!r})"
     others = ", ".join(f"{n} find {k}" for k, n in votes.items() if k != season)
     which = "that vary" if varying else "(none of the series varies)"
+    short = (f"; {len(untested)} too short for their time stamps' season do not vote"
+             if untested and len(untested) < len(found) else "")
     return season, (f"{where}, of the longest series {panel.ids[first]!r}: {votes[season]} of "
                     f"the {len(voters)} longest series {which} find {season}"
-                    + (f" ({others})" if others else ""))
+                    + (f" ({others})" if others else "") + short)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -897,7 +925,7 @@ class PanelPipeline(Pipeline):
         # The lookback is bounded by the histories at the validation origin (each training
         # part without its last H values), which the network must read to be chosen on them.
         settings = default_settings(data.horizon, data.season,
-                                    np.maximum(lengths - data.horizon, 1))
+                                    validation_histories(lengths, data.horizon))
         # Recorded in panel.json: a run from before it was recorded read its windows with the
         # legacy floor, which `_network_model` then gives it.
         settings = {**settings, "scale_floor": 0.0}
@@ -947,12 +975,13 @@ class PanelPipeline(Pipeline):
         settings["min_history"] = min_history
         usable = [t.size >= config.lookback for t in data.train]
         if not any(usable) and "lookback" in given:
+            # The longest that fits, not the training part's length: a lookback of that
+            # length was refused next, needing its history beside twice the horizon.
             longest = max(t.size for t in data.train)
             raise UsageError(f"--lookback {config.lookback} is longer than every series' "
                              f"training part (the longest has {plural(longest, 'value')}), so the "
-                             "network "
-                             f"would forecast none of them; give a lookback of at most "
-                             f"{longest}, or leave it to the data")
+                             "network would forecast none of them"
+                             f"{_network_remedies(config, data, True)}")
         trainable = [s for s in fit_series if s.size >= min_history + h]
         if not trainable:
             raise DataError(f"no series has the {min_history + 2 * h} values the network "
@@ -1173,6 +1202,15 @@ class PanelPipeline(Pipeline):
             f"{plural(config.epochs, 'epoch')} ({prepared.network_source})",
             *prepared.notes,
         ]
+        short = [i for i, ok in zip(data.ids, prepared.usable) if not ok]
+        if short and n["kind"] in {name for names in (choice.kept,
+                                                      *choice.series_kept.values())
+                                   for name in names}:
+            # Said: the model's row and "every series kept nbeats" read as if the network
+            # forecast them too.
+            lines.append(f"  the {len(short)} series shorter than the lookback are forecast by "
+                         f"{' + '.join(fallback_members(choice, n['kind']))} instead of the "
+                         f"network (their rows of holdout_forecasts.csv: its model column)")
         served = {name for names in (choice.kept, *choice.series_kept.values()) for name in names}
         if served != {n["kind"]}:
             lines.append(f"saved_model/ serves the network ({n['kind']}) alone: the classical "

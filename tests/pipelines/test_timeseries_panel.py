@@ -375,6 +375,24 @@ def test_the_networks_figures_leave_out_the_series_shorter_than_its_lookback(tmp
     assert "as given, the rest chosen from the horizon" in metrics["network"]["source"]
 
 
+def test_train_says_what_forecast_the_series_shorter_than_the_lookback(tmp_path, capsys):
+    # --model nbeats: the summary's model row and "the network alone" read as if the network
+    # forecast every series, though s1 (23 training values, lookback 24) got the seasonal
+    # naive forecast.
+    write_long_table(tmp_path / "long.csv", short=False)
+    out = tmp_path / "run"
+    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
+                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
+                 str(SEASON), "--lookback", "24", "--model", "nbeats", "--out", str(out),
+                 *TINY]) == 0
+    assert ("  the 1 series shorter than the lookback are forecast by seasonal_naive instead of "
+            "the network (their rows of holdout_forecasts.csv: its model column)"
+            in capsys.readouterr().out.splitlines())
+    table = pd.read_csv(out / "holdout_forecasts.csv")
+    short = table[table["item"] == "s1"]
+    np.testing.assert_array_equal(short["model"], short["seasonal_naive"])
+
+
 def test_predict_names_the_series_its_network_could_not_read(tmp_path, capsys):
     # The network alone, lookback 20: a new table whose s1 holds 12 values is forecast by the
     # seasonal naive forecast there, and the summary now says so (it named the network only).
@@ -1019,6 +1037,33 @@ def test_the_default_lookback_shrinks_to_one_that_lets_short_series_train(tmp_pa
     assert not any(note.startswith("lookback") for note in prepared.notes)
 
 
+def _mixed_monthly_panel(path):
+    # Two seasonal series of 120 months beside ten of 20 months.
+    rows = [(f"S{k}", str(stamp.date()),
+             100 + 10 * k + 0.5 * i + 15 * np.sin(2 * np.pi * i / 12) + (i * 7 % 5))
+            for k, n in enumerate([120, 120] + [20] * 10)
+            for i, stamp in enumerate(pd.date_range("2000-01-01", periods=n, freq="MS"))]
+    pd.DataFrame(rows, columns=["id", "date", "y"]).to_csv(path, index=False)
+
+
+def test_short_series_neither_vote_on_the_season_nor_shrink_the_lookback(tmp_path):
+    # Ten 20-month series, too short to test a season of 12, out-voted the two of 120 months
+    # that found it (season 1); and, counted with a history of 1 at the validation origin they
+    # do not have, pulled the default lookback's median bound to 1: the long series were read
+    # one value at a time.
+    _mixed_monthly_panel(tmp_path / "mix.csv")
+    config = TimeseriesConfig(data=str(tmp_path / "mix.csv"), id_column="id",
+                              time_column=["date"], holdout=12, model="nbeats")
+    prepared = PANEL_PIPELINE.prepare(config, Distribution())
+    assert prepared.data.season == 12
+    assert prepared.data.season_source.endswith(
+        "of the longest series 'S0': 2 of the 2 longest series that vary find 12; 10 too short "
+        "for their time stamps' season do not vote")
+    assert prepared.network["lookback"] == 48  # 4 horizons, the histories of 96 allowing it
+    assert panel_module.validation_histories([20, 8, 8], 12).tolist() == [8]
+    assert panel_module.validation_histories([8, 8], 12).tolist() == [1, 1]  # none has one
+
+
 def test_series_too_short_for_the_network_are_refused_naming_what_gets_past_it(tmp_path):
     # A lookback given stays: the message names the longest that fits, or the holdout that
     # fits beside it.
@@ -1029,6 +1074,18 @@ def test_series_too_short_for_the_network_are_refused_naming_what_gets_past_it(t
                                         r"--lookback of at most 9 or --holdout of at most 10$"):
         _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=20)
     assert _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=9).data.horizon == 12
+    # Longer than every training part: the message named the part's length (28), a lookback
+    # then refused in turn; it names the one that fits.
+    with pytest.raises(UsageError, match=r"--lookback 30 is longer than every series' training "
+                                         r"part \(the longest has 28 values\), so the network "
+                                         r"would forecast none of them; expected --lookback of "
+                                         r"at most 9 or --holdout of at most 10$"):
+        _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=30)
+    # The --holdout named leaves a training part as long as the window.
+    with pytest.raises(UsageError, match=r"--holdout of at most 5$"):
+        _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=35)
+    assert _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=35,
+                          holdout=5).data.horizon == 5
     assert _prepare_panel(tmp_path / "m.csv", model="nbeats", lookback=20,
                           holdout=10).data.horizon == 10
     # 36 values leave no history beside twice the horizon: no lookback trains, a shorter
