@@ -57,10 +57,17 @@ MEMBER_SEED_STRIDE = 1000
 UNICODE_SPACE = r"[\s\pZ\x0b\x1c-\x1f\x85]+"
 
 
-# How a classifier parts words: "unicode" at any white space (`split_at_white_space`), or
-# "ascii" at ASCII's alone, as TensorFlow's whitespace split does and as every classifier
-# saved before the split was recorded did (it loads so, tokenising as it was trained).
-SPLITS = ("unicode", "ascii")
+# Punctuation as Keras's standardization strips it, for every script: Unicode's punctuation
+# (« » … “ ” ’ ¡ ¿ ， 。 ؟ besides ASCII's) and the ASCII symbols Keras strips too; other
+# symbols (emoji, currency signs) are kept, as Keras keeps them.
+UNICODE_PUNCTUATION = r"[\pP$+<=>^`|~]"
+
+# Which characters a classifier reads as white space, capitals and punctuation: "unicode"
+# (`split_at_white_space` and `UNICODE_STANDARDIZE`), or "ascii", TensorFlow's and Keras's own
+# rules, which part words at ASCII's white space, lower-case A-Z and strip ASCII's punctuation
+# alone ("Отлично" and "отлично", "«good»" and "good" were different words), and with which
+# a classifier saved before the setting was recorded loads, reading texts as it was trained.
+CHARACTER_RULES = ("unicode", "ascii")
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
@@ -70,16 +77,44 @@ def split_at_white_space(texts):
     return tf.strings.split(tf.strings.regex_replace(texts, UNICODE_SPACE, " "))
 
 
-def _recorded_split(config):
-    """`config` of a classifier's `from_config`, with the split of a file saved before the
-    split was recorded (ASCII's)."""
-    return {"split": "ascii", **config}
+@keras.saving.register_keras_serializable(package="seqlab")
+def lower_and_strip_unicode_punctuation(texts):
+    """Keras's "lower_and_strip_punctuation" for every script: capitals of any alphabet
+    lower-cased (UTF-8), `UNICODE_PUNCTUATION` removed."""
+    return strip_unicode_punctuation(lower_unicode(texts))
 
 
-def _check_split(split):
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}. Received: split={split!r}")
-    return split
+@keras.saving.register_keras_serializable(package="seqlab")
+def lower_unicode(texts):
+    """Keras's "lower" for every script (it lower-cases A-Z alone)."""
+    return tf.strings.lower(texts, encoding="utf-8")
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def strip_unicode_punctuation(texts):
+    """Keras's "strip_punctuation" for every script (`UNICODE_PUNCTUATION`)."""
+    return tf.strings.regex_replace(texts, UNICODE_PUNCTUATION, "")
+
+
+UNICODE_STANDARDIZE = {
+    "lower_and_strip_punctuation": lower_and_strip_unicode_punctuation,
+    "lower": lower_unicode,
+    "strip_punctuation": strip_unicode_punctuation,
+    None: None,
+}
+
+
+def _recorded_characters(config):
+    """`config` of a classifier's `from_config`, with the character rules of a file saved
+    before they were recorded (ASCII's)."""
+    return {"characters": "ascii", **config}
+
+
+def _check_characters(characters):
+    if characters not in CHARACTER_RULES:
+        raise ValueError(f"characters must be one of {', '.join(CHARACTER_RULES)}. Received: "
+                         f"characters={characters!r}")
+    return characters
 
 
 def _derived_seed(seed, offset):
@@ -88,9 +123,10 @@ def _derived_seed(seed, offset):
 
 def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_length=64,
                     standardize="lower_and_strip_punctuation", ngrams=2, truncate="end",
-                    split="unicode"):
-    """The `TextVectorization` layer of a classifier of `kind`, splitting on white space of
-    every kind (`split_at_white_space`; `split="ascii"`: ASCII's alone, `SPLITS`).
+                    characters="unicode"):
+    """The `TextVectorization` layer of a classifier of `kind`: `standardize` and a split at
+    white space, each for the characters of every script (`characters="ascii"`: Keras's own,
+    for A-Z and ASCII's white space and punctuation alone; `CHARACTER_RULES`).
 
     Word-sequence kinds: token ids `int64[B, sequence_length]` padded with id 0 (id 1 is
     `[UNK]`), longer texts cut at the end; with `truncate="start"`, `int64[B, T]` padded to the
@@ -106,9 +142,14 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
         standardize: Keras's standardization before splitting, or None.
         ngrams: the longest n-gram of the ngrams kind.
         truncate: "end" (the layer cuts longer texts at the end) or "start" (it does not cut).
-        split: "unicode" or "ascii" (`SPLITS`).
+        characters: "unicode" or "ascii" (`CHARACTER_RULES`).
     """
-    split = split_at_white_space if _check_split(split) == "unicode" else "whitespace"
+    if standardize not in STANDARDIZE:
+        raise ValueError(f"standardize must be one of {', '.join(map(str, STANDARDIZE))}. "
+                         f"Received: standardize={standardize!r}")
+    split = "whitespace"
+    if _check_characters(characters) == "unicode":
+        split, standardize = split_at_white_space, UNICODE_STANDARDIZE[standardize]
     if kind == "ngrams":
         return keras.layers.TextVectorization(
             max_tokens=max_tokens, standardize=standardize, split=split, ngrams=ngrams,
@@ -314,10 +355,11 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         truncate: which end of a longer raw text is cut: "end" keeps its first
             `sequence_length` tokens (padded to `sequence_length`, as 0.1.0 did), "start" its
             last ones (padded to the batch's longest kept text: short batches run narrower).
-        split: where raw texts are parted into words: "unicode" at white space of every kind
-            (the no-break space too, as Python's `str.split()`), "ascii" at ASCII's alone
-            (TensorFlow's whitespace split; what a classifier saved before this setting was
-            recorded loads with).
+        characters: "unicode": raw texts are parted into words at white space of every kind
+            (the no-break space too, as Python's `str.split()`), and `standardize` lower-cases
+            the capitals of every alphabet and strips Unicode's punctuation; "ascii": Keras's
+            own rules, for ASCII's white space, A-Z and ASCII's punctuation alone (what a
+            classifier saved before this setting was recorded loads with).
 
     Call arguments:
         inputs: `string[B]`, or token ids `int[B, T]` padded with 0.
@@ -340,8 +382,8 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
     def __init__(self, num_classes, vocabulary=None, vocabulary_size=None, kind="bilstm",
                  pooling="mean", sequence_length=64, standardize="lower_and_strip_punctuation",
                  ngrams=2, embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128,
-                 dropout=0.5, token_dropout=0.5, seed=None, truncate="end", split="unicode",
-                 **kwargs):
+                 dropout=0.5, token_dropout=0.5, seed=None, truncate="end",
+                 characters="unicode", **kwargs):
         size = _check_hyperparameters(
             num_classes=num_classes, vocabulary=vocabulary, vocabulary_size=vocabulary_size,
             kind=kind, pooling=pooling, sequence_length=sequence_length,
@@ -359,11 +401,11 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         self.embedding_dim, self.units, self.num_layers = embedding_dim, units, layers
         self.num_heads, self.ff_dim = num_heads, ff_dim
         self.dropout, self.token_dropout, self.seed = dropout, token_dropout, seed
-        self.truncate, self.split = truncate, _check_split(split)
+        self.truncate, self.characters = truncate, _check_characters(characters)
 
         self.vectorizer = None if vocabulary is None else text_vectorizer(
             kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
-            ngrams=ngrams, truncate=truncate, split=split,
+            ngrams=ngrams, truncate=truncate, characters=characters,
         )
         self.token_dropper = self.embedding = self.embedding_dropout = None
         self.sequence_layers, self.pooler, self.pooled_dropout = [], None, None
@@ -510,12 +552,12 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
             "token_dropout": self.token_dropout,
             "seed": self.seed,
             "truncate": self.truncate,
-            "split": self.split,
+            "characters": self.characters,
         }
 
     @classmethod
     def from_config(cls, config, *args, **kwargs):
-        return super().from_config(_recorded_split(config), *args, **kwargs)
+        return super().from_config(_recorded_characters(config), *args, **kwargs)
 
 
 def _check_hyperparameters(num_classes, vocabulary, vocabulary_size, kind, pooling,
@@ -716,7 +758,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
                  kind="bilstm", pooling="mean", sequence_length=64,
                  standardize="lower_and_strip_punctuation", ngrams=2, embedding_dim=64,
                  units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5, token_dropout=0.5,
-                 seed=None, truncate="end", split="unicode", **kwargs):
+                 seed=None, truncate="end", characters="unicode", **kwargs):
         check_positive_int("num_members", num_members)
         _check_vocabulary_form(vocabulary, kind)
         size = _check_vocabulary(vocabulary, vocabulary_size)
@@ -725,7 +767,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
         self.num_members, self.num_classes = num_members, num_classes
         self.vocabulary = None if vocabulary is None else [str(token) for token in vocabulary]
         self.vocabulary_size = size
-        self.seed, self.split = seed, _check_split(split)
+        self.seed, self.characters = seed, _check_characters(characters)
         self.member_config = dict(
             num_classes=num_classes, kind=kind, pooling=pooling,
             sequence_length=sequence_length, standardize=standardize, ngrams=ngrams,
@@ -734,7 +776,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
         )
         self.vectorizer = None if vocabulary is None else text_vectorizer(
             kind, self.vocabulary, sequence_length=sequence_length, standardize=standardize,
-            ngrams=ngrams, truncate=truncate, split=split,
+            ngrams=ngrams, truncate=truncate, characters=characters,
         )
         self.members = [
             TextClassifier(vocabulary_size=size, seed=_derived_seed(seed, MEMBER_SEED_STRIDE * k),
@@ -791,12 +833,12 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
             "vocabulary_size": self.vocabulary_size,
             **self.member_config,
             "seed": self.seed,
-            "split": self.split,
+            "characters": self.characters,
         }
 
     @classmethod
     def from_config(cls, config, *args, **kwargs):
-        return super().from_config(_recorded_split(config), *args, **kwargs)
+        return super().from_config(_recorded_characters(config), *args, **kwargs)
 
 
 # What `AutoTextClassifier` may classify with, in the order that breaks ties: the n-gram model
@@ -852,8 +894,8 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
     def __init__(self, num_classes, vocabulary, ngram_vocabulary, kind="cnn", pooling="mean",
                  sequence_length=64, standardize="lower_and_strip_punctuation", ngrams=2,
                  embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5,
-                 token_dropout=0.5, seed=None, truncate="end", choice=None, split="unicode",
-                 **kwargs):
+                 token_dropout=0.5, seed=None, truncate="end", choice=None,
+                 characters="unicode", **kwargs):
         if kind == "ngrams" or kind not in KINDS:
             raise ValueError(
                 f"kind must be one of {', '.join(k for k in KINDS if k != 'ngrams')} (the "
@@ -873,12 +915,12 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
             truncate=truncate,
         )
         shared = dict(num_classes=num_classes, standardize=standardize, ngrams=ngrams,
-                      split=split)
+                      characters=characters)
         self.ngram_model = TextClassifier(vocabulary=ngram_vocabulary, kind="ngrams",
                                           name="ngrams", **shared)
         self.neural = TextClassifier(vocabulary=vocabulary, name="neural",
                                      **shared, **self.member_config)
-        self.standardize, self.ngrams, self.split = standardize, ngrams, split
+        self.standardize, self.ngrams, self.characters = standardize, ngrams, characters
         self._make_trackers()
         self.built = True  # the members built themselves
 
@@ -943,12 +985,12 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
             "ngrams": self.ngrams,
             **self.member_config,
             "choice": self.choice,
-            "split": self.split,
+            "characters": self.characters,
         }
 
     @classmethod
     def from_config(cls, config, *args, **kwargs):
-        return super().from_config(_recorded_split(config), *args, **kwargs)
+        return super().from_config(_recorded_characters(config), *args, **kwargs)
 
 
 def candidate_figures(probabilities, label_ids):

@@ -259,7 +259,33 @@ def test_words_are_parted_by_white_space_of_every_kind_as_str_split_parts_them(k
     np.testing.assert_array_equal(loaded(tf.constant(texts[:len(spaces)])).numpy(), spaced)
 
 
-def test_a_classifier_saved_before_the_split_was_recorded_splits_as_it_was_trained(tmp_path):
+@pytest.mark.parametrize("standardize, text, words", [
+    # Keras lower-cased A-Z and stripped ASCII's punctuation alone: "Отлично" and "отлично",
+    # "«отлично»" and "отлично", "It’s" and "its" were different words.
+    ("lower_and_strip_punctuation", "Отлично, «ОТЛИЧНО»… It’s ÜBER-cool 😀 ¿Qué?",
+     ["отлично", "отлично", "its", "übercool", "😀", "qué"]),
+    ("lower", "Отлично, «ОТЛИЧНО»", ["отлично,", "«отлично»"]),
+    ("strip_punctuation", "Отлично, «ОТЛИЧНО»", ["Отлично", "ОТЛИЧНО"]),
+    (None, "Отлично, «ОТЛИЧНО»", ["Отлично,", "«ОТЛИЧНО»"]),
+])
+def test_capitals_and_punctuation_of_every_script_are_standardized(standardize, text, words):
+    # The reference: Python's str.lower and Unicode's punctuation categories (P*).
+    import unicodedata
+    expected = text.lower() if standardize in ("lower", "lower_and_strip_punctuation") else text
+    if standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
+        expected = "".join(c for c in expected if not unicodedata.category(c).startswith("P"))
+    assert expected.split() == words
+    vocabulary = adapt_vocabulary([text], standardize=standardize)
+    assert sorted(vocabulary[2:]) == sorted(set(words))
+    assert count_tokens([text], standardize=standardize).tolist() == [len(words)]
+    # The old rules, for a classifier saved before they were recorded: A-Z alone.
+    old = text_vectorizer("gru", None, standardize=standardize, characters="ascii")
+    old.adapt(tf.constant([text]))
+    if standardize == "lower_and_strip_punctuation":
+        assert "Отлично" in old.get_vocabulary() and "«ОТЛИЧНО»…" in old.get_vocabulary()
+
+
+def test_a_classifier_saved_before_its_character_rules_were_recorded_reads_as_trained(tmp_path):
     # Its file has no `split`: loaded with the new default, "fine\xa0film", one word of its
     # vocabulary when it was trained, became two, and an old run's evaluate and predict no
     # longer read texts as its training and its SavedModel did.
@@ -279,7 +305,7 @@ def test_a_classifier_saved_before_the_split_was_recorded_splits_as_it_was_train
         with zipfile.ZipFile(path) as archive:
             files = {item: archive.read(item) for item in archive.namelist()}
         config = json.loads(files["config.json"])
-        assert config["config"].pop("split") == "unicode"
+        assert config["config"].pop("characters") == "unicode"
         old = tmp_path / f"{name}_old.keras"
         with zipfile.ZipFile(old, "w") as archive:
             for item, data in files.items():
@@ -288,11 +314,12 @@ def test_a_classifier_saved_before_the_split_was_recorded_splits_as_it_was_train
         for version, file in (("new", path), ("old", old)):
             loaded = keras.models.load_model(file)
             ids[version] = loaded.vectorizer(tf.constant(["a fine\xa0film"])).numpy()[0, :3]
-            assert loaded.get_config()["split"] == ("unicode" if version == "new" else "ascii")
+            assert loaded.get_config()["characters"] == (
+                "unicode" if version == "new" else "ascii")
         assert ids["old"].tolist() == [2, 3, 0], name  # "fine\xa0film" one word, as trained
         assert ids["new"].tolist() == [2, 4, 5], name
-    with pytest.raises(ValueError, match="split must be one of unicode, ascii"):
-        TextClassifier(num_classes=2, vocabulary_size=5, split="latin")
+    with pytest.raises(ValueError, match="characters must be one of unicode, ascii"):
+        TextClassifier(num_classes=2, vocabulary_size=5, characters="latin")
 
 
 @pytest.mark.parametrize("kind", ["gru", "transformer"])
