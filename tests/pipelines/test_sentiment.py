@@ -346,6 +346,29 @@ def test_config_refuses_settings_that_cannot_work():
         make_config(SentimentConfig, flag_values={"model": "ngrams", "ngrams": 0})
 
 
+def test_texts_written_without_spaces_are_said_to_be_read_as_one_word_each(tmp_path, capsys):
+    # Chinese reviews: every text was one "word", the vocabulary the training texts verbatim,
+    # and a Chinese training set scored at chance without a word said.
+    subjects = ["这部电影", "那本小说", "这家餐厅"]
+    good, bad = "非常好看我很喜欢", "非常无聊我不喜欢"
+    rows = [(subject + (good if k % 2 else bad) + str(k), "pos" if k % 2 else "neg")
+            for k, subject in enumerate(subjects * 20)]
+    pd.DataFrame(rows, columns=["text", "label"]).to_csv(tmp_path / "zh.csv", index=False)
+    out = tmp_path / "run"
+    assert cli.main(["sentiment", "train", "--data", str(tmp_path / "zh.csv"), "--model",
+                     "ngrams", "--epochs", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert ("training texts hold runs of 8 or more characters of a script written without "
+            "spaces (Chinese, Japanese, Thai, ...), each run read as one word") in printed
+    # Text with spaces between its words gets no such note.
+    spaced = [(" ".join(text[:-len(str(k))]) + " " + str(k), label)
+              for k, (text, label) in enumerate(rows)]
+    pd.DataFrame(spaced, columns=["text", "label"]).to_csv(tmp_path / "zh.csv", index=False)
+    assert cli.main(["sentiment", "train", "--data", str(tmp_path / "zh.csv"), "--model",
+                     "ngrams", "--epochs", "1", "--out", str(tmp_path / "spaced")]) == 0
+    assert "written without spaces" not in capsys.readouterr().out
+
+
 def test_command_line_trains_on_the_embedded_sample_then_predicts(tmp_path, capsys):
     out = tmp_path / "run"
     status = cli.main(["sentiment", "train", "--out", str(out), "--model", "transformer",
