@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from seqlab.data.conll import TOKEN_EDGE_CHARACTERS
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
     DataError, empty_file, listed, normalize_line_endings, quoted, read_utf8,
@@ -215,7 +216,9 @@ def read_table(path, text_column="text", label_column="label", classes=None):
                 path=path,
                 line=start,
             )
-        label = row[positions[label_column]].strip()
+        # White space of every kind and invisible characters (a byte-order mark, zero-width
+        # spaces) at its edges: a label "\ufeffpos" was a third class shown as "pos".
+        label = row[positions[label_column]].strip(TOKEN_EDGE_CHARACTERS)
         example = row[positions[text_column]]
         for name, value in ((label_column, label), (text_column, example)):
             if not value.strip():

@@ -70,11 +70,19 @@ UNICODE_PUNCTUATION = r"[\pP$+<=>^`|~]"
 CHARACTER_RULES = ("unicode", "ascii")
 
 
+# Invisible characters that only mark (a byte-order mark, left-to-right and right-to-left
+# marks, the word joiner): dropped, or "\u200fgood\u200e" was a word of its own. The zero-width
+# space parts words; the zero-width (non-)joiners, which shape Persian, Indic scripts and emoji,
+# are kept.
+INVISIBLE_MARKS = "[\ufeff\u200e\u200f\u2060]"
+
+
 @keras.saving.register_keras_serializable(package="seqlab")
 def split_at_white_space(texts):
     """`TextVectorization`'s split: words parted by any Unicode white space (`str.split()`'s
-    rule), not ASCII's alone."""
-    return tf.strings.split(tf.strings.regex_replace(texts, UNICODE_SPACE, " "))
+    rule) and the zero-width space, not ASCII's white space alone; `INVISIBLE_MARKS` dropped."""
+    texts = tf.strings.regex_replace(texts, INVISIBLE_MARKS, "")
+    return tf.strings.split(tf.strings.regex_replace(texts, UNICODE_SPACE + "|\u200b", " "))
 
 
 @keras.saving.register_keras_serializable(package="seqlab")

@@ -339,6 +339,13 @@ def test_folder_with_one_class(tmp_path):
         check_several_classes(read_labelled(tmp_path).train)
 
 
+def test_a_label_loses_the_invisible_characters_at_its_edges(tmp_path):
+    # "\ufeffpos" (a byte-order mark pasted into a row) was a third class, shown as "pos".
+    path = write(tmp_path / "d.csv", "text,label\ngood,pos\nbad,neg\nfine,\ufeffpos\u200b\n"
+                                     "poor,\u00a0neg\n")
+    assert read_table(path).labels == ["pos", "neg", "pos", "neg"]
+
+
 def test_line_files_beside_one_sub_folder_are_named_where_one_class_is_found(tmp_path):
     # pos.txt and neg.txt beside a backup folder: the folder is read as class folders, and the
     # message blamed 'backup' alone, not the files skipped.

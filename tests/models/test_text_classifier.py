@@ -259,6 +259,15 @@ def test_words_are_parted_by_white_space_of_every_kind_as_str_split_parts_them(k
     np.testing.assert_array_equal(loaded(tf.constant(texts[:len(spaces)])).numpy(), spaced)
 
 
+def test_invisible_marks_are_dropped_and_a_zero_width_space_parts_words():
+    # "\u200fgood\u200e" (right-to-left and left-to-right marks) was a word of its own.
+    texts = ["\u200fgood\u200e film", "\ufeffgood film", "good\u200bfilm", "good\u2060film"]
+    assert count_tokens(texts).tolist() == [2, 2, 2, 1]
+    assert sorted(adapt_vocabulary(texts)[2:]) == ["film", "good", "goodfilm"]
+    # The joiners shape Persian, Indic scripts and emoji: kept inside their word.
+    assert adapt_vocabulary(["👩\u200d💻 می\u200cخواهم"])[2:] == ["👩\u200d💻", "می\u200cخواهم"]
+
+
 @pytest.mark.parametrize("standardize, text, words", [
     # Keras lower-cased A-Z and stripped ASCII's punctuation alone: "Отлично" and "отлично",
     # "«отлично»" and "отлично", "It’s" and "its" were different words.
