@@ -32,6 +32,24 @@ def test_bleu_and_chrf_are_sacrebleus_on_the_seed_example():
     assert scores["chrf_signature"].startswith("nrefs:2|case:mixed|eff:yes|nc:6|nw:0")
 
 
+@pytest.mark.parametrize("references, tokenizer", [
+    (["狗吃苹果。", "猫在睡觉。"], "zh"),
+    (["犬がりんごを食べる。", "猫が寝ている。"], "char"),
+    (["หมากินแอปเปิ้ล", "แมวกำลังนอน"], "char"),
+    (["Der Hund isst.", "Die Katze schläft."], "13a"),
+])
+def test_bleu_is_tokenised_for_the_references_script(references, tokenizer):
+    # 13a parts at spaces and punctuation: a Chinese clause was one token, and a Chinese test
+    # set scored BLEU 0.0 for translations a character short of the reference.
+    hypotheses = [references[0][:-2] + references[0][-1:], references[1]]
+    scores = corpus_scores(hypotheses, [references])
+    assert f"|tok:{tokenizer}|" in scores["bleu_signature"]
+    assert scores["bleu"] == sacrebleu.corpus_bleu(hypotheses, [references],
+                                                   tokenize=tokenizer).score
+    if tokenizer != "13a":
+        assert scores["bleu"] > sacrebleu.corpus_bleu(hypotheses, [references]).score
+
+
 def test_figures_score_greedy_and_beam_translations_against_the_targets():
     pairs = SentencePairs(["A dog runs.", "A cat sleeps.", "Two men talk."],
                           ["Ein Hund läuft.", "Eine Katze schläft.", "Zwei Männer reden."],
