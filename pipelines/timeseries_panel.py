@@ -362,9 +362,12 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
     held = chosen_h if hold_out else 0
     short = [i for i, n in enumerate(lengths) if n <= chosen_h + 1] if hold_out else []
     if len(short) == len(lengths):
+        fits = int(max(lengths)) - 2  # a holdout of H needs H + 2 values in a series
+        remedy = ("" if frequency is not None or fits < 1 else
+                  f"; expected --holdout of at most {fits}")
         raise DataError(f"the longest series has {plural(max(lengths), 'value')}; the holdout of "
-                        f"{chosen_h} ({h_source}) needs at least {chosen_h + 2} in a series",
-                        path=panel.source)
+                        f"{chosen_h} ({h_source}) needs at least {chosen_h + 2} in a series"
+                        + remedy, path=panel.source)
     longest = int(max(lengths)) - held
     if season_source == "--season" and chosen_season > 1 and chosen_season >= longest:
         # As one series refuses it: no series has a season of values before its holdout,

@@ -203,9 +203,12 @@ def test_a_holdout_longer_than_every_series_names_the_longest(tmp_path):
     rows = [(f"s{i}", t, float(t)) for i in range(2) for t in range(10 + 5 * i)]
     pd.DataFrame(rows, columns=["item", "t", "sales"]).to_csv(tmp_path / "short.csv",
                                                               index=False)
+    # ...and the holdout that fits (it named none).
     with pytest.raises(DataError, match=r"short.csv: the longest series has 15 values; the "
-                       r"holdout of 14 \(--holdout\) needs at least 16 in a series"):
+                       r"holdout of 14 \(--holdout\) needs at least 16 in a series; expected "
+                       r"--holdout of at most 13$"):
         read_panel_data(config_for(tmp_path / "short.csv", holdout=14, season=1))
+    assert read_panel_data(config_for(tmp_path / "short.csv", holdout=13, season=1)).horizon == 13
 
 
 def test_the_season_is_the_one_most_of_the_longest_varying_series_find(tmp_path):
