@@ -1258,6 +1258,11 @@ class PanelPipeline(Pipeline):
         usable = [t.size >= config.lookback for t in data_read.train]
         forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable,
                                        data_read.ids), **forecasts}
+        short = [i for i, ok in zip(data_read.ids, usable) if not ok]
+        if short:  # as train and predict name them (the network's row was "-" unexplained)
+            notes = [*notes, f"{len(short)} series shorter than the lookback {config.lookback}: "
+                             f"forecast without the network, whose own figures are over the "
+                             f"other {len(usable) - len(short)} ({_named(short)})"]
         _, table = holdout_figures(data_read, forecasts)
         figures = {"model": table["model"], "model_kind": choice.name,
                    "members": {k: v for k, v in table.items()

@@ -413,6 +413,11 @@ def test_predict_names_the_series_its_network_could_not_read(tmp_path, capsys):
                  "--output", str(tmp_path / "forecast.csv")]) == 0
     assert ("1 series shorter than the lookback 20: forecast without the network (s1)"
             in capsys.readouterr().out)
+    # evaluate on it names the series too (the network's row left it out unexplained).
+    assert main(["timeseries", "evaluate", "--run", str(out), "--data",
+                 str(tmp_path / "new.csv")]) == 0
+    assert ("1 series shorter than the lookback 20: forecast without the network, whose own "
+            "figures are over the other 2 (s1)" in capsys.readouterr().out)
 
 
 def test_a_lookback_longer_than_every_series_is_refused_naming_the_longest(tmp_path, capsys):
