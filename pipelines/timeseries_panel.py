@@ -400,6 +400,17 @@ def read_panel_data(config, data=None, horizon=None, season=None, target=None,
         chosen_season, season_source, [*panel.notes, *notes], panel.target)
 
 
+def _shorter_than_the_lookback(ids, usable, lookback):
+    """The note naming the series too short for the network's window (`usable[i]` False), as
+    train and evaluate say it: `[]` or one line."""
+    short = [i for i, ok in zip(ids, usable) if not ok]
+    if not short:
+        return []
+    return [f"{len(short)} series shorter than the lookback {lookback}: forecast without the "
+            f"network, whose own figures are over the other {len(usable) - len(short)} "
+            f"({_named(short)})"]
+
+
 def validation_histories(train_lengths, horizon):
     """The histories the network reads at the validation origin, which bound the default
     lookback (`default_settings`): each training part without its last `horizon` values, of
@@ -996,11 +1007,7 @@ class PanelPipeline(Pipeline):
             notes.append(f"arima left out: its seasonal search on a season of {data.season} "
                          f"(above {ETS_MAX_SEASON}) takes seconds per series; ets fits the "
                          "seasonally adjusted series (M4's classical decomposition)")
-        short = [i for i, u in zip(data.ids, usable) if not u]
-        if short:
-            notes.append(f"{len(short)} series shorter than the lookback {config.lookback}: "
-                         f"forecast without the network, whose own figures are over the other "
-                         f"{len(usable) - len(short)} ({_named(short)})")
+        notes += _shorter_than_the_lookback(data.ids, usable, config.lookback)
         return PreparedPanel(data, settings, network_source, fit_series, usable, notes)
 
     def build_model(self, config, prepared):
@@ -1205,16 +1212,14 @@ class PanelPipeline(Pipeline):
             f"{plural(config.epochs, 'epoch')} ({prepared.network_source})",
             *prepared.notes,
         ]
+        served = {name for names in (choice.kept, *choice.series_kept.values()) for name in names}
         short = [i for i, ok in zip(data.ids, prepared.usable) if not ok]
-        if short and n["kind"] in {name for names in (choice.kept,
-                                                      *choice.series_kept.values())
-                                   for name in names}:
+        if short and n["kind"] in served:
             # Said: the model's row and "every series kept nbeats" read as if the network
             # forecast them too.
             lines.append(f"  the {len(short)} series shorter than the lookback are forecast by "
                          f"{' + '.join(fallback_members(choice, n['kind']))} instead of the "
                          f"network (their rows of holdout_forecasts.csv: its model column)")
-        served = {name for names in (choice.kept, *choice.series_kept.values()) for name in names}
         if served != {n["kind"]}:
             lines.append(f"saved_model/ serves the network ({n['kind']}) alone: the classical "
                          "members need each series' own fit, so the kept forecasts are "
@@ -1258,11 +1263,8 @@ class PanelPipeline(Pipeline):
         usable = [t.size >= config.lookback for t in data_read.train]
         forecasts = {"model": combined(choice, forecasts, loaded.model.kind, usable,
                                        data_read.ids), **forecasts}
-        short = [i for i, ok in zip(data_read.ids, usable) if not ok]
-        if short:  # as train and predict name them (the network's row was "-" unexplained)
-            notes = [*notes, f"{len(short)} series shorter than the lookback {config.lookback}: "
-                             f"forecast without the network, whose own figures are over the "
-                             f"other {len(usable) - len(short)} ({_named(short)})"]
+        # As train names them (the network's row was "-" unexplained).
+        notes = [*notes, *_shorter_than_the_lookback(data_read.ids, usable, config.lookback)]
         _, table = holdout_figures(data_read, forecasts)
         figures = {"model": table["model"], "model_kind": choice.name,
                    "members": {k: v for k, v in table.items()

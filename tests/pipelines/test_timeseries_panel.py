@@ -378,16 +378,23 @@ def test_the_networks_figures_leave_out_the_series_shorter_than_its_lookback(tmp
     assert "as given, the rest chosen from the horizon" in metrics["network"]["source"]
 
 
-def test_train_says_what_forecast_the_series_shorter_than_the_lookback(tmp_path, capsys):
-    # --model nbeats: the summary's model row and "the network alone" read as if the network
-    # forecast every series, though s1 (23 training values, lookback 24) got the seasonal
-    # naive forecast.
+def _train_network_alone(tmp_path, lookback):
+    """A run of --model nbeats on `write_long_table`'s three series (27, 23 and 31 training
+    values); returns its directory."""
     write_long_table(tmp_path / "long.csv", short=False)
     out = tmp_path / "run"
     assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
                  "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
-                 str(SEASON), "--lookback", "24", "--model", "nbeats", "--out", str(out),
-                 *TINY]) == 0
+                 str(SEASON), "--lookback", str(lookback), "--model", "nbeats", "--out",
+                 str(out), *TINY]) == 0
+    return out
+
+
+def test_train_says_what_forecast_the_series_shorter_than_the_lookback(tmp_path, capsys):
+    # --model nbeats: the summary's model row and "the network alone" read as if the network
+    # forecast every series, though s1 (23 training values, lookback 24) got the seasonal
+    # naive forecast.
+    out = _train_network_alone(tmp_path, lookback=24)
     assert ("  the 1 series shorter than the lookback are forecast by seasonal_naive instead of "
             "the network (their rows of holdout_forecasts.csv: its model column)"
             in capsys.readouterr().out.splitlines())
@@ -399,12 +406,7 @@ def test_train_says_what_forecast_the_series_shorter_than_the_lookback(tmp_path,
 def test_predict_names_the_series_its_network_could_not_read(tmp_path, capsys):
     # The network alone, lookback 20: a new table whose s1 holds 12 values is forecast by the
     # seasonal naive forecast there, and the summary now says so (it named the network only).
-    write_long_table(tmp_path / "long.csv", short=False)
-    out = tmp_path / "run"
-    assert main(["timeseries", "train", "--data", str(tmp_path / "long.csv"), "--id-column",
-                 "item", "--time-column", "t", "--holdout", str(HOLDOUT), "--season",
-                 str(SEASON), "--lookback", "20", "--model", "nbeats", "--out", str(out),
-                 *TINY]) == 0
+    out = _train_network_alone(tmp_path, lookback=20)
     frame = pd.read_csv(tmp_path / "long.csv").sort_values(["item", "t"])
     frame = frame[(frame["item"] != "s1") | (frame["t"] < 5 + 12)]
     frame.to_csv(tmp_path / "new.csv", index=False)
