@@ -110,7 +110,7 @@ def _cluster_role():
         )
     for address in (address for tasks in cluster.values() for address in tasks):
         _checked_port(address)
-    _check_resolves(cluster[task_type][task_id])
+    _check_resolves(cluster[task_type][task_id])  # its port checked above
     return task_type, task_id, "chief" in cluster
 
 
@@ -119,6 +119,10 @@ def _checked_port(address):
     TensorFlow's "Could not parse port for local server" was a traceback, and a port out of
     range was accepted."""
     host, _, port = address.rpartition(":")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        # "::1" read as the host ":" and port 1, and "fe80::1:2222" as port 2222 of "fe80::1".
+        raise UsageError(f"TF_CONFIG's cluster address {address!r} is not \"host:port\": an "
+                         "IPv6 host goes in brackets, as \"[::1]:2222\"")
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise UsageError(f"TF_CONFIG's cluster address {address!r} is not \"host:port\" with a "
                          "port of 1 to 65535")
@@ -128,9 +132,9 @@ def _checked_port(address):
 def _check_resolves(address):
     """Refuses this worker's own address where its host does not resolve: TensorFlow then
     waited for ever, deaf to every signal but SIGKILL."""
-    host = address.rpartition(":")[0].strip("[]")
+    host, _, port = address.rpartition(":")
     try:
-        socket.getaddrinfo(host, _checked_port(address))
+        socket.getaddrinfo(host.strip("[]"), int(port))
     except (OSError, UnicodeError) as error:
         raise UsageError(f"TF_CONFIG names this worker at {address!r}, whose host does not "
                          f"resolve ({getattr(error, 'strerror', None) or error}); give a name "

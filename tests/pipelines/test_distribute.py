@@ -77,6 +77,9 @@ def test_mirrored_shards_by_data_and_batches_globally():
          "cluster address 'localhost' is not \"host:port\" with a port of 1 to 65535"),
         ('{"cluster": {"worker": ["127.0.0.1:1", "h:99999"]}, "task": {"type": "worker", '
          '"index": 0}}', "cluster address 'h:99999' is not \"host:port\""),
+        # A bare IPv6 address was read as the host ":" and port 1.
+        ('{"cluster": {"worker": ["::1"]}, "task": {"type": "worker", "index": 0}}',
+         "address '::1' is not \"host:port\": an IPv6 host goes in brackets"),
         # TensorFlow waited for ever, deaf to every signal but SIGKILL (.invalid never
         # resolves: RFC 2606).
         ('{"cluster": {"worker": ["nohost.invalid:23459"]}, "task": {"type": "worker", '
