@@ -274,6 +274,11 @@ def ratio_to(error, best):
     return error / best if best > 0 else None
 
 
+def finite_or_none(value):
+    """`value`, or None where it is NaN or infinite (JSON has neither)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def run_peers(values, test_rows, horizon, season):
     """`{peer: (test RMSE, seconds)}` of statsforecast's models on seqlab's test origins."""
     from statsforecast.models import AutoARIMA, AutoETS, AutoTheta, SeasonalNaive
@@ -324,7 +329,9 @@ def benchmark(name, data, extra, out):
         **({} if ratio is not None else {"ratio_note": NO_RATIO}),
         "seqlab_seconds": round(seconds, 1),
         "peer_seconds": {peer: round(peers[peer][1], 1) for peer in PEERS},
-        "ratio_to_own_best_baseline": metrics["rmse_ratio_to_best_baseline"],
+        # null where metrics.json has it null (NaN: the run's best baseline and the model both
+        # exact; json.dumps wrote NaN, which no JSON reader takes) or infinite.
+        "ratio_to_own_best_baseline": finite_or_none(metrics["rmse_ratio_to_best_baseline"]),
         "members": auto.get("members"),
     }
 

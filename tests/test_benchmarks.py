@@ -2,6 +2,8 @@
 inputs: what they run and report, never a timing."""
 
 import importlib.util
+import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +99,7 @@ def test_a_series_a_peer_forecasts_exactly_has_no_ratio_and_is_left_out_of_the_m
     # ended the benchmark with ZeroDivisionError, losing the table of the series before it.
     forecasting = load("forecasting", monkeypatch)
     metrics = {"data": {"rows": 40, "split_rows": {"test": 8}}, "horizon": 1, "season": 12,
-               "windows": 8, "model": {"rmse": 0.5}, "rmse_ratio_to_best_baseline": 1.0}
+               "windows": 8, "model": {"rmse": 0.5}, "rmse_ratio_to_best_baseline": math.nan}
     monkeypatch.setattr(forecasting, "run_seqlab",
                         lambda data, extra, out: (metrics, {"lookback": 4, "model": "auto"},
                                                   1.0, None))
@@ -106,6 +108,9 @@ def test_a_series_a_peer_forecasts_exactly_has_no_ratio_and_is_left_out_of_the_m
         peer: (0.0 if peer == "SeasonalNaive" else 1.0, 0.1) for peer in forecasting.PEERS})
     figures = forecasting.benchmark("flat", "flat.csv", [], "out")
     assert figures["ratio"] is None and figures["ratio_note"] == forecasting.NO_RATIO
+    # The run's own ratio, NaN where its baseline and model are both exact, is null in JSON.
+    assert figures["ratio_to_own_best_baseline"] is None
+    json.loads(json.dumps(figures), parse_constant=lambda name: pytest.fail(name))
     assert forecasting.describe_ratios("ratio", [0.5, None, 2.0]) == (
         "ratio: geometric mean 1.000 over 2 series, worst 2.000, at most 1.0 on 1 of 2; "
         "1 series left out (n/a: the best peer's RMSE is 0)")
