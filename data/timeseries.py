@@ -853,7 +853,9 @@ class SeriesSchema:
             if len(numeric) != 1:
                 raise DataError(
                     "cannot tell which column to forecast among "
-                    f"{listed(numeric, COLUMNS_SHOWN)}; name it with --target",
+                    f"{listed(numeric, COLUMNS_SHOWN)}; name it with --target (or several, "
+                    "forecast together: --target A B); for each column as a series of its own, "
+                    "write the table long, one row per series and time (id, time, value)",
                     path=source,
                 )
             targets = numeric

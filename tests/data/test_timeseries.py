@@ -735,7 +735,9 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"column 'y' holds no value larger than 3e-17 in magnitude; expected values of at "
          r"least 1e-15 \(the model computes in float32"),
         ("a,b\n1,2\n3,4\n", {},
-         r"cannot tell which column to forecast among a, b; name it with --target"),
+         r"cannot tell which column to forecast among a, b; name it with --target \(or "
+         r"several, forecast together: --target A B\); for each column as a series of its own, "
+         r"write the table long, one row per series and time \(id, time, value\)$"),
         ("t;y\n1;10,5\n2;11,5\n", {"time_column": "t"},
          r"no column holds numbers to forecast; y does not \(e\.g\. '10,5': a comma inside a "
          r"number \(decimal or thousands\) is not read\); expected a column of numbers besides "
@@ -1296,7 +1298,7 @@ def test_a_message_lists_at_most_twenty_columns(tmp_path):
     header = ",".join(["date"] + [f"c{i}" for i in range(100)])
     rows = "".join(f"2020-01-{day:02d}," + ",".join(["1"] * 100) + "\n" for day in range(1, 29))
     with pytest.raises(DataError, match=r"cannot tell which column to forecast among c0, c1, .*, "
-                                        r"c19 and 80 more; name it with --target$"):
+                                        r"c19 and 80 more; name it with --target "):
         prepared(tmp_path, header + "\n" + rows)
     with pytest.raises(DataError, match=r"target column 'nope' not found; the columns are: date, "
                                         r"c0, .*, c18 and 81 more$"):
