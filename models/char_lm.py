@@ -425,11 +425,12 @@ class TextGenerator:
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
         if seed is None:  # as RandomSampler takes it: a fresh seed
             seed = random.SystemRandom().randrange(2**31)
-        # The signature's int32: 2**40 failed binding the inputs, 1.7 was read as 1.
+        # The signature's int32: 2**40 failed binding the inputs, 1.7 was read as 1; and a
+        # negative seed, which the SavedModel and --seed refuse, was taken here.
         if (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                or not -2**31 <= seed < 2**31):
-            raise ValueError(f"seed must be a whole number in int32's range, or None for a "
-                             f"fresh one. Received: seed={seed!r}")
+                or not 0 <= seed < 2**31):
+            raise ValueError(f"seed must be a whole number in [0, 2147483647] (as the "
+                             f"SavedModel's), or None for a fresh one. Received: seed={seed!r}")
         # As the SavedModel refuses it: -1 was read as 0 and 2.9 as 2, without a word.
         if (isinstance(num_chars, bool) or not isinstance(num_chars, numbers.Integral)
                 or not 0 <= num_chars <= MAX_NUM_CHARS):

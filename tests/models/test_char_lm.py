@@ -197,10 +197,11 @@ def test_text_generator_seeds_reproduce_samples_and_temperature_zero_ignores_the
             generator.generate("abc", bad)
     assert generator.generate("abc", np.int64(0)) == "abc"
     # The signature's seed is int32: 2**40 failed binding the inputs and 1.7 was read as 1.
-    for bad in (2**40, 1.7, True):
-        with pytest.raises(ValueError, match=rf"seed must be a whole number in int32's range, "
-                                             rf"or None for a fresh one\. Received: "
-                                             rf"seed={bad!r}"):
+    # A negative seed, which the SavedModel refuses, was taken.
+    for bad in (2**40, 1.7, True, -1):
+        with pytest.raises(ValueError, match=rf"seed must be a whole number in \[0, 2147483647\] "
+                                             rf"\(as the SavedModel's\), or None for a fresh one\. "
+                                             rf"Received: seed={bad!r}"):
             generator.generate("abc", 3, seed=bad)
     assert len(generator.generate("abc", 3, seed=None)) == 6  # a fresh seed, as RandomSampler
     assert generator.generate([], 3) == []  # was a graph error stacking an empty list
