@@ -477,7 +477,9 @@ def _prepare_action(card, action, values):
     file, default `--out`), the checks that refuse for certain (`--run` is no finished run of
     the task, a refused `export --out`, an `--output` over the run's files or the data), and
     the named data sets, downloaded. Returns the keyword arguments of the action."""
-    from seqlab.pipelines.paths import READ_OPTIONS, check_output, export_path, open_run
+    from seqlab.pipelines.paths import (
+        READ_OPTIONS, check_output, export_path, open_run, refuse_busy_out,
+    )
 
     _refuse_empty_paths(values)
     _expand_home(values)  # `--out=~/runs/a`: the shell leaves a `~` after `=`
@@ -510,6 +512,8 @@ def _prepare_action(card, action, values):
         if config.out is None:
             # Chosen here, so that an interrupted run can be told where to resume.
             config = dataclasses.replace(config, out=default_out(card.name))
+        elif config.distribute != "multiworker":  # a worker's --out is its chief's
+            refuse_busy_out(config.out)
         _fetch_named_data_sets(dataclasses.asdict(config), card.name, from_file, config_file)
         return {"config": config, "overwrite": overwrite}
     record = open_run(values["run"], card.name)

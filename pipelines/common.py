@@ -46,6 +46,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     EXPORT_CLAIM,
     EXPORT_DIR,
     EXPORT_MARKER,
+    LOCK_NAME,
     MARKER_FORMAT,
     PARTIAL_SUFFIX,
     PREDICTION_FILES,
@@ -58,11 +59,15 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     check_output,
     data_fingerprint,
     has_marker,
+    held_elsewhere,
+    in_use,
     is_saved_model,
     listed_train_files,
     listed_train_tree,
+    lock_holder,
     next_export_version,
     open_run,
+    partial_path,
     read_json,
     unlisted_paths,
     written_tree,
@@ -369,7 +374,6 @@ def library_versions():
 # The run directory
 
 
-LOCK_NAME = ".lock"
 # config.json's "settings_format" N says that `train` wrote every setting of the task's config
 # that format N has, so such a setting missing on reading was removed by hand
 # (`Pipeline.load_run` refuses it); a run without it (written before) takes a missing setting's
@@ -395,16 +399,6 @@ def _legacy_run_settings(path):
 FIT_DONE_NAME = "fit_done.json"
 
 
-def _process_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
-
-
 def take_lock(path):
     """Creates the lock file `path` naming this process (pid, host), atomically.
 
@@ -426,20 +420,13 @@ def take_lock(path):
             return
         with _takeover_guard(path.parent):
             try:
-                owner = json.loads(path.read_text(encoding="utf-8"))
-                pid, host = int(owner["pid"]), str(owner["host"])
+                holder = lock_holder(path)
             except FileNotFoundError:  # released meanwhile: create it again
                 continue
-            except (OSError, ValueError, KeyError, TypeError, RecursionError):
-                owner, pid, host = {}, None, None
-            if pid == os.getpid() and host == me["host"]:
+            if holder is not None and holder[:2] == (os.getpid(), me["host"]):
                 return
-            if pid is not None and (host != me["host"] or _process_alive(pid)):
-                raise UsageError(
-                    f"{path.parent} is in use by process {pid} on {host} (since "
-                    f"{owner.get('since_utc', '?')}); wait for it to finish, or choose another "
-                    f"--out. If that process is gone, delete {path}"
-                ) from None
+            if holder is not None and held_elsewhere(*holder[:2]):
+                raise in_use(path, *holder) from None
             # A dead owner's (or an unreadable) lock: taken over inside the guard.
             path.unlink(missing_ok=True)
             if _create_lock(path, me):
@@ -572,8 +559,7 @@ class RunDirectory:
         self.final = Path(out)
         if self.final.name in ("", ".."):  # "." or "..": the folder's own name
             self.final = Path(os.path.abspath(out))
-        # From the name, not the text: `--out runs/a/` is `runs/a.partial`, not `runs/a/.partial`.
-        self.work = self.final.with_name(self.final.name + PARTIAL_SUFFIX)
+        self.work = partial_path(out)
         self.task = task
         self.overwrite = overwrite
         self.resumed = False

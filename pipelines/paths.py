@@ -22,6 +22,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import platform
 import re
 from pathlib import Path
 
@@ -33,6 +34,8 @@ EXPORT_DIR = "export"
 
 
 PARTIAL_SUFFIX = ".partial"
+# A run directory's owner: `{"pid", "host", "since_utc"}` of the `train` writing it.
+LOCK_NAME = ".lock"
 
 # seqlab recognises the folders it writes by a marker file inside them, never by a common
 # file name (a `config.json` or a `saved_model.pb` of the user's own), and deletes or replaces
@@ -691,3 +694,66 @@ def _refuse_export_inside_data(run, out):
                 f"--out {out} is inside the --{field.replace('_', '-')} folder {path} that the "
                 f"run {run} trained on: the export's files would become part of the data; "
                 "choose an --out outside it")
+
+
+def partial_path(out):
+    """`<out>.partial`, where `train` builds the run `out` (from the name, not the text:
+    `--out runs/a/` is `runs/a.partial`, not `runs/a/.partial`; "." or ".." name their
+    folder)."""
+    final = Path(out)
+    if final.name in ("", ".."):
+        final = Path(os.path.abspath(out))
+    return final.with_name(final.name + PARTIAL_SUFFIX)
+
+
+def process_alive(pid):
+    """Whether process `pid` runs on this host (another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def lock_holder(path):
+    """`(pid, host, owner)` of the lock file `path`, or None where it is missing or unreadable.
+    Raises FileNotFoundError where there is none."""
+    try:
+        owner = json.loads(Path(path).read_text(encoding="utf-8"))
+        return int(owner["pid"]), str(owner["host"]), owner
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def held_elsewhere(pid, host):
+    """Whether a lock of process `pid` on `host` belongs to another process that may still
+    run: a live one here, or any on another host (which cannot be checked from here)."""
+    if host != platform.node():
+        return True
+    return pid != os.getpid() and process_alive(pid)
+
+
+def in_use(path, pid, host, owner):
+    """The refusal of a run directory whose lock `path` another process holds."""
+    return UsageError(
+        f"{Path(path).parent} is in use by process {pid} on {host} (since "
+        f"{owner.get('since_utc', '?')}); wait for it to finish, or choose another --out. If "
+        f"that process is gone, delete {path}"
+    )
+
+
+def refuse_busy_out(out):
+    """Refuses at once an `--out` whose unfinished run another live `train` writes, before
+    TensorFlow loads (`take_lock` refuses it for certain when the run starts: a second command
+    into a busy --out waited 10-40 s for TensorFlow, then was refused)."""
+    lock = partial_path(out) / LOCK_NAME
+    try:
+        holder = lock_holder(lock)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if holder is not None and held_elsewhere(*holder[:2]):
+        raise in_use(lock, *holder)

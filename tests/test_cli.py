@@ -2,6 +2,7 @@
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import threading
@@ -638,3 +639,35 @@ def test_a_csv_to_write_may_have_a_name_that_is_not_utf8(tmp_path, monkeypatch):
     cli._refuse_unwritable_paths({"output": os.fsdecode(b"p\xff.csv")}, "predict")
     with pytest.raises(cli.UsageError, match="not UTF-8 text"):
         cli._refuse_unwritable_paths({"out": os.fsdecode(b"p\xff")}, "export")
+
+
+def test_a_train_into_an_out_another_train_writes_is_refused_before_tensorflow_loads(
+        tmp_path, monkeypatch, capsys):
+    # It was refused when the run started, once TensorFlow had loaded (10-40 s on a busy
+    # machine).
+    from seqlab.pipelines.paths import refuse_busy_out
+
+    monkeypatch.chdir(tmp_path)
+    lock = tmp_path / "run.partial" / ".lock"
+    lock.parent.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host = platform.node()
+        lock.write_text(json.dumps({"pid": sleeper.pid, "host": host, "since_utc": "x"}))
+        monkeypatch.setattr(cli, "quiet_tensorflow", lambda debug=False: pytest.fail("loaded"))
+        for out in ("run", "run/", "./run"):
+            assert cli.main(["timeseries", "train", "--out", out]) == 2
+            assert capsys.readouterr().err == (
+                f"seqlab timeseries train: error: run.partial is in use by process "
+                f"{sleeper.pid} on {host} (since x); wait for it to finish, or choose another "
+                f"--out. If that process is gone, delete run.partial/.lock\n")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # A dead owner's lock, this process's own, or none: left to the run's start (take_lock).
+    refuse_busy_out("run")
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": host}))
+    refuse_busy_out("run")
+    lock.unlink()
+    refuse_busy_out("run")
+    refuse_busy_out("elsewhere/run")

@@ -456,7 +456,7 @@ def test_a_dead_owners_lock_is_taken_over_under_a_lock_of_its_folder(tmp_path, m
             os.close(descriptor)
         return False
 
-    monkeypatch.setattr(common, "_process_alive", alive)
+    monkeypatch.setattr(paths_module, "process_alive", alive)
     take_lock(lock)
     assert seen == ["guarded"]
     assert json.loads(lock.read_text())["pid"] == os.getpid()
