@@ -451,6 +451,26 @@ def check_chosen_classes(classes, parts):
     )
 
 
+def check_given_test_classes(data):
+    """Raises `DataError` naming the classes of a folder's `train/` that its `test/` has no
+    example of: aclImdb's `train/unsup` (unlabelled reviews) was trained as a third class, the
+    majority, that no test review has."""
+    tested = set(data.test.labels)
+    counts = data.train.class_counts()
+    untested = [label for label in sorted(counts) if label not in tested]
+    if not untested:
+        return
+    kept = [label for label in sorted(counts) if label in tested]
+    classes = ", ".join(f"{quoted(label)} ({counts[label]} examples)" for label in untested)
+    raise DataError(
+        f"train/ has the class{'es' if len(untested) > 1 else ''} {classes} that test/ has no "
+        "example of; expected the same "
+        "classes in both (aclImdb's train/unsup holds unlabelled reviews)"
+        + (f": choose the classes with --classes {' '.join(kept)}" if len(kept) >= 2 else ""),
+        path=data.train.source,
+    )
+
+
 def check_several_classes(examples, label_column=None, classes=None):
     """Raises `DataError` unless `examples` hold at least two classes (`classes`: the ones
     chosen, which the message then blames)."""
@@ -517,6 +537,8 @@ def load_training_data(path=None, text_column="text", label_column="label", clas
     data = read_labelled(path, text_column, label_column, classes)
     if classes is not None:
         check_chosen_classes(classes, [data.train] + ([data.test] if data.test else []))
+    elif data.test is not None:
+        check_given_test_classes(data)
     check_several_classes(data.train, label_column if data.layout == "table" else None,
                           classes)
     return data

@@ -146,6 +146,22 @@ def test_class_folders_with_given_splits_and_loose_files(tmp_path):
     ]
 
 
+def test_a_training_class_the_given_test_split_lacks_is_refused_naming_the_classes(tmp_path):
+    # aclImdb without --classes: train/unsup (unlabelled reviews) was trained as a third class,
+    # the majority one, that no test review has.
+    root = tmp_path / "aclImdb"
+    make_class_folders(root / "train", {"pos": ["fun"], "neg": ["dull"],
+                                        "unsup": ["no label", "none either"]})
+    make_class_folders(root / "test", {"pos": ["superb"], "neg": ["awful"]})
+    with pytest.raises(DataError, match=re.escape(
+            f"{root / 'train'}: train/ has the class 'unsup' (2 examples) that test/ has no "
+            "example of; expected the same classes in both (aclImdb's train/unsup holds "
+            "unlabelled reviews): choose the classes with --classes neg pos")):
+        load_training_data(root)
+    data = load_training_data(root, classes=["neg", "pos"])
+    assert data.train.class_counts() == {"neg": 1, "pos": 1}
+
+
 def test_class_folders_without_splits(tmp_path):
     make_class_folders(tmp_path, {"a": ["x", "y"], "b": ["z"], "c": ["w"]})
     data = read_labelled(tmp_path)
