@@ -625,8 +625,21 @@ def _date_part_columns(frame, columns):
     return kept if len(kept) >= 2 else []
 
 
-# A number written with a comma (`10,5`, `1,000`), which `parse_numbers` does not read.
-_DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
+# A number written with a comma (`10,5`, `1,000`, `1,240,668`, `1.234,5`), which
+# `parse_numbers` does not read.
+_DECIMAL_COMMA = re.compile(
+    r"\s*[-+]?(\d+,\d+|\d{1,3}(,\d{3})+(\.\d+)?|\d{1,3}(\.\d{3})+,\d+)\s*")
+
+
+def _comma_numbers(column):
+    """`(row, value)` of the first value of `column` that is a number written with a comma,
+    where every present value is a number, with or without one (a European spreadsheet's
+    decimal commas, thousands separators); else None."""
+    present = column.dropna()
+    words = present[parse_numbers(present).isna()]
+    if words.empty or not words.astype(str).map(_DECIMAL_COMMA.fullmatch).map(bool).all():
+        return None
+    return int(column.index.get_loc(words.index[0])), words.iloc[0]
 
 
 def _not_a_number(column):
@@ -829,6 +842,20 @@ class SeriesSchema:
                     features.append(name)
                 else:
                     skipped.append(name)
+            if any(name not in categorical for name in features):
+                # Left out, they were silently not read: an Excel file's "Temperatur" of
+                # "100,50" went out and its whole-number "Menge" was forecast instead.
+                for name in skipped:
+                    found = _comma_numbers(frame[name])
+                    if found is not None:
+                        raise DataError(
+                            f"column {name!r} holds numbers written with a comma (e.g. "
+                            f"{quoted(found[1])} at line {_line(found[0])}), which are not "
+                            "read: a point is the decimal mark and numbers have no thousands "
+                            "separators; expected numbers such as 1234.5 (save the file so), "
+                            "or the columns to read named with --features and --target",
+                            path=source,
+                        )
         else:
             features = list(features) + [c for c in categorical if c not in features]
         for name in features:
@@ -862,7 +889,8 @@ class SeriesSchema:
         for name in targets:
             if name in categorical or not _is_numeric_column(frame[name]):
                 raise DataError(
-                    f"target column {name!r} is not numeric; expected numbers to forecast",
+                    f"target column {name!r} is not numeric ({_not_a_number(frame[name])}); "
+                    "expected numbers to forecast",
                     path=source,
                 )
         categories = {}

@@ -748,6 +748,20 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
         # The example is the first value that is not a number, not the first value.
         ('t,y\n1,910\n2,990\n3,"1,000"\n4,"1,100"\n5,"1,200"\n', {"time_column": "t"},
          r"y does not \(e\.g\. '1,000': a comma inside a number \(decimal or thousands\)"),
+        # Beside another column of numbers, a column of numbers written with commas was left
+        # out without a word on why, and the other column forecast: refused.
+        ("Datum;Temperatur;Menge\n01.01.2020;100,50;100\n02.01.2020;106;106\n"
+         "03.01.2020;99,75;99\n", {},
+         r"column 'Temperatur' holds numbers written with a comma \(e\.g\. '100,50' at line "
+         r"2\), which are not read: a point is the decimal mark and numbers have no thousands "
+         r"separators; expected numbers such as 1234\.5 \(save the file so\), or the columns "
+         r"to read named with --features and --target"),
+        ('Date,Close,Volume\n2020-01-01,1.5,"1,240,668"\n2020-01-02,1.6,"1.234,5"\n', {},
+         r"column 'Volume' holds numbers written with a comma \(e\.g\. '1,240,668' at line 2"),
+        ('Date,Close,Volume\n2020-01-01,1.5,"1,240,668"\n2020-01-02,1.6,"1,308,927"\n',
+         {"features": ["Close"], "targets": ["Volume"]},
+         r"target column 'Volume' is not numeric \(e\.g\. '1,240,668': a comma inside a "
+         r"number \(decimal or thousands\) is not read\); expected numbers to forecast"),
         ("Date,y\n2020-01-02,1\n2020-01-01,2\n", {},
          r"time column 'Date' does not increase at line 3 \('2020-01-01' after '2020-01-02'\)"),
         # Numbers are quoted as the file has them, not as numpy's np.int64(49).
