@@ -176,6 +176,7 @@ def read_table(path, text_column="text", label_column="label", classes=None):
     positions = {}
     for name, flag in ((text_column, "--text-column"), (label_column, "--label-column")):
         if name not in header:
+            _refuse_other_format(text, path, text_column, label_column)
             raise DataError(
                 f"no column {name!r} (choose it with {flag}); the columns are: "
                 f"{', '.join(repr(h) for h in header)}",
@@ -241,6 +242,24 @@ def read_table(path, text_column="text", label_column="label", classes=None):
         notes.append(f"{count} rows labelled {quoted(label)} (not among the chosen classes)")
     return Examples(texts, labels, origins, source=str(path), skipped=notes,
                     excluded_labels=sorted(skipped.get("labels", {})))
+
+
+def _refuse_other_format(text, path, text_column, label_column):
+    """Raises `DataError` where a file without the columns is a JSON lines or fastText file
+    (their first line was split as a header: "no column 'text'; the columns are: '{"stars":
+    5', ...")."""
+    first = text.split("\n", 1)[0].strip(TOKEN_EDGE_CHARACTERS)
+    if first.startswith(("{", "[")):
+        found = "JSON (a JSON lines file, one object per line?), not a table"
+    elif first.startswith("__label__"):
+        found = "fastText's format (__label__<class> text), not a table"
+    else:
+        return
+    raise DataError(
+        f"the file is {found}; expected a CSV or TSV file whose header line names the columns "
+        f"{text_column!r} and {label_column!r}, then one example per line",
+        path=path, line=1,
+    )
 
 
 def _rows(reader, path):

@@ -127,6 +127,23 @@ def test_line_file_classes_come_from_the_stem_when_suffixes_agree(tmp_path):
 # Class folders
 
 
+@pytest.mark.parametrize("name, text, found", [
+    ("yelp.json",
+     '{"text": "Great food, slow service.", "stars": 4}\n{"text": "Bad.", "stars": 1}\n',
+     r"JSON \(a JSON lines file, one object per line\?\), not a table"),
+    ("ft.txt", "__label__2 Great food, slow service.\n__label__1 Bad.\n",
+     r"fastText's format \(__label__<class> text\), not a table"),
+])
+def test_json_lines_and_fasttext_files_are_named_as_such(tmp_path, name, text, found):
+    # Their first line was split at commas as a header: "no column 'text' (choose it with
+    # --text-column); the columns are: '{"text": "Great food', ' slow service."', ...".
+    path = write(tmp_path / name, text)
+    with pytest.raises(DataError, match=rf"{name}, line 1: the file is {found}; expected a CSV "
+                                        r"or TSV file whose header line names the columns "
+                                        r"'text' and 'label', then one example per line"):
+        read_table(path)
+
+
 def test_class_folders_with_given_splits_and_loose_files(tmp_path):
     root = tmp_path / "aclImdb"
     make_class_folders(root / "train", {"pos": ["great<br />film", "fun"], "neg": ["dull"],
