@@ -470,24 +470,31 @@ def check_chosen_classes(classes, parts):
     )
 
 
-def check_given_test_classes(data):
-    """Raises `DataError` naming the classes of a folder's `train/` that its `test/` has no
-    example of: aclImdb's `train/unsup` (unlabelled reviews) was trained as a third class, the
-    majority, that no test review has."""
+def leave_out_untested_classes(data):
+    """Leaves out of `data.train` the classes that its given `test/` split has no example of
+    (said in `skipped`): aclImdb's `train/unsup` (50,000 unlabelled reviews) was trained as a
+    third class, the majority one, that no test review has. Where fewer than two classes
+    would remain, raises `DataError` naming them instead."""
     tested = set(data.test.labels)
     counts = data.train.class_counts()
-    untested = [label for label in sorted(counts) if label not in tested]
+    untested = [label for label in counts if label not in tested]
     if not untested:
-        return
-    kept = [label for label in sorted(counts) if label in tested]
-    classes = ", ".join(f"{quoted(label)} ({counts[label]} examples)" for label in untested)
-    raise DataError(
-        f"train/ has the class{'es' if len(untested) > 1 else ''} {classes} that test/ has no "
-        "example of; expected the same "
-        "classes in both (aclImdb's train/unsup holds unlabelled reviews)"
-        + (f": choose the classes with --classes {' '.join(kept)}" if len(kept) >= 2 else ""),
-        path=data.train.source,
-    )
+        return data
+    kept = [label for label in counts if label in tested]
+    classes = ", ".join(f"{quoted(label)} ({counts[label]} example"
+                        f"{'s' if counts[label] != 1 else ''})" for label in untested)
+    if len(kept) < 2:
+        raise DataError(
+            f"train/ has the class{'es' if len(untested) > 1 else ''} {classes} that test/ has "
+            "no example of; expected at least two classes in both",
+            path=data.train.source,
+        )
+    train = data.train.subset([i for i, label in enumerate(data.train.labels)
+                               if label in tested])
+    train.skipped.append(f"train/ classes that test/ has no example of, left out: {classes} "
+                         f"(--classes chooses the classes)")
+    train.excluded_labels = sorted({*train.excluded_labels, *untested})
+    return dataclasses.replace(data, train=train)
 
 
 def check_several_classes(examples, label_column=None, classes=None):
@@ -557,7 +564,7 @@ def load_training_data(path=None, text_column="text", label_column="label", clas
     if classes is not None:
         check_chosen_classes(classes, [data.train] + ([data.test] if data.test else []))
     elif data.test is not None:
-        check_given_test_classes(data)
+        data = leave_out_untested_classes(data)
     check_several_classes(data.train, label_column if data.layout == "table" else None,
                           classes)
     return data

@@ -163,20 +163,30 @@ def test_class_folders_with_given_splits_and_loose_files(tmp_path):
     ]
 
 
-def test_a_training_class_the_given_test_split_lacks_is_refused_naming_the_classes(tmp_path):
-    # aclImdb without --classes: train/unsup (unlabelled reviews) was trained as a third class,
-    # the majority one, that no test review has.
+def test_a_training_class_the_given_test_split_lacks_is_left_out_and_said(tmp_path):
+    # aclImdb: train/unsup (unlabelled reviews) was trained as a third class, the majority one,
+    # that no test review has.
     root = tmp_path / "aclImdb"
     make_class_folders(root / "train", {"pos": ["fun"], "neg": ["dull"],
                                         "unsup": ["no label", "none either"]})
     make_class_folders(root / "test", {"pos": ["superb"], "neg": ["awful"]})
-    with pytest.raises(DataError, match=re.escape(
-            f"{root / 'train'}: train/ has the class 'unsup' (2 examples) that test/ has no "
-            "example of; expected the same classes in both (aclImdb's train/unsup holds "
-            "unlabelled reviews): choose the classes with --classes neg pos")):
-        load_training_data(root)
-    data = load_training_data(root, classes=["neg", "pos"])
+    data = load_training_data(root)
     assert data.train.class_counts() == {"neg": 1, "pos": 1}
+    assert sorted(data.train.texts) == ["dull", "fun"]
+    assert data.train.skipped[-1] == (
+        "train/ classes that test/ has no example of, left out: 'unsup' (2 examples) "
+        "(--classes chooses the classes)")
+    assert load_training_data(root, classes=["neg", "pos"]).train.class_counts() == {
+        "neg": 1, "pos": 1}
+    # Fewer than two classes left: refused, naming them.
+    make_class_folders(root / "test2", {"pos": ["superb"]})
+    (root / "test").rename(root / "old")
+    (root / "test2").rename(root / "test")
+    (root / "old").rename(tmp_path / "old")
+    with pytest.raises(DataError, match=re.escape(
+            f"{root / 'train'}: train/ has the classes 'neg' (1 example), 'unsup' (2 examples) "
+            "that test/ has no example of; expected at least two classes in both")):
+        load_training_data(root)
 
 
 def test_class_folders_without_splits(tmp_path):
