@@ -750,6 +750,8 @@ def refuse_busy_out(out):
     """Refuses at once an `--out` whose unfinished run another live `train` writes, before
     TensorFlow loads (`take_lock` refuses it for certain when the run starts: a second command
     into a busy --out waited 10-40 s for TensorFlow, then was refused)."""
+    if not Path(os.path.abspath(out)).name:  # the root: refused where the run starts
+        return
     lock = partial_path(out) / LOCK_NAME
     try:
         holder = lock_holder(lock)
