@@ -28,6 +28,7 @@ import dataclasses
 import importlib.util
 import json
 import pkgutil
+import re
 from pathlib import Path
 
 import keras
@@ -59,7 +60,30 @@ _CHARS_SHOWN = 10
 # Reading
 
 
-def read_text(path):
+# A Project Gutenberg book opens with the project's header and closes with its license, outside
+# the lines "*** START OF THE PROJECT GUTENBERG EBOOK <title> ***" and "*** END OF ..." (older
+# files: "THIS PROJECT", "ETEXT"): some 18,000 characters of legal English that were trained on
+# and, at the text's end, were most of the validation part of a short book.
+GUTENBERG_START = re.compile(
+    r"^\*{3} ?START OF (?:THE|THIS) PROJECT GUTENBERG E(?:BOOK|TEXT)\b[^\n]*(?:\n|$)",
+    re.MULTILINE | re.IGNORECASE)
+GUTENBERG_END = re.compile(r"^\*{3} ?END OF (?:THE|THIS) PROJECT GUTENBERG E(?:BOOK|TEXT)\b",
+                           re.MULTILINE | re.IGNORECASE)
+
+
+def without_gutenberg_frame(text):
+    """`(book, left_out)`: the text between a Project Gutenberg book's START and END lines
+    (`GUTENBERG_START`, `GUTENBERG_END`) and how many characters outside them were left out;
+    `(text, 0)` where the text lacks either line, or holds nothing between them."""
+    start = GUTENBERG_START.search(text)
+    end = start and GUTENBERG_END.search(text, start.end())
+    if not end or not text[start.end():end.start()].strip():
+        return text, 0
+    book = text[start.end():end.start()]
+    return book, len(text) - len(book)
+
+
+def read_text(path, left_out=None):
     """The text of a UTF-8 file, or of every file in a folder.
 
     A folder's files (also in subfolders; hidden files and folders are skipped) are read in the
@@ -71,6 +95,9 @@ def read_text(path):
     Args:
         path: a text file or a folder of text files, or a registered data-set name
             (`data.datasets.resolve_path`).
+        left_out: None, or a dict: then each file's Project Gutenberg header and license are
+            left out (`without_gutenberg_frame`) and the dict gets `{file: characters left
+            out}` of each file that had them.
 
     Returns:
         `(text, files)`: the text and the list of files read.
@@ -96,6 +123,10 @@ def read_text(path):
     parts = []
     for file in files:
         text = normalize_line_endings(decode_utf8(file.read_bytes(), file))
+        if left_out is not None:
+            text, count = without_gutenberg_frame(text)
+            if count:
+                left_out[file] = count
         if parts and text and not parts[-1].endswith("\n"):
             parts.append("\n")
         parts.append(text)
@@ -158,12 +189,23 @@ def split_text(text, val_fraction, source=None):
     return train, validation
 
 
-def load_corpus(path=None):
-    """`(text, source)` of a text file or folder (`read_text`), or of the embedded default
-    (`load_default_text`) when `path` is None; `source` describes the text for messages."""
+def describe_gutenberg_left_out(left_out):
+    """The summary's note of `read_text`'s `left_out` ("" where nothing was)."""
+    if not left_out:
+        return ""
+    where = (Path(next(iter(left_out))).name if len(left_out) == 1
+             else f"{len(left_out)} files")
+    return (f"Project Gutenberg's header and license (the text outside its START and END "
+            f"lines) left out: {sum(left_out.values()):,} characters ({where})")
+
+
+def load_corpus(path=None, left_out=None):
+    """`(text, source)` of a text file or folder (`read_text`, with its `left_out`), or of the
+    embedded default (`load_default_text`) when `path` is None; `source` describes the text for
+    messages."""
     if path is None:
         return load_default_text()
-    text, files = read_text(path)
+    text, files = read_text(path, left_out=left_out)
     source = str(path) if len(files) == 1 else f"{path} ({len(files)} files)"
     return text, source
 
@@ -468,6 +510,8 @@ class TextCorpus:
         unseen: `{character: count}` of the validation characters read as `[UNK]`.
         val_starts_a_line: whether the validation part starts a line of the text (the
             character before it is a line break), rather than inside one.
+        gutenberg_left_out: `{file: characters}` of the Project Gutenberg headers and licenses
+            left out (`without_gutenberg_frame`).
     """
 
     source: str
@@ -479,6 +523,7 @@ class TextCorpus:
     unused_train_chars: int
     unseen: dict
     val_starts_a_line: bool = True
+    gutenberg_left_out: dict = dataclasses.field(default_factory=dict)
 
     def report(self):
         """The corpus in figures: source, lengths, vocabulary size and unseen characters (a
@@ -491,6 +536,9 @@ class TextCorpus:
             "val_chars": len(self.val_ids),
             "vocabulary_size": self.vocabulary.size,
             "unseen_val_chars": self.unseen,
+            **({"gutenberg_left_out": {str(file): count
+                                       for file, count in self.gutenberg_left_out.items()}}
+               if self.gutenberg_left_out else {}),
         }
 
 
@@ -513,7 +561,8 @@ def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unkno
         DataError: unreadable or empty text, a text too short to split, or (policy `"error"`)
             a validation character the vocabulary lacks.
     """
-    text, source = load_corpus(path)
+    framed = {}
+    text, source = load_corpus(path, left_out=framed)
     train_text, val_text = split_text(text, val_fraction, source=source)
     before_val = train_text  # for messages about the validation part: its place in the file
     unused = 0
@@ -525,7 +574,7 @@ def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unkno
     val_ids, unseen = vocabulary.encode(val_text, policy=unseen_chars, source=source,
                                         before=before_val)
     return TextCorpus(source, vocabulary, train_ids, val_ids, val_text, len(text), unused, unseen,
-                      val_starts_a_line=before_val.endswith("\n"))
+                      val_starts_a_line=before_val.endswith("\n"), gutenberg_left_out=framed)
 
 
 def make_dataset(ids, window, batch_size, stateful=False, shuffle=False, seed=None, source=None):

@@ -40,6 +40,7 @@ from seqlab.data.text import (
     CharVocabulary,
     TextCorpus,
     describe_chars,
+    describe_gutenberg_left_out,
     load_corpus,
     make_dataset,
     prepare_corpus,
@@ -298,6 +299,8 @@ class CharRNNPipeline(Pipeline):
         if corpus.unseen:
             notes.append(f"validation characters missing from the training text, read as "
                          f"[UNK]: {describe_chars(corpus.unseen)}")
+        if corpus.gutenberg_left_out:
+            notes.append(describe_gutenberg_left_out(corpus.gutenberg_left_out))
         mode = "stateful" if config.stateful else "stateless"
         return [
             f"{TASK_NAME}: {corpus.source}, {mode} {config.model}, validation part: "
@@ -319,12 +322,13 @@ class CharRNNPipeline(Pipeline):
         """
         loaded = self.load_run(run)
         config, vocabulary, model = loaded.config, loaded.artifacts["vocabulary"], loaded.model
+        framed = {}  # the Project Gutenberg frames left out of another text
         if data is None:
             corpus = read_corpus(config, vocabulary=vocabulary)
             ids, unseen = corpus.val_ids, corpus.unseen
             source, split = corpus.source, "validation"
         else:
-            text, source = load_corpus(data)
+            text, source = load_corpus(data, left_out=framed)
             ids, unseen = vocabulary.encode(text, policy=config.unseen_chars, source=source)
             split = "whole text"
         model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -336,12 +340,15 @@ class CharRNNPipeline(Pipeline):
         metrics = {"split": split, "source": source,
                    **score_char_model(model, ids, counts, config.window, config.batch_size,
                                       config.stateful, source=source),
-                   "unseen_chars": unseen}
+                   "unseen_chars": unseen,
+                   **({"gutenberg_left_out": {str(file): count for file, count in framed.items()}}
+                      if framed else {})}
         summary = [
             f"{TASK_NAME}: {source}, {split}: {metrics['chars_scored']} characters read as "
             f"{metrics['reading']}",
             char_loss_table(metrics, split),
             *([f"unseen characters read as [UNK]: {describe_chars(unseen)}"] if unseen else []),
+            *([describe_gutenberg_left_out(framed)] if framed else []),
         ]
         return evaluation_result(summary, metrics, output)
 

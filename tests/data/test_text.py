@@ -8,6 +8,7 @@ from seqlab.data.errors import DataError
 from seqlab.data.text import (
     UNKNOWN_ID,
     CharVocabulary,
+    describe_gutenberg_left_out,
     load_corpus,
     load_default_text,
     make_dataset,
@@ -399,3 +400,39 @@ def test_a_text_encoded_in_pieces_gives_the_ids_and_offsets_of_one_piece(monkeyp
         vocabulary.encode(text, policy="error")
     assert vocabulary.encode("")[0].shape == (0,)
 
+
+
+GUTENBERG_HEADER = ("The Project Gutenberg eBook of Tiny Play\n\nThis eBook is for the use of "
+                    "anyone anywhere.\n\n*** START OF THE PROJECT GUTENBERG EBOOK TINY PLAY ***"
+                    "\n")
+GUTENBERG_LICENSE = ("*** END OF THE PROJECT GUTENBERG EBOOK TINY PLAY ***\n\nSection 1. "
+                     "General Terms of Use and Redistributing Project Gutenberg works\n")
+
+
+def test_a_project_gutenberg_books_header_and_license_are_left_out_of_a_corpus(tmp_path):
+    # They were trained on, and the license, at the text's end, was most of a short book's
+    # validation part.
+    book = "ROMEO: But soft!\nJULIET: Ay me.\n" * 20
+    folder = tmp_path / "books"
+    folder.mkdir()
+    framed = folder / "a.txt"
+    framed.write_bytes((GUTENBERG_HEADER + book + GUTENBERG_LICENSE).replace("\n", "\r\n")
+                       .encode())
+    (folder / "b.txt").write_text("my own notes\n")  # no markers: read whole
+    assert read_text(framed)[0] == GUTENBERG_HEADER + book + GUTENBERG_LICENSE  # as it is
+    left_out = {}
+    assert read_text(folder, left_out=left_out)[0] == book + "my own notes\n"
+    assert left_out == {framed: len(GUTENBERG_HEADER) + len(GUTENBERG_LICENSE)}
+    assert describe_gutenberg_left_out(left_out) == (
+        f"Project Gutenberg's header and license (the text outside its START and END lines) "
+        f"left out: {len(GUTENBERG_HEADER) + len(GUTENBERG_LICENSE):,} characters (a.txt)")
+    corpus = prepare_corpus(framed, val_fraction=0.2)
+    assert corpus.total_chars == len(book)
+    assert corpus.report()["gutenberg_left_out"] == {str(framed): left_out[framed]}
+    assert corpus.vocabulary.encode(book[-10:])[1] == {}  # the license's letters are not read
+    assert "G" not in corpus.vocabulary.chars
+    # A START without an END, or nothing between them: the text as it is.
+    for text in (GUTENBERG_HEADER + book, GUTENBERG_HEADER + "\n" + GUTENBERG_LICENSE):
+        framed.write_text(text)
+        left_out = {}
+        assert read_text(framed, left_out=left_out)[0] == text and left_out == {}
