@@ -67,7 +67,15 @@ UNICODE_PUNCTUATION = r"[\pP$+<=>^`|~]"
 # rules, which part words at ASCII's white space, lower-case A-Z and strip ASCII's punctuation
 # alone ("Отлично" and "отлично", "«good»" and "good" were different words), and with which
 # a classifier saved before the setting was recorded loads, reading texts as it was trained.
-CHARACTER_RULES = ("unicode", "ascii")
+# "unicode_html", the default since, is "unicode" with HTML tags (`<br />`, `<p>`, `</i>`) read
+# as white space: IMDB's reviews part paragraphs with "<br /><br />", whose brackets and slash
+# the punctuation strip removed, gluing "br" to the word before ("superb.<br /><br />Was" read
+# as "superbbr", "br", "was"). A classifier saved with "unicode" keeps it.
+CHARACTER_RULES = ("unicode_html", "unicode", "ascii")
+
+# An HTML tag: `<` and a letter (so "a<b" and "<3" are not), at most 200 characters to its
+# `>`, none of them a bracket.
+HTML_TAG = r"</?[A-Za-z][A-Za-z0-9]*(?:[\s/][^<>]{0,200})?>"
 
 
 # Invisible characters that only mark (a byte-order mark, left-to-right and right-to-left
@@ -112,6 +120,42 @@ UNICODE_STANDARDIZE = {
 }
 
 
+@keras.saving.register_keras_serializable(package="seqlab")
+def html_tags_as_spaces(texts):
+    """Every `HTML_TAG` replaced by a space."""
+    return tf.strings.regex_replace(texts, HTML_TAG, " ")
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def html_lower_and_strip_unicode_punctuation(texts):
+    """`lower_and_strip_unicode_punctuation` of the texts with `html_tags_as_spaces`."""
+    return lower_and_strip_unicode_punctuation(html_tags_as_spaces(texts))
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def html_lower_unicode(texts):
+    """`lower_unicode` of the texts with `html_tags_as_spaces`."""
+    return lower_unicode(html_tags_as_spaces(texts))
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def html_strip_unicode_punctuation(texts):
+    """`strip_unicode_punctuation` of the texts with `html_tags_as_spaces`."""
+    return strip_unicode_punctuation(html_tags_as_spaces(texts))
+
+
+# The standardization of each rule but "ascii" (Keras's own), by `standardize`'s name.
+STANDARDIZE_OF_RULE = {
+    "unicode": UNICODE_STANDARDIZE,
+    "unicode_html": {
+        "lower_and_strip_punctuation": html_lower_and_strip_unicode_punctuation,
+        "lower": html_lower_unicode,
+        "strip_punctuation": html_strip_unicode_punctuation,
+        None: html_tags_as_spaces,
+    },
+}
+
+
 def _recorded_characters(config):
     """`config` of a classifier's `from_config`, with the character rules of a file saved
     before they were recorded (ASCII's)."""
@@ -131,7 +175,7 @@ def _derived_seed(seed, offset):
 
 def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_length=64,
                     standardize="lower_and_strip_punctuation", ngrams=2, truncate="end",
-                    characters="unicode"):
+                    characters="unicode_html"):
     """The `TextVectorization` layer of a classifier of `kind`: `standardize` and a split at
     white space, each for the characters of every script (`characters="ascii"`: Keras's own,
     for A-Z and ASCII's white space and punctuation alone; `CHARACTER_RULES`).
@@ -150,14 +194,14 @@ def text_vectorizer(kind="bilstm", vocabulary=None, max_tokens=None, sequence_le
         standardize: Keras's standardization before splitting, or None.
         ngrams: the longest n-gram of the ngrams kind.
         truncate: "end" (the layer cuts longer texts at the end) or "start" (it does not cut).
-        characters: "unicode" or "ascii" (`CHARACTER_RULES`).
+        characters: "unicode_html", "unicode" or "ascii" (`CHARACTER_RULES`).
     """
     if standardize not in STANDARDIZE:
         raise ValueError(f"standardize must be one of {', '.join(map(str, STANDARDIZE))}. "
                          f"Received: standardize={standardize!r}")
     split = "whitespace"
-    if _check_characters(characters) == "unicode":
-        split, standardize = split_at_white_space, UNICODE_STANDARDIZE[standardize]
+    if _check_characters(characters) != "ascii":
+        split, standardize = split_at_white_space, STANDARDIZE_OF_RULE[characters][standardize]
     if kind == "ngrams":
         return keras.layers.TextVectorization(
             max_tokens=max_tokens, standardize=standardize, split=split, ngrams=ngrams,
@@ -363,11 +407,13 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
         truncate: which end of a longer raw text is cut: "end" keeps its first
             `sequence_length` tokens (padded to `sequence_length`, as 0.1.0 did), "start" its
             last ones (padded to the batch's longest kept text: short batches run narrower).
-        characters: "unicode": raw texts are parted into words at white space of every kind
-            (the no-break space too, as Python's `str.split()`), and `standardize` lower-cases
-            the capitals of every alphabet and strips Unicode's punctuation; "ascii": Keras's
-            own rules, for ASCII's white space, A-Z and ASCII's punctuation alone (what a
-            classifier saved before this setting was recorded loads with).
+        characters: "unicode_html": HTML tags (`<br />`, `<p>`) are read as white space,
+            then as "unicode" (what a classifier saved before "unicode_html" loads with): raw
+            texts are parted into words at white space of every kind (the no-break space too,
+            as Python's `str.split()`), and `standardize` lower-cases the capitals of every
+            alphabet and strips Unicode's punctuation; "ascii": Keras's own rules, for ASCII's
+            white space, A-Z and ASCII's punctuation alone (what a classifier saved before this
+            setting was recorded loads with).
 
     Call arguments:
         inputs: `string[B]`, or token ids `int[B, T]` padded with 0.
@@ -391,7 +437,7 @@ class TextClassifier(KeepsFrozenLayers, TracesTrainingOnce, keras.Model):
                  pooling="mean", sequence_length=64, standardize="lower_and_strip_punctuation",
                  ngrams=2, embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128,
                  dropout=0.5, token_dropout=0.5, seed=None, truncate="end",
-                 characters="unicode", **kwargs):
+                 characters="unicode_html", **kwargs):
         size = _check_hyperparameters(
             num_classes=num_classes, vocabulary=vocabulary, vocabulary_size=vocabulary_size,
             kind=kind, pooling=pooling, sequence_length=sequence_length,
@@ -766,7 +812,7 @@ class TextClassifierEnsemble(_MembersTrainedAlone):
                  kind="bilstm", pooling="mean", sequence_length=64,
                  standardize="lower_and_strip_punctuation", ngrams=2, embedding_dim=64,
                  units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5, token_dropout=0.5,
-                 seed=None, truncate="end", characters="unicode", **kwargs):
+                 seed=None, truncate="end", characters="unicode_html", **kwargs):
         check_positive_int("num_members", num_members)
         _check_vocabulary_form(vocabulary, kind)
         size = _check_vocabulary(vocabulary, vocabulary_size)
@@ -903,7 +949,7 @@ class AutoTextClassifier(ForgetsItsStepsOnANewChoice, _MembersTrainedAlone):
                  sequence_length=64, standardize="lower_and_strip_punctuation", ngrams=2,
                  embedding_dim=64, units=64, layers=1, num_heads=4, ff_dim=128, dropout=0.5,
                  token_dropout=0.5, seed=None, truncate="end", choice=None,
-                 characters="unicode", **kwargs):
+                 characters="unicode_html", **kwargs):
         if kind == "ngrams" or kind not in KINDS:
             raise ValueError(
                 f"kind must be one of {', '.join(k for k in KINDS if k != 'ngrams')} (the "

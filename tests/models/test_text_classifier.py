@@ -2,6 +2,7 @@
 
 import inspect
 import json
+import re
 from pathlib import Path
 
 import keras
@@ -314,7 +315,7 @@ def test_a_classifier_saved_before_its_character_rules_were_recorded_reads_as_tr
         with zipfile.ZipFile(path) as archive:
             files = {item: archive.read(item) for item in archive.namelist()}
         config = json.loads(files["config.json"])
-        assert config["config"].pop("characters") == "unicode"
+        assert config["config"].pop("characters") == "unicode_html"
         old = tmp_path / f"{name}_old.keras"
         with zipfile.ZipFile(old, "w") as archive:
             for item, data in files.items():
@@ -324,11 +325,43 @@ def test_a_classifier_saved_before_its_character_rules_were_recorded_reads_as_tr
             loaded = keras.models.load_model(file)
             ids[version] = loaded.vectorizer(tf.constant(["a fine\xa0film"])).numpy()[0, :3]
             assert loaded.get_config()["characters"] == (
-                "unicode" if version == "new" else "ascii")
+                "unicode_html" if version == "new" else "ascii")
         assert ids["old"].tolist() == [2, 3, 0], name  # "fine\xa0film" one word, as trained
         assert ids["new"].tolist() == [2, 4, 5], name
-    with pytest.raises(ValueError, match="characters must be one of unicode, ascii"):
+    with pytest.raises(ValueError, match="characters must be one of unicode_html, unicode, "
+                                         "ascii"):
         TextClassifier(num_classes=2, vocabulary_size=5, characters="latin")
+
+
+@pytest.mark.parametrize("standardize", ["lower_and_strip_punctuation", "lower",
+                                         "strip_punctuation", None])
+def test_html_tags_are_read_as_white_space_and_a_unicode_classifier_reads_as_trained(
+        standardize, tmp_path):
+    # IMDB's reviews part paragraphs with "<br /><br />": the punctuation strip glued "br" to
+    # the word before ("superbbr"), and without it "<br" and "/>Was" were words.
+    text = "Superb.<br /><br />Was <i>fine</i><P>ok<br/>a<b c <3 d"
+    expected = "Superb.  Was  fine  ok a<b c <3 d"  # the reference: each tag a space
+    if standardize in ("lower", "lower_and_strip_punctuation"):
+        expected = expected.lower()
+    if standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
+        expected = re.sub(r"[.<]", "", expected)
+    words = expected.split()
+    assert count_tokens([text], standardize=standardize).tolist() == [len(words)]
+    assert sorted(adapt_vocabulary([text], standardize=standardize)[2:]) == sorted(set(words))
+    # A classifier saved with "unicode" (before "unicode_html") reads tags as it was trained.
+    vocabulary = ["", "[UNK]", *sorted(set(words))]
+    model = TextClassifier(num_classes=2, vocabulary=vocabulary, kind="gru",
+                           standardize=standardize, characters="unicode", **TINY)
+    model.save(tmp_path / "unicode.keras")
+    loaded = keras.models.load_model(tmp_path / "unicode.keras")
+    assert loaded.get_config()["characters"] == "unicode"
+    old = text_vectorizer("gru", vocabulary, sequence_length=None, standardize=standardize,
+                          characters="unicode")
+    read = loaded.vectorizer(tf.constant([text])).numpy()[0]  # padded to sequence_length
+    assert read[read != 0].tolist() == old(tf.constant([text])).numpy()[0].tolist()
+    new = text_vectorizer("gru", vocabulary, sequence_length=None, standardize=standardize)
+    assert new(tf.constant([text])).numpy()[0].tolist() == [vocabulary.index(w) for w in words]
+    assert 1 in old(tf.constant([text])).numpy()[0]  # a glued or bracketed word is unknown
 
 
 @pytest.mark.parametrize("kind", ["gru", "transformer"])
