@@ -196,10 +196,10 @@ def truncation_line(truncation):
             f"{truncation['pooling']} pooling ({truncation['pooling_chosen_by']})")
 
 
-def make_model(config, vocabulary, n_classes, ngram_vocabulary=None):
+def make_model(config, vocabulary, n_classes, ngram_vocabulary=None, characters=None):
     """The (uncompiled) `TextClassifier`, `TextClassifierEnsemble` of `config.ensemble`
     members, or `AutoTextClassifier` (with `ngram_vocabulary`) of a config and its training
-    split's vocabulary."""
+    split's vocabulary; `characters`: the classifier's character rules (None: its default)."""
     hyperparameters = dict(
         num_classes=n_classes, vocabulary=vocabulary, kind=neural_kind(config),
         pooling=config.pooling, sequence_length=config.sequence_length,
@@ -207,6 +207,7 @@ def make_model(config, vocabulary, n_classes, ngram_vocabulary=None):
         embedding_dim=config.embedding_dim, units=config.units, layers=config.layers,
         num_heads=config.num_heads, ff_dim=config.ff_dim, dropout=config.dropout,
         token_dropout=config.token_dropout, seed=config.seed, name=f"sentiment_{config.model}",
+        **({} if characters is None else {"characters": characters}),
     )
     if config.model == "ngrams":  # settings it does not read stay unset: the model's defaults
         hyperparameters = {name: value for name, value in hyperparameters.items()
@@ -567,8 +568,11 @@ class SentimentPipeline(Pipeline):
                                      else None)}
 
     def model_for_run(self, config, artifacts):
+        # The target of a 0.1.0 run's weights (a functional model, whose TextVectorization
+        # read texts with Keras's own rules): it reads them as that run was trained, not with
+        # the default's Unicode and HTML rules ("superb.<br />" was "superbbr").
         return make_model(config, artifacts["vocabulary"], len(artifacts["classes"]),
-                          artifacts["ngram_vocabulary"])
+                          artifacts["ngram_vocabulary"], characters="ascii")
 
     def save_plots(self, run, config, prepared, model, metrics, history):
         save_confusion_plot(run.path("plots", "confusion.png"), metrics,

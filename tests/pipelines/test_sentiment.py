@@ -549,6 +549,22 @@ def test_a_0_1_0_run_without_truncate_cuts_at_the_end(tmp_path):
     assert loaded.config.sequence_length == 16 and loaded.config.pooling == "mean"
 
 
+def test_a_0_1_0_run_reads_texts_as_it_was_trained(tmp_path):
+    # Its functional model's TextVectorization had Keras's own rules; moved into a
+    # TextClassifier of the default character rules, it read "superb.<br />was" as "superb",
+    # "was" (trained: "superbbr", "was") and "ОТЛИЧНО" as "отлично".
+    run = tmp_path / "old"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "sentiment", run)
+    saved = keras.models.load_model(run / "model.keras", compile=False)
+    trained = next(layer for layer in saved._flatten_layers()
+                   if isinstance(layer, keras.layers.TextVectorization))
+    loaded = PIPELINE.load_run(run).model
+    assert loaded.characters == "ascii"
+    texts = tf.constant(["Superb.<br />Was a film", "ОТЛИЧНО отлично «film» a\xa0film",
+                         "good<p>bad</p>"])
+    assert loaded.vectorizer(texts).numpy().tolist() == trained(texts).numpy().tolist()
+
+
 # Pretrained word vectors (--embeddings)
 
 
