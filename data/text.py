@@ -543,7 +543,7 @@ class TextCorpus:
 
 
 def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unknown",
-                   vocabulary=None):
+                   vocabulary=None, gutenberg=True):
     """Reads, splits and encodes a text; builds the vocabulary on the training part unless given.
 
     Args:
@@ -553,6 +553,9 @@ def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unkno
         unseen_chars: the policy for validation characters the vocabulary lacks
             (`UNSEEN_POLICIES`).
         vocabulary: the `CharVocabulary` to encode with (a trained run's); None builds it.
+        gutenberg: whether a Project Gutenberg book's header and license are left out
+            (`read_text`'s `left_out`); False reads the text whole, as a run trained before
+            they were left out split it.
 
     Returns:
         A `TextCorpus`.
@@ -562,7 +565,7 @@ def prepare_corpus(path, val_fraction, max_train_chars=None, unseen_chars="unkno
             a validation character the vocabulary lacks.
     """
     framed = {}
-    text, source = load_corpus(path, left_out=framed)
+    text, source = load_corpus(path, left_out=framed if gutenberg else None)
     train_text, val_text = split_text(text, val_fraction, source=source)
     before_val = train_text  # for messages about the validation part: its place in the file
     unused = 0

@@ -75,10 +75,10 @@ class Prepared:
     datasets: tuple
 
 
-def read_corpus(config, vocabulary=None):
-    """The config's text, split and encoded (`data.text.prepare_corpus`)."""
+def read_corpus(config, vocabulary=None, gutenberg=True):
+    """The config's text, split and encoded (`data.text.prepare_corpus`, with `gutenberg`)."""
     return prepare_corpus(config.data, config.val_fraction, config.max_train_chars,
-                          config.unseen_chars, vocabulary=vocabulary)
+                          config.unseen_chars, vocabulary=vocabulary, gutenberg=gutenberg)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +324,12 @@ class CharRNNPipeline(Pipeline):
         config, vocabulary, model = loaded.config, loaded.artifacts["vocabulary"], loaded.model
         framed = {}  # the Project Gutenberg frames left out of another text
         if data is None:
-            corpus = read_corpus(config, vocabulary=vocabulary)
+            # Split as train split it: a run whose train left no Project Gutenberg frame out
+            # (none in its text, or trained before they were left out, whose validation part
+            # ended with the license) is read whole.
+            data_figures = loaded.metrics.get("data")
+            corpus = read_corpus(config, vocabulary=vocabulary, gutenberg=isinstance(
+                data_figures, dict) and "gutenberg_left_out" in data_figures)
             ids, unseen = corpus.val_ids, corpus.unseen
             source, split = corpus.source, "validation"
         else:

@@ -376,3 +376,29 @@ def test_a_run_inside_its_own_data_folder_is_refused(tmp_path, capsys):
             "run's files would become part of the data; choose an --out outside it") in \
         capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize("framed_at_train", [True, False])
+def test_evaluate_reads_the_validation_part_that_train_split(tmp_path, monkeypatch,
+                                                             framed_at_train):
+    # A run trained before Project Gutenberg frames were left out split the whole text (its
+    # validation part ended with the license): evaluate left the frame out, scoring another
+    # part, most of it training text.
+    from seqlab.data import text as text_module
+
+    data = write_text(tmp_path / "book.txt")
+    data.write_text("*** START OF THE PROJECT GUTENBERG EBOOK TINY ***\n" + data.read_text()
+                    + "*** END OF THE PROJECT GUTENBERG EBOOK TINY ***\n"
+                    + "Section 1. General Terms of Use\n" * 10)
+    if not framed_at_train:  # as train read it before
+        monkeypatch.setattr(text_module, "without_gutenberg_frame", lambda text: (text, 0))
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(["charrnn", "train", "--data", str(data), "--out",
+                         str(tmp_path / "run"), *TINY]) == 0
+    monkeypatch.undo()
+    trained = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert ("gutenberg_left_out" in trained["data"]) == framed_at_train
+    figures = evaluate(tmp_path / "run").metrics
+    assert figures["chars_scored"] == trained["chars_scored"]
+    assert figures["model"]["nats_per_char"] == pytest.approx(
+        trained["model"]["nats_per_char"], rel=1e-5)
