@@ -722,11 +722,14 @@ def lock_holder(path):
     Raises FileNotFoundError where there is none."""
     try:
         owner = json.loads(Path(path).read_text(encoding="utf-8"))
-        return int(owner["pid"]), str(owner["host"]), owner
+        pid, host = int(owner["pid"]), str(owner["host"])
     except FileNotFoundError:
         raise
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
+    # A pid no process has (an edited lock): os.kill(0 or -1, 0) asks about process groups
+    # (a lock refused for ever), one beyond a C int was an OverflowError traceback.
+    return (pid, host, owner) if 0 < pid < 2**31 else None
 
 
 def held_elsewhere(pid, host):

@@ -463,6 +463,18 @@ def test_a_dead_owners_lock_is_taken_over_under_a_lock_of_its_folder(tmp_path, m
     assert _files(lock.parent) == [".lock"]  # the lock's temporary is gone
 
 
+@pytest.mark.parametrize("pid", [10**20, 2**31, 0, -1])
+def test_a_lock_naming_a_pid_no_process_has_is_taken_over(tmp_path, pid):
+    # 10**20 was an OverflowError traceback (os.kill), at the early check of a busy --out and
+    # in take_lock; 0 and -1 asked os.kill about process groups: refused for ever.
+    lock = tmp_path / "run.partial" / ".lock"
+    lock.parent.mkdir()
+    lock.write_text(json.dumps({"pid": pid, "host": os.uname().nodename}))
+    paths_module.refuse_busy_out(str(tmp_path / "run"))
+    take_lock(lock)
+    assert json.loads(lock.read_text())["pid"] == os.getpid()
+
+
 def test_the_lock_is_held_until_the_finished_run_is_in_place(tmp_path, monkeypatch):
     # It was removed before the rename: a second train could take `<out>.partial` in between,
     # and the rename then carried its lock into the finished run.
