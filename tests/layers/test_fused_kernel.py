@@ -64,7 +64,9 @@ def stand_in_cudnn(kind, calls):
 
 def stand_in_gpu(monkeypatch):
     """A GPU as Keras's backend sees it, with stand-in cuDNN kernels. Returns the list of
-    the calls they get."""
+    the calls they get. A loop forced in the shell (`SEQLAB_RNN_LOOP`) overrides the fused
+    kernel, so it is unset here too, for the tests of other modules that take this GPU."""
+    monkeypatch.delenv(_loop_choice.ENV_VAR, raising=False)
     calls = []
     monkeypatch.setattr(TF_RNN, "_is_gpu_available", lambda: True)
     monkeypatch.setattr(TF_RNN, "_cudnn_lstm", stand_in_cudnn("lstm", calls))
