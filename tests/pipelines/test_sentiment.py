@@ -446,7 +446,12 @@ def test_default_model_reads_long_documents_at_least_as_well_as_ngrams(long_runs
     accuracy = default.metrics["model"]["accuracy"]
     # The verdict is one word among the last five: 0.1.0's first 64 tokens saw none of it
     # (0.5); a mean over ~500 tokens dilutes it, so the figure stays modest at 4 epochs.
-    assert accuracy >= ngrams.metrics["model"]["accuracy"] and accuracy >= 0.7
+    # Not below the n-gram model by more than one test document (the aim of
+    # docs/performance.md): here they tie, and the closest document's probabilities are 0.0014
+    # apart, which training on another CPU (other float32 sums) may flip.
+    documents = sum(figures["support"] for figures in default.metrics["per_class"].values())
+    assert accuracy >= ngrams.metrics["model"]["accuracy"] - 1 / documents - 1e-9
+    assert accuracy >= 0.7
     settings = json.loads((default.path / "config.json").read_text())["settings"]
     _, counts = _token_counts(data)
     percentile = int(np.ceil(np.percentile(counts["train"], 95)))
