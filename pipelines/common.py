@@ -58,6 +58,7 @@ from seqlab.pipelines.paths import (  # noqa: F401 (part of this module's interf
     check_export_path,
     check_output,
     data_fingerprint,
+    final_path,
     has_marker,
     held_elsewhere,
     in_use,
@@ -556,9 +557,7 @@ class RunDirectory:
     """
 
     def __init__(self, out, task, overwrite=False):
-        self.final = Path(out)
-        if self.final.name in ("", ".."):  # "." or "..": the folder's own name
-            self.final = Path(os.path.abspath(out))
+        self.final = final_path(out)
         self.work = partial_path(out)
         self.task = task
         self.overwrite = overwrite

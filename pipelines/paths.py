@@ -696,13 +696,18 @@ def _refuse_export_inside_data(run, out):
                 "choose an --out outside it")
 
 
+def final_path(out):
+    """The run directory `out` as a path with a name: "." or ".." name their folder (the
+    root has none)."""
+    final = Path(out)
+    return Path(os.path.abspath(out)) if final.name in ("", "..") else final
+
+
 def partial_path(out):
     """`<out>.partial`, where `train` builds the run `out` (from the name, not the text:
     `--out runs/a/` is `runs/a.partial`, not `runs/a/.partial`; "." or ".." name their
     folder)."""
-    final = Path(out)
-    if final.name in ("", ".."):
-        final = Path(os.path.abspath(out))
+    final = final_path(out)
     return final.with_name(final.name + PARTIAL_SUFFIX)
 
 
@@ -753,7 +758,7 @@ def refuse_busy_out(out):
     """Refuses at once an `--out` whose unfinished run another live `train` writes, before
     TensorFlow loads (`take_lock` refuses it for certain when the run starts: a second command
     into a busy --out waited 10-40 s for TensorFlow, then was refused)."""
-    if not Path(os.path.abspath(out)).name:  # the root: refused where the run starts
+    if not final_path(out).name:  # the root: refused where the run starts
         return
     lock = partial_path(out) / LOCK_NAME
     try:
