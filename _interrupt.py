@@ -13,6 +13,13 @@ A SIGTERM (`kill`, `timeout`, a job scheduler's stop) is raised as `Terminated`,
 kept and the command to resume them said (it ended the process at once, without a word, and a
 default `--out` named after the time could not be found again by rerunning the command).
 
+During `fit` (`deferred`) a first Ctrl-C or SIGTERM is only remembered, and `check` raises it
+at the next batch's start or epoch's end: Python code between batches, not wherever the main
+thread happens to be (a Keras callback half done, an object's `__del__`, Python code that
+TensorFlow's C++ called). A batch's C++ work cannot be interrupted either way, so the command
+stops as soon as before; a second signal raises at once (a first batch that traces a large
+model can take minutes).
+
 Imports nothing heavy: the command line installs it before TensorFlow loads.
 """
 
@@ -21,6 +28,7 @@ import signal
 import threading
 
 _requested = None  # the signal that asked, while `watching`
+_deferring = 0  # how many `deferred` blocks are open
 
 
 class Terminated(KeyboardInterrupt):
@@ -33,8 +41,24 @@ def _raise(signum):
 
 def _on_signal(signum, frame):
     global _requested
+    again = _requested is not None
     _requested = signum
-    _raise(signum)
+    if again or not _deferring:
+        _raise(signum)
+
+
+@contextlib.contextmanager
+def deferred():
+    """Within it (a `fit` whose callbacks `check` at every batch), a first Ctrl-C or SIGTERM
+    is only remembered for `check`; a second one raises at once. One that came in it and was
+    not raised yet is raised when it ends normally."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    check()
 
 
 @contextlib.contextmanager

@@ -721,18 +721,19 @@ class Pipeline:
                                                                 fit_record_now())))
             build_training_state(model, train_data)
             try:
-                model.fit(
-                    distribution.shard(train_data),
-                    validation_data=distribution.shard(val_data),
-                    epochs=config.epochs,
-                    callbacks=stop_watch.watch([
-                        StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
-                        *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks,
-                        StopOnInterrupt()]),
-                    shuffle=False,  # the training datasets shuffle themselves (the run's seed)
-                    verbose=verbosity,
-                    **self.fit_options(config, prepared),
-                )
+                with _interrupt.deferred():  # raised at a batch's start (`StopOnInterrupt`)
+                    model.fit(
+                        distribution.shard(train_data),
+                        validation_data=distribution.shard(val_data),
+                        epochs=config.epochs,
+                        callbacks=stop_watch.watch([
+                            StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
+                            *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks,
+                            StopOnInterrupt()]),
+                        shuffle=False,  # the training datasets shuffle themselves (run seed)
+                        verbose=verbosity,
+                        **self.fit_options(config, prepared),
+                    )
             finally:  # a fit that failed or was interrupted leaves no progress timer behind
                 for callback in progress:
                     callback.close()

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
+from seqlab import _interrupt
 from seqlab.data.errors import DataError, listed
 from seqlab.data.long_table import find_id_column, runs_of_series
 from seqlab.data.timeseries import (
@@ -57,6 +58,7 @@ from seqlab.models.forecasting.selection import (
 from seqlab.models.serving import checked_input
 from seqlab.pipelines.common import (
     ActionResult,
+    StopOnInterrupt,
     UsageError,
     build_training_state,
     format_duration,
@@ -339,10 +341,11 @@ def fit_quietly(model, windows, epochs, callbacks, what="a backtest's network"):
     train, steps = training_stream(windows)
     validation = validation_data(windows)
     build_training_state(model, train)
-    model.fit(train, validation_data=validation, epochs=epochs, steps_per_epoch=steps,
-              verbose=0, shuffle=False,
-              callbacks=[*callbacks("val_loss" if validation is not None else "loss"),
-                         QuietProgress(what, epochs)])
+    with _interrupt.deferred():  # raised at a batch's start (`StopOnInterrupt`)
+        model.fit(train, validation_data=validation, epochs=epochs, steps_per_epoch=steps,
+                  verbose=0, shuffle=False,
+                  callbacks=[*callbacks("val_loss" if validation is not None else "loss"),
+                             QuietProgress(what, epochs), StopOnInterrupt()])
 
 
 def stride_line(stride, windows):

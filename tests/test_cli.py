@@ -349,6 +349,84 @@ def test_a_ctrl_c_that_python_dropped_still_stops_train_resumably(tmp_path, monk
     assert (out / "history.csv").read_text().count("\n") == 1 + 5 and not partial.exists()
 
 
+@pytest.fixture
+def default_signal_handlers():
+    """SIGINT and SIGTERM as a terminal's process has them (a test runner may have its own)."""
+    import signal
+
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def test_a_signal_during_fit_is_raised_at_the_next_check_and_a_second_one_at_once(
+        default_signal_handlers):
+    # Raised wherever the main thread was, a SIGTERM during fit could land in a Keras callback
+    # half done or in Python code that TensorFlow's C++ had called. In fit (`deferred`) the
+    # first is only remembered; the callbacks' `check` raises it at the next batch.
+    import signal
+
+    from seqlab import _interrupt
+
+    reached = []
+    with _interrupt.watching():
+        with pytest.raises(_interrupt.Terminated):
+            with _interrupt.deferred():
+                signal.raise_signal(signal.SIGTERM)
+                reached.append(sum(range(1000)))  # Python has run the handler by now
+                assert _interrupt.terminated()
+                _interrupt.check()
+    with _interrupt.watching():  # one not checked for is raised when the block ends
+        with pytest.raises(KeyboardInterrupt):
+            with _interrupt.deferred():
+                signal.raise_signal(signal.SIGINT)
+                reached.append(sum(range(1000)))
+        assert not _interrupt.terminated()
+    assert len(reached) == 2
+    with _interrupt.watching():  # a second signal does not wait (a first batch may be long)
+        with pytest.raises(KeyboardInterrupt):
+            with _interrupt.deferred():
+                signal.raise_signal(signal.SIGINT)
+                reached.append(sum(range(1000)))
+                signal.raise_signal(signal.SIGINT)
+                reached.append(sum(range(1000)))
+    assert len(reached) == 3
+    with _interrupt.watching():  # outside fit, as Python does: at once
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            reached.append(sum(range(1000)))
+    assert len(reached) == 3
+
+
+def test_a_sigterm_in_an_epoch_end_callback_lets_it_finish_and_stops_train_after(
+        tmp_path, monkeypatch, capsys, default_signal_handlers):
+    # The epoch's row of history.csv, written after the signal came, is kept: the command
+    # stopped at the next batch, with SIGTERM's status and the --out that resumes it.
+    import signal
+
+    from seqlab.pipelines.common import EpochHistory
+
+    data, out = write_cycle_csv(tmp_path / "sales.csv", n_rows=60), tmp_path / "run"
+    argv = ["timeseries", "train", "--data", str(data), "--model", "gru", "--lookback", "6",
+            "--units", "2", "--epochs", "5", "--patience", "5", "--out", str(out)]
+    logged = EpochHistory.on_epoch_end
+
+    def terminated_while_logging(self, epoch, logs=None):
+        if epoch == 1:
+            signal.raise_signal(signal.SIGTERM)
+            sum(range(1000))
+        logged(self, epoch, logs)
+
+    monkeypatch.setattr(EpochHistory, "on_epoch_end", terminated_while_logging)
+    assert cli.main(argv) == 143
+    partial = out.with_name("run.partial")
+    assert "interrupted; the finished epochs are kept in" in capsys.readouterr().err
+    assert (partial / "history.csv").read_text().count("\n") == 1 + 2  # epochs 1 and 2
+
+
 @pytest.mark.parametrize("error", [
     MemoryError("Unable to allocate 1.41 GiB for an array with shape (18889, 10000, 1)"),
     "tensorflow",
