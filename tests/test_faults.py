@@ -147,8 +147,11 @@ def test_a_sigterm_mid_training_says_how_to_resume_as_a_ctrl_c_does(series, tmp_
     out = tmp_path / "run"
     partial = tmp_path / "run.partial"
     with open(tmp_path / "stderr.txt", "w") as stderr:
+        # PYTHONFAULTHANDLER: a crash (CI saw SIGABRT twice under load) prints every thread's
+        # Python stack into stderr.txt, shown below if the status is wrong.
         process = subprocess.Popen(command(series, out), stdout=subprocess.DEVNULL,
-                                   stderr=stderr, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+                                   stderr=stderr, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+                                                       "PYTHONFAULTHANDLER": "1"})
         deadline = time.monotonic() + 240
         while len(history_epochs(partial / "history.csv")) < 2:
             assert process.poll() is None, "train ended before the signal"
