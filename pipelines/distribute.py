@@ -118,12 +118,16 @@ def _checked_port(address):
     """The port of a cluster's `"host:port"` (`"[::1]:port"` too), refused unless it is one:
     TensorFlow's "Could not parse port for local server" was a traceback, and a port out of
     range was accepted."""
+    if address.startswith("[") and address.endswith("]"):
+        raise UsageError(f"TF_CONFIG's cluster address {address!r} has no port: write it as "
+                         f"\"{address}:2222\"")
     host, _, port = address.rpartition(":")
     if ":" in host and not (host.startswith("[") and host.endswith("]")):
         # "::1" read as the host ":" and port 1, and "fe80::1:2222" as port 2222 of "fe80::1".
         raise UsageError(f"TF_CONFIG's cluster address {address!r} is not \"host:port\": an "
                          "IPv6 host goes in brackets, as \"[::1]:2222\"")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    # ASCII digits only: "²" is a digit to str.isdigit, and int() refuses it (a traceback).
+    if not host or not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise UsageError(f"TF_CONFIG's cluster address {address!r} is not \"host:port\" with a "
                          "port of 1 to 65535")
     return int(port)

@@ -80,6 +80,12 @@ def test_mirrored_shards_by_data_and_batches_globally():
         # A bare IPv6 address was read as the host ":" and port 1.
         ('{"cluster": {"worker": ["::1"]}, "task": {"type": "worker", "index": 0}}',
          "address '::1' is not \"host:port\": an IPv6 host goes in brackets"),
+        # In brackets without a port it was told the same; a port of a digit that is not
+        # ASCII ("²", which str.isdigit accepts) was int()'s ValueError traceback.
+        ('{"cluster": {"worker": ["[::1]"]}, "task": {"type": "worker", "index": 0}}',
+         "address '\\[::1\\]' has no port: write it as \"\\[::1\\]:2222\""),
+        ('{"cluster": {"worker": ["localhost:2²"]}, "task": {"type": "worker", "index": 0}}',
+         "address 'localhost:2²' is not \"host:port\" with a port of 1 to 65535"),
         # TensorFlow waited for ever, deaf to every signal but SIGKILL (.invalid never
         # resolves: RFC 2606).
         ('{"cluster": {"worker": ["nohost.invalid:23459"]}, "task": {"type": "worker", '
