@@ -769,6 +769,11 @@ def test_fill_repairs_missing_and_non_numeric_values_and_reports_them(tmp_path):
          r"time column 't' does not increase at line 4 \(49 after 49\)"),
         ("when,y\n2020-01-01,1\nyesterday,2\n", {"time_column": "when"},
          r"time column 'when' has values that are not dates at lines 3 \('yesterday'\)"),
+        # A few numbers written with a comma among numbers were repaired as missing.
+        ('t,y\n1,12.5\n2,"12,5"\n3,x\n4,13.5\n5,"1,000"\n6,9\n7,8\n', {"time_column": "t",
+                                                                    "fill": "ffill"},
+         r"column 'y' has numbers written with a comma at lines 3 \('12,5'\), 6 \('1,000'\), "
+         r"which --fill ffill would replace as missing; expected numbers such as 1234\.5"),
         ("t,y\n1,\n2,2\n", {"time_column": "t", "fill": "ffill", "fill_ends": "refuse"},
          r"column 'y': --fill ffill cannot repair lines 2 \(no value before them"),
     ],
