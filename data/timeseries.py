@@ -655,6 +655,34 @@ def _not_a_number(column):
                                 if comma else "")
 
 
+# pandas' name for a CSV's first column when its header is empty (the row index
+# `DataFrame.to_csv()` writes by default; also the header it writes for it after a reading).
+ROW_INDEX_NAME = "Unnamed: 0"
+
+
+def row_index_column(frame):
+    """The name of `frame`'s first column where it is the file's row index, else None: a column
+    `DataFrame.to_csv()` writes by default, with an empty header (pandas' "Unnamed: 0") and the
+    row numbers 0..n-1 or 1..n in order, as whole numbers. A table of that column alone is data,
+    and an unnamed first column of anything else (dates, other numbers) is read as before."""
+    if len(frame.columns) < 2 or str(frame.columns[0]) != ROW_INDEX_NAME:
+        return None
+    column = frame.iloc[:, 0]
+    if not pd.api.types.is_integer_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return None
+    values = column.to_numpy()
+    for first in (0, 1):
+        if np.array_equal(values, np.arange(first, first + len(values))):
+            return frame.columns[0]
+    return None
+
+
+def _row_index_note(frame, name):
+    values = frame[name]
+    return (f"column {name!r} (an empty header; {values.iloc[0]} to {values.iloc[-1]}, the row "
+            "numbers) is the file's row index, as DataFrame.to_csv() writes it: left out")
+
+
 def is_date_column(column):
     """Whether a column without a time column named holds dates (in at least `DATE_SHARE` of
     its rows): the time column a reader takes when none is named."""
@@ -691,7 +719,8 @@ class PreparedSeries:
             None when nothing was filled or dropped.
         source: where the data came from, for messages.
         notes: what reading did to the data, one line each, for the run's summary (time stamps
-            built from several columns, values filled, rows dropped).
+            built from several columns, values filled, rows dropped, the row index left out).
+        row_index: the file's row index column left out (`row_index_column`), or None.
     """
 
     values: pd.DataFrame
@@ -699,6 +728,7 @@ class PreparedSeries:
     fill_report: dict | None
     source: str
     notes: list = dataclasses.field(default_factory=list)
+    row_index: str | None = None
 
     def time_labels(self, rows):
         """The time stamps of `rows` (for plots), or the row numbers without a time column."""
@@ -780,6 +810,8 @@ class SeriesSchema:
             targets: the columns to forecast; None means the only numeric feature column.
             features: the model's input columns; None means every numeric column besides time,
                 plus the `categorical` ones.
+            The file's row index (`row_index_column`) is left out of the time column, targets
+            and features unless one of these names it.
             categorical: columns to one-hot encode (their categories are the values seen here).
             fill: None, "ffill" or "interpolate".
             source: the file, for error messages.
@@ -816,13 +848,18 @@ class SeriesSchema:
                 time_columns.append(name)
             else:
                 time_columns.extend(part.strip() for part in name.split(",") if part.strip())
+        # The row index `DataFrame.to_csv()` writes (`row_index_column`) is no time, target or
+        # feature unless named: it hid the date column after it, and made the target ambiguous.
+        index = row_index_column(frame)
+        named = {*time_columns, *categorical, *(targets or []), *(features or [])}
+        read = [c for c in columns if index is None or c != index or c in named]
         found_dayfirst = None  # the first column's reading, where it was found to be dates
-        if not time_columns and len(columns) > 1:
-            looks_like_dates, reading = _date_reading(frame[columns[0]])
+        if not time_columns and len(read) > 1:
+            looks_like_dates, reading = _date_reading(frame[read[0]])
             if looks_like_dates:
-                time_columns, found_dayfirst = [columns[0]], reading
+                time_columns, found_dayfirst = [read[0]], reading
             else:
-                time_columns = _date_part_columns(frame, columns)
+                time_columns = _date_part_columns(frame, read)
         require(time_columns, "time")
         if len(time_columns) > 1:
             time_part_units(time_columns, source)
@@ -830,7 +867,7 @@ class SeriesSchema:
         require(targets or [], "target")
         require(features or [], "feature")
 
-        others = [c for c in columns if c not in time_columns]
+        others = [c for c in read if c not in time_columns]
         skipped = []
         if features is None:
             features = []
@@ -965,6 +1002,11 @@ class SeriesSchema:
                     path=source,
                 )
         time, notes = None, []
+        row_index = row_index_column(frame)
+        if row_index in needed:  # named in training: read as any column
+            row_index = None
+        if row_index is not None:
+            notes.append(_row_index_note(frame, row_index))
         if len(self.time_columns) == 1:
             (name,) = self.time_columns
             time, note = _parse_time(frame[name], name, source, self.dayfirst)
@@ -1026,7 +1068,7 @@ class SeriesSchema:
             fill_report["dropped_rows"] = dropped
             notes.extend(_dropped_note(end, report, self.fill) for end, report in dropped.items())
         return PreparedSeries(values=values, time=time, fill_report=fill_report, source=source,
-                              notes=notes)
+                              notes=notes, row_index=row_index)
 
     def _read_column(self, raw, name, source):
         """Column `name` as floats (strings for a categorical one), NaN where missing or not a

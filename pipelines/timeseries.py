@@ -1096,6 +1096,7 @@ class TimeseriesPipeline(Pipeline):
                 "time_column": schema.time_column,
                 "input_columns": schema.input_columns,
                 "skipped_columns": schema.skipped_columns,
+                "row_index_column": series.row_index,
                 "fill": series.fill_report,
             },
         )

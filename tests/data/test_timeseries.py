@@ -829,6 +829,36 @@ def test_semicolon_and_tab_separated_files_are_read_by_their_delimiter(tmp_path,
     assert (schema.time_column, schema.targets) == ("date", ["value"])
 
 
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_leading_row_index_with_an_empty_header_is_left_out_and_noted(tmp_path, first):
+    # DataFrame.to_csv() writes it by default: it hid the dates after it (only the first
+    # column is looked at for them) and was a second numeric column beside the target.
+    rows = "".join(f"{first + k},2020-01-0{k + 1},{k * 1.5}\n" for k in range(4))
+    schema, series = prepared(tmp_path, ",date,sales\n" + rows)
+    assert (schema.time_column, schema.targets, schema.features) == ("date", ["sales"], ["sales"])
+    assert schema.skipped_columns == [] and series.row_index == "Unnamed: 0"
+    assert series.notes[0] == (
+        f"column 'Unnamed: 0' (an empty header; {first} to {first + 3}, the row numbers) is the "
+        "file's row index, as DataFrame.to_csv() writes it: left out")
+    _, series = prepared(tmp_path, ",sales\n" + "".join(f"{first + k},{k}\n" for k in range(4)))
+    assert series.values.columns.tolist() == ["sales"] and series.row_index == "Unnamed: 0"
+
+
+@pytest.mark.parametrize("index", ["0 1 3", "1 0 2", "0 0 1", "0.0 1.0 2.0", "5 6 7"])
+def test_an_unnamed_first_column_that_is_not_the_row_numbers_is_read_as_before(tmp_path, index):
+    text = ",sales\n" + "".join(f"{i},{k}\n" for k, i in enumerate(index.split()))
+    with pytest.raises(DataError, match="cannot tell which column to forecast among "
+                                        "Unnamed: 0, sales"):
+        prepared(tmp_path, text)
+
+
+def test_a_row_index_named_by_the_user_is_read_as_any_column(tmp_path):
+    schema, series = prepared(tmp_path, ",sales\n0,5\n1,6\n2,7\n", targets=["sales"],
+                              features=["Unnamed: 0", "sales"])
+    assert schema.features == ["Unnamed: 0", "sales"] and series.row_index is None
+    assert series.values["Unnamed: 0"].tolist() == [0, 1, 2] and series.notes == []
+
+
 def test_an_empty_column_from_trailing_delimiters_is_left_out_not_a_target(tmp_path):
     schema, series = prepared(tmp_path, "date,value,\n2020-01-01,1,\n2020-01-02,2,\n")
     assert schema.targets == ["value"] and schema.skipped_columns == ["Unnamed: 2"]

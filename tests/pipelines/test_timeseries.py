@@ -223,6 +223,28 @@ def test_predict_forecasts_the_dates_after_the_data(trained, tmp_path):
     assert "2021-08-29" in forecast.summary
 
 
+def test_a_row_index_written_by_to_csv_is_left_out_in_train_and_predict(trained, tmp_path):
+    # pandas' to_csv() writes its row index first, under an empty header: it made the target
+    # ambiguous ("cannot tell which column to forecast among Unnamed: 0, ...") and hid the date
+    # column after it; with --target, it was an input and the dates a skipped column.
+    data, result = trained
+    indexed = tmp_path / "indexed.csv"
+    pd.read_csv(data).to_csv(indexed)
+    note = ("column 'Unnamed: 0' (an empty header; 0 to 239, the row numbers) is the file's "
+            "row index, as DataFrame.to_csv() writes it: left out")
+    forecast = predict(result.path, data=indexed, output=tmp_path / "forecast.csv")
+    assert note in forecast.summary
+    assert pd.read_csv(forecast.path).equals(
+        pd.read_csv(predict(result.path, output=tmp_path / "plain.csv").path))
+    pd.read_csv(data)[["date", "demand"]].to_csv(indexed)
+    trained_here = train(tiny_config(indexed, tmp_path / "run", target=None, model="linear"))
+    assert note in trained_here.summary
+    metrics = json.loads((trained_here.path / "metrics.json").read_text())
+    assert metrics["data"]["time_column"] == "date"
+    assert metrics["data"]["input_columns"] == ["demand"]
+    assert metrics["data"]["row_index_column"] == "Unnamed: 0"
+
+
 def test_a_time_column_called_step_keeps_its_name_and_the_forecasts_count_is_renamed(tmp_path):
     # predict's CSV adds a `step` column; the data's own (here its time column) keeps its
     # name, and the added one takes an underscore (it crashed: "cannot insert step").
