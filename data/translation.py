@@ -4,13 +4,16 @@ Layouts `read_pairs` reads (UTF-8, a byte-order mark is allowed; line endings ar
 Python's text mode does, "\\r\\n" and a lone "\\r" ending a line like "\\n"):
 
 - aligned files: two files with one sentence per line, line n of the target file translating
-  line n of the source file (`--src train.en --tgt train.de`). Different line counts and empty
-  lines are `DataError`s that name the file and the line.
+  line n of the source file (`--src train.en --tgt train.de`). Different line counts are a
+  `DataError` that names the file and the line; a pair with an empty line on either side (many
+  in Europarl's aligned files) is left out and counted, as fairseq, Marian and OpenNMT filter
+  such pairs (`SentencePairs.empty_lines`), unless no pair is left.
 - a folder of aligned split files (`--data DIR --src-lang en --tgt-lang de`): `train.en` /
   `train.de`, optionally `val.*` (or `valid.*`, `dev.*`) and any number of test sets
   `test*.en` / `test*.de` (`test_2016_flickr.en` ...), the Multi30k layout.
 - a TSV of pairs (the Anki / Tatoeba format, no header): source in column 1 and target in column
-  2 unless `columns` says otherwise; further columns (Anki's attribution) are ignored.
+  2 unless `columns` says otherwise; further columns (Anki's attribution) are ignored. A blank
+  line, or an empty source or target, is left out and counted as in aligned files.
 
 Tokens keep case and punctuation and record where the spaces were, so that `detokenize` gives
 back the text (with runs of whitespace made single spaces) and model output can be scored by
@@ -45,7 +48,7 @@ import tensorflow as tf
 from seqlab.data.classification import texts_also_in
 from seqlab.data.datasets import resolve_path
 from seqlab.data.errors import (
-    DataError, decode_utf8, empty_file, normalize_line_endings, read_utf8,
+    DataError, decode_utf8, empty_file, listed, normalize_line_endings, read_utf8,
 )
 
 SPACE_MARK = "\u2581"
@@ -55,6 +58,8 @@ SAMPLE_SOURCE = "seqlab smoke-test sample (data/samples/translation_sample.tsv)"
 VALIDATION_STEMS = ("val", "valid", "dev")
 # Training batches hold pairs whose lengths lie in the same bucket this many tokens wide.
 TRAIN_BUCKET_WIDTH = 4
+# How many line numbers a report or summary line lists before it says "and N more".
+LINES_SHOWN = 5
 
 # Letters, digits and combining marks make words; any other visible character is a token.
 _PUNCTUATION = rf"({SPACE_MARK}?)([^\pL\pN\pM\s{SPACE_MARK}])"
@@ -226,15 +231,26 @@ class SentencePairs:
         targets: the target sentences (raw text; the references BLEU is scored against).
         origins: `(file, line)` of each pair's source.
         name: a name for messages and reports (the files read).
+        empty_lines: the lines of the file(s) read whose pair was left out, its source or
+            target empty (white space only); not carried into a `subset`.
     """
 
     sources: list
     targets: list
     origins: list
     name: str
+    empty_lines: list = dataclasses.field(default_factory=list)
 
     def __len__(self):
         return len(self.sources)
+
+    def empty_report(self):
+        """`{"file", "count", "first"}`: the pairs left out for an empty side, and the first
+        `LINES_SHOWN` of their lines; None when none was."""
+        if not self.empty_lines:
+            return None
+        return {"file": self.name, "count": len(self.empty_lines),
+                "first": self.empty_lines[:LINES_SHOWN]}
 
     def subset(self, indices, name=None):
         """The pairs at `indices`, in that order."""
@@ -310,9 +326,12 @@ def read_sources(path, column=1):
 def read_aligned(source_path, target_path):
     """Reads two aligned files: line n of `target_path` translates line n of `source_path`.
 
+    A pair whose line is empty (or white space only) in either file is left out; its line is
+    in `SentencePairs.empty_lines`.
+
     Raises:
         DataError: a missing or empty file, undecodable bytes, different line counts (the first
-            line the shorter file lacks is named), or an empty line in either file.
+            line the shorter file lacks is named), or no pair left without an empty line.
     """
     sources, targets = read_lines(source_path), read_lines(target_path)
     if len(sources) != len(targets):
@@ -327,23 +346,35 @@ def read_aligned(source_path, target_path):
             path=longer,
             line=min(len(sources), len(targets)) + 1,
         )
-    for path, lines, other in (
-        (source_path, sources, target_path), (target_path, targets, source_path)
-    ):
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                raise DataError(
-                    f"empty line; every line must hold a sentence (line {number} of {other} is "
-                    "its pair)",
-                    path=path,
-                    line=number,
-                )
-    return SentencePairs(
+    pairs = SentencePairs(
         sources=sources,
         targets=targets,
         origins=[(str(source_path), n) for n in range(1, len(sources) + 1)],
         name=f"{source_path} + {target_path}",
     )
+    return _without_empty_pairs(pairs, f"an empty line in {Path(source_path).name} or "
+                                       f"{Path(target_path).name}")
+
+
+def _without_empty_pairs(pairs, why):
+    """`pairs` without those whose source or target is empty (white space only), their lines
+    recorded in `empty_lines`.
+
+    Raises:
+        DataError: no pair is left (`why` says what emptied the pairs, for the message).
+    """
+    kept = [index for index, pair in enumerate(zip(pairs.sources, pairs.targets))
+            if all(side.strip() for side in pair)]
+    if len(kept) == len(pairs):
+        return pairs
+    if not kept:
+        raise DataError(
+            f"no sentence pair is left: each of the {len(pairs)} has an empty side ({why}); "
+            "expected pairs of sentences", path=pairs.name)
+    empty = sorted(set(range(len(pairs))) - set(kept))
+    left = pairs.subset(kept)
+    left.empty_lines = [pairs.origins[index][1] for index in empty]
+    return left
 
 
 def read_tsv_pairs(path, columns=(1, 2)):
@@ -353,17 +384,22 @@ def read_tsv_pairs(path, columns=(1, 2)):
         path: the file; one pair per line, fields separated by tabs (no quoting).
         columns: the 1-based columns of the source and the target; other columns are ignored.
 
+    A blank line, or a pair whose source or target is empty (white space only), is left out;
+    its line is in `SentencePairs.empty_lines`.
+
     Raises:
-        DataError: a missing or empty file, undecodable bytes, an empty line, a line with too
-            few columns, or an empty source or target.
+        DataError: a missing or empty file, undecodable bytes, a line with too few columns, or
+            no pair left without an empty side.
     """
     source_column, target_column = columns
     needed = max(columns)
     sources, targets, origins = [], [], []
     for number, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            raise DataError("empty line; expected one tab-separated pair per line", path=path,
-                            line=number)
+        if not line.strip():  # an empty pair: left out below, as aligned files' are
+            sources.append(line)
+            targets.append(line)
+            origins.append((str(path), number))
+            continue
         fields = line.split("\t")
         if len(fields) < needed:
             raise DataError(
@@ -372,17 +408,20 @@ def read_tsv_pairs(path, columns=(1, 2)):
                 path=path,
                 line=number,
             )
-        source, target = fields[source_column - 1], fields[target_column - 1]
-        for what, column, value in (
-            ("source", source_column, source), ("target", target_column, target)
-        ):
-            if not value.strip():
-                raise DataError(f"empty {what} sentence (column {column})", path=path,
-                                line=number)
-        sources.append(source)
-        targets.append(target)
+        sources.append(fields[source_column - 1])
+        targets.append(fields[target_column - 1])
         origins.append((str(path), number))
-    return SentencePairs(sources, targets, origins, name=str(path))
+    return _without_empty_pairs(SentencePairs(sources, targets, origins, name=str(path)),
+                                "a blank line, or an empty column "
+                                f"{source_column} or {target_column}")
+
+
+def left_out_line(report):
+    """The summary line of a `SentencePairs.empty_report`."""
+    count, first = report["count"], report["first"]
+    more = f" and {count - len(first)} more" if count > len(first) else ""
+    return (f"left out (a side empty): {count} pair{'s' * (count != 1)} of {report['file']}, "
+            f"line{'s' * (count != 1)} {listed(first, LINES_SHOWN)}{more}")
 
 
 def find_split_files(folder, source_lang, target_lang, require_train=True):
@@ -493,7 +532,8 @@ def load_data(data=None, src=None, tgt=None, languages=(None, None), columns=(1,
     Reads what `read_pairs` reads, or without `data` and `src` the embedded sample. Data without
     given splits is split at random (seeded) into train / val / test with `val_fraction` and
     `test_fraction`; a folder's missing val or test split is taken from its training pairs the
-    same way. The notes say which splits were held out.
+    same way. The notes say which splits were held out; `PreparedPairs.left_out_empty` which
+    pairs of the files read were left out for an empty side.
 
     Raises:
         DataError: unreadable input, or too few pairs to split (`split_pairs`).
@@ -517,7 +557,10 @@ def load_data(data=None, src=None, tgt=None, languages=(None, None), columns=(1,
         tests = {"test": held_test}
         notes.append(f"test: {len(held_test)} pairs held out of the training data "
                      f"({test_fraction:.0%}, seeded)")
-    return PreparedPairs(train=train, val=val, tests=tests, source=source, notes=notes)
+    left_out = {name: report for name, pairs in given.items()
+                if (report := pairs.empty_report()) is not None}
+    return PreparedPairs(train=train, val=val, tests=tests, source=source, notes=notes,
+                         left_out_empty=left_out)
 
 
 def within_max_length(pairs, max_length):
@@ -661,6 +704,8 @@ class PreparedPairs:
         source_vocabulary, target_vocabulary: `Vocabulary`s of the training split.
         train_ids, val_ids: `EncodedPairs` of train and val.
         batches: training batches per epoch.
+        left_out_empty: `{split read: SentencePairs.empty_report()}` of the split files (or
+            the one file) whose pairs with an empty side were left out.
     """
 
     train: SentencePairs
@@ -674,6 +719,7 @@ class PreparedPairs:
     val_ids: EncodedPairs = None
     batches: int = 0
     test_skipped: dict = dataclasses.field(default_factory=dict)
+    left_out_empty: dict = dataclasses.field(default_factory=dict)
 
     def encode(self, min_count=1, max_vocabulary=None, max_length=None, batch_size=64,
                max_test_tokens=None):
@@ -747,6 +793,7 @@ class PreparedPairs:
                                                "val": self.val_ids.skipped,
                                                "test": sum(self.test_skipped.values())},
             "splits": self.notes,
+            "left_out_empty_side": self.left_out_empty,
             # Pairs whose source sentence (spaces aside) is also a training source: a test
             # sentence seen in training makes its BLEU overstate the model on new text.
             "also_in_training": {name: texts_also_in(pairs.sources, self.train.sources)
@@ -765,6 +812,7 @@ __all__ = [
     "detokenize",
     "encode_pairs",
     "find_split_files",
+    "left_out_line",
     "load_data",
     "load_sample",
     "make_dataset",

@@ -25,8 +25,8 @@ import numpy as np
 from seqlab.data.datasets import resolve_path
 from seqlab.data.embeddings import PretrainedEmbeddings, pretrained_embeddings
 from seqlab.data.translation import (
-    END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, load_data, read_sources,
-    read_test_pairs, token_text, tokenize, within_max_length,
+    END_ID, PAD_ID, START_ID, PreparedPairs, Vocabulary, detokenize, left_out_line, load_data,
+    read_sources, read_test_pairs, token_text, tokenize, within_max_length,
 )
 from seqlab.models import Translator
 from seqlab.models.translator import MAX_INPUT_TOKENS, TextTranslator
@@ -282,6 +282,8 @@ class TranslatePipeline(Pipeline):
                    if prepared.embeddings is not None else []),
                  translation_table(metrics["test"]), *data["splits"],
                  f"max_length {config.max_length}: {prepared.max_length_source}"]
+        lines += [left_out_line(report)
+                  for report in data.get("left_out_empty_side", {}).values()]
         if skipped["train"] or skipped["val"]:
             lines.append(f"left out (longer than max_length={config.max_length} tokens): "
                          f"{skipped['train']} training and {skipped['val']} validation pairs")
@@ -317,6 +319,8 @@ class TranslatePipeline(Pipeline):
             tests = _load_data(config).tests
         else:
             tests = read_test_pairs(data, src, tgt, **_reading(config, data))
+        empty = {name: report for name, pairs in tests.items()
+                 if (report := pairs.empty_report()) is not None}
         figures, skipped = {}, 0
         for name, pairs in tests.items():
             pairs, left_out = within_max_length(pairs, MAX_INPUT_TOKENS)
@@ -324,11 +328,14 @@ class TranslatePipeline(Pipeline):
             figures[name] = translation_figures(translator.translate, pairs, beam_width,
                                                 length_penalty, config.batch_size)[0]
         source = src or data or "the run's test split"
-        summary = [f"{TASK_NAME}: {source}", translation_table(figures)]
+        summary = [f"{TASK_NAME}: {source}", translation_table(figures),
+                   *map(left_out_line, empty.values())]
         if skipped:
             summary.append(f"left out (sources longer than {MAX_INPUT_TOKENS} tokens, the most "
                            f"the model translates): {skipped} pairs")
-        return evaluation_result(summary, {"test": figures}, output)
+        return evaluation_result(summary, {"test": figures,
+                                           **({"left_out_empty_side": empty} if empty else {})},
+                                 output)
 
     def predict(self, run, data=None, output=None, **options):
         """Translates `texts` and the lines of the UTF-8 file `input` (or `data`, every task's

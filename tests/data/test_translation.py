@@ -18,6 +18,7 @@ from seqlab.data.translation import (
     detokenize,
     encode_pairs,
     find_split_files,
+    left_out_line,
     load_data,
     load_sample,
     make_dataset,
@@ -146,15 +147,53 @@ def test_misaligned_files_name_the_file_and_the_first_line_without_a_pair(tmp_pa
         read_aligned(target, source)
 
 
-def test_an_empty_line_in_an_aligned_file_is_an_error_naming_its_pair(tmp_path):
-    source = write(tmp_path / "src.txt", "One.\nTwo.\nThree.\n")
-    target = write(tmp_path / "tgt.txt", "Eins.\n  \nDrei.\n")
-    message = (
-        f"{re.escape(str(target))}, line 2: empty line; every line must hold a sentence "
-        f"\\(line 2 of {re.escape(str(source))} is its pair\\)"
-    )
-    with pytest.raises(DataError, match=message):
+def test_pairs_with_an_empty_line_on_either_side_are_left_out_and_counted(tmp_path):
+    # Europarl's aligned files have many empty lines; each was refused in turn, so a user
+    # edited and reran again and again. fairseq, Marian and OpenNMT leave such pairs out.
+    source = write(tmp_path / "src.txt", "One.\nTwo.\n\nFour.\n\n")
+    target = write(tmp_path / "tgt.txt", "Eins.\n  \nDrei.\nVier.\n\n")
+    pairs = read_aligned(source, target)
+    assert list(zip(pairs.sources, pairs.targets)) == [("One.", "Eins."), ("Four.", "Vier.")]
+    assert pairs.origins == [(str(source), 1), (str(source), 4)]
+    assert pairs.empty_lines == [2, 3, 5]
+    assert pairs.empty_report() == {"file": f"{source} + {target}", "count": 3,
+                                    "first": [2, 3, 5]}
+    assert pairs.subset([0]).empty_lines == []
+    assert read_aligned(source, source).empty_report()["first"] == [3, 5]
+    # The line counts still have to agree: an extra empty line shifts every pair after it.
+    with pytest.raises(DataError, match="different line counts"):
+        read_aligned(source, write(tmp_path / "short.txt", "Eins.\n\nDrei.\nVier.\n"))
+
+
+def test_no_pair_left_without_an_empty_side_is_refused_naming_the_files(tmp_path):
+    source = write(tmp_path / "src.txt", "One.\n\n")
+    target = write(tmp_path / "tgt.txt", "\nZwei.\n")
+    with pytest.raises(DataError, match=re.escape(
+            f"{source} + {target}: no sentence pair is left: each of the 2 has an empty side (an "
+            "empty line in src.txt or tgt.txt); expected pairs of sentences")):
         read_aligned(source, target)
+    tsv = write(tmp_path / "blank.tsv", "Go.\t \n\n")
+    with pytest.raises(DataError, match=re.escape(
+            f"{tsv}: no sentence pair is left: each of the 2 has an empty side (a blank line, or "
+            "an empty column 1 or 2)")):
+        read_tsv_pairs(tsv)
+
+
+def test_left_out_pairs_are_said_by_split_in_the_report(tmp_path):
+    lines = [f"S{k}." for k in range(12)]
+    source = write(tmp_path / "src.txt", "".join(f"{line}\n" for line in lines))
+    target = write(tmp_path / "tgt.txt", "".join("\n" if k % 2 else f"T{k}.\n"
+                                                 for k in range(12)))
+    prepared = load_data(src=source, tgt=target, val_fraction=0.2, test_fraction=0.2, seed=0)
+    assert len(prepared.train) + len(prepared.val) + len(prepared.tests["test"]) == 6
+    report = {"file": f"{source} + {target}", "count": 6, "first": [2, 4, 6, 8, 10]}
+    assert prepared.left_out_empty == {"train": report}
+    assert prepared.encode(batch_size=2).report()["left_out_empty_side"] == {"train": report}
+    assert left_out_line(report) == (
+        f"left out (a side empty): 6 pairs of {source} + {target}, lines 2, 4, 6, 8, 10 and 1 "
+        "more")
+    assert left_out_line({"file": "a.tsv", "count": 1, "first": [3]}) == (
+        "left out (a side empty): 1 pair of a.tsv, line 3")
 
 
 def test_missing_empty_and_undecodable_files_are_errors(tmp_path):
@@ -210,12 +249,11 @@ def test_bad_tsv_lines_are_errors_with_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"pairs.tsv, line 2: the line has 1 tab-separated "
                                         r"column\(s\); expected at least 2"):
         read_tsv_pairs(path)
-    path = write(tmp_path / "blank.tsv", "Go.\t \n")
-    with pytest.raises(DataError, match=r"blank.tsv, line 1: empty target sentence \(column 2\)"):
-        read_tsv_pairs(path)
-    path = write(tmp_path / "gap.tsv", "Go.\tGeh.\n\nHi.\tHallo.\n")
-    with pytest.raises(DataError, match="gap.tsv, line 2: empty line; expected one tab-separated"):
-        read_tsv_pairs(path)
+    # A blank line or an empty sentence is an empty pair, left out and counted (it was refused).
+    path = write(tmp_path / "gap.tsv", "Go.\t \tCC-BY\n\nHi.\tHallo.\n\tTschüss.\n \n")
+    pairs = read_tsv_pairs(path)
+    assert list(zip(pairs.sources, pairs.targets)) == [("Hi.", "Hallo.")]
+    assert pairs.origins == [(str(path), 3)] and pairs.empty_lines == [1, 2, 4, 5]
 
 
 @pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
@@ -236,8 +274,7 @@ def test_line_endings_are_normalised_as_in_text_mode(tmp_path, ending):
     assert not any("\r" in token for token in tokens) and "▁there" in tokens
     # Lines in messages count the same line breaks.
     gap = write(tmp_path / "gap.tsv", f"Go.\tGeh.{ending}{ending}Hi.\tHallo.{ending}")
-    with pytest.raises(DataError, match="gap.tsv, line 2: empty line"):
-        read_tsv_pairs(gap)
+    assert read_tsv_pairs(gap).empty_lines == [2]
     latin = write(tmp_path / "latin.de", f"Eins.{ending}Zwei Männer.{ending}", "latin-1")
     with pytest.raises(DataError, match="latin.de, line 2: undecodable bytes"):
         read_aligned(write(tmp_path / "two.en", "One.\nTwo men.\n"), latin)

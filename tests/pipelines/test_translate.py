@@ -395,3 +395,37 @@ def test_the_first_line_says_how_many_training_pairs_were_trained_on(trained, tm
     summary = next(line for line in first if line.startswith("translate: "))
     assert (f"{metrics['pairs']['train']} training pairs "
             f"({metrics['pairs']['train'] - skipped} trained on)") in summary
+
+
+def test_pairs_with_an_empty_side_are_left_out_and_said_in_train_and_evaluate(trained, tmp_path,
+                                                                             capsys):
+    # Europarl's aligned files have many empty lines: each was refused in turn ("empty line;
+    # every line must hold a sentence"); such pairs are left out, counted and named.
+    _, run, pairs = trained
+    lines = [pair if k % 5 else ("", pair[1]) for k, pair in enumerate(pairs)]
+    (tmp_path / "pairs.tsv").write_text("".join(f"{en}\t{de}\n" for en, de in lines) + "\n",
+                                        encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main([
+        "translate", "train", "--data", str(tmp_path / "pairs.tsv"), "--out", str(tmp_path / "r"),
+        "--epochs", "1", "--batch-size", "8", "--embedding-dim", "8", "--layers", "1",
+        "--num-heads", "2", "--ff-dim", "8", "--attention-plots", "0"]) == 0
+    data = json.loads((tmp_path / "r" / "metrics.json").read_text())["data"]
+    report = {"file": str(tmp_path / "pairs.tsv"), "count": 9, "first": [1, 6, 11, 16, 21]}
+    assert data["left_out_empty_side"] == {"train": report}
+    assert sum(data["pairs"].values()) == 36 - 8
+    assert (f"left out (a side empty): 9 pairs of {tmp_path / 'pairs.tsv'}, lines 1, 6, 11, 16, "
+            "21 and 4 more") in capsys.readouterr().out.splitlines()
+
+    (tmp_path / "test.en").write_text("".join(en + "\n" for en, _ in pairs[:4]) + "\n",
+                                      encoding="utf-8")
+    (tmp_path / "test.de").write_text("".join(de + "\n" for _, de in pairs[:3]) + "\n\n",
+                                      encoding="utf-8")
+    assert cli.main(["translate", "evaluate", "--run", str(run), "--src",
+                     str(tmp_path / "test.en"), "--tgt", str(tmp_path / "test.de"), "--output",
+                     str(tmp_path / "figures.json")]) == 0
+    assert (f"left out (a side empty): 2 pairs of {tmp_path / 'test.en'} + "
+            f"{tmp_path / 'test.de'}, lines 4, 5") in capsys.readouterr().out.splitlines()
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    assert figures["test"]["test"]["sentences"] == 3
+    assert figures["left_out_empty_side"]["test"]["count"] == 2
