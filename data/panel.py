@@ -329,7 +329,12 @@ def _read_table(path, id_column, time_column, target, find_time=False,
     """One CSV file's series: `{"series": [{"id", "values", "time"}], "notes", "kind",
     "target", "time_column"}` (see `read_panel`)."""
     # Imported here: data.timeseries loads TensorFlow, which M4's reader does not need.
-    from seqlab.data.timeseries import is_date_column, read_csv
+    from seqlab.data.timeseries import (
+        is_date_column,
+        read_csv,
+        row_index_column,
+        row_index_note,
+    )
 
     # Ids as written: a column of "001" and "1" is two series, not one series 1.
     frame = read_csv(path, text_columns=[id_column] if id_column is not None else [])
@@ -338,13 +343,19 @@ def _read_table(path, id_column, time_column, target, find_time=False,
         if name is not None and name not in frame.columns:
             raise DataError(f"no {role} column {name!r}; the columns are {', '.join(columns)}",
                             path=path)
+    notes = []
+    # The row index DataFrame.to_csv() writes is no value column unless named: it made the
+    # target ambiguous ("the numeric ones are Unnamed: 0, sales").
+    index = row_index_column(frame)
+    if index is not None and index not in (id_column, time_column, target):
+        notes.append(f"{path}: {row_index_note(frame, index)}")
+        frame = frame.drop(columns=[index])
     # read_csv keeps blank lines as empty rows (row r is line r + 2): they are skipped, and
     # every other row keeps its line number for the messages.
     missing = frame.isna()
     if id_column is not None:  # read as text: a blank line's id is ""
         missing[id_column] = (frame[id_column].str.strip() == "").to_numpy()
     blank = missing.all(axis=1).to_numpy()
-    notes = []
     if blank.any():
         notes.append(f"{path}: skipped {int(blank.sum())} blank lines "
                      f"({_lines(np.flatnonzero(blank) + 2)})")

@@ -677,7 +677,8 @@ def row_index_column(frame):
     return None
 
 
-def _row_index_note(frame, name):
+def row_index_note(frame, name):
+    """The note on `frame`'s row index column `name` left out (`row_index_column`)."""
     values = frame[name]
     return (f"column {name!r} (an empty header; {values.iloc[0]} to {values.iloc[-1]}, the row "
             "numbers) is the file's row index, as DataFrame.to_csv() writes it: left out")
@@ -1006,7 +1007,7 @@ class SeriesSchema:
         if row_index in needed:  # named in training: read as any column
             row_index = None
         if row_index is not None:
-            notes.append(_row_index_note(frame, row_index))
+            notes.append(row_index_note(frame, row_index))
         if len(self.time_columns) == 1:
             (name,) = self.time_columns
             time, note = _parse_time(frame[name], name, source, self.dayfirst)

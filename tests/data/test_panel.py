@@ -58,6 +58,21 @@ def test_a_long_table_is_grouped_by_series_in_first_seen_order_and_sorted_by_tim
                for note in panel.notes)
 
 
+def test_the_row_index_to_csv_writes_is_left_out_of_a_long_table(tmp_path):
+    # pandas' DataFrame.to_csv() writes its row numbers under an empty header ("Unnamed: 0"):
+    # "expected one value column besides the id and time columns, or a target named; the
+    # numeric ones are Unnamed: 0, sales".
+    path = tmp_path / "sales.csv"
+    pd.read_csv(io.StringIO(LONG)).to_csv(path)
+    panel = read_panel(path, "store", "date")
+    assert panel.target == "sales" and panel.series("a").tolist() == [1, 2, 3, 4]
+    assert any(note.endswith("sales.csv: column 'Unnamed: 0' (an empty header; 0 to 7, the row "
+                             "numbers) is the file's row index, as DataFrame.to_csv() writes "
+                             "it: left out") for note in panel.notes)
+    # Named as the target, it is read as any column.
+    assert read_panel(path, "store", "date", target="Unnamed: 0").series("c").tolist() == [6]
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_any_order_of_the_rows_gives_the_same_series(tmp_path, seed):
     rng = np.random.default_rng(seed)
