@@ -63,7 +63,8 @@ _CHARS_SHOWN = 10
 # A Project Gutenberg book opens with the project's header and closes with its license, outside
 # the lines "*** START OF THE PROJECT GUTENBERG EBOOK <title> ***" and "*** END OF ..." (older
 # files: "THIS PROJECT", "ETEXT"): some 18,000 characters of legal English that were trained on
-# and, at the text's end, were most of the validation part of a short book.
+# and, at the text's end, were most of the validation part of a short book. Only such lines at
+# the start of a line, with the `***`, count: a sentence that mentions the words does not.
 GUTENBERG_START = re.compile(
     r"^\*{3} ?START OF (?:THE|THIS) PROJECT GUTENBERG E(?:BOOK|TEXT)\b[^\n]*(?:\n|$)",
     re.MULTILINE | re.IGNORECASE)
@@ -72,14 +73,32 @@ GUTENBERG_END = re.compile(r"^\*{3} ?END OF (?:THE|THIS) PROJECT GUTENBERG E(?:B
 
 
 def without_gutenberg_frame(text):
-    """`(book, left_out)`: the text between a Project Gutenberg book's START and END lines
-    (`GUTENBERG_START`, `GUTENBERG_END`) and how many characters outside them were left out;
-    `(text, 0)` where the text lacks either line, or holds nothing between them."""
-    start = GUTENBERG_START.search(text)
-    end = start and GUTENBERG_END.search(text, start.end())
-    if not end or not text[start.end():end.start()].strip():
+    """`(books, left_out)`: the text of every Project Gutenberg book in `text` (several where
+    books were joined one after another, as `cat` joins them), without the headers and
+    licenses around them, and how many characters were left out.
+
+    A book is the text after a START line (`GUTENBERG_START`) up to the next END line
+    (`GUTENBERG_END`) or, where the END line is missing, up to the next START line; the books
+    are kept in order, joined as they are (each ends with its line break). What lies before the
+    first START line, and from an END line to the next START line (a license and the next
+    book's header), is left out, and so is the text after the last END line; a START line
+    after the last END line, with no END after it, keeps the rest of the text (a book whose
+    license was cut off). `(text, 0)` where the text holds no START line followed by an END
+    line, or nothing but white space inside its frames: such a text is read as it is.
+    """
+    starts = [(match.start(), match.end()) for match in GUTENBERG_START.finditer(text)]
+    ends = [match.start() for match in GUTENBERG_END.finditer(text)]
+    if not starts or not ends or ends[-1] < starts[0][1]:
         return text, 0
-    book = text[start.end():end.start()]
+    books = []
+    for index, (_, body_start) in enumerate(starts):
+        next_start = starts[index + 1][0] if index + 1 < len(starts) else len(text)
+        body_end = min([end for end in ends if body_start <= end < next_start],
+                       default=next_start)
+        books.append(text[body_start:body_end])
+    book = "".join(books)
+    if not book.strip():
+        return text, 0
     return book, len(text) - len(book)
 
 

@@ -436,3 +436,52 @@ def test_a_project_gutenberg_books_header_and_license_are_left_out_of_a_corpus(t
         framed.write_text(text)
         left_out = {}
         assert read_text(framed, left_out=left_out)[0] == text and left_out == {}
+
+
+def framed_book(title, body):
+    return (GUTENBERG_HEADER.replace("TINY PLAY", title) + body
+            + GUTENBERG_LICENSE.replace("TINY PLAY", title))
+
+
+def test_every_book_of_a_file_of_joined_gutenberg_books_is_kept(tmp_path):
+    # `cat a.txt b.txt c.txt` of three books: the second and third were left out silently (the
+    # first START to the first END was the book, all the rest a license).
+    bodies = ["ROMEO: But soft!\n" * 5, "HAMLET: Words, words.\n" * 5, "LEAR: Nothing.\n" * 5]
+    text = "".join(framed_book(f"B{i}", body) for i, body in enumerate(bodies))
+    path = tmp_path / "joined.txt"
+    path.write_text(text)
+    left_out = {}
+    assert read_text(path, left_out=left_out)[0] == "".join(bodies)
+    assert left_out == {path: len(text) - len("".join(bodies))}
+    assert left_out[path] == sum(len(framed_book(f"B{i}", "")) for i in range(3))
+
+
+@pytest.mark.parametrize("text, books", [
+    # An END line without a START line: no frame, the text as it is.
+    ("intro\n" + GUTENBERG_LICENSE + "more\n", None),
+    # An END before the only START, which has no END of its own: as it is.
+    (GUTENBERG_LICENSE + GUTENBERG_HEADER + "body\n", None),
+    # A second book whose license was cut off (no END): kept to the text's end.
+    (framed_book("A", "one\n") + GUTENBERG_HEADER + "two\n", "one\ntwo\n"),
+    # A first book without its END: kept up to the next START line.
+    (GUTENBERG_HEADER + "one\n" + framed_book("B", "two\n"),
+     "one\n" + GUTENBERG_HEADER.partition("*** START")[0] + "two\n"),
+    # A stray END between two books lies in what is left out.
+    (framed_book("A", "one\n") + GUTENBERG_LICENSE + framed_book("B", "two\n"), "one\ntwo\n"),
+    # An empty frame beside a full one: the full one's book.
+    (framed_book("A", "") + framed_book("B", "two\n"), "two\n"),
+    # Lines that mention the words without the `***` at a line's start are text.
+    ("He said *** START OF THE PROJECT GUTENBERG EBOOK X *** twice.\n"
+     + framed_book("A", "End of the Project Gutenberg EBook of A\n"
+                        "START OF THE PROJECT GUTENBERG EBOOK B\n"
+                        " *** END OF THE PROJECT GUTENBERG EBOOK A ***\n"),
+     "End of the Project Gutenberg EBook of A\nSTART OF THE PROJECT GUTENBERG EBOOK B\n"
+     " *** END OF THE PROJECT GUTENBERG EBOOK A ***\n"),
+])
+def test_gutenberg_frames_with_a_line_missing_or_mentioned(tmp_path, text, books):
+    path = tmp_path / "book.txt"
+    path.write_text(text)
+    left_out = {}
+    kept = read_text(path, left_out=left_out)[0]
+    assert kept == (text if books is None else books)
+    assert left_out == ({} if books is None else {path: len(text) - len(books)})
