@@ -73,9 +73,30 @@ UNICODE_PUNCTUATION = r"[\pP$+<=>^`|~]"
 # as "superbbr", "br", "was"). A classifier saved with "unicode" keeps it.
 CHARACTER_RULES = ("unicode_html", "unicode", "ascii")
 
-# An HTML tag: `<` and a letter (so "a<b" and "<3" are not), at most 200 characters to its
-# `>`, none of them a bracket.
-HTML_TAG = r"</?[A-Za-z][A-Za-z0-9]*(?:[\s/][^<>]{0,200})?>"
+# The names of HTML's elements (HTML 5's and the old presentational ones), in any case.
+HTML_ELEMENTS = (
+    "a abbr acronym address area article aside audio b base basefont bdi bdo big blink "
+    "blockquote body br button canvas caption center cite code col colgroup data datalist dd "
+    "del details dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form "
+    "frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd "
+    "label legend li link main map mark marquee menu meta meter nav nobr noframes noscript "
+    "object ol optgroup option output p param picture pre progress q rp rt ruby s samp script "
+    "search section select small source span strike strong style sub summary sup table tbody "
+    "td template textarea tfoot th thead time title tr track tt u ul var video wbr"
+).split()
+# An attribute in a tag: a name and `=` and a value, quoted (without brackets) or not.
+_HTML_ATTRIBUTE = (r"[A-Za-z_:][-A-Za-z0-9_:.]*\s*=\s*"
+                   r"(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>`]+)")
+# An HTML tag, read as white space: a comment (`<!-- ... -->`), a `<!DOCTYPE ...>`, or `<` or
+# `</` and the name of an HTML element, then attributes (`name=value`), and `>` or `/>`. So
+# `<br />`, `<br>`, `<P>`, `</i>`, `<p class="x">`, `<a href=x>` are tags, and "x < y > z",
+# "<3" and "a<b and c>d" are text. The last looks like the tag `<b>` (bold) with the bare
+# attributes "and" and "c", which HTML allows (`<input disabled>`): where the name alone cannot
+# tell text from a tag, the attributes do, so bare attributes are not read as a tag's (the rare
+# `<td nowrap>` stays text). The element names keep "<sigh>", "<spoiler>", "List<String>" and
+# "x<y>z" text; "a<b>c" is a tag.
+HTML_TAG = (r"<!--(?s:.*?)-->|<!(?i:doctype)(?:\s[^<>]*)?>"
+            r"|</?(?i:" + "|".join(HTML_ELEMENTS) + r")(?:\s+" + _HTML_ATTRIBUTE + r")*\s*/?>")
 
 
 # Invisible characters that only mark (a byte-order mark, left-to-right and right-to-left

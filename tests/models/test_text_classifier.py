@@ -25,6 +25,7 @@ from seqlab.models.text_classifier import (
     MemberEarlyStopping,
     adapt_vocabulary,
     count_tokens,
+    html_tags_as_spaces,
     keep_last_tokens,
     text_vectorizer,
 )
@@ -362,6 +363,24 @@ def test_html_tags_are_read_as_white_space_and_a_unicode_classifier_reads_as_tra
     new = text_vectorizer("gru", vocabulary, sequence_length=None, standardize=standardize)
     assert new(tf.constant([text])).numpy()[0].tolist() == [vocabulary.index(w) for w in words]
     assert 1 in old(tf.constant([text])).numpy()[0]  # a glued or bracketed word is unknown
+
+
+@pytest.mark.parametrize("text, read", [
+    ("<br />", " "), ("<br>", " "), ("<BR/>", " "), ('<p class="x">', " "), ("</i>", " "),
+    ("<i >", " "), ("<a href=http://a.b/?c=1&d=2 title='t'>", " "), ("<!-- c -->", " "),
+    ("<!--\n<b>\n-->", " "), ("<!DOCTYPE html>", " "), ("<img src='a.png' alt=\"\" />", " "),
+    # Ordinary text: mathematics, code, emoticons, made-up tags, bare attributes.
+    ("a<b and c>d", "a<b and c>d"), ("x < y > z", "x < y > z"), ("<3", "<3"),
+    ("x<y>z", "x<y>z"), ("List<String>", "List<String>"), ("<sigh>", "<sigh>"),
+    ("<brx>", "<brx>"), ("<td nowrap>", "<td nowrap>"), ("a<b c <3 d", "a<b c <3 d"),
+])
+def test_the_html_rule_reads_tags_as_white_space_and_leaves_text_that_merely_has_brackets(
+        text, read):
+    # "a<b and c>d", "x<y>z" and "List<String>" lost their middle as a tag's.
+    assert html_tags_as_spaces(tf.constant([text])).numpy()[0].decode() == read
+    vectorizer = text_vectorizer("gru", None, sequence_length=None, standardize=None)
+    vectorizer.adapt(tf.constant([text]))
+    assert sorted(vectorizer.get_vocabulary()[2:]) == sorted(set(read.split()))
 
 
 @pytest.mark.parametrize("kind", ["gru", "transformer"])
