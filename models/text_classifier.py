@@ -15,6 +15,9 @@ different seeds, each member trained on its own (`MemberEarlyStopping` stops eac
 best epoch).
 """
 
+import html
+import html.entities
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -68,9 +71,10 @@ UNICODE_PUNCTUATION = r"[\pP$+<=>^`|~]"
 # alone ("Отлично" and "отлично", "«good»" and "good" were different words), and with which
 # a classifier saved before the setting was recorded loads, reading texts as it was trained.
 # "unicode_html", the default since, is "unicode" with HTML tags (`<br />`, `<p>`, `</i>`) read
-# as white space: IMDB's reviews part paragraphs with "<br /><br />", whose brackets and slash
-# the punctuation strip removed, gluing "br" to the word before ("superb.<br /><br />Was" read
-# as "superbbr", "br", "was"). A classifier saved with "unicode" keeps it.
+# as white space, then HTML's character references decoded (`html_as_text`): IMDB's reviews part
+# paragraphs with "<br /><br />", whose brackets and slash the punctuation strip removed, gluing
+# "br" to the word before ("superb.<br /><br />Was" read as "superbbr", "br", "was"), and write
+# "don&#39;t" for "don't". A classifier saved with "unicode" keeps it.
 CHARACTER_RULES = ("unicode_html", "unicode", "ascii")
 
 # The names of HTML's elements (HTML 5's and the old presentational ones), in any case.
@@ -97,6 +101,19 @@ _HTML_ATTRIBUTE = (r"[A-Za-z_:][-A-Za-z0-9_:.]*\s*=\s*"
 # "x<y>z" text; "a<b>c" is a tag.
 HTML_TAG = (r"<!--(?s:.*?)-->|<!(?i:doctype)(?:\s[^<>]*)?>"
             r"|</?(?i:" + "|".join(HTML_ELEMENTS) + r")(?:\s+" + _HTML_ATTRIBUTE + r")*\s*/?>")
+
+# HTML's character references, each ending with `;`: a name of HTML 5's (`&amp;`, `&eacute;`),
+# or a code point in decimal (`&#39;`) or hexadecimal (`&#x27;`).
+HTML_REFERENCE = r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{0,31});"
+_NUMERIC_REFERENCE = r"&#[xX]?[0-9a-fA-F]+;"
+# Of a named reference, its text (`html.unescape`'s, by `html.entities.html5`).
+_NAMED_REFERENCES = {f"&{name}": text for name, text in html.entities.html5.items()
+                     if name.endswith(";")}
+# Of a numeric reference to a code point below 160, its text by `html.unescape` (which reads
+# 128-159 as Windows-1252's characters, 0 as U+FFFD and most controls as nothing).
+_LOW_CODE_POINTS = [html.unescape(f"&#{code};") for code in range(160)]
+# A byte UTF-8 never holds: it marks the references in a text, to split it at them.
+_REFERENCE_MARK = b"\xff"
 
 
 # Invisible characters that only mark (a byte-order mark, left-to-right and right-to-left
@@ -147,22 +164,94 @@ def html_tags_as_spaces(texts):
     return tf.strings.regex_replace(texts, HTML_TAG, " ")
 
 
+def _code_point_text(references):
+    """The text of numeric references (`string[M]`, each `&#...;`), as `html.unescape` reads
+    them: U+FFFD for a surrogate, a code point beyond U+10FFFF and 0; nothing for a
+    non-character or a control; Windows-1252's characters for 128-159; else the code point."""
+    digits = tf.strings.regex_replace(references, r"^&#[xX]?0*|;$", "")
+    hexadecimal = tf.strings.regex_full_match(references, r"&#[xX].*")
+    # Eight digits at most (up to 0xFFFFFFFF), read as 8 bytes: right-aligned, zero-padded.
+    padded = tf.strings.substr(tf.strings.join(["00000000", digits]), -8, 8)
+    values = tf.reshape(tf.cast(tf.io.decode_raw(padded, tf.uint8), tf.int64), [-1, 8])
+    values = tf.where(values <= ord("9"), values - ord("0"), (values | 32) - ord("a") + 10)
+    base = tf.where(hexadecimal, tf.constant(16, tf.int64), tf.constant(10, tf.int64))
+    code = tf.reduce_sum(values * base[:, None] ** tf.range(7, -1, -1, dtype=tf.int64), axis=1)
+    code = tf.where(tf.strings.length(digits) > 8, tf.constant(0x110000, tf.int64), code)
+    replaced = ((code >= 0xD800) & (code <= 0xDFFF)) | (code > 0x10FFFF)
+    dropped = ((code >= 0xFDD0) & (code <= 0xFDEF)) | ((code & 0xFFFE) == 0xFFFE)
+    code = tf.where(replaced, tf.constant(0xFFFD, tf.int64), code)
+    text = tf.strings.unicode_encode(tf.cast(code, tf.int32)[:, None], "UTF-8")
+    low = tf.gather(tf.constant(_LOW_CODE_POINTS), tf.minimum(code, len(_LOW_CODE_POINTS) - 1))
+    text = tf.where(code < len(_LOW_CODE_POINTS), low, text)
+    return tf.where(dropped & ~replaced, "", text)
+
+
+def _named_text(references):
+    """The text of named references (`string[M]`, each `&name;`), or the reference itself
+    where HTML 5 has no such name. Looked up by their fingerprints, sorted (comparing each
+    with the 2,125 names took 10 times as long as the rest of `html_as_text`)."""
+    names = tf.constant(list(_NAMED_REFERENCES))
+    texts = tf.constant(list(_NAMED_REFERENCES.values()))
+    fingerprints = tf.strings.to_hash_bucket_fast(names, 2**62)
+    order = tf.argsort(fingerprints)
+    at = tf.searchsorted(tf.gather(fingerprints, order),
+                         tf.strings.to_hash_bucket_fast(references, 2**62))
+    index = tf.gather(order, tf.minimum(at, len(_NAMED_REFERENCES) - 1))
+    found = tf.equal(tf.gather(names, index), references)
+    return tf.where(found, tf.gather(texts, index), references)
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def decode_html_references(texts):
+    """HTML's character references (`HTML_REFERENCE`) of the texts decoded, in one pass (so
+    "&amp;lt;" reads "&lt;"), in the graph: as Python's `html.unescape` decodes each reference
+    that ends with `;` ("don&#39;t" reads "don't", "&nbsp;" a no-break space). Those without
+    their `;` ("&amp ", "&#39 "), which `html.unescape` also decodes, stay as they are, and so
+    does "&name;" of a name HTML 5 lacks.
+
+    `html.unescape` itself runs in Python, not in a TensorFlow graph (a classifier's
+    `TextVectorization` and its SavedModel), hence this: the texts are split at their
+    references (each marked by the byte 0xFF, which UTF-8 text never holds: one that a text
+    that is not UTF-8 holds is dropped), which are decoded and joined with the rest."""
+    texts = tf.convert_to_tensor(texts, tf.string)
+    marked = tf.strings.regex_replace(tf.reshape(texts, [-1]), HTML_REFERENCE,
+                                      _REFERENCE_MARK + b"\\0" + _REFERENCE_MARK)
+    pieces = tf.strings.split(marked, sep=_REFERENCE_MARK)
+    flat = pieces.flat_values
+    where = tf.where(tf.strings.regex_full_match(flat, HTML_REFERENCE))
+    references = tf.gather_nd(flat, where)
+    numeric = tf.strings.regex_full_match(references, _NUMERIC_REFERENCE)
+    decoded = tf.where(numeric, _code_point_text(tf.where(numeric, references, "&#0;")),
+                       _named_text(references))
+    flat = tf.tensor_scatter_nd_update(flat, where, decoded)
+    joined = tf.strings.reduce_join(pieces.with_flat_values(flat), axis=-1)
+    return tf.reshape(joined, tf.shape(texts))
+
+
+@keras.saving.register_keras_serializable(package="seqlab")
+def html_as_text(texts):
+    """The texts as their HTML reads: every `HTML_TAG` a space (`html_tags_as_spaces`), then
+    the character references decoded (`decode_html_references`): "don&#39;t<br />ok" reads
+    "don't ok", and "&lt;b&gt;", written to show "<b>", reads "<b>", not a tag."""
+    return decode_html_references(html_tags_as_spaces(texts))
+
+
 @keras.saving.register_keras_serializable(package="seqlab")
 def html_lower_and_strip_unicode_punctuation(texts):
-    """`lower_and_strip_unicode_punctuation` of the texts with `html_tags_as_spaces`."""
-    return lower_and_strip_unicode_punctuation(html_tags_as_spaces(texts))
+    """`lower_and_strip_unicode_punctuation` of the texts read by `html_as_text`."""
+    return lower_and_strip_unicode_punctuation(html_as_text(texts))
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
 def html_lower_unicode(texts):
-    """`lower_unicode` of the texts with `html_tags_as_spaces`."""
-    return lower_unicode(html_tags_as_spaces(texts))
+    """`lower_unicode` of the texts read by `html_as_text`."""
+    return lower_unicode(html_as_text(texts))
 
 
 @keras.saving.register_keras_serializable(package="seqlab")
 def html_strip_unicode_punctuation(texts):
-    """`strip_unicode_punctuation` of the texts with `html_tags_as_spaces`."""
-    return strip_unicode_punctuation(html_tags_as_spaces(texts))
+    """`strip_unicode_punctuation` of the texts read by `html_as_text`."""
+    return strip_unicode_punctuation(html_as_text(texts))
 
 
 # The standardization of each rule but "ascii" (Keras's own), by `standardize`'s name.
@@ -172,7 +261,7 @@ STANDARDIZE_OF_RULE = {
         "lower_and_strip_punctuation": html_lower_and_strip_unicode_punctuation,
         "lower": html_lower_unicode,
         "strip_punctuation": html_strip_unicode_punctuation,
-        None: html_tags_as_spaces,
+        None: html_as_text,
     },
 }
 

@@ -25,6 +25,8 @@ from seqlab.models.text_classifier import (
     MemberEarlyStopping,
     adapt_vocabulary,
     count_tokens,
+    decode_html_references,
+    html_as_text,
     html_tags_as_spaces,
     keep_last_tokens,
     text_vectorizer,
@@ -381,6 +383,52 @@ def test_the_html_rule_reads_tags_as_white_space_and_leaves_text_that_merely_has
     vectorizer = text_vectorizer("gru", None, sequence_length=None, standardize=None)
     vectorizer.adapt(tf.constant([text]))
     assert sorted(vectorizer.get_vocabulary()[2:]) == sorted(set(read.split()))
+
+
+HTML_REFERENCES = [
+    "&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&nbsp;", "&#39;", "&#039;", "&#x27;", "&#X27;",
+    "&eacute;", "&hellip;", "&NotEqualTilde;", "&AMP;", "&#x1F600;", "&#0000000000039;",
+    # What html.unescape reads apart: 0, 13, Windows-1252's 128-159, controls, surrogates,
+    # non-characters, beyond U+10FFFF.
+    "&#0;", "&#13;", "&#128;", "&#129;", "&#150;", "&#1;", "&#11;", "&#127;", "&#160;",
+    "&#xD800;", "&#xFDD0;", "&#xFFFE;", "&#x10FFFF;", "&#x110000;", "&#99999999999;",
+    # Decoded once ("&amp;lt;" shows "&lt;"); unknown names and empty ones stay.
+    "&amp;lt;", "&#38;amp;", "&foo;", "&;", "&#;", "&#x;", "a&b;c&amp;&amp;&#39;", "", "plain",
+]
+
+
+def test_html_references_are_decoded_in_the_graph_as_html_unescape_decodes_them(tmp_path):
+    import html
+    import html.entities
+    decoded = decode_html_references(tf.constant(HTML_REFERENCES)).numpy()
+    assert [text.decode() for text in decoded] == [html.unescape(r) for r in HTML_REFERENCES]
+    names = [f"&{name}" for name in html.entities.html5 if name.endswith(";")]  # all 2,125
+    decoded = decode_html_references(tf.constant(names)).numpy()
+    assert [text.decode() for text in decoded] == [html.unescape(name) for name in names]
+    # Without their ";" (which html.unescape also reads) they stay; any shape is kept.
+    assert decode_html_references(tf.constant([["&amp x &#39 y"], [""]])).numpy().tolist() == [
+        [b"&amp x &#39 y"], [b""]]
+    # After the tags: "&lt;br&gt;" shows "<br>", text, not a tag.
+    text = "I don&#39;t &amp; won&#x27;t<br />&quot;Love&quot; it&nbsp;&lt;br&gt;&eacute;t&eacute;"
+    assert html_as_text(tf.constant([text])).numpy()[0].decode() == (
+        "I don't & won't \"Love\" it\xa0<br>été")
+    words = ["i", "don't", "&", "won't", "\"love\"", "it", "<br>été"]
+    vocabulary = ["", "[UNK]", *words]
+    model = TextClassifier(num_classes=2, vocabulary=vocabulary, kind="gru", standardize="lower",
+                           **{**TINY, "sequence_length": 10})
+    expected = [vocabulary.index(word) for word in words] + [0, 0, 0]
+    assert model.vectorizer(tf.constant([text])).numpy()[0].tolist() == expected
+    # The .keras file and the SavedModel read the text as in training.
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    assert loaded.vectorizer(tf.constant([text])).numpy()[0].tolist() == expected
+    archive = keras.export.ExportArchive()
+    archive.track(loaded)
+    archive.add_endpoint("read", lambda texts: loaded.vectorizer(texts),
+                         input_signature=[tf.TensorSpec([None], tf.string)])
+    archive.write_out(str(tmp_path / "saved"), verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "saved")).read(tf.constant([text, "&amp;"]))
+    assert served.numpy().tolist() == [expected, [4] + [0] * 9]
 
 
 @pytest.mark.parametrize("kind", ["gru", "transformer"])

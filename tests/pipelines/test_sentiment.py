@@ -112,7 +112,8 @@ def test_exported_saved_model_matches_the_model_in_process(trained, tmp_path):
     exported = export(result.path, out=tmp_path / "serving" / "1")
     assert "float32[None, 3]" in exported.summary and "bad, good, other" in exported.summary
     model = keras.saving.load_model(result.path / "model.keras")
-    texts = ["a superb film", "so dull", "the chair", "", "zzz qqq", "great " * 40]
+    texts = ["a superb film", "so dull", "the chair", "", "zzz qqq", "great " * 40,
+             "superb&#39;s<br />a<b and c>d &amp; &#x1F600; &eacute;t&eacute;"]
     expected = model.predict(tf.constant(texts), verbose=0)
     assert np.all(np.isfinite(expected))  # an empty text and unknown words are defined too
 
