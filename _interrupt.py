@@ -13,12 +13,14 @@ A SIGTERM (`kill`, `timeout`, a job scheduler's stop) is raised as `Terminated`,
 kept and the command to resume them said (it ended the process at once, without a word, and a
 default `--out` named after the time could not be found again by rerunning the command).
 
-During `fit` (`deferred`) a first Ctrl-C or SIGTERM is only remembered, and `check` raises it
-at the next batch's start or epoch's end: Python code between batches, not wherever the main
-thread happens to be (a Keras callback half done, an object's `__del__`, Python code that
-TensorFlow's C++ called). A batch's C++ work cannot be interrupted either way, so the command
-stops as soon as before; a second signal raises at once (a first batch that traces a large
-model can take minutes).
+From a `fit`'s second epoch on (`deferred`), a first Ctrl-C or SIGTERM is only remembered, and
+`check` raises it at the next batch's start or epoch's end: in Python code between batches, not
+wherever the main thread happens to be (a Keras callback half done, an object's `__del__`,
+Python code that TensorFlow's C++ called). A batch's C++ work cannot be interrupted either
+way, so the command stops about as soon as before (a callback that works for seconds at an
+epoch's end delays it by as much). The first epoch is not deferred: it traces the model's
+functions, Python work that can take minutes, and a job scheduler's SIGTERM must stop it
+before the SIGKILL that follows. A second signal always raises at once.
 
 Imports nothing heavy: the command line installs it before TensorFlow loads.
 """
@@ -47,17 +49,34 @@ def _on_signal(signum, frame):
         _raise(signum)
 
 
+class Deferral:
+    """What `deferred` yields: its `start` turns the deferring on (once)."""
+
+    def __init__(self):
+        self.on = False
+
+    def start(self):
+        global _deferring
+        if not self.on:
+            self.on = True
+            _deferring += 1
+
+
 @contextlib.contextmanager
-def deferred():
-    """Within it (a `fit` whose callbacks `check` at every batch), a first Ctrl-C or SIGTERM
-    is only remembered for `check`; a second one raises at once. One that came in it and was
-    not raised yet is raised when it ends normally."""
+def deferred(started=True):
+    """Within it, once started (at once, or by the `Deferral` it yields: a `fit`'s
+    `StopOnInterrupt` starts it after the first epoch), a first Ctrl-C or SIGTERM is only
+    remembered for `check`; a second one raises at once. One that came in it and was not
+    raised yet is raised when it ends normally."""
     global _deferring
-    _deferring += 1
+    deferral = Deferral()
+    if started:
+        deferral.start()
     try:
-        yield
+        yield deferral
     finally:
-        _deferring -= 1
+        if deferral.on:
+            _deferring -= 1
     check()
 
 

@@ -990,11 +990,20 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
 
 class StopOnInterrupt(keras.callbacks.Callback):
-    """Raises again, at the next batch's start or epoch's end, a Ctrl-C that Python dropped
-    (`seqlab._interrupt`): it goes last in `fit`'s callbacks, so that an epoch that ended is
-    logged and backed up first."""
+    """Raises, at the next batch's start or epoch's end, a Ctrl-C or SIGTERM that Python dropped
+    or that `seqlab._interrupt` deferred: it goes last in `fit`'s callbacks, so that an epoch
+    that ended is logged and backed up first.
+
+    Args:
+        deferral: the `_interrupt.deferred` block's `Deferral` that `fit` runs in, started at
+            the first epoch's end (the first epoch traces; see `seqlab._interrupt`), or None.
+    """
 
     async_safe = True  # it only reads a flag
+
+    def __init__(self, deferral=None):
+        super().__init__()
+        self.deferral = deferral
 
     def on_train_batch_begin(self, batch, logs=None):
         _interrupt.check()
@@ -1004,6 +1013,8 @@ class StopOnInterrupt(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         _interrupt.check()
+        if self.deferral is not None:
+            self.deferral.start()
 
 
 def training_callbacks(run):

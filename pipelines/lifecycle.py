@@ -721,7 +721,7 @@ class Pipeline:
                                                                 fit_record_now())))
             build_training_state(model, train_data)
             try:
-                with _interrupt.deferred():  # raised at a batch's start (`StopOnInterrupt`)
+                with _interrupt.deferred(started=False) as deferral:  # see StopOnInterrupt
                     model.fit(
                         distribution.shard(train_data),
                         validation_data=distribution.shard(val_data),
@@ -729,7 +729,7 @@ class Pipeline:
                         callbacks=stop_watch.watch([
                             StopOnNonFiniteLoss(getattr(config, "learning_rate", None)),
                             *task_callbacks, *time_box, *run_callbacks, *progress, *callbacks,
-                            StopOnInterrupt()]),
+                            StopOnInterrupt(deferral)]),
                         shuffle=False,  # the training datasets shuffle themselves (run seed)
                         verbose=verbosity,
                         **self.fit_options(config, prepared),

@@ -341,11 +341,11 @@ def fit_quietly(model, windows, epochs, callbacks, what="a backtest's network"):
     train, steps = training_stream(windows)
     validation = validation_data(windows)
     build_training_state(model, train)
-    with _interrupt.deferred():  # raised at a batch's start (`StopOnInterrupt`)
+    with _interrupt.deferred(started=False) as deferral:  # see StopOnInterrupt
         model.fit(train, validation_data=validation, epochs=epochs, steps_per_epoch=steps,
                   verbose=0, shuffle=False,
                   callbacks=[*callbacks("val_loss" if validation is not None else "loss"),
-                             QuietProgress(what, epochs), StopOnInterrupt()])
+                             QuietProgress(what, epochs), StopOnInterrupt(deferral)])
 
 
 def stride_line(stride, windows):

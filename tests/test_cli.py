@@ -401,10 +401,12 @@ def test_a_signal_during_fit_is_raised_at_the_next_check_and_a_second_one_at_onc
     assert len(reached) == 3
 
 
+@pytest.mark.parametrize("epoch", [0, 1])
 def test_a_sigterm_in_an_epoch_end_callback_lets_it_finish_and_stops_train_after(
-        tmp_path, monkeypatch, capsys, default_signal_handlers):
-    # The epoch's row of history.csv, written after the signal came, is kept: the command
-    # stopped at the next batch, with SIGTERM's status and the --out that resumes it.
+        tmp_path, monkeypatch, capsys, default_signal_handlers, epoch):
+    # From the second epoch on, the epoch's row of history.csv, written after the signal
+    # came, is kept: the command stopped at the next batch, with SIGTERM's status and the
+    # --out that resumes it. The first epoch (tracing: it can take minutes) stops at once.
     import signal
 
     from seqlab.pipelines.common import EpochHistory
@@ -414,17 +416,19 @@ def test_a_sigterm_in_an_epoch_end_callback_lets_it_finish_and_stops_train_after
             "--units", "2", "--epochs", "5", "--patience", "5", "--out", str(out)]
     logged = EpochHistory.on_epoch_end
 
-    def terminated_while_logging(self, epoch, logs=None):
-        if epoch == 1:
+    def terminated_while_logging(self, this_epoch, logs=None):
+        if this_epoch == epoch:
             signal.raise_signal(signal.SIGTERM)
             sum(range(1000))
-        logged(self, epoch, logs)
+        logged(self, this_epoch, logs)
 
     monkeypatch.setattr(EpochHistory, "on_epoch_end", terminated_while_logging)
     assert cli.main(argv) == 143
     partial = out.with_name("run.partial")
     assert "interrupted; the finished epochs are kept in" in capsys.readouterr().err
-    assert (partial / "history.csv").read_text().count("\n") == 1 + 2  # epochs 1 and 2
+    history = partial / "history.csv"
+    rows = history.read_text().count("\n") - 1 if history.exists() else 0
+    assert rows == {0: 0, 1: 2}[epoch]  # the first epoch's row was cut short, as before
 
 
 @pytest.mark.parametrize("error", [
