@@ -214,8 +214,8 @@ def describe_gutenberg_left_out(left_out):
         return ""
     where = (Path(next(iter(left_out))).name if len(left_out) == 1
              else f"{len(left_out)} files")
-    return (f"Project Gutenberg's header and license (the text outside its START and END "
-            f"lines) left out: {sum(left_out.values()):,} characters ({where})")
+    return (f"Project Gutenberg's header and license (the text outside each book's START and "
+            f"END lines) left out: {sum(left_out.values()):,} characters ({where})")
 
 
 def load_corpus(path=None, left_out=None):

@@ -424,8 +424,8 @@ def test_a_project_gutenberg_books_header_and_license_are_left_out_of_a_corpus(t
     assert read_text(folder, left_out=left_out)[0] == book + "my own notes\n"
     assert left_out == {framed: len(GUTENBERG_HEADER) + len(GUTENBERG_LICENSE)}
     assert describe_gutenberg_left_out(left_out) == (
-        f"Project Gutenberg's header and license (the text outside its START and END lines) "
-        f"left out: {len(GUTENBERG_HEADER) + len(GUTENBERG_LICENSE):,} characters (a.txt)")
+        f"Project Gutenberg's header and license (the text outside each book's START and END "
+        f"lines) left out: {len(GUTENBERG_HEADER) + len(GUTENBERG_LICENSE):,} characters (a.txt)")
     corpus = prepare_corpus(framed, val_fraction=0.2)
     assert corpus.total_chars == len(book)
     assert corpus.report()["gutenberg_left_out"] == {str(framed): left_out[framed]}
