@@ -329,8 +329,10 @@ def find_id_column_in_file(path, time_column=None):
         if len(header) > HEADER_CHARS:  # one line of 100 MB: pandas parsed it for minutes
             return None
         delimiter = max(_DELIMITERS, key=header.count)
-        frame = pd.read_csv(path, sep=delimiter, dtype=str, keep_default_na=False,
-                            index_col=False, encoding="utf-8")
+        with warnings.catch_warnings():  # a line of more fields than the header: its reader
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)  # names it, not pandas
+            frame = pd.read_csv(path, sep=delimiter, dtype=str, keep_default_na=False,
+                                index_col=False, encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError):
         return None
     if frame.empty:

@@ -1,5 +1,7 @@
 """A long table of many series told from one series by its time stamps (`find_id_column`)."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -171,6 +173,12 @@ def test_the_file_is_read_with_its_delimiter_and_an_unreadable_one_is_left_to_it
     assert find_id_column_in_file(tmp_path / "missing.csv") is None
     (tmp_path / "empty.csv").write_text("unique_id,ds,y\n")
     assert find_id_column_in_file(tmp_path / "empty.csv") is None
+    # A line with a field more than the header: pandas' ParserWarning ("... loss of data with
+    # index_col=False") reached the terminal before the reader's own message on the line.
+    (tmp_path / "extra.csv").write_text("unique_id,ds,y\na,2020-01-01,1,9\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        find_id_column_in_file(tmp_path / "extra.csv")
 
 
 def test_a_header_over_the_line_limit_is_left_to_the_reader_unparsed(tmp_path, monkeypatch):
