@@ -1094,20 +1094,19 @@ class SeriesSchema:
                 path=source,
             )
         refuse_values_lost_in_float32(values.dropna(), f"column {name!r}", source)
-        unread = raw[values.isna() & raw.notna()].astype(str)
-        comma = np.flatnonzero(unread.map(_DECIMAL_COMMA.fullmatch).map(bool).to_numpy())
-        if self.fill is not None and len(comma):
-            # --fill repairs what is not a number: "12,5" among "12.5"s is one, written so.
-            rows = np.flatnonzero(raw.index.isin(unread.index[comma]))
+        not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
+        # --fill repairs what is not a number: "12,5" among "12.5"s is one, written so.
+        comma = [row for row in not_numbers if _DECIMAL_COMMA.fullmatch(str(raw.iloc[row]))
+                 ] if self.fill is not None else []
+        if comma:
             raise DataError(
                 f"column {name!r} has numbers written with a comma at lines "
-                f"{_rows_text(rows, raw.iloc[rows].tolist())}, which --fill {self.fill} would "
+                f"{_rows_text(comma, raw.iloc[comma].tolist())}, which --fill {self.fill} would "
                 "replace as missing; expected numbers such as 1234.5 (a point is the decimal "
                 "mark and numbers have no thousands separators)",
                 path=source,
             )
         if self.fill is None:
-            not_numbers = np.flatnonzero((values.isna() & raw.notna()).to_numpy())
             if len(not_numbers):
                 raise DataError(
                     f"column {name!r} has non-numeric values at lines "
