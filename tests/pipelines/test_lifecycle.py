@@ -57,6 +57,9 @@ def tiny_config(folder, **overrides):
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
+    """One finished `--model auto` run (and its series.csv), shared by the tests that take
+    `finished`: they only read it or write outside it; a test that exports into it, edits or
+    damages it works on a copy (`shutil.copytree`), never on the run itself."""
     folder = tmp_path_factory.mktemp("lifecycle")
     return folder, timeseries.train(tiny_config(folder)).path
 
@@ -190,7 +193,9 @@ def test_export_overwrite_refuses_a_folder_with_an_empty_saved_model_pb(finished
 
 
 def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_path, capsys):
-    _, run = finished
+    folder, shared = finished
+    run = tmp_path / "run"  # --overwrite replaces its saved_model/: a copy of the shared run
+    shutil.copytree(shared, run)
     saved_model = run / "saved_model"
     first = (saved_model / "saved_model.pb").stat().st_mtime_ns
     assert cli.main(["timeseries", "export", "--run", str(run), "--out", str(saved_model)]) == 2
@@ -203,7 +208,7 @@ def test_export_replaces_a_previous_export_only_with_overwrite(finished, tmp_pat
     # The window of the network or linear member, or the whole history when --model auto kept
     # a classical member (the series has 120 rows).
     name = next(iter(serve.structured_input_signature[1]))
-    series = pd.read_csv(run.parent / "series.csv")["y"].to_numpy("float32")
+    series = pd.read_csv(folder / "series.csv")["y"].to_numpy("float32")
     rows = series[-6:] if name == "window" else series
     rows = rows.reshape(1, -1, 1)
     assert serve(**{name: tf.constant(rows)})["forecast"].shape == (1, 1, 1)
@@ -244,10 +249,12 @@ def test_export_overwrite_refuses_an_export_holding_files_of_the_users(finished,
                      "--overwrite"]) == 0
 
 
-def test_export_without_out_writes_the_next_version_of_the_run(tmp_path, capsys, monkeypatch):
+def test_export_without_out_writes_the_next_version_of_the_run(finished, tmp_path, capsys,
+                                                               monkeypatch):
     """`export --run RUN` as README shows it succeeds after train: it writes `RUN/export/1`,
     then `RUN/export/2` (TensorFlow Serving's layout), and never touches `RUN/saved_model`."""
-    run = timeseries.train(tiny_config(tmp_path, epochs=1, model="gru")).path
+    run = tmp_path / "run"  # its export/ is written: a copy of the shared finished run
+    shutil.copytree(finished[1], run)
     capsys.readouterr()
     trained = (run / "saved_model" / "saved_model.pb").stat().st_mtime_ns
     (run / "export").mkdir()
