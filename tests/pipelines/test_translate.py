@@ -376,9 +376,11 @@ def test_the_default_max_length_holds_the_longest_training_pair():
     assert value == 256 and "capped at 256: longer pairs are left out" in why
 
 
-def test_the_first_line_says_how_many_training_pairs_were_trained_on(trained, tmp_path, capsys):
+def test_the_first_line_says_how_many_training_pairs_were_trained_on(tmp_path, capsys):
     # It counted every pair read (315), those left out for length only on a later line.
-    _, _, pairs = trained
+    # The toy pairs themselves, not `trained` (of which it read only its pairs, toy_pairs()):
+    # run alone, the test trained that run too.
+    pairs = toy_pairs()
     long = [(f"{en} {en} {en}", f"{de} {de} {de}") for en, de in pairs[:8]]
     (tmp_path / "pairs.tsv").write_text(
         "".join(f"{en}\t{de}\n" for en, de in pairs + long), encoding="utf-8")
