@@ -245,6 +245,36 @@ def recover_interrupted_export(path):
     _remove_killed_exports(path)
 
 
+def _write_out(archive, path):
+    """`archive.write_out(path)`, each endpoint traced once instead of twice.
+
+    `write_out` traces the endpoints outside TensorFlow's save context (to find the variables
+    they read), and `tf.saved_model.save` asks the same `tf.function`s for their traces inside
+    it, where the trace cache's key holds the save options' variable policy (None outside): so
+    every endpoint was traced twice, a second or more for a char-RNN's generate or a
+    translator's beam search. Tracing them inside a save context of the same options lets the
+    save find them in the cache. The same steps as Keras 3.15's `write_out` otherwise; where
+    an `ExportArchive` lacks the attributes they read (another Keras), `write_out` itself runs.
+    """
+    from tensorflow.python.saved_model import save_context  # no public way to enter it
+
+    needed = ("_filter_and_track_resources", "_get_concrete_fn", "_endpoint_names",
+              "_tf_trackable")
+    if not all(hasattr(archive, name) for name in needed):
+        archive.write_out(str(path), verbose=False)
+        return
+    if not archive._endpoint_names:
+        raise ValueError("No endpoints have been set yet. Call add_endpoint().")
+    options = tf.saved_model.SaveOptions()
+    with save_context.save_context(options):
+        archive._filter_and_track_resources()  # traces the endpoints for their variables
+        signatures = {name: archive._get_concrete_fn(name) for name in archive._endpoint_names}
+        # TensorFlow Serving's default: the first endpoint, unless one is called so already.
+        signatures.setdefault("serving_default",
+                              archive._get_concrete_fn(archive._endpoint_names[0]))
+    tf.saved_model.save(archive._tf_trackable, str(path), options=options, signatures=signatures)
+
+
 def write_export_archive(archive, path):
     """Writes a `keras.export.ExportArchive` as a new SavedModel at `path`, atomically.
 
@@ -259,7 +289,7 @@ def write_export_archive(archive, path):
     _remove_killed_exports(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        archive.write_out(str(temporary), verbose=False)
+        _write_out(archive, temporary)
         write_marker(temporary, EXPORT_MARKER, "export",
                      tree=written_tree(temporary, EXPORT_MARKER))
         os.replace(temporary, path)

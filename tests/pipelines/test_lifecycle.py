@@ -395,6 +395,50 @@ def test_a_failed_export_leaves_no_temporary_directory(tmp_path):
     assert _files(previous) == before and [p.name for p in tmp_path.iterdir()] == ["served"]
 
 
+@pytest.mark.parametrize("first", ["serving_default", "forecast"])
+def test_an_export_traces_each_endpoint_once_and_serves_what_keras_writes_out(tmp_path, first):
+    """`write_export_archive` writes Keras's `ExportArchive` with each endpoint traced once
+    (Keras's `write_out` traced each twice: outside TensorFlow's save context and inside it),
+    and the SavedModel has the signatures and outputs that `write_out` gives (serving_default
+    the first endpoint unless one is named so)."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    traces = []
+
+    def archive():
+        built = keras.export.ExportArchive()
+        built.track(model)
+
+        def forecast(x):
+            traces.append("forecast")  # Python runs once per trace
+            return {"forecast": model(x)}
+
+        def doubled(x):
+            traces.append("doubled")
+            return {"doubled": 2.0 * model(x)}
+
+        built.add_endpoint(first, forecast, input_signature=[tf.TensorSpec([None, 3], name="x")])
+        built.add_endpoint("doubled", doubled, input_signature=[tf.TensorSpec([None, 3], name="x")])
+        return built
+
+    write_export_archive(archive(), tmp_path / "ours")
+    assert sorted(traces) == ["doubled", "forecast"]
+    traces.clear()
+    archive().write_out(str(tmp_path / "keras"), verbose=False)
+    assert len(traces) == 4  # Keras's own: twice each (if this fails, Keras changed: see above)
+    x = tf.constant(np.random.default_rng(0).normal(size=(4, 3)), tf.float32)
+    ours, theirs = (tf.saved_model.load(str(tmp_path / name)) for name in ("ours", "keras"))
+    assert sorted(ours.signatures) == sorted(theirs.signatures) == sorted(
+        {first, "doubled", "serving_default"})
+    # The same graph either way; the tolerance only allows for a kernel chosen differently.
+    for name in ours.signatures:
+        got, expected = ours.signatures[name](x=x), theirs.signatures[name](x=x)
+        assert sorted(got) == sorted(expected)
+        for key in got:
+            np.testing.assert_allclose(got[key].numpy(), expected[key].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ours.doubled(x)["doubled"].numpy(), 2.0 * model(x).numpy(),
+                               rtol=1e-6)
+
+
 def test_an_export_that_another_export_beat_to_the_same_path_says_so(tmp_path):
     # The same export command twice at once: the later rename meets the earlier's SavedModel
     # (ENOTEMPTY); the message was the bare "cannot write the SavedModel there (Directory not
